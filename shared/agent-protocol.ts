@@ -1,0 +1,101 @@
+// Typed encode/decode of the agent <-> master frames defined in proto/agent.proto.
+// Decoding validates: a frame that is not exactly one known message is a CairnError
+// (CAIRN_BAD_FRAME) naming what was wrong, never a half-read object.
+
+import protobuf from 'protobufjs';
+import { fileURLToPath } from 'node:url';
+import { CairnError } from './errors.ts';
+
+const root = protobuf.loadSync(fileURLToPath(new URL('../proto/agent.proto', import.meta.url)));
+const AgentToMasterType = root.lookupType('cairn.agent.AgentToMaster');
+const MasterToAgentType = root.lookupType('cairn.agent.MasterToAgent');
+
+export const TASK_STATES = [
+  'TASK_STAGING', 'TASK_STARTING', 'TASK_RUNNING', 'TASK_FINISHED', 'TASK_FAILED', 'TASK_KILLED',
+  'TASK_LOST', 'TASK_ERROR', 'TASK_KILLING', 'TASK_UNREACHABLE', 'TASK_GONE', 'TASK_DROPPED', 'TASK_UNKNOWN',
+] as const;
+export type TaskState = (typeof TASK_STATES)[number];
+
+const TERMINAL: ReadonlySet<TaskState> = new Set<TaskState>([
+  'TASK_FINISHED', 'TASK_FAILED', 'TASK_KILLED', 'TASK_LOST', 'TASK_ERROR', 'TASK_GONE', 'TASK_DROPPED',
+]);
+export function isTerminal(state: TaskState): boolean {
+  return TERMINAL.has(state);
+}
+
+export interface EnvVar { name: string; value: string }
+export interface CommandInfo { shell: boolean; value: string; arguments: string[]; environment: EnvVar[] }
+export interface TaskInfo {
+  taskId: string;
+  frameworkId: string;
+  name: string;
+  resources: string;
+  command: CommandInfo;
+  killGraceMs: number;
+  labels: EnvVar[];
+}
+export interface StatusUpdate {
+  uuid: Uint8Array;
+  taskId: string;
+  frameworkId: string;
+  state: TaskState;
+  message: string;
+  hasExitCode: boolean;
+  exitCode: number;
+  timestampMs: number;
+  reason: string;
+}
+export interface RunningTask { taskId: string; frameworkId: string; state: TaskState; resources: string }
+export interface Register {
+  agentId: string;
+  hostname: string;
+  ip: string;
+  httpPort: number;
+  resources: string;
+  attributes: { name: string; value: string }[];
+  tasks: RunningTask[];
+  version: string;
+}
+
+export type AgentToMaster =
+  | { register: Register }
+  | { statusUpdate: StatusUpdate }
+  | { pong: { sentMs: number } };
+
+export type MasterToAgent =
+  | { registered: { agentId: string; lostTaskIds: string[]; pingIntervalMs: number } }
+  | { ping: { sentMs: number } }
+  | { launch: { tasks: TaskInfo[] } }
+  | { kill: { taskId: string; frameworkId: string; graceMs: number } }
+  | { ack: { uuid: Uint8Array; taskId: string } }
+  | { error: { code: string; message: string } };
+
+const TO_OBJECT: protobuf.IConversionOptions = { longs: Number, enums: String, bytes: Uint8Array as unknown as typeof String, defaults: true, arrays: true, oneofs: true };
+
+function decode<T>(type: protobuf.Type, bytes: Uint8Array, what: string): T {
+  let msg: protobuf.Message;
+  try {
+    msg = type.decode(bytes);
+  } catch (err) {
+    throw new CairnError('CAIRN_BAD_FRAME', `undecodable ${what} frame: ${(err as Error).message}`, 'frame');
+  }
+  const obj = type.toObject(msg, TO_OBJECT) as Record<string, unknown>;
+  const which = obj.msg;
+  if (typeof which !== 'string') {
+    throw new CairnError('CAIRN_BAD_FRAME', `${what} frame carries no message`, 'frame.msg');
+  }
+  return { [which]: obj[which] } as T;
+}
+
+export function encodeAgentToMaster(m: AgentToMaster): Uint8Array {
+  return AgentToMasterType.encode(AgentToMasterType.fromObject(m)).finish();
+}
+export function decodeAgentToMaster(bytes: Uint8Array): AgentToMaster {
+  return decode<AgentToMaster>(AgentToMasterType, bytes, 'agent');
+}
+export function encodeMasterToAgent(m: MasterToAgent): Uint8Array {
+  return MasterToAgentType.encode(MasterToAgentType.fromObject(m)).finish();
+}
+export function decodeMasterToAgent(bytes: Uint8Array): MasterToAgent {
+  return decode<MasterToAgent>(MasterToAgentType, bytes, 'master');
+}

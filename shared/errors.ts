@@ -1,0 +1,34 @@
+// Errors with stable codes: tests and clients match on `code`, people read `message`.
+// `field` names the piece of input that was wrong, when there is one.
+
+export type CairnErrorCode =
+  | 'CAIRN_BAD_RESOURCES'
+  | 'CAIRN_BAD_REQUEST'
+  | 'CAIRN_BAD_FRAME'
+  | 'CAIRN_UNKNOWN_CALL'
+  | 'CAIRN_UNKNOWN_OFFER'
+  | 'CAIRN_OFFER_RESCINDED'
+  | 'CAIRN_INSUFFICIENT_RESOURCES'
+  | 'CAIRN_UNKNOWN_FRAMEWORK'
+  | 'CAIRN_UNKNOWN_TASK'
+  | 'CAIRN_UNKNOWN_AGENT'
+  | 'CAIRN_STREAM_MISMATCH'
+  | 'CAIRN_DUPLICATE_TASK'
+  | 'CAIRN_BAD_FLAG'
+  | 'CAIRN_AGENT_UNAVAILABLE';
+
+export class CairnError extends Error {
+  readonly code: CairnErrorCode;
+  readonly field: string | undefined;
+
+  constructor(code: CairnErrorCode, message: string, field?: string) {
+    super(field !== undefined && !message.includes(field) ? `${field}: ${message}` : message);
+    this.name = 'CairnError';
+    this.code = code;
+    this.field = field;
+  }
+}
+
+export function badRequest(field: string, message: string): CairnError {
+  return new CairnError('CAIRN_BAD_REQUEST', message, field);
+}

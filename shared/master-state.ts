@@ -1,0 +1,71 @@
+// The JSON the master's REST API returns (`GET /api/v1/state`, `/api/v1/tasks/:id`, logs).
+// The command line and tests read these shapes; the master builds them from its registry.
+
+import type { TaskState } from './agent-protocol.ts';
+
+export interface AgentView {
+  id: string;
+  hostname: string;
+  ip: string;
+  /** The agent's own HTTP endpoint, e.g. http://10.0.0.5:5051 */
+  url: string;
+  reachable: boolean;
+  registeredAtMs: number;
+  /** Resources in Mesos text form: what the agent has, what tasks use, what is offered now. */
+  resources: string;
+  used: string;
+  offered: string;
+  attributes: Record<string, string>;
+}
+
+export interface FrameworkView {
+  id: string;
+  name: string;
+  role: string;
+  user: string;
+  connected: boolean;
+  failoverTimeoutS: number;
+  registeredAtMs: number;
+  suppressed: boolean;
+}
+
+export interface TaskView {
+  id: string;
+  name: string;
+  frameworkId: string;
+  agentId: string;
+  state: TaskState;
+  resources: string;
+  message: string;
+  /** Exit code of a process that exited (negative: killed by that signal). */
+  exitCode?: number;
+  launchedAtMs: number;
+  updatedAtMs: number;
+}
+
+export interface OfferView {
+  id: string;
+  frameworkId: string;
+  agentId: string;
+  resources: string;
+}
+
+export interface StateView {
+  version: string;
+  startedAtMs: number;
+  agents: AgentView[];
+  frameworks: FrameworkView[];
+  tasks: TaskView[];
+  offers: OfferView[];
+}
+
+/** One read of a task's log file (`GET /api/v1/tasks/:id/logs`). */
+export interface LogChunk {
+  /** UTF-8 text read from `offset`. */
+  data: string;
+  offset: number;
+  /** Where the next read should start. */
+  nextOffset: number;
+  /** True once the task is terminal and everything has been read. */
+  eof: boolean;
+}

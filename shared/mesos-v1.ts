@@ -1,0 +1,93 @@
+// The JSON shapes of Mesos' v1 scheduler HTTP API (scheduler.proto / mesos.proto), as
+// Cairn speaks them on `POST /api/v1/scheduler`. Field names are Mesos' own snake_case so
+// an existing Mesos v1 framework client works against Cairn unchanged.
+
+import type { MesosResource } from './resources.ts';
+import type { TaskState } from './agent-protocol.ts';
+
+export interface Id { value: string }
+
+export interface Label { key: string; value?: string }
+
+export interface FrameworkInfo {
+  user?: string;
+  name?: string;
+  id?: Id;
+  failover_timeout?: number;
+  checkpoint?: boolean;
+  role?: string;
+  roles?: string[];
+  hostname?: string;
+  principal?: string;
+  capabilities?: { type: string }[];
+  labels?: { labels: Label[] };
+}
+
+export interface Filters { refuse_seconds?: number }
+
+export interface CommandInfoJson {
+  value?: string;
+  shell?: boolean;
+  arguments?: string[];
+  environment?: { variables: { name: string; value?: string; type?: string }[] };
+  uris?: unknown[];
+}
+
+export interface TaskInfoJson {
+  name: string;
+  task_id: Id;
+  agent_id: Id;
+  resources: MesosResource[];
+  command?: CommandInfoJson;
+  labels?: { labels: Label[] };
+  kill_policy?: { grace_period?: { nanoseconds: number } };
+}
+
+export interface OfferJson {
+  id: Id;
+  framework_id: Id;
+  agent_id: Id;
+  hostname: string;
+  url: { scheme: string; address: { hostname: string; ip: string; port: number }; path?: string };
+  resources: MesosResource[];
+  attributes: { name: string; type: 'TEXT'; text: { value: string } }[];
+}
+
+export interface TaskStatusJson {
+  task_id: Id;
+  state: TaskState;
+  agent_id?: Id;
+  message?: string;
+  source?: 'SOURCE_MASTER' | 'SOURCE_AGENT' | 'SOURCE_EXECUTOR';
+  reason?: string;
+  /** base64 of the update's 16-byte uuid; absent for updates that need no acknowledgement. */
+  uuid?: string;
+  timestamp?: number;
+}
+
+export type SchedulerEvent =
+  | { type: 'SUBSCRIBED'; subscribed: { framework_id: Id; heartbeat_interval_seconds: number } }
+  | { type: 'OFFERS'; offers: { offers: OfferJson[] } }
+  | { type: 'RESCIND'; rescind: { offer_id: Id } }
+  | { type: 'UPDATE'; update: { status: TaskStatusJson } }
+  | { type: 'FAILURE'; failure: { agent_id?: Id; status?: number } }
+  | { type: 'ERROR'; error: { message: string } }
+  | { type: 'HEARTBEAT' };
+
+export interface OfferOperationJson {
+  type: 'LAUNCH' | string;
+  launch?: { task_infos: TaskInfoJson[] };
+}
+
+export type SchedulerCall =
+  | { type: 'SUBSCRIBE'; framework_id?: Id; subscribe: { framework_info: FrameworkInfo } }
+  | { type: 'ACCEPT'; framework_id: Id; accept: { offer_ids: Id[]; operations: OfferOperationJson[]; filters?: Filters } }
+  | { type: 'DECLINE'; framework_id: Id; decline: { offer_ids: Id[]; filters?: Filters } }
+  | { type: 'REVIVE'; framework_id: Id; revive?: { roles?: string[] } }
+  | { type: 'SUPPRESS'; framework_id: Id; suppress?: { roles?: string[] } }
+  | { type: 'KILL'; framework_id: Id; kill: { task_id: Id; agent_id?: Id } }
+  | { type: 'ACKNOWLEDGE'; framework_id: Id; acknowledge: { agent_id: Id; task_id: Id; uuid: string } }
+  | { type: 'RECONCILE'; framework_id: Id; reconcile: { tasks: { task_id: Id; agent_id?: Id }[] } }
+  | { type: 'TEARDOWN'; framework_id: Id };
+
+export const STREAM_ID_HEADER = 'mesos-stream-id';
