@@ -10,6 +10,8 @@ export interface AgentView {
   /** The agent's own HTTP endpoint, e.g. http://10.0.0.5:5051 */
   url: string;
   reachable: boolean;
+  /** Whether the agent's WebSocket to this master is up right now. */
+  connected: boolean;
   registeredAtMs: number;
   /** Resources in Mesos text form: what the agent has, what tasks use, what is offered now. */
   resources: string;
@@ -26,7 +28,6 @@ export interface FrameworkView {
   connected: boolean;
   failoverTimeoutS: number;
   registeredAtMs: number;
-  suppressed: boolean;
 }
 
 export interface TaskView {

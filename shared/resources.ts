@@ -177,7 +177,9 @@ export class Resources {
         acc = acc.add(Resources.of({ ports: ranges.map((x) => ({ begin: Number(x.begin), end: Number(x.end) })) }));
       } else if ((SCALAR_NAMES as readonly string[]).includes(r.name)) {
         const v = r.scalar?.value;
-        if (typeof v !== 'number') throw new CairnError('CAIRN_BAD_RESOURCES', `${r.name} needs scalar.value`, `${f}.scalar.value`);
+        if (typeof v !== 'number' || !Number.isFinite(v) || v < 0) {
+          throw new CairnError('CAIRN_BAD_RESOURCES', `${r.name} needs a non-negative number in scalar.value`, `${f}.scalar.value`);
+        }
         acc = acc.add(Resources.of({ [r.name]: v }));
       } else {
         throw new CairnError('CAIRN_BAD_RESOURCES', `unknown resource '${r.name}'`, `${f}.name`);

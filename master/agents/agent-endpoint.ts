@@ -1,0 +1,56 @@
+// `ws://master/api/v1/agent`: the agents' WebSocket. Each binary frame is one
+// AgentToMaster protobuf message; anything else is refused with an error frame and the
+// connection is closed, leaving the registry untouched.
+
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import { WebSocketServer, type RawData } from 'ws';
+import { decodeAgentToMaster } from '../../shared/agent-protocol.ts';
+import { CairnError } from '../../shared/errors.ts';
+import type { Master } from '../master.ts';
+import { AgentLink } from './agent-link.ts';
+
+export const AGENT_PATH = '/api/v1/agent';
+
+export class AgentEndpoint {
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 * 1024 });
+
+  constructor(private readonly master: Master) {
+    this.wss.on('connection', (socket, req: IncomingMessage) => {
+      const link = new AgentLink(socket, req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '');
+      master.agentConnected(link);
+      socket.on('message', (data: RawData, isBinary: boolean) => this.onFrame(link, data, isBinary));
+      socket.on('error', (err) => master.log.debug({ err: err.message }, 'agent socket error'));
+    });
+  }
+
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req));
+  }
+
+  private onFrame(link: AgentLink, data: RawData, isBinary: boolean): void {
+    const master = this.master;
+    let msg;
+    try {
+      if (!isBinary) throw new CairnError('CAIRN_BAD_FRAME', 'agent frames must be binary protobuf', 'frame');
+      const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
+      msg = decodeAgentToMaster(bytes);
+      if (!('register' in msg) && !link.agentId) throw new CairnError('CAIRN_BAD_FRAME', 'the first frame must be register', 'frame');
+    } catch (err) {
+      master.badAgentFrame(link, err instanceof CairnError ? err : new CairnError('CAIRN_BAD_FRAME', String(err), 'frame'));
+      return;
+    }
+    const onError = (err: unknown) => {
+      if (err instanceof CairnError) master.badAgentFrame(link, err);
+      else master.log.error({ err }, 'handling agent frame failed');
+    };
+    if ('register' in msg) master.registerAgent(link, msg.register).catch(onError);
+    else if ('statusUpdate' in msg) master.agentStatusUpdate(link, msg.statusUpdate).catch(onError);
+    else if ('pong' in msg) master.agentPong(link);
+  }
+
+  close(): void {
+    for (const c of this.wss.clients) c.terminate();
+    this.wss.close();
+  }
+}

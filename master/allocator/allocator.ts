@@ -1,0 +1,365 @@
+// The hierarchical DRF allocator: decides which framework is offered each agent's free
+// resources. Pure: the master feeds it events (agents and frameworks coming and going,
+// resources given back) and calls `allocate(nowMs)` each cycle; it returns the offers and
+// never touches a socket, a timer or a clock.
+//
+// Two levels of fairness, as in Mesos: roles are ordered by weighted dominant share, and the
+// frameworks of a role by their own dominant share. For each agent, the lowest-share role
+// that has a framework able to take the agent wins, and within it the lowest-share such
+// framework gets everything free on the agent, as one offer. Offered resources count as that
+// framework's until given back, so the next agent of the same cycle may go to someone else.
+
+import { CairnError } from '../../shared/errors.ts';
+import { Resources } from '../../shared/resources.ts';
+import { DrfSorter } from './drf-sorter.ts';
+import { OfferFilters } from './offer-filters.ts';
+
+export interface Offer {
+  frameworkId: string;
+  agentId: string;
+  resources: Resources;
+}
+
+export interface AllocatorOptions {
+  /** Weight per role name; roles not named weigh 1. */
+  roleWeights?: Record<string, number>;
+}
+
+/**
+ * Smallest free amount worth an offer (Mesos' MIN_CPUS and MIN_MEM), in thousandths:
+ * 0.01 cpus or 32 MiB. Less is not enough to run anything, and offering it would only
+ * churn offers and filters.
+ */
+const MIN_CPUS_MILLI = 10;
+const MIN_MEM_MILLI = 32_000;
+
+function worthOffering(r: Resources): boolean {
+  return r.getMilli('cpus') >= MIN_CPUS_MILLI || r.getMilli('mem') >= MIN_MEM_MILLI;
+}
+
+/** The scalars of r without its ports: ports from different agents would merge as a set. */
+function scalarsOf(r: Resources): Resources {
+  return Resources.of({ cpus: r.cpus, mem: r.mem, disk: r.disk, gpus: r.gpus });
+}
+
+interface AgentEntry {
+  readonly id: string;
+  readonly total: Resources;
+  /** total's scalars, for the cluster total. */
+  readonly scalarTotal: Resources;
+  /** Everything held on the agent: the sum of `holdings` and `unattributed`. Never exceeds total. */
+  allocated: Resources;
+  active: boolean;
+  /** What each framework holds here (offers outstanding and tasks running). */
+  readonly holdings: Map<string, Resources>;
+  /**
+   * Held by no known framework: tasks reported without an owner when the agent was added,
+   * or left behind by a removed framework. Not offered until given back.
+   */
+  unattributed: Resources;
+}
+
+interface FrameworkEntry {
+  readonly id: string;
+  readonly role: string;
+  active: boolean;
+  suppressed: boolean;
+  /** Agents where it holds something. */
+  readonly agents: Set<string>;
+  readonly filters: OfferFilters;
+}
+
+export class Allocator {
+  private readonly agents = new Map<string, AgentEntry>();
+  /** Agents in the order they were added; each cycle starts one position further along. */
+  private readonly agentOrder: AgentEntry[] = [];
+  private cycle = 0;
+  private clusterTotal = Resources.EMPTY;
+
+  private readonly frameworks = new Map<string, FrameworkEntry>();
+  /** Roles that have frameworks; active while one of them may receive offers. */
+  private readonly roleSorter = new DrfSorter();
+  /** Per role, its frameworks; active while the framework is active and not suppressed. */
+  private readonly frameworkSorters = new Map<string, DrfSorter>();
+  private readonly roleWeights = new Map<string, number>();
+
+  constructor(opts: AllocatorOptions = {}) {
+    for (const [role, weight] of Object.entries(opts.roleWeights ?? {})) this.setRoleWeight(role, weight);
+  }
+
+  setRoleWeight(role: string, weight: number): void {
+    if (!Number.isFinite(weight) || weight <= 0) {
+      throw new CairnError('CAIRN_BAD_REQUEST', `role '${role}' needs a finite weight > 0, got ${weight}`, 'weight');
+    }
+    this.roleWeights.set(role, weight);
+    if (this.roleSorter.has(role)) this.roleSorter.setWeight(role, weight);
+  }
+
+  // ---- agents ----
+
+  /**
+   * `used` is what tasks already hold on the agent (a master that restarted learns it from the
+   * agent); `usedBy` says which framework holds which part, so that it counts in their shares.
+   * Any part of `used` not in `usedBy` stays held by nobody until given back. Without `used`,
+   * the sum of `usedBy` is used.
+   */
+  addAgent(agentId: string, total: Resources, used?: Resources, usedBy?: { frameworkId: string; resources: Resources }[]): void {
+    if (this.agents.has(agentId)) throw new CairnError('CAIRN_BAD_REQUEST', `agent '${agentId}' is already known`, 'agentId');
+    let attributed = Resources.EMPTY;
+    for (const u of usedBy ?? []) {
+      this.framework(u.frameworkId);
+      attributed = attributed.add(u.resources);
+    }
+    const held = used ?? attributed;
+    if (!held.contains(attributed)) {
+      throw new CairnError('CAIRN_BAD_REQUEST', `usedBy (${attributed.toString()}) is more than used (${held.toString()})`, 'usedBy');
+    }
+    if (!total.contains(held)) {
+      throw new CairnError('CAIRN_BAD_REQUEST', `used (${held.toString()}) is more than the agent's total (${total.toString()})`, 'used');
+    }
+    const agent: AgentEntry = {
+      id: agentId,
+      total,
+      scalarTotal: scalarsOf(total),
+      allocated: held,
+      active: true,
+      holdings: new Map(),
+      unattributed: held.subtract(attributed),
+    };
+    this.agents.set(agentId, agent);
+    this.agentOrder.push(agent);
+    for (const u of usedBy ?? []) {
+      if (!u.resources.isEmpty()) this.hold(this.framework(u.frameworkId), agent, u.resources);
+    }
+    this.setClusterTotal(this.clusterTotal.add(agent.scalarTotal));
+  }
+
+  /** The agent is gone: what was held on it is forgotten, and so are filters on it. */
+  removeAgent(agentId: string): void {
+    const agent = this.agent(agentId);
+    for (const [frameworkId, held] of agent.holdings) this.release(this.framework(frameworkId), agent, held);
+    for (const fw of this.frameworks.values()) fw.filters.clearAgent(agentId);
+    if (agent.active) this.setClusterTotal(this.clusterTotal.subtract(agent.scalarTotal));
+    this.agents.delete(agentId);
+    this.agentOrder.splice(this.agentOrder.indexOf(agent), 1);
+  }
+
+  /** Inactive agents (unreachable, draining) are never offered and leave the cluster total. */
+  setAgentActive(agentId: string, active: boolean): void {
+    const agent = this.agent(agentId);
+    if (agent.active === active) return;
+    agent.active = active;
+    this.setClusterTotal(active ? this.clusterTotal.add(agent.scalarTotal) : this.clusterTotal.subtract(agent.scalarTotal));
+  }
+
+  // ---- frameworks ----
+
+  addFramework(frameworkId: string, role: string): void {
+    if (this.frameworks.has(frameworkId)) {
+      throw new CairnError('CAIRN_BAD_REQUEST', `framework '${frameworkId}' is already known`, 'frameworkId');
+    }
+    if (role === '') throw new CairnError('CAIRN_BAD_REQUEST', 'must not be empty', 'role');
+    let sorter = this.frameworkSorters.get(role);
+    if (sorter === undefined) {
+      sorter = new DrfSorter();
+      sorter.setTotal(this.clusterTotal);
+      this.frameworkSorters.set(role, sorter);
+      this.roleSorter.add(role, this.roleWeights.get(role) ?? 1);
+    }
+    sorter.add(frameworkId);
+    const fw: FrameworkEntry = { id: frameworkId, role, active: true, suppressed: false, agents: new Set(), filters: new OfferFilters() };
+    this.frameworks.set(frameworkId, fw);
+    this.syncActivation(fw);
+  }
+
+  /**
+   * Forgets the framework and its share. What it held stays held on its agents, owned by
+   * nobody, until the caller gives it back (offers rescinded, tasks killed) with
+   * recoverResources under the same framework id.
+   */
+  removeFramework(frameworkId: string): void {
+    const fw = this.framework(frameworkId);
+    for (const agentId of [...fw.agents]) {
+      const agent = this.agent(agentId);
+      const held = agent.holdings.get(frameworkId)!;
+      this.release(fw, agent, held);
+      agent.unattributed = agent.unattributed.add(held);
+    }
+    this.frameworks.delete(frameworkId);
+    const sorter = this.frameworkSorters.get(fw.role)!;
+    sorter.remove(frameworkId);
+    if (sorter.size === 0) {
+      this.frameworkSorters.delete(fw.role);
+      this.roleSorter.remove(fw.role);
+    } else if (sorter.activeCount === 0) {
+      this.roleSorter.deactivate(fw.role);
+    }
+  }
+
+  /** A disconnected framework keeps what it holds but is offered nothing. */
+  setFrameworkActive(frameworkId: string, active: boolean): void {
+    const fw = this.framework(frameworkId);
+    fw.active = active;
+    this.syncActivation(fw);
+  }
+
+  suppress(frameworkId: string): void {
+    const fw = this.framework(frameworkId);
+    fw.suppressed = true;
+    this.syncActivation(fw);
+  }
+
+  /** Un-suppresses and clears every filter the framework made. */
+  revive(frameworkId: string): void {
+    const fw = this.framework(frameworkId);
+    fw.suppressed = false;
+    fw.filters.clear();
+    this.syncActivation(fw);
+  }
+
+  // ---- resources ----
+
+  /**
+   * Give back resources a framework held on an agent (unused part of an offer, a declined offer, a
+   * finished task). With refuseMs > 0 add a filter: the framework is not offered resources on that
+   * agent that are contained in `resources` until nowMs + refuseMs.
+   *
+   * Resources held by nobody (see addAgent and removeFramework) may be given back under any
+   * framework id, including one no longer known.
+   */
+  recoverResources(frameworkId: string, agentId: string, resources: Resources, refuseMs: number, nowMs: number): void {
+    if (Number.isNaN(refuseMs) || refuseMs < 0) {
+      throw new CairnError('CAIRN_BAD_REQUEST', `must be a number >= 0, got ${refuseMs}`, 'refuseMs');
+    }
+    const agent = this.agent(agentId);
+    const fw = this.frameworks.get(frameworkId);
+    if (!resources.isEmpty()) {
+      const held = fw === undefined ? undefined : agent.holdings.get(frameworkId);
+      if (fw !== undefined && held !== undefined && held.contains(resources)) {
+        this.release(fw, agent, resources);
+      } else if (agent.unattributed.contains(resources)) {
+        agent.unattributed = agent.unattributed.subtract(resources);
+      } else if (fw === undefined) {
+        throw new CairnError('CAIRN_UNKNOWN_FRAMEWORK', `no framework '${frameworkId}', and nothing unowned on agent '${agentId}' covers ${resources.toString()}`);
+      } else {
+        throw new CairnError(
+          'CAIRN_INSUFFICIENT_RESOURCES',
+          `framework '${frameworkId}' holds ${held?.toString() || 'nothing'} on agent '${agentId}', cannot give back ${resources.toString()}`,
+        );
+      }
+      agent.allocated = agent.allocated.subtract(resources);
+    }
+    if (fw !== undefined && refuseMs > 0) fw.filters.add(agentId, resources, nowMs + refuseMs);
+  }
+
+  /** One allocation cycle at time nowMs: returns the offers made. Offered resources count as allocated to the framework (and its role) until recovered. */
+  allocate(nowMs: number): Offer[] {
+    const offers: Offer[] = [];
+    const order = this.agentOrder;
+    const n = order.length;
+    if (n === 0) return offers;
+    const start = this.cycle % n;
+    this.cycle = (this.cycle + 1) % n;
+    for (let i = 0; i < n; i++) {
+      const agent = order[(start + i) % n];
+      if (!agent.active || agent.allocated === agent.total) continue;
+      const available = agent.allocated.isEmpty() ? agent.total : agent.total.subtract(agent.allocated);
+      if (!worthOffering(available)) continue;
+      const fw = this.pick(agent.id, available, nowMs);
+      if (fw === undefined) continue;
+      this.hold(fw, agent, available);
+      // allocated + (total - allocated): the same value, without the arithmetic.
+      agent.allocated = agent.total;
+      offers.push({ frameworkId: fw.id, agentId: agent.id, resources: available });
+    }
+    return offers;
+  }
+
+  available(agentId: string): Resources {
+    const agent = this.agent(agentId);
+    return agent.total.subtract(agent.allocated);
+  }
+
+  allocated(agentId: string): Resources {
+    return this.agent(agentId).allocated;
+  }
+
+  /** The framework's dominant share of the cluster (unweighted). */
+  frameworkShare(frameworkId: string): number {
+    const fw = this.framework(frameworkId);
+    return this.frameworkSorters.get(fw.role)!.share(frameworkId);
+  }
+
+  /** The role's dominant share of the cluster (unweighted: weights decide order, not share); 0 for a role without frameworks. */
+  roleShare(role: string): number {
+    return this.roleSorter.has(role) ? this.roleSorter.share(role) : 0;
+  }
+
+  // ---- internals ----
+
+  /**
+   * The framework that gets the agent: the lowest-share role that has a framework able to
+   * take it, then that role's lowest-share such framework. Only active, unsuppressed
+   * frameworks are in the sorters, so what is left to check is the framework's filters.
+   */
+  private pick(agentId: string, available: Resources, nowMs: number): FrameworkEntry | undefined {
+    let chosen: FrameworkEntry | undefined;
+    const takes = (frameworkId: string): boolean => {
+      const fw = this.frameworks.get(frameworkId)!;
+      if (fw.filters.filtered(agentId, available, nowMs)) return false;
+      chosen = fw;
+      return true;
+    };
+    this.roleSorter.first((role) => this.frameworkSorters.get(role)!.first(takes) !== undefined);
+    return chosen;
+  }
+
+  /** Counts `resources` on the agent as the framework's, in its share and its role's. */
+  private hold(fw: FrameworkEntry, agent: AgentEntry, resources: Resources): void {
+    const prev = agent.holdings.get(fw.id);
+    agent.holdings.set(fw.id, prev === undefined ? resources : prev.add(resources));
+    fw.agents.add(agent.id);
+    this.frameworkSorters.get(fw.role)!.allocated(fw.id, resources);
+    this.roleSorter.allocated(fw.role, resources);
+  }
+
+  /** The reverse of hold; the caller adjusts agent.allocated. */
+  private release(fw: FrameworkEntry, agent: AgentEntry, resources: Resources): void {
+    const left = agent.holdings.get(fw.id)!.subtract(resources);
+    if (left.isEmpty()) {
+      agent.holdings.delete(fw.id);
+      fw.agents.delete(agent.id);
+    } else {
+      agent.holdings.set(fw.id, left);
+    }
+    this.frameworkSorters.get(fw.role)!.unallocated(fw.id, resources);
+    this.roleSorter.unallocated(fw.role, resources);
+  }
+
+  /** A framework is in its role's order while active and unsuppressed; a role while it has one. */
+  private syncActivation(fw: FrameworkEntry): void {
+    const sorter = this.frameworkSorters.get(fw.role)!;
+    if (fw.active && !fw.suppressed) sorter.activate(fw.id);
+    else sorter.deactivate(fw.id);
+    if (sorter.activeCount > 0) this.roleSorter.activate(fw.role);
+    else this.roleSorter.deactivate(fw.role);
+  }
+
+  private setClusterTotal(total: Resources): void {
+    this.clusterTotal = total;
+    this.roleSorter.setTotal(total);
+    for (const sorter of this.frameworkSorters.values()) sorter.setTotal(total);
+  }
+
+  private agent(agentId: string): AgentEntry {
+    const a = this.agents.get(agentId);
+    if (a === undefined) throw new CairnError('CAIRN_UNKNOWN_AGENT', `no agent '${agentId}'`, 'agentId');
+    return a;
+  }
+
+  private framework(frameworkId: string): FrameworkEntry {
+    const f = this.frameworks.get(frameworkId);
+    if (f === undefined) throw new CairnError('CAIRN_UNKNOWN_FRAMEWORK', `no framework '${frameworkId}'`, 'frameworkId');
+    return f;
+  }
+}

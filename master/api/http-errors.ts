@@ -1,0 +1,31 @@
+// Maps errors to HTTP answers: a CairnError is the client's fault (4xx with its code,
+// message and field); anything else is ours (500).
+
+import { CairnError, type CairnErrorCode } from '../../shared/errors.ts';
+
+const STATUS: Partial<Record<CairnErrorCode, number>> = {
+  CAIRN_UNKNOWN_FRAMEWORK: 403,
+  CAIRN_UNKNOWN_TASK: 404,
+  CAIRN_UNKNOWN_AGENT: 404,
+  CAIRN_AGENT_UNAVAILABLE: 503,
+};
+
+export interface ErrorBody {
+  code: string;
+  message: string;
+  field?: string;
+}
+
+export function toHttpError(err: unknown): { status: number; body: ErrorBody } {
+  if (err instanceof CairnError) {
+    const body: ErrorBody = { code: err.code, message: err.message };
+    if (err.field !== undefined) body.field = err.field;
+    return { status: STATUS[err.code] ?? 400, body };
+  }
+  const e = err as { statusCode?: number; message?: string; code?: string };
+  if (typeof e.statusCode === 'number' && e.statusCode >= 400 && e.statusCode < 500) {
+    // Fastify's own client errors (malformed JSON, wrong content type, body too large).
+    return { status: e.statusCode, body: { code: 'CAIRN_BAD_REQUEST', message: `body: ${e.message ?? 'bad request'}`, field: 'body' } };
+  }
+  return { status: 500, body: { code: 'CAIRN_INTERNAL', message: (err as Error)?.message ?? String(err) } };
+}

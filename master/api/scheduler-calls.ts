@@ -1,0 +1,227 @@
+// Validation of Mesos v1 scheduler calls at the edge: JSON in, a typed call out, or a
+// CairnError naming the field that is wrong. Nothing past this file sees raw JSON.
+
+import { Resources } from '../../shared/resources.ts';
+import { badRequest, CairnError } from '../../shared/errors.ts';
+import type { CommandSpec } from '../registry/commands.ts';
+
+export interface FrameworkSpec {
+  id?: string;
+  name: string;
+  user: string;
+  role: string;
+  principal: string;
+  failoverTimeoutS: number;
+}
+
+export interface TaskSpec {
+  taskId: string;
+  name: string;
+  agentId: string;
+  resources: Resources;
+  command: CommandSpec;
+  labels: { name: string; value: string }[];
+  killGraceMs: number;
+}
+
+export type SchedulerCallParsed =
+  | { type: 'SUBSCRIBE'; framework: FrameworkSpec }
+  | { type: 'ACCEPT'; frameworkId: string; offerIds: string[]; tasks: TaskSpec[]; refuseMs: number | undefined }
+  | { type: 'DECLINE'; frameworkId: string; offerIds: string[]; refuseMs: number | undefined }
+  | { type: 'REVIVE'; frameworkId: string }
+  | { type: 'SUPPRESS'; frameworkId: string }
+  | { type: 'KILL'; frameworkId: string; taskId: string }
+  | { type: 'ACKNOWLEDGE'; frameworkId: string; taskId: string; agentId: string; uuid: string }
+  | { type: 'RECONCILE'; frameworkId: string; taskIds: string[] }
+  | { type: 'TEARDOWN'; frameworkId: string };
+
+const ID_PATTERN = /^[A-Za-z0-9._:@-]{1,255}$/;
+const ROLE_PATTERN = /^(\*|[A-Za-z0-9_][A-Za-z0-9._-]{0,127})$/;
+
+/** Mesos v1 clients often send explicit nulls for unset fields; treat them as absent. */
+export function stripNulls(value: unknown): unknown {
+  if (Array.isArray(value)) return value.filter((v) => v !== null).map(stripNulls);
+  if (value !== null && typeof value === 'object') {
+    const out: Record<string, unknown> = {};
+    for (const [k, v] of Object.entries(value)) if (v !== null && v !== undefined) out[k] = stripNulls(v);
+    return out;
+  }
+  return value;
+}
+
+type Json = Record<string, unknown>;
+
+function obj(value: unknown, field: string, required = true): Json | undefined {
+  if (value === undefined) {
+    if (required) throw badRequest(field, 'is required');
+    return undefined;
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw badRequest(field, 'must be an object');
+  return value as Json;
+}
+
+function str(value: unknown, field: string, fallback?: string): string {
+  if (value === undefined) {
+    if (fallback !== undefined) return fallback;
+    throw badRequest(field, 'is required');
+  }
+  if (typeof value !== 'string') throw badRequest(field, 'must be a string');
+  return value;
+}
+
+function num(value: unknown, field: string): number | undefined {
+  if (value === undefined) return undefined;
+  if (typeof value !== 'number' || !Number.isFinite(value) || value < 0) throw badRequest(field, 'must be a non-negative number');
+  return value;
+}
+
+function arr(value: unknown, field: string): unknown[] {
+  if (value === undefined) return [];
+  if (!Array.isArray(value)) throw badRequest(field, 'must be an array');
+  return value;
+}
+
+/** An `{"value": "..."}` id. */
+export function idValue(value: unknown, field: string): string {
+  const o = obj(value, field)!;
+  const v = str(o.value, `${field}.value`);
+  if (!ID_PATTERN.test(v)) throw badRequest(`${field}.value`, `'${v}' is not a valid id (letters, digits, . _ : @ -; at most 255)`);
+  return v;
+}
+
+function refuseMs(filters: unknown, field: string): number | undefined {
+  const f = obj(filters, field, false);
+  const s = num(f?.refuse_seconds, `${field}.refuse_seconds`);
+  return s === undefined ? undefined : Math.round(s * 1000);
+}
+
+function parseFramework(info: Json, field: string): FrameworkSpec {
+  let role = '*';
+  const roles = arr(info.roles, `${field}.roles`);
+  if (roles.length > 1) throw badRequest(`${field}.roles`, 'at most one role per framework is supported');
+  if (roles.length === 1) role = str(roles[0], `${field}.roles[0]`);
+  else if (info.role !== undefined) role = str(info.role, `${field}.role`);
+  if (!ROLE_PATTERN.test(role)) throw badRequest(`${field}.role`, `'${role}' is not a valid role name`);
+  const id = info.id === undefined ? undefined : idValue(info.id, `${field}.id`);
+  return {
+    id,
+    name: str(info.name, `${field}.name`, ''),
+    user: str(info.user, `${field}.user`, ''),
+    role,
+    principal: str(info.principal, `${field}.principal`, ''),
+    failoverTimeoutS: num(info.failover_timeout, `${field}.failover_timeout`) ?? 0,
+  };
+}
+
+function parseCommand(value: unknown, field: string): CommandSpec {
+  const c = obj(value, field)!;
+  const shell = c.shell === undefined ? true : c.shell;
+  if (typeof shell !== 'boolean') throw badRequest(`${field}.shell`, 'must be a boolean');
+  const value_ = str(c.value, `${field}.value`, '');
+  const args = arr(c.arguments, `${field}.arguments`).map((a, i) => str(a, `${field}.arguments[${i}]`));
+  if (shell && value_ === '') throw badRequest(`${field}.value`, 'is required for a shell command');
+  if (!shell && value_ === '' && args.length === 0) throw badRequest(`${field}.value`, 'a command needs a program');
+  const env = obj(c.environment, `${field}.environment`, false);
+  const environment = arr(env?.variables, `${field}.environment.variables`).map((v, i) => {
+    const e = obj(v, `${field}.environment.variables[${i}]`)!;
+    const name = str(e.name, `${field}.environment.variables[${i}].name`);
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw badRequest(`${field}.environment.variables[${i}].name`, `'${name}' is not a valid variable name`);
+    return { name, value: str(e.value, `${field}.environment.variables[${i}].value`, '') };
+  });
+  return { shell, value: value_, arguments: args, environment };
+}
+
+function parseTask(value: unknown, field: string): TaskSpec {
+  const t = obj(value, field)!;
+  if (t.executor !== undefined) throw badRequest(`${field}.executor`, 'custom executors are not supported; give a command');
+  if (t.container !== undefined) throw badRequest(`${field}.container`, 'containers are not supported yet; give a command');
+  const resources = Resources.fromMesos(t.resources, `${field}.resources`);
+  if (resources.getMilli('cpus') === 0 && resources.getMilli('mem') === 0) {
+    throw badRequest(`${field}.resources`, 'a task needs some cpus or mem');
+  }
+  const labelsObj = obj(t.labels, `${field}.labels`, false);
+  const labels = arr(labelsObj?.labels, `${field}.labels.labels`).map((l, i) => {
+    const o = obj(l, `${field}.labels.labels[${i}]`)!;
+    return { name: str(o.key, `${field}.labels.labels[${i}].key`), value: str(o.value, `${field}.labels.labels[${i}].value`, '') };
+  });
+  const kp = obj(t.kill_policy, `${field}.kill_policy`, false);
+  const gp = obj(kp?.grace_period, `${field}.kill_policy.grace_period`, false);
+  const graceNs = num(gp?.nanoseconds, `${field}.kill_policy.grace_period.nanoseconds`);
+  return {
+    taskId: idValue(t.task_id, `${field}.task_id`),
+    name: str(t.name, `${field}.name`),
+    agentId: idValue(t.agent_id, `${field}.agent_id`),
+    resources,
+    command: parseCommand(t.command, `${field}.command`),
+    labels,
+    killGraceMs: graceNs === undefined ? 0 : Math.round(graceNs / 1e6),
+  };
+}
+
+const CALL_TYPES = ['SUBSCRIBE', 'ACCEPT', 'DECLINE', 'REVIVE', 'SUPPRESS', 'KILL', 'ACKNOWLEDGE', 'RECONCILE', 'TEARDOWN'];
+
+export function parseSchedulerCall(raw: unknown): SchedulerCallParsed {
+  const body = obj(stripNulls(raw), 'body')!;
+  const type = str(body.type, 'type');
+  if (!CALL_TYPES.includes(type)) {
+    throw new CairnError('CAIRN_UNKNOWN_CALL', `unknown call type '${type}' (supported: ${CALL_TYPES.join(', ')})`, 'type');
+  }
+  if (type === 'SUBSCRIBE') {
+    const sub = obj(body.subscribe, 'subscribe')!;
+    const framework = parseFramework(obj(sub.framework_info, 'subscribe.framework_info')!, 'subscribe.framework_info');
+    if (body.framework_id !== undefined) {
+      const id = idValue(body.framework_id, 'framework_id');
+      if (framework.id !== undefined && framework.id !== id) {
+        throw badRequest('framework_id', 'does not match subscribe.framework_info.id');
+      }
+      framework.id = id;
+    }
+    return { type, framework };
+  }
+  const frameworkId = idValue(body.framework_id, 'framework_id');
+  switch (type) {
+    case 'ACCEPT': {
+      const a = obj(body.accept, 'accept')!;
+      const offerIds = arr(a.offer_ids, 'accept.offer_ids').map((o, i) => idValue(o, `accept.offer_ids[${i}]`));
+      if (offerIds.length === 0) throw badRequest('accept.offer_ids', 'needs at least one offer id');
+      const tasks: TaskSpec[] = [];
+      arr(a.operations, 'accept.operations').forEach((op, i) => {
+        const o = obj(op, `accept.operations[${i}]`)!;
+        const opType = str(o.type, `accept.operations[${i}].type`);
+        if (opType !== 'LAUNCH') throw badRequest(`accept.operations[${i}].type`, `operation '${opType}' is not supported (supported: LAUNCH)`);
+        const launch = obj(o.launch, `accept.operations[${i}].launch`)!;
+        arr(launch.task_infos, `accept.operations[${i}].launch.task_infos`).forEach((t, j) =>
+          tasks.push(parseTask(t, `accept.operations[${i}].launch.task_infos[${j}]`)),
+        );
+      });
+      return { type, frameworkId, offerIds, tasks, refuseMs: refuseMs(a.filters, 'accept.filters') };
+    }
+    case 'DECLINE': {
+      const d = obj(body.decline, 'decline')!;
+      const offerIds = arr(d.offer_ids, 'decline.offer_ids').map((o, i) => idValue(o, `decline.offer_ids[${i}]`));
+      return { type, frameworkId, offerIds, refuseMs: refuseMs(d.filters, 'decline.filters') };
+    }
+    case 'REVIVE':
+    case 'SUPPRESS':
+    case 'TEARDOWN':
+      return { type, frameworkId };
+    case 'KILL': {
+      const k = obj(body.kill, 'kill')!;
+      return { type, frameworkId, taskId: idValue(k.task_id, 'kill.task_id') };
+    }
+    case 'ACKNOWLEDGE': {
+      const a = obj(body.acknowledge, 'acknowledge')!;
+      const uuid = str(a.uuid, 'acknowledge.uuid');
+      if (!/^[A-Za-z0-9+/]+={0,2}$/.test(uuid) || Buffer.from(uuid, 'base64').length !== 16) {
+        throw badRequest('acknowledge.uuid', 'must be the base64 of a 16-byte uuid');
+      }
+      return { type, frameworkId, taskId: idValue(a.task_id, 'acknowledge.task_id'), agentId: idValue(a.agent_id, 'acknowledge.agent_id'), uuid };
+    }
+    default: {
+      // RECONCILE
+      const r = obj(body.reconcile, 'reconcile', false);
+      const taskIds = arr(r?.tasks, 'reconcile.tasks').map((t, i) => idValue(obj(t, `reconcile.tasks[${i}]`)!.task_id, `reconcile.tasks[${i}].task_id`));
+      return { type: 'RECONCILE', frameworkId, taskIds };
+    }
+  }
+}

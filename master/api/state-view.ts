@@ -1,0 +1,69 @@
+// Builds the REST views (`/api/v1/state`, `/api/v1/tasks/:id`) from the registry and the
+// master's soft state (connections, offers, allocations).
+
+import type { AgentView, FrameworkView, StateView, TaskView } from '../../shared/master-state.ts';
+import { isTerminal } from '../../shared/agent-protocol.ts';
+import { Resources } from '../../shared/resources.ts';
+import type { TaskRecord } from '../registry/commands.ts';
+import type { Master } from '../master.ts';
+
+export const CAIRN_VERSION = '0.1.0';
+
+export function taskView(t: TaskRecord): TaskView {
+  const v: TaskView = {
+    id: t.id,
+    name: t.name,
+    frameworkId: t.frameworkId,
+    agentId: t.agentId,
+    state: t.state,
+    resources: t.resources,
+    message: t.message,
+    launchedAtMs: t.launchedAtMs,
+    updatedAtMs: t.updatedAtMs,
+  };
+  if (t.exitCode !== undefined) v.exitCode = t.exitCode;
+  return v;
+}
+
+export function stateView(master: Master): StateView {
+  const reg = master.registry.state;
+  const usedByAgent = new Map<string, Resources>();
+  for (const t of reg.tasks.values()) {
+    if (isTerminal(t.state)) continue;
+    usedByAgent.set(t.agentId, (usedByAgent.get(t.agentId) ?? Resources.EMPTY).add(Resources.parse(t.resources)));
+  }
+  const offeredByAgent = new Map<string, Resources>();
+  for (const o of master.offers.all()) offeredByAgent.set(o.agentId, (offeredByAgent.get(o.agentId) ?? Resources.EMPTY).add(o.resources));
+  const agents: AgentView[] = [...reg.agents.values()].map((a) => ({
+    id: a.id,
+    hostname: a.hostname,
+    ip: a.ip,
+    url: `http://${a.ip}:${a.httpPort}`,
+    reachable: a.reachable,
+    connected: master.isConnected(a.id),
+    registeredAtMs: a.registeredAtMs,
+    resources: a.resources,
+    used: (usedByAgent.get(a.id) ?? Resources.EMPTY).toString(),
+    offered: (offeredByAgent.get(a.id) ?? Resources.EMPTY).toString(),
+    attributes: a.attributes,
+  }));
+  const frameworks: FrameworkView[] = [...reg.frameworks.values()]
+    .filter((f) => f.removedAtMs === undefined)
+    .map((f) => ({
+      id: f.id,
+      name: f.name,
+      role: f.role,
+      user: f.user,
+      connected: master.frameworkConnected(f.id),
+      failoverTimeoutS: f.failoverTimeoutS,
+      registeredAtMs: f.registeredAtMs,
+    }));
+  return {
+    version: CAIRN_VERSION,
+    startedAtMs: master.startedAtMs,
+    agents,
+    frameworks,
+    tasks: [...reg.tasks.values()].map(taskView),
+    offers: [...master.offers.all()].map((o) => ({ id: o.id, frameworkId: o.frameworkId, agentId: o.agentId, resources: o.resources.toString() })),
+  };
+}

@@ -1,0 +1,92 @@
+// The commands of the registry state machine. Every change to what the cluster must
+// remember goes through one of these, so that a log of them (SQLite today, a Raft log
+// later) replays to the same state on any master. Commands carry everything they need,
+// time and uuids included: applying one never reads a clock or a random source.
+
+import type { TaskState } from '../../shared/agent-protocol.ts';
+
+export interface AgentRecord {
+  id: string;
+  hostname: string;
+  ip: string;
+  httpPort: number;
+  /** Mesos text form. */
+  resources: string;
+  attributes: Record<string, string>;
+  reachable: boolean;
+  registeredAtMs: number;
+}
+
+export interface FrameworkRecord {
+  id: string;
+  name: string;
+  user: string;
+  role: string;
+  principal: string;
+  failoverTimeoutS: number;
+  registeredAtMs: number;
+  /** Set once torn down or failed over past its timeout; the id can never subscribe again. */
+  removedAtMs?: number;
+}
+
+export interface CommandSpec {
+  shell: boolean;
+  value: string;
+  arguments: string[];
+  environment: { name: string; value: string }[];
+}
+
+/** The latest status update a framework has not acknowledged yet. */
+export interface PendingUpdate {
+  uuid: string; // base64
+  state: TaskState;
+  message: string;
+  source: 'SOURCE_MASTER' | 'SOURCE_AGENT';
+  reason: string;
+  atMs: number;
+}
+
+export interface TaskRecord {
+  id: string;
+  name: string;
+  frameworkId: string;
+  agentId: string;
+  resources: string;
+  command: CommandSpec;
+  labels: { name: string; value: string }[];
+  killGraceMs: number;
+  state: TaskState;
+  message: string;
+  exitCode?: number;
+  launchedAtMs: number;
+  updatedAtMs: number;
+  unacked?: PendingUpdate;
+}
+
+export type RegistryCommand =
+  | {
+      type: 'agent_registered';
+      agent: Omit<AgentRecord, 'reachable'>;
+      /** For a re-registration: what the agent runs now (state per task id). */
+      runningTasks?: { taskId: string; state: TaskState }[];
+      /** uuids for the updates this command may generate (tasks marked lost/reachable). */
+      uuids: string[];
+      atMs: number;
+    }
+  | { type: 'agent_unreachable'; agentId: string; uuids: string[]; atMs: number }
+  | { type: 'agent_removed'; agentId: string; uuids: string[]; atMs: number }
+  | { type: 'framework_subscribed'; framework: Omit<FrameworkRecord, 'removedAtMs'>; atMs: number }
+  | { type: 'framework_removed'; frameworkId: string; atMs: number }
+  | { type: 'task_launched'; task: Omit<TaskRecord, 'state' | 'message' | 'updatedAtMs' | 'unacked' | 'exitCode'>; atMs: number }
+  | {
+      type: 'status_update';
+      taskId: string;
+      state: TaskState;
+      message: string;
+      reason: string;
+      exitCode?: number;
+      source: 'SOURCE_MASTER' | 'SOURCE_AGENT';
+      uuid: string;
+      atMs: number;
+    }
+  | { type: 'status_acknowledged'; taskId: string; uuid: string };

@@ -1,0 +1,181 @@
+// The registry: the cluster's durable state as a deterministic state machine.
+// `apply(command)` is the only way to change it and returns what changed for the outside
+// (task status updates to forward). The same sequence of commands gives the same state
+// and the same events on every master, which is what lets a log replicate it.
+// Stale commands (an update for a task already gone, say) are ignored, never thrown on:
+// a replayed log must always apply.
+
+import { isTerminal, type TaskState } from '../../shared/agent-protocol.ts';
+import type { AgentRecord, FrameworkRecord, PendingUpdate, RegistryCommand, TaskRecord } from './commands.ts';
+
+export interface TaskUpdateEvent {
+  kind: 'task_update';
+  task: TaskRecord;
+  previousState: TaskState;
+  update: PendingUpdate;
+}
+
+export type RegistryEvent = TaskUpdateEvent;
+
+export interface RegistrySnapshot {
+  agents: AgentRecord[];
+  frameworks: FrameworkRecord[];
+  tasks: TaskRecord[];
+}
+
+/** Terminal, acknowledged tasks kept for `cairn tasks` and logs before the oldest are dropped. */
+export const MAX_COMPLETED_TASKS = 10_000;
+
+export class RegistryStateMachine {
+  readonly agents = new Map<string, AgentRecord>();
+  readonly frameworks = new Map<string, FrameworkRecord>();
+  readonly tasks = new Map<string, TaskRecord>();
+  /** Completed task ids in completion order, for bounded retention. */
+  private readonly completed = new Set<string>();
+
+  static fromSnapshot(s: RegistrySnapshot): RegistryStateMachine {
+    const sm = new RegistryStateMachine();
+    for (const a of s.agents) sm.agents.set(a.id, { ...a });
+    for (const f of s.frameworks) sm.frameworks.set(f.id, { ...f });
+    for (const t of s.tasks) {
+      sm.tasks.set(t.id, { ...t });
+      sm.noteIfCompleted(t);
+    }
+    return sm;
+  }
+
+  snapshot(): RegistrySnapshot {
+    return {
+      agents: [...this.agents.values()].map((a) => ({ ...a })),
+      frameworks: [...this.frameworks.values()].map((f) => ({ ...f })),
+      tasks: [...this.tasks.values()].map((t) => ({ ...t })),
+    };
+  }
+
+  /** Non-terminal tasks on an agent. */
+  activeTasksOn(agentId: string): TaskRecord[] {
+    const out: TaskRecord[] = [];
+    for (const t of this.tasks.values()) if (t.agentId === agentId && !isTerminal(t.state)) out.push(t);
+    return out;
+  }
+
+  activeTasksOf(frameworkId: string): TaskRecord[] {
+    const out: TaskRecord[] = [];
+    for (const t of this.tasks.values()) if (t.frameworkId === frameworkId && !isTerminal(t.state)) out.push(t);
+    return out;
+  }
+
+  apply(cmd: RegistryCommand): RegistryEvent[] {
+    switch (cmd.type) {
+      case 'agent_registered':
+        return this.applyAgentRegistered(cmd);
+      case 'agent_unreachable': {
+        const agent = this.agents.get(cmd.agentId);
+        if (!agent || !agent.reachable) return [];
+        agent.reachable = false;
+        const uuids = [...cmd.uuids];
+        return this.activeTasksOn(cmd.agentId).map((t) =>
+          this.setState(t, 'TASK_UNREACHABLE', 'agent is unreachable', 'REASON_AGENT_UNREACHABLE', 'SOURCE_MASTER', uuids.shift() ?? '', cmd.atMs),
+        );
+      }
+      case 'agent_removed': {
+        if (!this.agents.has(cmd.agentId)) return [];
+        const uuids = [...cmd.uuids];
+        const events = this.activeTasksOn(cmd.agentId).map((t) =>
+          this.setState(t, 'TASK_GONE', 'agent was removed', 'REASON_AGENT_REMOVED', 'SOURCE_MASTER', uuids.shift() ?? '', cmd.atMs),
+        );
+        this.agents.delete(cmd.agentId);
+        return events;
+      }
+      case 'framework_subscribed': {
+        const existing = this.frameworks.get(cmd.framework.id);
+        if (existing?.removedAtMs !== undefined) return [];
+        this.frameworks.set(cmd.framework.id, {
+          ...cmd.framework,
+          registeredAtMs: existing?.registeredAtMs ?? cmd.framework.registeredAtMs,
+        });
+        return [];
+      }
+      case 'framework_removed': {
+        const fw = this.frameworks.get(cmd.frameworkId);
+        if (!fw || fw.removedAtMs !== undefined) return [];
+        fw.removedAtMs = cmd.atMs;
+        return [];
+      }
+      case 'task_launched': {
+        if (this.tasks.has(cmd.task.id)) return [];
+        const task: TaskRecord = { ...cmd.task, state: 'TASK_STAGING', message: '', updatedAtMs: cmd.atMs };
+        this.tasks.set(task.id, task);
+        return [];
+      }
+      case 'status_update': {
+        const task = this.tasks.get(cmd.taskId);
+        if (!task) return [];
+        // A terminal state is final, except that an agent may report on a task the master
+        // had written off as unreachable-then-lost only through re-registration.
+        if (isTerminal(task.state)) return [];
+        return [this.setState(task, cmd.state, cmd.message, cmd.reason, cmd.source, cmd.uuid, cmd.atMs, cmd.exitCode)];
+      }
+      case 'status_acknowledged': {
+        const task = this.tasks.get(cmd.taskId);
+        if (task?.unacked?.uuid === cmd.uuid) {
+          task.unacked = undefined;
+          this.noteIfCompleted(task);
+        }
+        return [];
+      }
+    }
+  }
+
+  private applyAgentRegistered(cmd: Extract<RegistryCommand, { type: 'agent_registered' }>): RegistryEvent[] {
+    const previous = this.agents.get(cmd.agent.id);
+    this.agents.set(cmd.agent.id, { ...cmd.agent, reachable: true, registeredAtMs: previous?.registeredAtMs ?? cmd.agent.registeredAtMs });
+    if (!previous || !cmd.runningTasks) return [];
+    // Reconcile: what the agent runs goes on; what it no longer runs is lost.
+    const reported = new Map(cmd.runningTasks.map((r) => [r.taskId, r.state]));
+    const uuids = [...cmd.uuids];
+    const events: RegistryEvent[] = [];
+    for (const t of this.activeTasksOn(cmd.agent.id)) {
+      const state = reported.get(t.id);
+      if (state === undefined) {
+        // A task launched moments ago may not have reached the agent yet; only tasks that
+        // had been seen running or were cut off by unreachability are written off.
+        if (t.state === 'TASK_STAGING' && previous.reachable) continue;
+        events.push(this.setState(t, 'TASK_LOST', 'task is not running on the agent after it re-registered', 'REASON_AGENT_REREGISTERED', 'SOURCE_MASTER', uuids.shift() ?? '', cmd.atMs));
+      } else if (state !== t.state && !isTerminal(state)) {
+        events.push(this.setState(t, state, 'agent re-registered', 'REASON_AGENT_REREGISTERED', 'SOURCE_MASTER', uuids.shift() ?? '', cmd.atMs));
+      }
+    }
+    return events;
+  }
+
+  private setState(
+    task: TaskRecord,
+    state: TaskState,
+    message: string,
+    reason: string,
+    source: PendingUpdate['source'],
+    uuid: string,
+    atMs: number,
+    exitCode?: number,
+  ): TaskUpdateEvent {
+    const previousState = task.state;
+    task.state = state;
+    task.message = message;
+    task.updatedAtMs = atMs;
+    if (exitCode !== undefined) task.exitCode = exitCode;
+    const update: PendingUpdate = { uuid, state, message, source, reason, atMs };
+    task.unacked = update;
+    return { kind: 'task_update', task, previousState, update };
+  }
+
+  private noteIfCompleted(task: TaskRecord): void {
+    if (!isTerminal(task.state) || task.unacked) return;
+    this.completed.add(task.id);
+    while (this.completed.size > MAX_COMPLETED_TASKS) {
+      const oldest = this.completed.values().next().value as string;
+      this.completed.delete(oldest);
+      this.tasks.delete(oldest);
+    }
+  }
+}

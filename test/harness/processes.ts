@@ -1,0 +1,115 @@
+// Real cairn daemons as child processes on loopback, for integration tests: start a
+// master or an agent with `bin/cairn.js`, wait until it answers, kill it (gently or with
+// SIGKILL), and clean everything up after the test.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const CAIRN = fileURLToPath(new URL('../../bin/cairn.js', import.meta.url));
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+  });
+}
+
+export function tempDir(prefix = 'cairn-test-'): string {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+export async function waitFor<T>(what: string, fn: () => Promise<T | undefined> | T | undefined, timeoutMs = 15_000, everyMs = 50): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastErr: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v !== undefined && v !== false) return v as T;
+    } catch (err) {
+      lastErr = err;
+    }
+    await new Promise((r) => setTimeout(r, everyMs));
+  }
+  throw new Error(`timed out waiting for ${what}${lastErr ? `: ${(lastErr as Error).message}` : ''}`);
+}
+
+export class CairnProcess {
+  output = '';
+  private exited: Promise<number | null>;
+
+  constructor(readonly child: ChildProcess, readonly url: string) {
+    child.stdout?.on('data', (d) => (this.output += d));
+    child.stderr?.on('data', (d) => (this.output += d));
+    this.exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve(code ?? (signal ? -1 : null))));
+  }
+
+  async waitHealthy(timeoutMs = 20_000): Promise<void> {
+    await waitFor(`${this.url}/health (output so far: ${this.output.slice(-500)})`, async () => {
+      if (this.child.exitCode !== null) throw new Error(`exited with ${this.child.exitCode}: ${this.output.slice(-2000)}`);
+      const r = await fetch(`${this.url}/health`);
+      return r.ok ? true : undefined;
+    }, timeoutMs);
+  }
+
+  async kill(signal: NodeJS.Signals = 'SIGTERM'): Promise<number | null> {
+    if (this.child.exitCode === null && this.child.signalCode === null) this.child.kill(signal);
+    return this.exited;
+  }
+}
+
+export function startCairn(args: string[], url: string, env: Record<string, string> = {}): CairnProcess {
+  const child = spawn(process.execPath, [CAIRN, ...args], {
+    env: { ...process.env, CAIRN_LOG_LEVEL: process.env.CAIRN_LOG_LEVEL ?? 'warn', ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  return new CairnProcess(child, url);
+}
+
+/** Tracks what a test started and removes it all afterwards. */
+export class Cleanup {
+  private readonly procs: CairnProcess[] = [];
+  private readonly dirs: string[] = [];
+
+  track(p: CairnProcess): CairnProcess {
+    this.procs.push(p);
+    return p;
+  }
+
+  dir(prefix?: string): string {
+    const d = tempDir(prefix);
+    this.dirs.push(d);
+    return d;
+  }
+
+  async run(): Promise<void> {
+    await Promise.all(this.procs.splice(0).map((p) => p.kill('SIGKILL')));
+    for (const d of this.dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+  }
+}
+
+export async function startMasterProcess(cleanup: Cleanup, opts: { dataDir?: string; port?: number; extra?: string[] } = {}): Promise<CairnProcess> {
+  const port = opts.port ?? (await freePort());
+  const dataDir = opts.dataDir ?? cleanup.dir('cairn-master-');
+  const p = cleanup.track(startCairn(['master', '--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir, ...(opts.extra ?? [])], `http://127.0.0.1:${port}`));
+  await p.waitHealthy();
+  return p;
+}
+
+export async function startAgentProcess(cleanup: Cleanup, masterUrl: string, opts: { workDir?: string; port?: number; resources?: string; extra?: string[] } = {}): Promise<CairnProcess> {
+  const port = opts.port ?? (await freePort());
+  const workDir = opts.workDir ?? cleanup.dir('cairn-agent-');
+  const args = ['agent', '--master', masterUrl, '--port', String(port), '--work-dir', workDir, '--hostname', 'localhost'];
+  if (opts.resources) args.push('--resources', opts.resources);
+  const p = cleanup.track(startCairn([...args, ...(opts.extra ?? [])], `http://127.0.0.1:${port}`));
+  await p.waitHealthy();
+  return p;
+}

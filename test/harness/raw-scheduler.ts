@@ -1,0 +1,105 @@
+// A deliberately plain Mesos v1 scheduler client for tests: raw HTTP, RecordIO parsed by
+// hand, JSON exactly as a Mesos v1 framework writes it (nulls included). It shows that a
+// client written for Mesos works against Cairn without Cairn's own SDK.
+
+import http from 'node:http';
+
+export interface RawEvent {
+  type: string;
+  [k: string]: any;
+}
+
+export class RawScheduler {
+  events: RawEvent[] = [];
+  streamId = '';
+  frameworkId = '';
+  status = 0;
+  private req: http.ClientRequest | undefined;
+  private waiters: (() => void)[] = [];
+
+  constructor(readonly masterUrl: string) {}
+
+  /** Sends SUBSCRIBE; resolves after SUBSCRIBED (or with the error status and body). */
+  subscribe(frameworkInfo: Record<string, unknown>, frameworkId?: string): Promise<{ status: number; body?: string }> {
+    const body = JSON.stringify({ type: 'SUBSCRIBE', framework_id: frameworkId ? { value: frameworkId } : null, subscribe: { framework_info: frameworkInfo } });
+    const url = new URL('/api/v1/scheduler', this.masterUrl);
+    return new Promise((resolve, reject) => {
+      const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' } }, (res) => {
+        this.status = res.statusCode ?? 0;
+        if (this.status !== 200) {
+          let text = '';
+          res.on('data', (d) => (text += d));
+          res.on('end', () => resolve({ status: this.status, body: text }));
+          return;
+        }
+        this.streamId = String(res.headers['mesos-stream-id'] ?? '');
+        let buf = Buffer.alloc(0);
+        res.on('data', (chunk: Buffer) => {
+          buf = Buffer.concat([buf, chunk]);
+          for (;;) {
+            const nl = buf.indexOf(10);
+            if (nl < 0) break;
+            const len = Number(buf.subarray(0, nl).toString());
+            if (buf.length < nl + 1 + len) break;
+            const ev = JSON.parse(buf.subarray(nl + 1, nl + 1 + len).toString()) as RawEvent;
+            buf = buf.subarray(nl + 1 + len);
+            if (ev.type === 'SUBSCRIBED') {
+              this.frameworkId = ev.subscribed.framework_id.value;
+              resolve({ status: 200 });
+            }
+            this.events.push(ev);
+            for (const w of this.waiters.splice(0)) w();
+          }
+        });
+        res.on('error', () => undefined);
+      });
+      req.on('error', reject);
+      req.end(body);
+      this.req = req;
+    });
+  }
+
+  async call(body: Record<string, unknown>): Promise<{ status: number; body: string }> {
+    const res = await fetch(new URL('/api/v1/scheduler', this.masterUrl), {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'mesos-stream-id': this.streamId },
+      body: JSON.stringify({ framework_id: { value: this.frameworkId }, ...body }),
+    });
+    return { status: res.status, body: await res.text() };
+  }
+
+  /** Waits for an event matching pred that arrived after index `from`. */
+  async next(pred: (e: RawEvent) => boolean, timeoutMs = 10_000, from = 0): Promise<RawEvent> {
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const found = this.events.slice(from).find(pred);
+      if (found) return found;
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`no matching event within ${timeoutMs} ms; got ${this.events.map((e) => e.type).join(',')}`);
+      await new Promise<void>((r) => {
+        const t = setTimeout(r, left);
+        this.waiters.push(() => {
+          clearTimeout(t);
+          r();
+        });
+      });
+    }
+  }
+
+  offers(from = 0): any[] {
+    return this.events.slice(from).filter((e) => e.type === 'OFFERS').flatMap((e) => e.offers.offers);
+  }
+
+  close(): void {
+    this.req?.destroy();
+  }
+}
+
+export function taskInfo(id: string, agentId: string, resources: { cpus: number; mem: number; ports?: [number, number][] }, cmd: string, extra: Record<string, unknown> = {}) {
+  const res: any[] = [
+    { name: 'cpus', type: 'SCALAR', scalar: { value: resources.cpus }, role: '*' },
+    { name: 'mem', type: 'SCALAR', scalar: { value: resources.mem }, role: '*' },
+  ];
+  if (resources.ports) res.push({ name: 'ports', type: 'RANGES', ranges: { range: resources.ports.map(([b, e]) => ({ begin: b, end: e })) } });
+  return { name: id, task_id: { value: id }, agent_id: { value: agentId }, resources: res, command: { value: cmd, shell: true }, ...extra };
+}
