@@ -121,10 +121,10 @@ describe('scheduler API', () => {
     // Nothing above launched anything or consumed the offer.
     expect(a.launched).toHaveLength(0);
     expect(master.master.registry.state.tasks.size).toBe(0);
-    expect(master.master.offers.get(offer.id)).toBeDefined();
+    expect(master.master.offers.get(offer.id.value)).toBeDefined();
 
     // A launch on an offer that has been rescinded is refused with that reason.
-    master.master.offers.get(offer.id)!.createdAtMs = 0; // let the offer time out now
+    master.master.offers.get(offer.id.value)!.createdAtMs = 0; // let the offer time out now
     await s.next((e) => e.type === 'RESCIND', 5_000);
     const late = await s.call({
       type: 'ACCEPT',
