@@ -9,6 +9,8 @@ export interface RawEvent {
   [k: string]: any;
 }
 
+const callAgent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+
 export class RawScheduler {
   events: RawEvent[] = [];
   streamId = '';
@@ -16,6 +18,7 @@ export class RawScheduler {
   status = 0;
   private req: http.ClientRequest | undefined;
   private waiters: (() => void)[] = [];
+  private readonly listeners: ((e: RawEvent) => void)[] = [];
 
   constructor(readonly masterUrl: string) {}
 
@@ -48,6 +51,7 @@ export class RawScheduler {
               resolve({ status: 200 });
             }
             this.events.push(ev);
+            for (const l of this.listeners) l(ev);
             for (const w of this.waiters.splice(0)) w();
           }
         });
@@ -59,13 +63,25 @@ export class RawScheduler {
     });
   }
 
-  async call(body: Record<string, unknown>): Promise<{ status: number; body: string }> {
-    const res = await fetch(new URL('/api/v1/scheduler', this.masterUrl), {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'mesos-stream-id': this.streamId },
-      body: JSON.stringify({ framework_id: { value: this.frameworkId }, ...body }),
+  /** Calls `fn` on every event as it arrives. */
+  onEvent(fn: (e: RawEvent) => void): void {
+    this.listeners.push(fn);
+  }
+
+  /** One call on its own POST, over a small keep-alive pool as a real client would use. */
+  call(body: Record<string, unknown>): Promise<{ status: number; body: string }> {
+    const payload = JSON.stringify({ framework_id: { value: this.frameworkId }, ...body });
+    const url = new URL('/api/v1/scheduler', this.masterUrl);
+    return new Promise((resolve, reject) => {
+      const req = http.request(url, { method: 'POST', agent: callAgent, headers: { 'content-type': 'application/json', 'mesos-stream-id': this.streamId, 'content-length': Buffer.byteLength(payload) } }, (res) => {
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (d) => (text += d));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: text }));
+      });
+      req.on('error', reject);
+      req.end(payload);
     });
-    return { status: res.status, body: await res.text() };
   }
 
   /** Waits for an event matching pred that arrived after index `from`. */

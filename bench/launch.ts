@@ -1,0 +1,115 @@
+// Launch throughput and latency.
+// 1. tasks/s from SUBSCRIBE to all RUNNING: 10,000 tasks on 100 simulated agents (real
+//    master, real WebSocket agent protocol, agents simulated in this process: no children).
+// 2. submit-to-RUNNING of a real `sh -c true` task on an idle local cluster (master and
+//    agent in this process, the task a real child process): median over repeated launches.
+
+import { rmSync } from 'node:fs';
+import { startMaster } from '../master/master.ts';
+import { startAgent } from '../agent/agent.ts';
+import { silentLogger } from '../shared/logger.ts';
+import { FakeAgent } from '../test/harness/fake-agent.ts';
+import { tempDir } from '../test/harness/processes.ts';
+import { RawScheduler, taskInfo, type RawEvent } from '../test/harness/raw-scheduler.ts';
+
+const TASK = { cpus: 0.1, mem: 32 };
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+async function throughput(agentCount: number, taskCount: number): Promise<{ tasks: number; agents: number; seconds: number; tasksPerSecond: number }> {
+  const dir = tempDir('cairn-bench-');
+  const handle = await startMaster({ dataDir: dir, port: 0, host: '127.0.0.1', logger: silentLogger(), allocationIntervalMs: 100 });
+  const perAgent = Math.ceil(taskCount / agentCount);
+  const agents = Array.from({ length: agentCount }, (_, i) => new FakeAgent({
+    masterUrl: handle.url,
+    hostname: `sim-${i}`,
+    resources: `cpus:${(perAgent * TASK.cpus).toFixed(1)};mem:${perAgent * TASK.mem};disk:1000`,
+  }));
+  await Promise.all(agents.map((a) => a.connect()));
+  const s = new RawScheduler(handle.url);
+  let launched = 0;
+  let running = 0;
+  let done: () => void = () => undefined;
+  const allRunning = new Promise<void>((r) => (done = r));
+  const seenOffers = new Set<string>();
+  const calls: Promise<unknown>[] = [];
+  const onEvent = (e: RawEvent) => {
+    if (e.type === 'OFFERS') {
+      for (const offer of e.offers.offers) {
+        if (seenOffers.has(offer.id.value)) continue;
+        seenOffers.add(offer.id.value);
+        const cpus = offer.resources.find((r: any) => r.name === 'cpus')?.scalar.value ?? 0;
+        const n = Math.min(Math.floor(cpus / TASK.cpus + 1e-9), taskCount - launched);
+        const tasks = Array.from({ length: n }, () => taskInfo(`t${launched++}`, offer.agent_id.value, TASK, 'true'));
+        calls.push(s.call({ type: 'ACCEPT', accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: tasks } }] } }));
+      }
+    } else if (e.type === 'UPDATE' && e.update.status.state === 'TASK_RUNNING') {
+      running++;
+      const st = e.update.status;
+      calls.push(s.call({ type: 'ACKNOWLEDGE', acknowledge: { agent_id: st.agent_id, task_id: st.task_id, uuid: st.uuid } }));
+      if (running === taskCount) done();
+    }
+  };
+  s.onEvent(onEvent);
+  const t0 = performance.now();
+  await s.subscribe({ user: 'bench', name: 'launch-bench' });
+  await allRunning;
+  const seconds = (performance.now() - t0) / 1000;
+  await Promise.allSettled(calls); // acknowledgements still in flight, outside the timing
+  s.close();
+  await Promise.all(agents.map((a) => a.close()));
+  await handle.stop();
+  rmSync(dir, { recursive: true, force: true });
+  return { tasks: taskCount, agents: agentCount, seconds: Number(seconds.toFixed(3)), tasksPerSecond: Math.round(taskCount / seconds) };
+}
+
+async function realTaskLatency(samples: number): Promise<{ samples: number; medianMs: number; p90Ms: number; minMs: number }> {
+  const dir = tempDir('cairn-bench-');
+  const handle = await startMaster({ dataDir: `${dir}/master`, port: 0, host: '127.0.0.1', logger: silentLogger(), allocationIntervalMs: 1000, defaultRefuseMs: 0 });
+  const agent = await startAgent({ masterUrl: handle.url, workDir: `${dir}/agent`, httpPort: 0, hostname: 'localhost', resources: 'cpus:2;mem:2048', logger: silentLogger() });
+  const s = new RawScheduler(handle.url);
+  await s.subscribe({ user: 'bench', name: 'latency-bench' });
+  const latencies: number[] = [];
+  for (let i = 0; i < samples; i++) {
+    const mark = s.events.length;
+    const offers = s.offers(0).filter((o) => handle.master.offers.get(o.id.value));
+    const offer = offers[0] ?? (await s.next((e) => e.type === 'OFFERS', 10_000, mark)).offers.offers[0];
+    const from = s.events.length;
+    const t0 = performance.now();
+    const id = `lat-${i}`;
+    await s.call({ type: 'ACCEPT', accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: [taskInfo(id, offer.agent_id.value, TASK, 'true')] } }], filters: { refuse_seconds: 0 } } });
+    await s.next((e) => e.type === 'UPDATE' && e.update.status.task_id.value === id && e.update.status.state === 'TASK_RUNNING', 10_000, from);
+    latencies.push(performance.now() - t0);
+    const fin = await s.next((e) => e.type === 'UPDATE' && e.update.status.task_id.value === id && e.update.status.state === 'TASK_FINISHED', 10_000, from);
+    void fin;
+    // Let the freed resources come back as a fresh offer before the next launch.
+    if (!s.offers(s.events.length - 1).length) await s.next((e) => e.type === 'OFFERS', 10_000, from);
+  }
+  s.close();
+  await agent.stop({ killTasks: true });
+  await handle.stop();
+  rmSync(dir, { recursive: true, force: true });
+  const sorted = [...latencies].sort((a, b) => a - b);
+  return {
+    samples,
+    medianMs: Number(median(latencies).toFixed(2)),
+    p90Ms: Number(sorted[Math.floor(sorted.length * 0.9)].toFixed(2)),
+    minMs: Number(sorted[0].toFixed(2)),
+  };
+}
+
+export async function run(): Promise<unknown> {
+  const runs = [];
+  for (let i = 0; i < 3; i++) runs.push(await throughput(100, 10_000));
+  const real = await realTaskLatency(30);
+  return {
+    bench: 'launch',
+    throughput: { runs, medianTasksPerSecond: median(runs.map((r) => r.tasksPerSecond)), target: 4000 },
+    realTaskSubmitToRunning: { ...real, targetMedianMs: 50 },
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) console.log(JSON.stringify(await run(), null, 2));
