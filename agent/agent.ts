@@ -1,0 +1,238 @@
+// The agent daemon: measures the host, serves its HTTP endpoint, keeps a WebSocket to the
+// master, runs the tasks the master launches and delivers their status updates reliably.
+//
+// Protocol duties, in the order a connection lives them:
+//   open        -> send `register` (stored id or '', resources, attributes, running tasks)
+//   registered  -> persist the id, then re-send every pending status update, in order
+//   ping        -> pong with the same sentMs; silence for missedPingsAllowed × interval drops the socket
+//   launch/kill -> executor; a kill for an unknown task answers TASK_LOST 'unknown task'
+//   ack         -> forget that update; a terminal one also releases its task
+// Status updates are made with a fresh 16-byte uuid, sent at once when registered, kept
+// until acknowledged and re-sent every statusResendMs.
+
+import { randomBytes } from 'node:crypto';
+import { mkdir } from 'node:fs/promises';
+import pino, { type Logger } from 'pino';
+import { isTerminal, type MasterToAgent, type StatusUpdate } from '../shared/agent-protocol.ts';
+import type { Resources } from '../shared/resources.ts';
+import { readAgentId, writeAgentId } from './agent-id.ts';
+import { Disposer } from './disposer.ts';
+import { ProcessExecutor, type TaskStatusChange } from './executors/process/executor.ts';
+import { startAgentHttp } from './http.ts';
+import { MasterLink } from './master-link.ts';
+import { compileAgentOptions, type AgentConfig, type AgentOptions } from './options.ts';
+import { discoverResources } from './resources/discover.ts';
+import { PendingUpdates } from './status-updates.ts';
+
+export type { AgentOptions } from './options.ts';
+
+export interface AgentHandle {
+  /** The id the master gave this agent (or the stored one before registration); undefined before either. */
+  agentId(): string | undefined;
+  /** The agent's HTTP endpoint as advertised, e.g. http://10.0.0.5:5051. */
+  httpUrl: string;
+  /** What this agent offers. */
+  resources: Resources;
+  stop(opts?: { killTasks?: boolean }): Promise<void>;
+}
+
+export async function startAgent(opts: AgentOptions): Promise<AgentHandle> {
+  // Flags are checked before anything is measured, bound or connected.
+  const cfg = compileAgentOptions(opts);
+  const log = (opts.logger ?? pino({ name: 'cairn-agent' })).child({ component: 'agent' });
+  await mkdir(cfg.workDir, { recursive: true });
+
+  const discovered = await discoverResources(cfg.workDir, cfg.resourcesText);
+  for (const note of discovered.notes) log.warn(note);
+  const storedId = await readAgentId(cfg.workDir);
+  const agent = new Agent(cfg, log, discovered.resources, discovered.gpuIndices, storedId);
+  try {
+    await agent.start();
+  } catch (err) {
+    await agent.stop({ killTasks: true });
+    throw err;
+  }
+  log.info({ resources: discovered.resources.toString(), httpUrl: agent.httpUrl, master: cfg.masterWsUrl }, 'agent started');
+  return {
+    agentId: () => agent.agentId,
+    httpUrl: agent.httpUrl,
+    resources: discovered.resources,
+    stop: (o) => agent.stop({ killTasks: o?.killTasks ?? false }),
+  };
+}
+
+class Agent {
+  agentId: string | undefined;
+  httpUrl = '';
+  private readonly owner = new Disposer();
+  private readonly pending = new PendingUpdates();
+  private readonly executor: ProcessExecutor;
+  private readonly link: MasterLink;
+  /** The connection generation on which `registered` was received; undefined when not registered. */
+  private registeredOn: number | undefined;
+  private stopping: Promise<void> | undefined;
+
+  constructor(
+    private readonly cfg: AgentConfig,
+    private readonly log: Logger,
+    private readonly resources: Resources,
+    gpuIndices: number[],
+    storedId: string,
+  ) {
+    this.agentId = storedId !== '' ? storedId : undefined;
+    this.executor = new ProcessExecutor({
+      workDir: cfg.workDir,
+      hostname: cfg.hostname,
+      gpuIndices,
+      agentEnv: cfg.taskBaseEnv,
+      defaultKillGraceMs: cfg.defaultKillGraceMs,
+      onStatus: (change) => this.statusUpdate(change),
+      logger: log.child({ component: 'executor' }),
+    });
+    this.link = new MasterLink({
+      url: cfg.masterWsUrl,
+      logger: log.child({ component: 'master-link' }),
+      reconnectMinMs: cfg.reconnectMinMs,
+      reconnectMaxMs: cfg.reconnectMaxMs,
+      initialLivenessMs: cfg.registrationTimeoutMs,
+      onOpen: (gen) => this.register(gen),
+      onMessage: (msg, gen) => this.onMessage(msg, gen),
+      onClose: (gen, reason) => {
+        if (this.registeredOn === gen) {
+          this.registeredOn = undefined;
+          if (this.stopping === undefined) this.log.warn({ reason }, 'lost connection to master; reconnecting');
+        }
+      },
+    });
+  }
+
+  private get registered(): boolean {
+    return this.registeredOn !== undefined && this.registeredOn === this.link.currentGeneration && this.link.isOpen;
+  }
+
+  async start(): Promise<void> {
+    const http = await startAgentHttp({
+      host: this.cfg.httpHost,
+      port: this.cfg.httpPort,
+      executor: this.executor,
+      agentId: () => this.agentId,
+    });
+    this.owner.add('http server', () => http.close());
+    this.httpUrl = `http://${this.cfg.ip.includes(':') ? `[${this.cfg.ip}]` : this.cfg.ip}:${http.port}`;
+
+    const resend = setInterval(() => this.resendPending(), this.cfg.statusResendMs);
+    this.owner.add('status resend timer', () => clearInterval(resend));
+
+    this.link.start();
+    this.owner.add('master connection', () => this.link.stop());
+  }
+
+  stop(opts: { killTasks: boolean }): Promise<void> {
+    this.stopping ??= this.doStop(opts);
+    return this.stopping;
+  }
+
+  private async doStop(opts: { killTasks: boolean }): Promise<void> {
+    this.log.info({ killTasks: opts.killTasks }, 'agent stopping');
+    // Tasks first, while the connection can still carry their terminal updates.
+    await this.executor.shutdown({ killTasks: opts.killTasks });
+    if (opts.killTasks) await this.waitForAcks(this.cfg.stopAckWaitMs);
+    const failures = await this.owner.disposeAll();
+    for (const f of failures) this.log.warn({ what: f.what, err: f.error.message }, 'release failed during stop');
+    this.log.info('agent stopped');
+  }
+
+  /** Waits (bounded) until the master has acknowledged every pending update. */
+  private async waitForAcks(maxMs: number): Promise<void> {
+    const deadline = Date.now() + maxMs;
+    while (this.pending.size > 0 && this.registered && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
+  }
+
+  private register(generation: number): void {
+    const sent = this.link.send({
+      register: {
+        agentId: this.agentId ?? '',
+        hostname: this.cfg.hostname,
+        ip: this.cfg.ip,
+        httpPort: Number(new URL(this.httpUrl).port),
+        resources: this.resources.toString(),
+        attributes: this.cfg.attributes,
+        tasks: this.executor.activeTasks(),
+        version: this.cfg.version,
+      },
+    });
+    this.log.debug({ generation, sent }, 'register sent');
+  }
+
+  private onMessage(msg: MasterToAgent, generation: number): void {
+    if ('registered' in msg) {
+      void this.onRegistered(msg.registered, generation);
+    } else if ('ping' in msg) {
+      this.link.send({ pong: { sentMs: msg.ping.sentMs } });
+    } else if ('launch' in msg) {
+      for (const task of msg.launch.tasks ?? []) {
+        if (this.stopping !== undefined && !this.executor.has(task.taskId)) {
+          // Nothing new starts on an agent that is going away; the master reschedules it.
+          this.statusUpdate({ taskId: task.taskId, frameworkId: task.frameworkId, state: 'TASK_LOST', message: 'the agent is shutting down', hasExitCode: false, exitCode: 0, reason: 'REASON_AGENT_RESTARTED' });
+          continue;
+        }
+        const outcome = this.executor.launch(task);
+        if (outcome === 'duplicate') this.log.debug({ taskId: task.taskId }, 'launch of a known task ignored');
+        else this.log.info({ taskId: task.taskId, frameworkId: task.frameworkId, outcome }, 'task launch');
+      }
+    } else if ('kill' in msg) {
+      const { taskId, frameworkId, graceMs } = msg.kill;
+      const outcome = this.executor.kill(taskId, graceMs);
+      this.log.info({ taskId, outcome }, 'task kill');
+      if (outcome === 'unknown') {
+        // Tells the master to forget a task it believes runs here.
+        this.statusUpdate({ taskId, frameworkId, state: 'TASK_LOST', message: 'unknown task', hasExitCode: false, exitCode: 0, reason: 'REASON_TASK_UNKNOWN' });
+      }
+    } else if ('ack' in msg) {
+      const acked = this.pending.ack(msg.ack.uuid);
+      if (acked && isTerminal(acked.state)) this.executor.release(acked.taskId);
+    } else if ('error' in msg) {
+      this.log.error({ code: msg.error.code, message: msg.error.message }, 'master reported an error');
+    }
+  }
+
+  private async onRegistered(reg: { agentId: string; lostTaskIds: string[]; pingIntervalMs: number }, generation: number): Promise<void> {
+    if (reg.agentId === '') {
+      this.log.error('master registered this agent without an id; reconnecting');
+      this.link.drop('registered without an agent id');
+      return;
+    }
+    if (reg.agentId !== this.agentId) {
+      try {
+        await writeAgentId(this.cfg.workDir, reg.agentId);
+      } catch (err) {
+        this.log.error({ err: (err as Error).message }, 'cannot store the agent id; a restart will register as a new agent');
+      }
+      if (this.agentId !== undefined) this.log.warn({ old: this.agentId, new: reg.agentId }, 'master gave this agent a new id');
+      this.agentId = reg.agentId;
+    }
+    // The connection may have gone while the id was written.
+    if (generation !== this.link.currentGeneration || !this.link.isOpen) return;
+    this.registeredOn = generation;
+    this.link.markHealthy();
+    if (reg.pingIntervalMs > 0) this.link.setLivenessMs(reg.pingIntervalMs * this.cfg.missedPingsAllowed);
+    if ((reg.lostTaskIds ?? []).length > 0) {
+      this.log.warn({ lostTaskIds: reg.lostTaskIds }, 'master marked tasks of this agent lost');
+    }
+    this.log.info({ agentId: this.agentId, pending: this.pending.size }, 'registered with master');
+    this.resendPending();
+  }
+
+  private statusUpdate(change: TaskStatusChange): void {
+    const update: StatusUpdate = { ...change, uuid: new Uint8Array(randomBytes(16)), timestampMs: Date.now() };
+    this.pending.add(update);
+    if (this.registered) this.link.send({ statusUpdate: update });
+  }
+
+  private resendPending(): void {
+    if (!this.registered) return;
+    for (const update of this.pending.list()) this.link.send({ statusUpdate: update });
+  }
+}

@@ -1,0 +1,77 @@
+// The agent's own HTTP endpoint: health, and task logs read straight from sandboxes
+// (the master's log API and `cairn logs` fetch from here).
+
+import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import type { AddressInfo } from 'node:net';
+import { CairnError } from '../shared/errors.ts';
+import type { ProcessExecutor } from './executors/process/executor.ts';
+import { LOG_STREAMS, MAX_LOG_READ_BYTES, type LogStream } from './executors/process/sandbox.ts';
+
+export interface AgentHttpOptions {
+  host: string;
+  port: number;
+  executor: ProcessExecutor;
+  agentId: () => string | undefined;
+}
+
+export interface AgentHttpServer {
+  /** The port actually bound (differs from the option when that was 0). */
+  port: number;
+  close(): Promise<void>;
+}
+
+function sendError(reply: FastifyReply, status: number, err: CairnError): FastifyReply {
+  return reply.code(status).send({ code: err.code, message: err.message, field: err.field });
+}
+
+function badQuery(field: string, message: string): CairnError {
+  return new CairnError('CAIRN_BAD_REQUEST', message, field);
+}
+
+/** A non-negative integer query parameter, or undefined when absent. */
+function intParam(value: unknown, field: string, min: number): number | undefined {
+  if (value === undefined || value === '') return undefined;
+  if (typeof value !== 'string' || !/^\d+$/.test(value) || !Number.isSafeInteger(Number(value)) || Number(value) < min) {
+    throw badQuery(field, `must be an integer >= ${min}, got '${String(value)}'`);
+  }
+  return Number(value);
+}
+
+export function buildAgentHttp(opts: Omit<AgentHttpOptions, 'host' | 'port'>): FastifyInstance {
+  const app = Fastify({ logger: false });
+
+  app.get('/health', async () => ({ status: 'ok', agentId: opts.agentId() ?? null }));
+
+  app.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>('/api/v1/tasks/:id/logs', async (req, reply) => {
+    let stream: LogStream;
+    let offset: number;
+    let length: number;
+    try {
+      const s = req.query.stream ?? 'stdout';
+      if (typeof s !== 'string' || !(LOG_STREAMS as readonly string[]).includes(s)) {
+        throw badQuery('stream', `must be stdout or stderr, got '${String(s)}'`);
+      }
+      stream = s as LogStream;
+      offset = intParam(req.query.offset, 'offset', 0) ?? 0;
+      // Larger requests are served in 1 MiB pieces; the caller pages with nextOffset.
+      length = Math.min(intParam(req.query.length, 'length', 1) ?? MAX_LOG_READ_BYTES, MAX_LOG_READ_BYTES);
+    } catch (err) {
+      return sendError(reply, 400, err as CairnError);
+    }
+    try {
+      return await opts.executor.readLog(req.params.id, stream, offset, length);
+    } catch (err) {
+      if (err instanceof CairnError) return sendError(reply, err.code === 'CAIRN_UNKNOWN_TASK' ? 404 : 400, err);
+      throw err;
+    }
+  });
+
+  return app;
+}
+
+export async function startAgentHttp(opts: AgentHttpOptions): Promise<AgentHttpServer> {
+  const app = buildAgentHttp(opts);
+  await app.listen({ host: opts.host, port: opts.port });
+  const port = (app.server.address() as AddressInfo).port;
+  return { port, close: () => app.close() };
+}

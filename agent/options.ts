@@ -1,0 +1,171 @@
+// The agent's options: what callers (the `cairn agent` command, `cairn up`, tests) give,
+// checked once and turned into a complete configuration with every default filled in.
+// Bad input fails here, naming the option, before anything is measured or connected.
+
+import { networkInterfaces, hostname as osHostname } from 'node:os';
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import type { Logger } from 'pino';
+import { CairnError } from '../shared/errors.ts';
+import { validateResourcesOverride } from './resources/discover.ts';
+
+export interface AgentOptions {
+  /** The master's HTTP address, e.g. http://10.0.0.1:5050. */
+  masterUrl: string;
+  workDir: string;
+  /** Mesos text form; each resource named here replaces what was measured. */
+  resources?: string;
+  /** `k:v;k2:v2`. */
+  attributes?: string;
+  hostname?: string;
+  /** The address the master and users reach this agent at. */
+  ip?: string;
+  /** Port of the agent's HTTP endpoint; 0 picks a free one. */
+  httpPort?: number;
+  logger?: Logger;
+  /** Longest wait between reconnect attempts. */
+  reconnectMaxMs?: number;
+  /** How often unacknowledged status updates are sent again. */
+  statusResendMs?: number;
+  /** Grace period for kills when neither the kill nor the task names one. */
+  defaultKillGraceMs?: number;
+  /** Replaces process.env as the source of tasks' inherited basics (PATH, HOME, ...). */
+  taskBaseEnv?: Readonly<Record<string, string | undefined>>;
+}
+
+export interface Attribute {
+  name: string;
+  value: string;
+}
+
+export interface AgentConfig {
+  masterUrl: string;
+  /** ws://HOST:PORT/api/v1/agent */
+  masterWsUrl: string;
+  workDir: string;
+  resourcesText: string | undefined;
+  attributes: Attribute[];
+  hostname: string;
+  /** Advertised to the master. */
+  ip: string;
+  /** Where the HTTP endpoint listens. */
+  httpHost: string;
+  httpPort: number;
+  reconnectMinMs: number;
+  reconnectMaxMs: number;
+  statusResendMs: number;
+  /** How long to wait for `registered` after the socket opens before trying again. */
+  registrationTimeoutMs: number;
+  /** Without a ping for this many ping intervals the master counts as gone. */
+  missedPingsAllowed: number;
+  defaultKillGraceMs: number;
+  /** Longest stop() waits for killed tasks' terminal updates to be acknowledged. */
+  stopAckWaitMs: number;
+  taskBaseEnv: Readonly<Record<string, string | undefined>>;
+  version: string;
+}
+
+export const DEFAULT_HTTP_PORT = 5051;
+
+/** Parses `k:v;k2:v2` (Mesos' --attributes). Empty text means no attributes. */
+export function parseAttributes(text: string | undefined, field = 'attributes'): Attribute[] {
+  if (text === undefined || text.trim() === '') return [];
+  const out: Attribute[] = [];
+  const seen = new Set<string>();
+  for (const raw of text.split(';')) {
+    const part = raw.trim();
+    if (part === '') continue;
+    const colon = part.indexOf(':');
+    if (colon <= 0) throw new CairnError('CAIRN_BAD_FLAG', `'${part}' is not NAME:VALUE`, field);
+    const name = part.slice(0, colon).trim();
+    const value = part.slice(colon + 1).trim();
+    if (!/^[A-Za-z0-9_.\-/]+$/.test(name)) throw new CairnError('CAIRN_BAD_FLAG', `bad attribute name '${name}'`, field);
+    if (value === '') throw new CairnError('CAIRN_BAD_FLAG', `attribute '${name}' has no value`, field);
+    if (seen.has(name)) throw new CairnError('CAIRN_BAD_FLAG', `attribute '${name}' given twice`, field);
+    seen.add(name);
+    out.push({ name, value });
+  }
+  return out;
+}
+
+/** ws(s)://HOST:PORT/api/v1/agent for an http(s) master address. */
+export function masterWebSocketUrl(masterUrl: string, field = 'masterUrl'): string {
+  let url: URL;
+  try {
+    url = new URL(masterUrl);
+  } catch {
+    throw new CairnError('CAIRN_BAD_FLAG', `'${masterUrl}' is not a URL like http://host:5050`, field);
+  }
+  const scheme = { 'http:': 'ws:', 'https:': 'wss:', 'ws:': 'ws:', 'wss:': 'wss:' }[url.protocol];
+  if (!scheme) throw new CairnError('CAIRN_BAD_FLAG', `unsupported scheme '${url.protocol}' (use http://host:port)`, field);
+  return `${scheme}//${url.host}/api/v1/agent`;
+}
+
+export function isLoopbackHost(host: string): boolean {
+  const h = host.replace(/^\[|\]$/g, '').toLowerCase();
+  return h === 'localhost' || h === '::1' || /^127\./.test(h);
+}
+
+/** The address to advertise: loopback when the master is local, else the first external IPv4. */
+export function defaultAdvertisedIp(
+  masterUrl: string,
+  interfaces: ReturnType<typeof networkInterfaces> = networkInterfaces(),
+): string {
+  if (isLoopbackHost(new URL(masterUrl).hostname)) return '127.0.0.1';
+  for (const list of Object.values(interfaces)) {
+    for (const addr of list ?? []) {
+      if (addr.family === 'IPv4' && !addr.internal) return addr.address;
+    }
+  }
+  return '127.0.0.1';
+}
+
+function readVersion(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
+    return pkg.version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+function positiveMs(value: number | undefined, fallback: number, field: string): number {
+  if (value === undefined) return fallback;
+  if (!Number.isFinite(value) || value <= 0) throw new CairnError('CAIRN_BAD_FLAG', `must be a positive number of milliseconds, got ${value}`, field);
+  return value;
+}
+
+export function compileAgentOptions(opts: AgentOptions): AgentConfig {
+  const masterWsUrl = masterWebSocketUrl(opts.masterUrl);
+  if (typeof opts.workDir !== 'string' || opts.workDir.trim() === '') {
+    throw new CairnError('CAIRN_BAD_FLAG', 'a work directory is required', 'workDir');
+  }
+  validateResourcesOverride(opts.resources, 'resources');
+  const attributes = parseAttributes(opts.attributes, 'attributes');
+  const httpPort = opts.httpPort ?? DEFAULT_HTTP_PORT;
+  if (!Number.isInteger(httpPort) || httpPort < 0 || httpPort > 65535) {
+    throw new CairnError('CAIRN_BAD_FLAG', `must be a port number 0-65535, got ${httpPort}`, 'httpPort');
+  }
+  const reconnectMaxMs = positiveMs(opts.reconnectMaxMs, 2000, 'reconnectMaxMs');
+  return {
+    masterUrl: opts.masterUrl,
+    masterWsUrl,
+    workDir: resolve(opts.workDir),
+    resourcesText: opts.resources,
+    attributes,
+    hostname: opts.hostname ?? osHostname(),
+    ip: opts.ip ?? defaultAdvertisedIp(opts.masterUrl),
+    // Listen where we advertise when told; otherwise on every interface, as Mesos does.
+    httpHost: opts.ip ?? '0.0.0.0',
+    httpPort,
+    reconnectMinMs: Math.min(100, reconnectMaxMs),
+    reconnectMaxMs,
+    statusResendMs: positiveMs(opts.statusResendMs, 2000, 'statusResendMs'),
+    registrationTimeoutMs: 10_000,
+    missedPingsAllowed: 5,
+    defaultKillGraceMs: positiveMs(opts.defaultKillGraceMs, 3000, 'defaultKillGraceMs'),
+    stopAckWaitMs: 1000,
+    taskBaseEnv: opts.taskBaseEnv ?? process.env,
+    version: readVersion(),
+  };
+}

@@ -1,0 +1,42 @@
+// Which GPU device belongs to which task. A device is held by at most one task at a time;
+// the master accounts for GPU counts, the agent picks the devices.
+
+export class GpuPool {
+  /** Free device indices, kept sorted so assignment is predictable (lowest first). */
+  private free: number[];
+  private readonly held = new Map<string, number[]>();
+
+  constructor(indices: readonly number[]) {
+    this.free = [...new Set(indices)].sort((a, b) => a - b);
+  }
+
+  freeCount(): number {
+    return this.free.length;
+  }
+
+  /** Devices held by a task, or an empty list. */
+  heldBy(taskId: string): readonly number[] {
+    return this.held.get(taskId) ?? [];
+  }
+
+  /**
+   * Gives `count` devices to a task, or returns undefined (and changes nothing) when fewer
+   * are free or the task already holds devices.
+   */
+  assign(taskId: string, count: number): number[] | undefined {
+    if (count <= 0) return [];
+    if (this.held.has(taskId) || count > this.free.length) return undefined;
+    const taken = this.free.slice(0, count);
+    this.free = this.free.slice(count);
+    this.held.set(taskId, taken);
+    return [...taken];
+  }
+
+  /** Returns a task's devices to the pool; releasing twice is harmless. */
+  release(taskId: string): void {
+    const taken = this.held.get(taskId);
+    if (!taken) return;
+    this.held.delete(taskId);
+    this.free = [...this.free, ...taken].sort((a, b) => a - b);
+  }
+}

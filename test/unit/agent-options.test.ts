@@ -1,0 +1,111 @@
+// The agent's option checking and the small pure pieces of its connection handling:
+// attributes, the master's WebSocket address, the advertised IP, backoff, pending
+// status updates and the stored agent id.
+
+import { describe, expect, it } from 'vitest';
+import { mkdtempSync, readdirSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { compileAgentOptions, defaultAdvertisedIp, masterWebSocketUrl, parseAttributes } from '../../agent/options.ts';
+import { backoffDelayMs } from '../../agent/master-link.ts';
+import { PendingUpdates, uuidKey } from '../../agent/status-updates.ts';
+import { readAgentId, writeAgentId } from '../../agent/agent-id.ts';
+import type { StatusUpdate } from '../../shared/agent-protocol.ts';
+
+describe('parseAttributes', () => {
+  it('reads k:v pairs', () => {
+    expect(parseAttributes('rack:r1; zone : us-west ;gpu_model:A100')).toEqual([
+      { name: 'rack', value: 'r1' },
+      { name: 'zone', value: 'us-west' },
+      { name: 'gpu_model', value: 'A100' },
+    ]);
+    expect(parseAttributes(undefined)).toEqual([]);
+    expect(parseAttributes('')).toEqual([]);
+    expect(parseAttributes('url:http://x:1')).toEqual([{ name: 'url', value: 'http://x:1' }]);
+  });
+
+  it('rejects bad input naming attributes', () => {
+    for (const bad of ['rack', ':r1', 'rack:', 'ra ck:r1', 'rack:a;rack:b']) {
+      expect(() => parseAttributes(bad)).toThrow(expect.objectContaining({ code: 'CAIRN_BAD_FLAG', field: 'attributes' }));
+    }
+  });
+});
+
+describe('master address', () => {
+  it('derives the agent WebSocket URL from the master URL', () => {
+    expect(masterWebSocketUrl('http://10.0.0.1:5050')).toBe('ws://10.0.0.1:5050/api/v1/agent');
+    expect(masterWebSocketUrl('https://master.example:443/')).toBe('wss://master.example/api/v1/agent');
+    expect(() => masterWebSocketUrl('10.0.0.1:5050x')).toThrow(expect.objectContaining({ field: 'masterUrl' }));
+    expect(() => masterWebSocketUrl('ftp://x')).toThrow(/scheme/);
+  });
+
+  it('advertises loopback for a local master, else the first external IPv4', () => {
+    const ifaces = {
+      lo: [{ address: '127.0.0.1', family: 'IPv4', internal: true }],
+      eth0: [{ address: 'fe80::1', family: 'IPv6', internal: false }, { address: '10.1.2.3', family: 'IPv4', internal: false }],
+    } as unknown as Parameters<typeof defaultAdvertisedIp>[1];
+    expect(defaultAdvertisedIp('http://127.0.0.1:5050', ifaces)).toBe('127.0.0.1');
+    expect(defaultAdvertisedIp('http://localhost:5050', ifaces)).toBe('127.0.0.1');
+    expect(defaultAdvertisedIp('http://10.1.0.1:5050', ifaces)).toBe('10.1.2.3');
+    expect(defaultAdvertisedIp('http://10.1.0.1:5050', {})).toBe('127.0.0.1');
+  });
+});
+
+describe('compileAgentOptions', () => {
+  it('fills defaults', () => {
+    const cfg = compileAgentOptions({ masterUrl: 'http://127.0.0.1:5050', workDir: 'relative/dir' });
+    expect(cfg).toMatchObject({ httpPort: 5051, reconnectMinMs: 100, reconnectMaxMs: 2000, statusResendMs: 2000, ip: '127.0.0.1', attributes: [] });
+    expect(cfg.workDir.startsWith('/')).toBe(true);
+  });
+
+  it('rejects bad flags naming them', () => {
+    const base = { masterUrl: 'http://127.0.0.1:5050', workDir: '/tmp/x' };
+    expect(() => compileAgentOptions({ ...base, resources: 'cpus:x' })).toThrow(expect.objectContaining({ field: 'resources.cpus' }));
+    expect(() => compileAgentOptions({ ...base, attributes: 'nope' })).toThrow(expect.objectContaining({ field: 'attributes' }));
+    expect(() => compileAgentOptions({ ...base, httpPort: 70000 })).toThrow(expect.objectContaining({ field: 'httpPort' }));
+    expect(() => compileAgentOptions({ ...base, workDir: '' })).toThrow(expect.objectContaining({ field: 'workDir' }));
+    expect(() => compileAgentOptions({ ...base, reconnectMaxMs: 0 })).toThrow(expect.objectContaining({ field: 'reconnectMaxMs' }));
+  });
+});
+
+describe('backoffDelayMs', () => {
+  it('doubles from 100 ms up to the maximum', () => {
+    expect([0, 1, 2, 3, 4, 5, 50].map((a) => backoffDelayMs(a, 100, 2000))).toEqual([100, 200, 400, 800, 1600, 2000, 2000]);
+  });
+});
+
+describe('PendingUpdates', () => {
+  const update = (n: number): StatusUpdate => ({
+    uuid: new Uint8Array(16).fill(n), taskId: `t${n}`, frameworkId: 'f', state: 'TASK_RUNNING',
+    message: '', hasExitCode: false, exitCode: 0, timestampMs: n, reason: '',
+  });
+
+  it('keeps updates in order until acknowledged, ignoring unknown and repeated acks', () => {
+    const p = new PendingUpdates();
+    p.add(update(1));
+    p.add(update(2));
+    p.add(update(3));
+    expect(p.ack(new Uint8Array(16).fill(2))?.taskId).toBe('t2');
+    expect(p.ack(new Uint8Array(16).fill(2))).toBeUndefined();
+    expect(p.ack(new Uint8Array(16).fill(9))).toBeUndefined();
+    expect(p.list().map((u) => u.taskId)).toEqual(['t1', 't3']);
+    expect(p.size).toBe(2);
+  });
+
+  it('keys by the uuid bytes, whatever buffer holds them', () => {
+    const big = Buffer.alloc(32, 7);
+    expect(uuidKey(big.subarray(8, 24))).toBe('07'.repeat(16));
+  });
+});
+
+describe('agent id file', () => {
+  it('is empty before the first registration and durable after', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-id-'));
+    expect(await readAgentId(dir)).toBe('');
+    await writeAgentId(dir, 'agent-42');
+    expect(await readAgentId(dir)).toBe('agent-42');
+    await writeAgentId(dir, 'agent-43');
+    expect(await readAgentId(dir)).toBe('agent-43');
+    expect(readdirSync(dir)).toEqual(['agent-id']); // no temporary file left behind
+  });
+});
