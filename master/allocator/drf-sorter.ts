@@ -224,14 +224,15 @@ export class DrfSorter {
     c.key = key;
     // Everything but c is still in order: find its new place on the side it moved to and
     // shift the clients in between by one.
+    // (Plain loops: Array.prototype.copyWithin is far slower on ordinary arrays in V8.)
     const order = this.order;
     if (from + 1 < order.length && before(order[from + 1], c)) {
       const to = this.lowerBound(c, from + 1, order.length) - 1;
-      order.copyWithin(from, from + 1, to + 1);
+      for (let i = from; i < to; i++) order[i] = order[i + 1];
       order[to] = c;
     } else if (from > 0 && before(c, order[from - 1])) {
       const to = this.lowerBound(c, 0, from);
-      order.copyWithin(to + 1, to, from);
+      for (let i = from; i > to; i--) order[i] = order[i - 1];
       order[to] = c;
     }
   }

@@ -14,10 +14,21 @@ interface Filter {
 export class OfferFilters {
   private readonly byAgent = new Map<string, Filter[]>();
 
-  add(agentId: string, refused: Resources, expiresAtMs: number): void {
+  /**
+   * Filters made at nowMs until expiresAtMs. Expired filters on the same agent are dropped
+   * here too, so a framework that keeps declining an agent it is rarely offered does not
+   * pile them up.
+   */
+  add(agentId: string, refused: Resources, nowMs: number, expiresAtMs: number): void {
     const list = this.byAgent.get(agentId);
-    if (list === undefined) this.byAgent.set(agentId, [{ refused, expiresAtMs }]);
-    else list.push({ refused, expiresAtMs });
+    if (list === undefined) {
+      this.byAgent.set(agentId, [{ refused, expiresAtMs }]);
+      return;
+    }
+    let live = 0;
+    for (let i = 0; i < list.length; i++) if (nowMs < list[i].expiresAtMs) list[live++] = list[i];
+    list.length = live;
+    list.push({ refused, expiresAtMs });
   }
 
   /**
