@@ -3,7 +3,7 @@
 // SIGKILL), and clean everything up after the test.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -74,6 +74,30 @@ export function startCairn(args: string[], url: string, env: Record<string, stri
   return new CairnProcess(child, url);
 }
 
+/** Kills the process groups of tasks whose CAIRN_SANDBOX is under one of `dirs`. */
+export function killTasksUnder(dirs: readonly string[]): void {
+  if (dirs.length === 0) return;
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    let env: string;
+    try {
+      env = readFileSync(`/proc/${pid}/environ`, 'utf8');
+    } catch {
+      continue;
+    }
+    const sandbox = env.split('\0').find((e) => e.startsWith('CAIRN_SANDBOX='))?.slice('CAIRN_SANDBOX='.length);
+    if (!sandbox || !dirs.some((d) => sandbox.startsWith(d))) continue;
+    try {
+      process.kill(-Number(pid), 'SIGKILL');
+    } catch {
+      try {
+        process.kill(Number(pid), 'SIGKILL');
+      } catch {
+        // already gone
+      }
+    }
+  }
+}
+
 /** Tracks what a test started and removes it all afterwards. */
 export class Cleanup {
   private readonly procs: CairnProcess[] = [];
@@ -92,6 +116,9 @@ export class Cleanup {
 
   async run(): Promise<void> {
     await Promise.all(this.procs.splice(0).map((p) => p.kill('SIGKILL')));
+    // Tasks run in their own process groups and outlive an agent killed with SIGKILL;
+    // end those whose sandbox lies in this test's directories.
+    killTasksUnder(this.dirs);
     for (const d of this.dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   }
 }
