@@ -1,0 +1,174 @@
+// `cairn up`, `cairn master`, `cairn agent`: the daemons in the foreground. Each runs until
+// SIGINT/SIGTERM, then stops what it started in reverse order (the agent, with its tasks
+// killed, before the master) and exits 0. A second signal while stopping exits at once.
+
+import { mkdir } from 'node:fs/promises';
+import { join } from 'node:path';
+import pino, { type Logger } from 'pino';
+import { startMaster } from '../../master/master.ts';
+import { startAgent } from '../../agent/agent.ts';
+import { MasterClient } from '../../shared/sdk/master-client.ts';
+import { nextInterrupt, type CliIo } from './io.ts';
+import type { AgentOptions, MasterOptions, UpOptions } from './options.ts';
+
+/** How long `cairn up` waits for its agent to register before printing the URL anyway. */
+const REGISTRATION_WAIT_MS = 15_000;
+
+/** Logs go to stderr, so stdout carries only what a script may read (the master URL). */
+export function daemonLogger(io: CliIo, name: string): Logger {
+  return pino({ name, level: io.env.CAIRN_LOG_LEVEL ?? 'info' }, pino.destination({ dest: 2, sync: true }));
+}
+
+/** After the first signal, a second one means "stop waiting for a clean shutdown". */
+function forceExitOnSecondInterrupt(io: CliIo, log: Logger): () => void {
+  return io.onInterrupt((signal) => {
+    log.warn({ signal }, 'second signal while stopping: exiting now');
+    process.exit(130);
+  });
+}
+
+function describe(err: unknown): string {
+  return err instanceof Error ? err.message : String(err);
+}
+
+/** Agents wait for kill grace periods; masters for open requests. Past these, move on. */
+const AGENT_STOP_LIMIT_MS = 30_000;
+const MASTER_STOP_LIMIT_MS = 10_000;
+
+/**
+ * Runs one shutdown step, bounded: a step that fails or hangs is logged and the shutdown
+ * goes on (the process exits after the last step either way).
+ */
+async function stopStep(log: Logger, what: string, limitMs: number, step: () => Promise<void>): Promise<void> {
+  let timer: NodeJS.Timeout | undefined;
+  const outcome = await Promise.race([
+    step().then(
+      () => 'stopped' as const,
+      (err: unknown) => {
+        log.error({ err }, `the ${what} did not stop cleanly`);
+        return 'failed' as const;
+      },
+    ),
+    new Promise<'late'>((resolve) => {
+      timer = setTimeout(() => resolve('late'), limitMs);
+    }),
+  ]);
+  clearTimeout(timer);
+  if (outcome === 'late') log.error(`the ${what} did not stop within ${limitMs} ms; going on`);
+}
+
+export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
+  const log = daemonLogger(io, 'cairn');
+  const masterDir = join(o.dataDir, 'master');
+  const agentDir = join(o.dataDir, 'agent');
+  await mkdir(masterDir, { recursive: true });
+  await mkdir(agentDir, { recursive: true });
+  const interrupted = nextInterrupt(io);
+
+  let master;
+  try {
+    master = await startMaster({ port: o.port, dataDir: masterDir, logger: log.child({ component: 'master' }) });
+  } catch (err) {
+    io.stderr.write(`cairn up: the master did not start: ${describe(err)}\n`);
+    return 1;
+  }
+  let agent;
+  try {
+    agent = await startAgent({
+      masterUrl: master.url,
+      workDir: agentDir,
+      httpPort: o.agentPort,
+      logger: log,
+      ...(o.resources !== undefined ? { resources: o.resources } : {}),
+    });
+  } catch (err) {
+    io.stderr.write(`cairn up: the agent did not start: ${describe(err)}\n`);
+    await master.stop();
+    return 1;
+  }
+
+  const registered = await Promise.race([waitForAgent(master.url, agent.agentId), interrupted.then(() => false)]);
+  if (registered === false) log.warn('the agent has not registered with the master yet');
+  io.stdout.write(`${master.url}\n`);
+
+  const signal = await interrupted;
+  log.info({ signal }, 'stopping');
+  const disposeForce = forceExitOnSecondInterrupt(io, log);
+  await stopStep(log, 'agent', AGENT_STOP_LIMIT_MS, () => agent.stop({ killTasks: true }));
+  await stopStep(log, 'master', MASTER_STOP_LIMIT_MS, () => master.stop());
+  disposeForce();
+  return 0;
+}
+
+/** Polls the master until it lists the agent as reachable; false after the wait. */
+async function waitForAgent(masterUrl: string, agentId: () => string | undefined): Promise<boolean> {
+  const client = new MasterClient(masterUrl, { timeoutMs: 2000 });
+  const deadline = Date.now() + REGISTRATION_WAIT_MS;
+  while (Date.now() < deadline) {
+    try {
+      const id = agentId();
+      const state = await client.state();
+      if (state.agents.some((a) => a.reachable && (id === undefined || a.id === id))) return true;
+    } catch {
+      // The master is starting; ask again.
+    }
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  return false;
+}
+
+export async function runMaster(o: MasterOptions, io: CliIo): Promise<number> {
+  const log = daemonLogger(io, 'cairn-master');
+  await mkdir(o.dataDir, { recursive: true });
+  const interrupted = nextInterrupt(io);
+  let master;
+  try {
+    master = await startMaster({
+      port: o.port,
+      host: o.host,
+      dataDir: o.dataDir,
+      logger: log,
+      ...(o.pingIntervalMs !== undefined ? { pingIntervalMs: o.pingIntervalMs } : {}),
+      ...(o.maxMissedPings !== undefined ? { maxMissedPings: o.maxMissedPings } : {}),
+      ...(o.offerTimeoutMs !== undefined ? { offerTimeoutMs: o.offerTimeoutMs } : {}),
+    });
+  } catch (err) {
+    io.stderr.write(`cairn master: did not start: ${describe(err)}\n`);
+    return 1;
+  }
+  io.stdout.write(`${master.url}\n`);
+  const signal = await interrupted;
+  log.info({ signal }, 'stopping');
+  const disposeForce = forceExitOnSecondInterrupt(io, log);
+  await stopStep(log, 'master', MASTER_STOP_LIMIT_MS, () => master.stop());
+  disposeForce();
+  return 0;
+}
+
+export async function runAgent(o: AgentOptions, io: CliIo): Promise<number> {
+  const log = daemonLogger(io, 'cairn-agent');
+  await mkdir(o.workDir, { recursive: true });
+  const interrupted = nextInterrupt(io);
+  let agent;
+  try {
+    agent = await startAgent({
+      masterUrl: o.masterUrl,
+      workDir: o.workDir,
+      httpPort: o.port,
+      logger: log,
+      ...(o.resources !== undefined ? { resources: o.resources } : {}),
+      ...(o.attributes !== undefined ? { attributes: o.attributes } : {}),
+      ...(o.hostname !== undefined ? { hostname: o.hostname } : {}),
+    });
+  } catch (err) {
+    io.stderr.write(`cairn agent: did not start: ${describe(err)}\n`);
+    return 1;
+  }
+  const signal = await interrupted;
+  log.info({ signal }, 'stopping');
+  const disposeForce = forceExitOnSecondInterrupt(io, log);
+  // A stopped agent leaves its tasks running: a restarted agent recovers them, as in Mesos.
+  await stopStep(log, 'agent', AGENT_STOP_LIMIT_MS, () => agent.stop({ killTasks: false }));
+  disposeForce();
+  return 0;
+}

@@ -1,0 +1,90 @@
+// Parsers for flag values. Each throws commander's InvalidArgumentError, so commander's
+// message names the flag ("option '--port <n>' argument 'x' is invalid. ...").
+
+import { InvalidArgumentError } from 'commander';
+import { Resources } from '../../shared/resources.ts';
+import { CairnError } from '../../shared/errors.ts';
+import { DEFAULT_MASTER_URL } from './options.ts';
+
+export function integerFlag(min: number, max: number): (value: string) => number {
+  return (value) => {
+    if (!/^-?\d+$/.test(value.trim())) throw new InvalidArgumentError(`must be a whole number from ${min} to ${max}.`);
+    const n = Number(value);
+    if (n < min || n > max) throw new InvalidArgumentError(`must be a whole number from ${min} to ${max}.`);
+    return n;
+  };
+}
+
+/** A decimal number; `positive` excludes zero. Resources keep three decimals. */
+export function numberFlag(opts: { positive: boolean }): (value: string) => number {
+  return (value) => {
+    const ok = /^\d+(\.\d+)?$/.test(value.trim()) || /^\.\d+$/.test(value.trim());
+    const n = Number(value);
+    if (!ok || !Number.isFinite(n) || (opts.positive ? n <= 0 : n < 0)) {
+      throw new InvalidArgumentError(opts.positive ? 'must be a number greater than 0.' : 'must be a number of 0 or more.');
+    }
+    return n;
+  };
+}
+
+/** Mesos text resources (`cpus:4;mem:8192;ports:[31000-32000]`); returned as given once valid. */
+export function resourcesFlag(value: string): string {
+  try {
+    Resources.parse(value);
+  } catch (err) {
+    throw new InvalidArgumentError(`${err instanceof CairnError ? err.message : String(err)}.`);
+  }
+  return value;
+}
+
+/** Agent attributes `name:value;name:value`; returned as given once valid. */
+export function attributesFlag(value: string): string {
+  for (const part of value.split(';')) {
+    if (part.trim() === '') continue;
+    const colon = part.indexOf(':');
+    const name = colon > 0 ? part.slice(0, colon).trim() : '';
+    if (!/^[A-Za-z0-9_.\-/]+$/.test(name)) {
+      throw new InvalidArgumentError(`'${part.trim()}' is not NAME:VALUE (expected e.g. rack:r1;zone:a).`);
+    }
+  }
+  return value;
+}
+
+/** One `--env K=V`, collected in order. */
+export function envFlag(value: string, previous: [string, string][] | undefined): [string, string][] {
+  const eq = value.indexOf('=');
+  const name = eq > 0 ? value.slice(0, eq) : '';
+  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) {
+    throw new InvalidArgumentError(`'${value}' is not NAME=VALUE with a valid variable name.`);
+  }
+  return [...(previous ?? []), [name, value.slice(eq + 1)]];
+}
+
+/** A task or framework name usable inside task ids and DNS names. */
+export function nameFlag(value: string): string {
+  if (!/^[A-Za-z0-9]([A-Za-z0-9_.-]{0,62})$/.test(value)) {
+    throw new InvalidArgumentError('must be 1-63 letters, digits, ".", "_" or "-", starting with a letter or digit.');
+  }
+  return value;
+}
+
+export function roleFlag(value: string): string {
+  if (value !== '*' && !/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(value)) {
+    throw new InvalidArgumentError("must be '*' or a role name of letters, digits, '_', '-' and '.'.");
+  }
+  return value;
+}
+
+/** Validates a master URL; returns it without a trailing slash. Throws a plain message. */
+export function checkMasterUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error(`'${value}' is not a URL (expected e.g. ${DEFAULT_MASTER_URL})`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new Error(`'${value}' must start with http:// or https://`);
+  }
+  return value.replace(/\/+$/, '');
+}

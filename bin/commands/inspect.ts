@@ -1,0 +1,103 @@
+// The client commands: `cairn agents`, `tasks`, `state`, `logs`, `kill`. Each reads the
+// master's REST API once (logs: until done) and exits 0, or prints why not and exits 1.
+
+import type { AgentView, StateView, TaskView } from '../../shared/master-state.ts';
+import { MasterClient } from '../../shared/sdk/master-client.ts';
+import type { CliIo } from './io.ts';
+import { followLog } from './log-relay.ts';
+import type { KillOptions, LogsOptions, MasterClientCommandOptions } from './options.ts';
+import { age, formatTable } from './table.ts';
+
+/** Pause between reads of a followed log that brought nothing new. */
+const FOLLOW_POLL_MS = 500;
+
+async function withMaster(name: string, o: MasterClientCommandOptions, io: CliIo, body: (client: MasterClient) => Promise<void>): Promise<number> {
+  try {
+    await body(new MasterClient(o.masterUrl));
+    return 0;
+  } catch (err) {
+    io.stderr.write(`cairn ${name}: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}
+
+export function agentsTable(state: StateView, nowMs: number): string {
+  const rows = state.agents.map((a: AgentView) => [
+    a.id,
+    a.hostname,
+    a.reachable ? 'reachable' : 'unreachable',
+    a.resources,
+    a.used || '-',
+    Object.entries(a.attributes).map(([k, v]) => `${k}:${v}`).join(';') || '-',
+    age(a.registeredAtMs, nowMs),
+  ]);
+  return formatTable(['ID', 'HOSTNAME', 'STATUS', 'RESOURCES', 'USED', 'ATTRIBUTES', 'AGE'], rows);
+}
+
+export function tasksTable(state: StateView, nowMs: number): string {
+  const agents = new Map(state.agents.map((a) => [a.id, a.hostname]));
+  const frameworks = new Map(state.frameworks.map((f) => [f.id, f.name]));
+  const rows = state.tasks.map((t: TaskView) => [
+    t.id,
+    t.state.replace(/^TASK_/, ''),
+    t.exitCode === undefined ? '-' : String(t.exitCode),
+    agents.get(t.agentId) ?? t.agentId,
+    frameworks.get(t.frameworkId) || t.frameworkId,
+    t.resources,
+    age(t.launchedAtMs, nowMs),
+  ]);
+  return formatTable(['ID', 'STATE', 'EXIT', 'AGENT', 'FRAMEWORK', 'RESOURCES', 'AGE'], rows);
+}
+
+export function runAgents(o: MasterClientCommandOptions, io: CliIo): Promise<number> {
+  return withMaster('agents', o, io, async (client) => {
+    io.stdout.write(agentsTable(await client.state(), Date.now()));
+  });
+}
+
+export function runTasks(o: MasterClientCommandOptions, io: CliIo): Promise<number> {
+  return withMaster('tasks', o, io, async (client) => {
+    io.stdout.write(tasksTable(await client.state(), Date.now()));
+  });
+}
+
+export function runState(o: MasterClientCommandOptions, io: CliIo): Promise<number> {
+  return withMaster('state', o, io, async (client) => {
+    io.stdout.write(`${JSON.stringify(await client.state(), null, 2)}\n`);
+  });
+}
+
+export function runLogs(o: LogsOptions, io: CliIo): Promise<number> {
+  const out = o.stream === 'stdout' ? io.stdout : io.stderr;
+  return withMaster('logs', o, io, async (client) => {
+    if (o.follow) {
+      // Until the master says eof: the task ended and everything was read. Errors end it.
+      await followLog({
+        source: { logs: (id, stream, offset) => client.logs(id, stream, offset) },
+        taskId: o.taskId,
+        stream: o.stream,
+        write: (text) => void out.write(text),
+        pollIntervalMs: FOLLOW_POLL_MS,
+        giveUpMs: 0,
+        ended: () => false,
+        retryErrors: false,
+      });
+      return;
+    }
+    // What there is now: read until a read brings nothing more.
+    let offset = 0;
+    for (;;) {
+      const chunk = await client.logs(o.taskId, o.stream, offset);
+      out.write(chunk.data);
+      if (chunk.eof || chunk.data === '' || chunk.nextOffset <= offset) return;
+      offset = chunk.nextOffset;
+    }
+  });
+}
+
+export function runKill(o: KillOptions, io: CliIo): Promise<number> {
+  return withMaster('kill', o, io, async (client) => {
+    await client.kill(o.taskId);
+    io.stdout.write(`killing ${o.taskId}\n`);
+  });
+}

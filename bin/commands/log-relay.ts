@@ -1,0 +1,103 @@
+// Copying a task's log from the master to our own stdout/stderr: `cairn logs` and
+// `cairn run` read `GET /api/v1/tasks/:id/logs` chunk by chunk (LogChunk: data,
+// nextOffset, eof), and with several tasks each line is labelled with its task's index.
+
+import type { LogChunk } from '../../shared/master-state.ts';
+import type { LogStream } from '../../shared/sdk/master-client.ts';
+import { MasterHttpError } from '../../shared/sdk/http-error.ts';
+
+/** A partial line longer than this is written out rather than held back further. */
+const MAX_HELD_LINE = 16 * 1024;
+
+/**
+ * Puts `prefix` before every line. With a prefix, only whole lines are written (so lines
+ * of several tasks do not mix mid-line); flush() writes what is left, ending it with a
+ * newline. Without a prefix, text passes through untouched.
+ */
+export class LinePrefixer {
+  private held = '';
+
+  constructor(
+    private readonly prefix: string,
+    private readonly write: (text: string) => void,
+  ) {}
+
+  push(text: string): void {
+    if (text === '') return;
+    if (this.prefix === '') {
+      this.write(text);
+      return;
+    }
+    const all = this.held + text;
+    const lastNewline = all.lastIndexOf('\n');
+    let complete = lastNewline === -1 ? '' : all.slice(0, lastNewline + 1);
+    this.held = all.slice(lastNewline + 1);
+    if (this.held.length > MAX_HELD_LINE) {
+      complete += `${this.held}\n`;
+      this.held = '';
+    }
+    // `complete` is whole lines, each ending in a newline.
+    if (complete !== '') this.write(`${complete.slice(0, -1).split('\n').map((line) => this.prefix + line).join('\n')}\n`);
+  }
+
+  flush(): void {
+    if (this.held !== '') this.write(`${this.prefix}${this.held}\n`);
+    this.held = '';
+  }
+}
+
+export interface LogSource {
+  logs(taskId: string, stream: LogStream, offset: number): Promise<LogChunk>;
+}
+
+export interface FollowOptions {
+  source: LogSource;
+  taskId: string;
+  stream: LogStream;
+  write(text: string): void;
+  pollIntervalMs: number;
+  /**
+   * Whether the task is known to have ended. Until then errors are retried (the agent
+   * may not have the sandbox yet); after, the follower stops at eof, at a 404, or after
+   * `giveUpMs` without progress (an agent that went away never sends eof).
+   */
+  ended(): boolean;
+  giveUpMs: number;
+  /** Checked between reads; when it returns true the follower stops. */
+  cancelled?(): boolean;
+  /** False: a failed read ends the follower with that error instead of being retried. */
+  retryErrors?: boolean;
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Follows one log until eof (or giving up); resolves with the offset reached. */
+export async function followLog(o: FollowOptions): Promise<number> {
+  let offset = 0;
+  let lastProgress: number | undefined;
+  while (!o.cancelled?.()) {
+    const endedNow = o.ended();
+    if (endedNow) lastProgress ??= Date.now();
+    let chunk: LogChunk | undefined;
+    try {
+      chunk = await o.source.logs(o.taskId, o.stream, offset);
+    } catch (err) {
+      if (o.retryErrors === false) throw err;
+      if (endedNow && err instanceof MasterHttpError && err.status === 404) return offset;
+    }
+    if (chunk) {
+      const advanced = chunk.nextOffset > offset;
+      if (advanced) offset = chunk.nextOffset;
+      if (chunk.data !== '') {
+        o.write(chunk.data);
+        lastProgress = endedNow ? Date.now() : undefined;
+      }
+      if (chunk.eof) return offset;
+      // More may be waiting right behind what we got: read again without a pause.
+      if (chunk.data !== '' && advanced) continue;
+    }
+    if (endedNow && lastProgress !== undefined && Date.now() - lastProgress >= o.giveUpMs) return offset;
+    await sleep(o.pollIntervalMs);
+  }
+  return offset;
+}

@@ -1,0 +1,58 @@
+// The parsed, validated options of each command: what the command-line parser hands to
+// the code that runs a command. Paths are absolute; numbers are numbers.
+
+export const DEFAULT_MASTER_URL = 'http://127.0.0.1:5050';
+
+export interface UpOptions {
+  dataDir: string;
+  port: number;
+  agentPort: number;
+  resources?: string;
+}
+
+export interface MasterOptions {
+  port: number;
+  host: string;
+  dataDir: string;
+  pingIntervalMs?: number;
+  maxMissedPings?: number;
+  offerTimeoutMs?: number;
+}
+
+export interface AgentOptions {
+  masterUrl: string;
+  workDir: string;
+  port: number;
+  resources?: string;
+  attributes?: string;
+  hostname?: string;
+}
+
+export interface RunOptions {
+  masterUrl: string;
+  name: string;
+  instances: number;
+  cpus: number;
+  mem: number;
+  gpus: number;
+  ports: number;
+  role: string;
+  /** From `--env K=V`, in the order given (a later K wins). */
+  env: [string, string][];
+  /** The command and its arguments. */
+  command: string[];
+}
+
+export interface MasterClientCommandOptions {
+  masterUrl: string;
+}
+
+export interface LogsOptions extends MasterClientCommandOptions {
+  taskId: string;
+  stream: 'stdout' | 'stderr';
+  follow: boolean;
+}
+
+export interface KillOptions extends MasterClientCommandOptions {
+  taskId: string;
+}

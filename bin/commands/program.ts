@@ -1,0 +1,259 @@
+// The `cairn` command line: flags, help and validation, and nothing else. Each command
+// hands its validated options to a handler; the real handlers are loaded only when their
+// command runs, so `cairn tasks` never loads the master's code and tests can parse
+// command lines with stub handlers.
+
+import { resolve } from 'node:path';
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError, Option } from 'commander';
+import type { CliIo } from './io.ts';
+import {
+  DEFAULT_MASTER_URL,
+  type AgentOptions,
+  type KillOptions,
+  type LogsOptions,
+  type MasterClientCommandOptions,
+  type MasterOptions,
+  type RunOptions,
+  type UpOptions,
+} from './options.ts';
+import { attributesFlag, checkMasterUrl, envFlag, integerFlag, nameFlag, numberFlag, resourcesFlag, roleFlag } from './flags.ts';
+
+/** Each handler runs one command and resolves with the process exit code. */
+export interface CommandHandlers {
+  up(options: UpOptions, io: CliIo): Promise<number>;
+  master(options: MasterOptions, io: CliIo): Promise<number>;
+  agent(options: AgentOptions, io: CliIo): Promise<number>;
+  run(options: RunOptions, io: CliIo): Promise<number>;
+  agents(options: MasterClientCommandOptions, io: CliIo): Promise<number>;
+  tasks(options: MasterClientCommandOptions, io: CliIo): Promise<number>;
+  state(options: MasterClientCommandOptions, io: CliIo): Promise<number>;
+  logs(options: LogsOptions, io: CliIo): Promise<number>;
+  kill(options: KillOptions, io: CliIo): Promise<number>;
+}
+
+const realHandlers: CommandHandlers = {
+  up: async (o, io) => (await import('./daemons.ts')).runUp(o, io),
+  master: async (o, io) => (await import('./daemons.ts')).runMaster(o, io),
+  agent: async (o, io) => (await import('./daemons.ts')).runAgent(o, io),
+  run: async (o, io) => (await import('./run.ts')).runRun(o, io),
+  agents: async (o, io) => (await import('./inspect.ts')).runAgents(o, io),
+  tasks: async (o, io) => (await import('./inspect.ts')).runTasks(o, io),
+  state: async (o, io) => (await import('./inspect.ts')).runState(o, io),
+  logs: async (o, io) => (await import('./inspect.ts')).runLogs(o, io),
+  kill: async (o, io) => (await import('./inspect.ts')).runKill(o, io),
+};
+
+/** Exit code of a command line that could not be understood. */
+export const USAGE_EXIT_CODE = 2;
+
+const PORT = integerFlag(0, 65535);
+
+function version(): string {
+  try {
+    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
+    return pkg.version ?? '0.0.0';
+  } catch {
+    return '0.0.0';
+  }
+}
+
+function masterOption(): Option {
+  return new Option('--master <url>', `master URL (default: $CAIRN_MASTER or ${DEFAULT_MASTER_URL})`);
+}
+
+/** The master URL from --master, else CAIRN_MASTER, else the default; a bad one is a usage error. */
+function masterUrlOf(flag: string | undefined, io: CliIo, cmd: Command): string {
+  const fromEnv = io.env.CAIRN_MASTER;
+  const raw = flag ?? (fromEnv !== undefined && fromEnv !== '' ? fromEnv : DEFAULT_MASTER_URL);
+  try {
+    return checkMasterUrl(raw);
+  } catch (err) {
+    const source = flag !== undefined ? "option '--master <url>'" : 'environment variable CAIRN_MASTER';
+    return cmd.error(`error: ${source}: ${(err as Error).message}`, { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
+  }
+}
+
+/**
+ * Builds the program. Nothing runs until it parses; each command stores its handler's exit
+ * code in `result.exitCode`.
+ */
+export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {}): { program: Command; result: { exitCode: number } } {
+  const h: CommandHandlers = { ...realHandlers, ...handlers };
+  const result = { exitCode: 0 };
+  const program = new Command('cairn');
+  program
+    .description('Cairn: a Mesos-like cluster manager for machine-learning work')
+    .version(version(), '-V, --version')
+    .enablePositionalOptions()
+    .showHelpAfterError('(add --help for usage)')
+    .configureOutput({
+      writeOut: (s) => void io.stdout.write(s),
+      writeErr: (s) => void io.stderr.write(s),
+    })
+    .exitOverride();
+
+  program
+    .command('up')
+    .description('run one master and one agent in this process, in the foreground (Ctrl-C stops both)')
+    .option('--data-dir <dir>', 'where the master (dir/master) and the agent (dir/agent) keep their data', './.cairn')
+    .addOption(new Option('--port <port>', 'master port (0: any free port)').argParser(PORT).default(5050))
+    .addOption(new Option('--agent-port <port>', "agent's HTTP port (0: any free port)").argParser(PORT).default(5051))
+    .addOption(new Option('--resources <resources>', 'agent resources instead of measuring the host, e.g. "cpus:4;mem:8192;ports:[31000-32000]"').argParser(resourcesFlag))
+    .action(async (o: { dataDir: string; port: number; agentPort: number; resources?: string }) => {
+      result.exitCode = await h.up({ dataDir: resolve(o.dataDir), port: o.port, agentPort: o.agentPort, ...(o.resources !== undefined ? { resources: o.resources } : {}) }, io);
+    });
+
+  program
+    .command('master')
+    .description('run a master until SIGINT/SIGTERM')
+    .addOption(new Option('--port <port>', 'port to listen on (0: any free port)').argParser(PORT).default(5050))
+    .option('--host <host>', 'address to listen on', '0.0.0.0')
+    .option('--data-dir <dir>', "the master's data directory", './.cairn/master')
+    .addOption(new Option('--ping-interval-ms <ms>', 'how often agents are pinged').argParser(integerFlag(1, 3_600_000)))
+    .addOption(new Option('--max-missed-pings <n>', 'missed pings before an agent is unreachable').argParser(integerFlag(1, 1000)))
+    .addOption(new Option('--offer-timeout-ms <ms>', 'how long an offer stays outstanding before it is rescinded').argParser(integerFlag(1, 86_400_000)))
+    .action(async (o: { port: number; host: string; dataDir: string; pingIntervalMs?: number; maxMissedPings?: number; offerTimeoutMs?: number }) => {
+      result.exitCode = await h.master(
+        {
+          port: o.port,
+          host: o.host,
+          dataDir: resolve(o.dataDir),
+          ...(o.pingIntervalMs !== undefined ? { pingIntervalMs: o.pingIntervalMs } : {}),
+          ...(o.maxMissedPings !== undefined ? { maxMissedPings: o.maxMissedPings } : {}),
+          ...(o.offerTimeoutMs !== undefined ? { offerTimeoutMs: o.offerTimeoutMs } : {}),
+        },
+        io,
+      );
+    });
+
+  program
+    .command('agent')
+    .description('run an agent until SIGINT/SIGTERM (its tasks keep running when it stops)')
+    .addOption(masterOption())
+    .option('--work-dir <dir>', "the agent's work directory (sandboxes, state)", './.cairn/agent')
+    .addOption(new Option('--resources <resources>', 'resources to offer instead of measuring the host, e.g. "cpus:4;mem:8192;gpus:1;ports:[31000-32000]"').argParser(resourcesFlag))
+    .addOption(new Option('--attributes <attributes>', 'agent attributes, e.g. "rack:r1;zone:a"').argParser(attributesFlag))
+    .addOption(new Option('--port <port>', "the agent's HTTP port (0: any free port)").argParser(PORT).default(5051))
+    .option('--hostname <hostname>', 'the name this agent advertises (default: the host name)')
+    .action(async (o: { master?: string; workDir: string; resources?: string; attributes?: string; port: number; hostname?: string }, cmd: Command) => {
+      result.exitCode = await h.agent(
+        {
+          masterUrl: masterUrlOf(o.master, io, cmd),
+          workDir: resolve(o.workDir),
+          port: o.port,
+          ...(o.resources !== undefined ? { resources: o.resources } : {}),
+          ...(o.attributes !== undefined ? { attributes: o.attributes } : {}),
+          ...(o.hostname !== undefined ? { hostname: o.hostname } : {}),
+        },
+        io,
+      );
+    });
+
+  program
+    .command('run')
+    .description('run a command as tasks on the cluster and stream their output (like mesos-execute)')
+    .usage('[options] [--] <command> [args...]')
+    .argument('<command...>', 'the command; one argument runs through /bin/sh -c, several run directly')
+    .addOption(masterOption())
+    .addOption(new Option('--name <name>', 'task name; task ids are <name>-<index>-<random>').argParser(nameFlag).default('cairn-run'))
+    .addOption(new Option('--instances <k>', 'how many copies to run').argParser(integerFlag(1, 100_000)).default(1))
+    .addOption(new Option('--cpus <cpus>', 'cpus per task').argParser(numberFlag({ positive: true })).default(0.1))
+    .addOption(new Option('--mem <mib>', 'memory per task, MiB').argParser(numberFlag({ positive: true })).default(32))
+    .addOption(new Option('--gpus <gpus>', 'GPUs per task').argParser(integerFlag(0, 1024)).default(0))
+    .addOption(new Option('--ports <n>', 'ports per task (given as PORT, PORT0..)').argParser(integerFlag(0, 1000)).default(0))
+    .addOption(new Option('--role <role>', 'role to run as').argParser(roleFlag).default('*'))
+    .addOption(new Option('--env <name=value>', 'environment variable for the tasks (repeatable)').argParser(envFlag))
+    .passThroughOptions()
+    .addHelpText(
+      'after',
+      `
+Options go before the command; everything from the command on is the command's own.
+Each task gets CAIRN_TASK_INDEX (0..K-1), CAIRN_TASK_COUNT (K) and, with --ports,
+PORT and PORT0..PORTn. With K > 1 every output line starts with "[index] ".
+Exit code: 0 when every task finished; otherwise that of the first task that did not
+(128+N for a task killed by signal N; 1 when unknown); 130 after Ctrl-C.
+
+Examples:
+  cairn run 'echo hello from $(hostname)'
+  cairn run --instances 4 --cpus 1 --mem 2048 -- python train.py --shard-count 4`,
+    )
+    .action(async (command: string[], o: { master?: string; name: string; instances: number; cpus: number; mem: number; gpus: number; ports: number; role: string; env?: [string, string][] }, cmd: Command) => {
+      result.exitCode = await h.run(
+        {
+          masterUrl: masterUrlOf(o.master, io, cmd),
+          name: o.name,
+          instances: o.instances,
+          cpus: o.cpus,
+          mem: o.mem,
+          gpus: o.gpus,
+          ports: o.ports,
+          role: o.role,
+          env: o.env ?? [],
+          command,
+        },
+        io,
+      );
+    });
+
+  program
+    .command('agents')
+    .description('list the agents')
+    .addOption(masterOption())
+    .action(async (o: { master?: string }, cmd: Command) => {
+      result.exitCode = await h.agents({ masterUrl: masterUrlOf(o.master, io, cmd) }, io);
+    });
+
+  program
+    .command('tasks')
+    .description('list the tasks')
+    .addOption(masterOption())
+    .action(async (o: { master?: string }, cmd: Command) => {
+      result.exitCode = await h.tasks({ masterUrl: masterUrlOf(o.master, io, cmd) }, io);
+    });
+
+  program
+    .command('state')
+    .description("print the master's state (GET /api/v1/state) as JSON")
+    .addOption(masterOption())
+    .action(async (o: { master?: string }, cmd: Command) => {
+      result.exitCode = await h.state({ masterUrl: masterUrlOf(o.master, io, cmd) }, io);
+    });
+
+  program
+    .command('logs')
+    .description("print a task's stdout (or stderr)")
+    .argument('<task>', 'task id')
+    .addOption(masterOption())
+    .option('--stderr', 'print stderr instead of stdout', false)
+    .option('-f, --follow', 'keep printing until the task has ended and everything is read', false)
+    .action(async (taskId: string, o: { master?: string; stderr: boolean; follow: boolean }, cmd: Command) => {
+      result.exitCode = await h.logs({ masterUrl: masterUrlOf(o.master, io, cmd), taskId, stream: o.stderr ? 'stderr' : 'stdout', follow: o.follow }, io);
+    });
+
+  program
+    .command('kill')
+    .description('kill a task')
+    .argument('<task>', 'task id')
+    .addOption(masterOption())
+    .action(async (taskId: string, o: { master?: string }, cmd: Command) => {
+      result.exitCode = await h.kill({ masterUrl: masterUrlOf(o.master, io, cmd), taskId }, io);
+    });
+
+  return { program, result };
+}
+
+/** Parses `argv` (without node and script) and runs the command; resolves with the exit code. */
+export async function runCli(argv: string[], io: CliIo, handlers: Partial<CommandHandlers> = {}): Promise<number> {
+  const { program, result } = buildProgram(io, handlers);
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+    return result.exitCode;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      return err.code === 'commander.helpDisplayed' || err.code === 'commander.version' ? 0 : USAGE_EXIT_CODE;
+    }
+    io.stderr.write(`cairn: ${err instanceof Error ? err.message : String(err)}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,21 @@
+// The framework SDK: what a scheduler written against Cairn (or any Mesos v1 master) needs.
+//
+//   const client = new SchedulerClient({ masterUrl, frameworkInfo: { user: 'me', name: 'my-fw' } });
+//   client.on('offers', (offers) => {
+//     for (const offer of offers) {
+//       const { placed } = fitTasks(offer.resources, wanted);
+//       if (placed.length === 0) void client.decline([offer.id.value], 5);
+//       else void client.accept([offer.id.value], placed.map((p) => taskInfoFor(offer, p)));
+//     }
+//   });
+//   client.on('update', (status) => { ... });   // acknowledged automatically afterwards
+//   await client.subscribe();
+
+export { SchedulerClient, schedulerEndpoint, SCHEDULER_API_PATH } from './scheduler-client.ts';
+export type { SchedulerClientOptions, SchedulerClientEvents, SubscribedInfo, FailureInfo } from './scheduler-client.ts';
+export { fitTasks, offerRole, requirementResources } from './offer-fit.ts';
+export type { TaskRequirement, PlacedTask, OfferFit, FitOptions } from './offer-fit.ts';
+export { MasterClient } from './master-client.ts';
+export type { LogStream, MasterClientOptions } from './master-client.ts';
+export { MasterHttpError, errorFromResponse } from './http-error.ts';
+export { TypedEmitter } from './typed-emitter.ts';

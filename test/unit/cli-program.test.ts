@@ -1,0 +1,235 @@
+import { describe, expect, it } from 'vitest';
+import { runCli, type CommandHandlers } from '../../bin/commands/program.ts';
+import type { CliIo } from '../../bin/commands/io.ts';
+
+interface Captured {
+  io: CliIo;
+  out: () => string;
+  err: () => string;
+}
+
+function capture(env: Record<string, string> = {}): Captured {
+  let out = '';
+  let err = '';
+  return {
+    io: {
+      stdout: { write: (s: string) => (out += s) },
+      stderr: { write: (s: string) => (err += s) },
+      env,
+      onInterrupt: () => () => undefined,
+    },
+    out: () => out,
+    err: () => err,
+  };
+}
+
+/** Handlers that record what they were given instead of running anything. */
+function recorder(exitCode = 0): { handlers: CommandHandlers; calls: { command: string; options: any }[] } {
+  const calls: { command: string; options: any }[] = [];
+  const make = (command: string) => async (options: unknown) => {
+    calls.push({ command, options });
+    return exitCode;
+  };
+  const handlers = {
+    up: make('up'),
+    master: make('master'),
+    agent: make('agent'),
+    run: make('run'),
+    agents: make('agents'),
+    tasks: make('tasks'),
+    state: make('state'),
+    logs: make('logs'),
+    kill: make('kill'),
+  } as CommandHandlers;
+  return { handlers, calls };
+}
+
+async function parse(argv: string[], env: Record<string, string> = {}) {
+  const c = capture(env);
+  const r = recorder();
+  const code = await runCli(argv, c.io, r.handlers);
+  return { code, options: r.calls[0]?.options, command: r.calls[0]?.command, out: c.out(), err: c.err() };
+}
+
+describe('cairn run: parsing', () => {
+  it('fills the defaults', async () => {
+    const r = await parse(['run', 'echo hi']);
+    expect(r.code).toBe(0);
+    expect(r.options).toEqual({
+      masterUrl: 'http://127.0.0.1:5050',
+      name: 'cairn-run',
+      instances: 1,
+      cpus: 0.1,
+      mem: 32,
+      gpus: 0,
+      ports: 0,
+      role: '*',
+      env: [],
+      command: ['echo hi'],
+    });
+  });
+
+  it('takes every flag, repeated --env in order, and the command after --', async () => {
+    const r = await parse([
+      'run', '--master', 'http://m:5050/', '--name', 'train', '--instances', '4', '--cpus', '1.5', '--mem', '2048',
+      '--gpus', '1', '--ports', '2', '--role', 'ml', '--env', 'A=1', '--env', 'B=x=y', '--env', 'EMPTY=', '--', 'python', '-u', 'train.py', '--lr', '0.1',
+    ]);
+    expect(r.code).toBe(0);
+    expect(r.options).toMatchObject({
+      masterUrl: 'http://m:5050',
+      name: 'train',
+      instances: 4,
+      cpus: 1.5,
+      mem: 2048,
+      gpus: 1,
+      ports: 2,
+      role: 'ml',
+      env: [['A', '1'], ['B', 'x=y'], ['EMPTY', '']],
+      command: ['python', '-u', 'train.py', '--lr', '0.1'],
+    });
+  });
+
+  it('passes flags after the command through to the command', async () => {
+    const r = await parse(['run', '--instances', '2', 'ls', '-la', '--name', 'x']);
+    expect(r.options.instances).toBe(2);
+    expect(r.options.name).toBe('cairn-run');
+    expect(r.options.command).toEqual(['ls', '-la', '--name', 'x']);
+  });
+
+  it.each([
+    [['run', '--instances', 'x', 'true'], '--instances'],
+    [['run', '--instances', '0', 'true'], '--instances'],
+    [['run', '--cpus', '0', 'true'], '--cpus'],
+    [['run', '--cpus', '-1', 'true'], '--cpus'],
+    [['run', '--mem', 'lots', 'true'], '--mem'],
+    [['run', '--gpus', '0.5', 'true'], '--gpus'],
+    [['run', '--ports', '-1', 'true'], '--ports'],
+    [['run', '--env', 'NOEQUALS', 'true'], '--env'],
+    [['run', '--env', '1BAD=x', 'true'], '--env'],
+    [['run', '--name', 'bad name', 'true'], '--name'],
+    [['run', '--role', 'a b', 'true'], '--role'],
+    [['run', '--master', 'not a url', 'true'], '--master'],
+    [['run', '--bogus', 'true'], '--bogus'],
+  ])('rejects %j naming %s, with exit code 2', async (argv, flag) => {
+    const r = await parse(argv);
+    expect(r.code).toBe(2);
+    expect(r.command).toBeUndefined();
+    expect(r.err).toContain(flag);
+  });
+
+  it('needs a command', async () => {
+    const r = await parse(['run', '--instances', '2']);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/missing required argument 'command'/);
+  });
+});
+
+describe('the master address', () => {
+  it('comes from --master, else CAIRN_MASTER, else the default', async () => {
+    expect((await parse(['tasks', '--master', 'http://a:1'], { CAIRN_MASTER: 'http://b:2' })).options.masterUrl).toBe('http://a:1');
+    expect((await parse(['tasks'], { CAIRN_MASTER: 'http://b:2' })).options.masterUrl).toBe('http://b:2');
+    expect((await parse(['tasks'], { CAIRN_MASTER: '' })).options.masterUrl).toBe('http://127.0.0.1:5050');
+    expect((await parse(['agents'])).options.masterUrl).toBe('http://127.0.0.1:5050');
+  });
+
+  it('names CAIRN_MASTER when that is what is wrong', async () => {
+    const r = await parse(['state'], { CAIRN_MASTER: 'ftp://x' });
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('CAIRN_MASTER');
+  });
+});
+
+describe('daemon commands: parsing', () => {
+  it('up: defaults and flags; the data dir becomes absolute', async () => {
+    const r = await parse(['up']);
+    expect(r.command).toBe('up');
+    expect(r.options.port).toBe(5050);
+    expect(r.options.agentPort).toBe(5051);
+    expect(r.options.dataDir).toMatch(/^\/.*\.cairn$/);
+    expect(r.options.resources).toBeUndefined();
+    const r2 = await parse(['up', '--data-dir', '/tmp/x', '--port', '0', '--agent-port', '6000', '--resources', 'cpus:2;mem:1024;ports:[31000-31010]']);
+    expect(r2.options).toEqual({ dataDir: '/tmp/x', port: 0, agentPort: 6000, resources: 'cpus:2;mem:1024;ports:[31000-31010]' });
+  });
+
+  it.each([
+    [['up', '--port', '70000'], '--port'],
+    [['up', '--agent-port', 'x'], '--agent-port'],
+    [['up', '--resources', 'cpus:two'], '--resources'],
+    [['master', '--ping-interval-ms', '0'], '--ping-interval-ms'],
+    [['master', '--max-missed-pings', 'x'], '--max-missed-pings'],
+    [['master', '--offer-timeout-ms', '1.5'], '--offer-timeout-ms'],
+    [['agent', '--attributes', 'nocolon'], '--attributes'],
+    [['agent', '--resources', 'bogus:1'], '--resources'],
+    [['agent', '--port', '-5'], '--port'],
+  ])('rejects %j naming %s, with exit code 2', async (argv, flag) => {
+    const r = await parse(argv);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain(flag);
+  });
+
+  it('master: every flag', async () => {
+    const r = await parse(['master', '--port', '5055', '--host', '127.0.0.1', '--data-dir', '/var/lib/cairn', '--ping-interval-ms', '500', '--max-missed-pings', '3', '--offer-timeout-ms', '2000']);
+    expect(r.options).toEqual({ port: 5055, host: '127.0.0.1', dataDir: '/var/lib/cairn', pingIntervalMs: 500, maxMissedPings: 3, offerTimeoutMs: 2000 });
+    const d = await parse(['master']);
+    expect(d.options).toMatchObject({ port: 5050, host: '0.0.0.0' });
+    expect(d.options.pingIntervalMs).toBeUndefined();
+  });
+
+  it('agent: every flag', async () => {
+    const r = await parse(['agent', '--master', 'http://m:5050', '--work-dir', '/w', '--resources', 'cpus:1', '--attributes', 'rack:r1;zone:a', '--port', '0', '--hostname', 'h1']);
+    expect(r.options).toEqual({ masterUrl: 'http://m:5050', workDir: '/w', resources: 'cpus:1', attributes: 'rack:r1;zone:a', port: 0, hostname: 'h1' });
+  });
+});
+
+describe('client commands: parsing', () => {
+  it('logs: stdout by default, --stderr, --follow', async () => {
+    expect((await parse(['logs', 't1'])).options).toEqual({ masterUrl: 'http://127.0.0.1:5050', taskId: 't1', stream: 'stdout', follow: false });
+    expect((await parse(['logs', 't1', '--stderr', '--follow'])).options).toMatchObject({ stream: 'stderr', follow: true });
+    expect((await parse(['logs', '-f', 't1'])).options.follow).toBe(true);
+  });
+
+  it('kill needs a task', async () => {
+    expect((await parse(['kill', 't9'])).options).toEqual({ masterUrl: 'http://127.0.0.1:5050', taskId: 't9' });
+    const r = await parse(['kill']);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain("missing required argument 'task'");
+  });
+
+  it('rejects extra arguments', async () => {
+    expect((await parse(['tasks', 'extra'])).code).toBe(2);
+  });
+});
+
+describe('the program', () => {
+  it('--help prints to stdout and exits 0, on the program and on each command', async () => {
+    const top = await parse(['--help']);
+    expect(top.code).toBe(0);
+    for (const name of ['up', 'master', 'agent', 'run', 'agents', 'tasks', 'state', 'logs', 'kill']) expect(top.out).toContain(name);
+    for (const name of ['up', 'master', 'agent', 'run', 'agents', 'tasks', 'state', 'logs', 'kill']) {
+      const r = await parse([name, '--help']);
+      expect(r.code).toBe(0);
+      expect(r.out).toContain(`Usage: cairn ${name}`);
+      expect(r.command).toBeUndefined();
+    }
+  });
+
+  it('without a command, prints help to stderr and exits 2', async () => {
+    const r = await parse([]);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('Usage: cairn');
+  });
+
+  it('an unknown command exits 2', async () => {
+    const r = await parse(['frobnicate']);
+    expect(r.code).toBe(2);
+    expect(r.err).toContain('frobnicate');
+  });
+
+  it("passes on the handler's exit code, and turns a thrown error into exit 1", async () => {
+    const c = capture();
+    expect(await runCli(['tasks'], c.io, recorder(7).handlers)).toBe(7);
+    const failing = { ...recorder().handlers, tasks: async () => { throw new Error('boom'); } };
+    expect(await runCli(['tasks'], c.io, failing)).toBe(1);
+    expect(c.err()).toContain('cairn: boom');
+  });
+});
