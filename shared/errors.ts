@@ -15,7 +15,8 @@ export type CairnErrorCode =
   | 'CAIRN_STREAM_MISMATCH'
   | 'CAIRN_DUPLICATE_TASK'
   | 'CAIRN_BAD_FLAG'
-  | 'CAIRN_AGENT_UNAVAILABLE';
+  | 'CAIRN_AGENT_UNAVAILABLE'
+  | 'CAIRN_INTERNAL';
 
 export class CairnError extends Error {
   readonly code: CairnErrorCode;
