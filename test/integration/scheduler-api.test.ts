@@ -162,4 +162,43 @@ describe('scheduler API', () => {
     expect(state.agents.map((x: any) => x.id).sort()).toEqual([good.agentId, bad.agentId].sort());
     expect((await fetch(`${master.url}/health`)).ok).toBe(true);
   });
+  it('keeps a disconnected framework for its failover_timeout, then kills its tasks and removes it', async () => {
+    const a = await agent();
+    const s = await framework({ failover_timeout: 1 });
+    const offer = (await s.next((e) => e.type === 'OFFERS')).offers.offers[0];
+    await s.call({ type: 'ACCEPT', accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: [taskInfo('f1', a.agentId, { cpus: 1, mem: 32 }, 'sleep 100')] } }] } });
+    await s.next((e) => e.type === 'UPDATE' && e.update.status.state === 'TASK_RUNNING');
+
+    // Disconnect and come back within the timeout: the task is untouched.
+    s.close();
+    await waitFor('disconnected', () => !master.master.frameworkConnected(s.frameworkId));
+    const back = new RawScheduler(master.url);
+    schedulers.push(back);
+    expect((await back.subscribe({ user: 'test', name: 'fw', failover_timeout: 1, id: { value: s.frameworkId } }, s.frameworkId)).status).toBe(200);
+    expect(back.frameworkId).toBe(s.frameworkId);
+    await new Promise((r) => setTimeout(r, 1300));
+    expect(a.killed).toEqual([]);
+
+    // Disconnect for longer than the timeout: the tasks are killed and the framework is gone.
+    back.close();
+    await waitFor('tasks killed', () => a.killed.includes('f1'), 5_000);
+    await waitFor('framework removed', async () => ((await (await fetch(`${master.url}/api/v1/state`)).json()).frameworks.length === 0 ? true : undefined));
+    const again = new RawScheduler(master.url);
+    schedulers.push(again);
+    const refused = await again.subscribe({ user: 'test', name: 'fw', id: { value: s.frameworkId } }, s.frameworkId);
+    expect(refused.status).toBe(403);
+    expect(JSON.parse(refused.body!).code).toBe('CAIRN_UNKNOWN_FRAMEWORK');
+  });
+
+  it('serves Prometheus metrics', async () => {
+    await agent();
+    const s = await framework();
+    await s.next((e) => e.type === 'OFFERS');
+    const text = await (await fetch(`${master.url}/metrics`)).text();
+    expect(text).toContain('# TYPE cairn_master_agents gauge');
+    expect(text).toMatch(/^cairn_master_agents\{state="reachable"\} 1$/m);
+    expect(text).toMatch(/^cairn_master_frameworks\{state="connected"\} 1$/m);
+    expect(text).toMatch(/^cairn_master_offers_outstanding 1$/m);
+    expect(text).toMatch(/^cairn_master_resources_total\{resource="cpus"\} 8$/m);
+  });
 });
