@@ -177,11 +177,7 @@ export class Master {
 
   private addAgentToAllocator(agentId: string, total: Resources): void {
     this.rescindOffers((o) => o.agentId === agentId);
-    try {
-      this.allocator.removeAgent(agentId);
-    } catch {
-      // not known yet
-    }
+    if (this.allocator.hasAgent(agentId)) this.allocator.removeAgent(agentId);
     let used = Resources.EMPTY;
     const usedBy: { frameworkId: string; resources: Resources }[] = [];
     for (const t of this.registry.state.activeTasksOn(agentId)) {
@@ -249,11 +245,7 @@ export class Master {
     if (!agent?.reachable) return;
     this.log.warn({ agentId, hostname: agent.hostname }, 'agent unreachable');
     this.rescindOffers((o) => o.agentId === agentId);
-    try {
-      this.allocator.setAgentActive(agentId, false);
-    } catch {
-      // never registered with this master
-    }
+    if (this.allocator.hasAgent(agentId)) this.allocator.setAgentActive(agentId, false);
     const n = this.registry.state.activeTasksOn(agentId).length;
     const events = await this.registry.submit({ type: 'agent_unreachable', agentId, uuids: Array.from({ length: n }, newUuid), atMs: Date.now() });
     this.forwardEvents(events);
@@ -297,7 +289,7 @@ export class Master {
     const timer = this.failoverTimers.get(frameworkId);
     if (timer) clearTimeout(timer);
     this.failoverTimers.delete(frameworkId);
-    if (!this.frameworkKnownToAllocator(frameworkId)) this.allocator.addFramework(frameworkId, spec.role);
+    if (!this.allocator.hasFramework(frameworkId)) this.allocator.addFramework(frameworkId, spec.role);
     this.allocator.setFrameworkActive(frameworkId, true);
     const id = frameworkId;
     const heartbeat = setInterval(() => stream.send({ type: 'HEARTBEAT' }), this.config.frameworkHeartbeatMs);
@@ -311,15 +303,6 @@ export class Master {
     this.log.info({ frameworkId: id, name: spec.name, role: spec.role }, 'framework subscribed');
     this.scheduleAllocation();
     return id;
-  }
-
-  private frameworkKnownToAllocator(frameworkId: string): boolean {
-    try {
-      this.allocator.frameworkShare(frameworkId);
-      return true;
-    } catch {
-      return false;
-    }
   }
 
   private endSession(frameworkId: string): void {
@@ -514,7 +497,7 @@ export class Master {
     this.failoverTimers.delete(frameworkId);
     this.recoverOffers((o) => o.frameworkId === frameworkId);
     const active = this.registry.state.activeTasksOf(frameworkId);
-    if (this.frameworkKnownToAllocator(frameworkId)) {
+    if (this.allocator.hasFramework(frameworkId)) {
       if (active.length === 0) this.allocator.removeFramework(frameworkId);
       else this.allocator.setFrameworkActive(frameworkId, false);
     }
@@ -536,7 +519,7 @@ export class Master {
       const s = this.sessions.get(t.frameworkId);
       if (s) s.stream.send(this.updateEvent(t, e.update));
       const wasHolding = !isTerminal(e.previousState) && e.previousState !== 'TASK_UNREACHABLE';
-      if (isTerminal(e.update.state) && this.frameworkKnownToAllocator(t.frameworkId)) {
+      if (isTerminal(e.update.state) && this.allocator.hasFramework(t.frameworkId)) {
         this.pendingKills.delete(t.id);
         if (wasHolding && this.registry.state.agents.get(t.agentId)?.reachable) {
           try {

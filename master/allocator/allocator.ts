@@ -196,6 +196,14 @@ export class Allocator {
     }
   }
 
+  hasFramework(frameworkId: string): boolean {
+    return this.frameworks.has(frameworkId);
+  }
+
+  hasAgent(agentId: string): boolean {
+    return this.agents.has(agentId);
+  }
+
   /** A disconnected framework keeps what it holds but is offered nothing. */
   setFrameworkActive(frameworkId: string, active: boolean): void {
     const fw = this.framework(frameworkId);
