@@ -452,6 +452,7 @@ export class Master {
           command: t.command,
           labels: t.labels,
           killGraceMs: t.killGraceMs,
+          ...(t.container ? { container: t.container } : {}),
           launchedAtMs: now,
         },
         atMs: now,
@@ -472,6 +473,7 @@ export class Master {
         command: t.command,
         killGraceMs: t.killGraceMs,
         labels: t.labels,
+        container: t.container ?? null,
       }));
       link.send({ launch: { tasks: infos } });
     });

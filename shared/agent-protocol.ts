@@ -25,6 +25,12 @@ export function isTerminal(state: TaskState): boolean {
 
 export interface EnvVar { name: string; value: string }
 export interface CommandInfo { shell: boolean; value: string; arguments: string[]; environment: EnvVar[] }
+export interface PortMapping { hostPort: number; containerPort: number; protocol: 'tcp' | 'udp' }
+export interface VolumeSpec { hostPath: string; containerPath: string; readOnly: boolean }
+export type PullPolicy = 'always' | 'if-not-present' | 'never';
+export interface DockerSpec { image: string; network: 'host' | 'bridge'; portMappings: PortMapping[]; pullPolicy: PullPolicy }
+export interface ContainerSpec { type: 'docker'; docker: DockerSpec; volumes: VolumeSpec[] }
+
 export interface TaskInfo {
   taskId: string;
   frameworkId: string;
@@ -33,6 +39,8 @@ export interface TaskInfo {
   command: CommandInfo;
   killGraceMs: number;
   labels: EnvVar[];
+  /** Absent (or null off the wire): a plain process. */
+  container?: ContainerSpec | null;
 }
 export interface StatusUpdate {
   uuid: Uint8Array;

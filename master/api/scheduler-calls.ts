@@ -4,6 +4,7 @@
 import { Resources } from '../../shared/resources.ts';
 import { badRequest, CairnError } from '../../shared/errors.ts';
 import type { CommandSpec } from '../registry/commands.ts';
+import type { ContainerSpec, PortMapping } from '../../shared/agent-protocol.ts';
 
 export interface FrameworkSpec {
   id?: string;
@@ -22,6 +23,7 @@ export interface TaskSpec {
   command: CommandSpec;
   labels: { name: string; value: string }[];
   killGraceMs: number;
+  container?: ContainerSpec;
 }
 
 export type SchedulerCallParsed =
@@ -134,8 +136,8 @@ function parseCommand(value: unknown, field: string): CommandSpec {
 function parseTask(value: unknown, field: string): TaskSpec {
   const t = obj(value, field)!;
   if (t.executor !== undefined) throw badRequest(`${field}.executor`, 'custom executors are not supported; give a command');
-  if (t.container !== undefined) throw badRequest(`${field}.container`, 'containers are not supported yet; give a command');
   const resources = Resources.fromMesos(t.resources, `${field}.resources`);
+  const container = t.container === undefined ? undefined : parseContainer(t.container, resources, `${field}.container`);
   if (resources.getMilli('cpus') === 0 && resources.getMilli('mem') === 0) {
     throw badRequest(`${field}.resources`, 'a task needs some cpus or mem');
   }
@@ -155,7 +157,63 @@ function parseTask(value: unknown, field: string): TaskSpec {
     command: parseCommand(t.command, `${field}.command`),
     labels,
     killGraceMs: graceNs === undefined ? 0 : Math.round(graceNs / 1e6),
+    ...(container ? { container } : {}),
   };
+}
+
+/**
+ * A container in Mesos' ContainerInfo JSON (`type: DOCKER`, `docker.image`, `network`,
+ * `port_mappings`, `force_pull_image`, `volumes` with `mode`), or Cairn's lower-case form
+ * with `pull_policy`. Host ports must come from the task's own ports; a mapping without one
+ * gets the task's next unmapped port on the agent.
+ */
+function parseContainer(value: unknown, resources: Resources, field: string): ContainerSpec {
+  const c = obj(value, field)!;
+  const type = str(c.type, `${field}.type`).toLowerCase();
+  if (type !== 'docker') throw badRequest(`${field}.type`, `container type '${type}' is not supported (supported: DOCKER)`);
+  const d = obj(c.docker, `${field}.docker`)!;
+  const image = str(d.image, `${field}.docker.image`);
+  if (!/^[A-Za-z0-9][A-Za-z0-9._\/:@-]*$/.test(image)) throw badRequest(`${field}.docker.image`, `'${image}' is not an image reference`);
+  const network = str(d.network, `${field}.docker.network`, 'HOST').toLowerCase();
+  if (network !== 'host' && network !== 'bridge') throw badRequest(`${field}.docker.network`, `network '${network}' is not supported (supported: HOST, BRIDGE)`);
+  const forcePull = d.force_pull_image === undefined ? false : d.force_pull_image;
+  if (typeof forcePull !== 'boolean') throw badRequest(`${field}.docker.force_pull_image`, 'must be a boolean');
+  const pullPolicy = str(d.pull_policy, `${field}.docker.pull_policy`, forcePull ? 'always' : 'if-not-present');
+  if (pullPolicy !== 'always' && pullPolicy !== 'if-not-present' && pullPolicy !== 'never') {
+    throw badRequest(`${field}.docker.pull_policy`, `must be always, if-not-present or never, got '${pullPolicy}'`);
+  }
+  const taskPorts = new Set(resources.portList());
+  const portMappings: PortMapping[] = arr(d.port_mappings, `${field}.docker.port_mappings`).map((m, i) => {
+    const f = `${field}.docker.port_mappings[${i}]`;
+    const o = obj(m, f)!;
+    const containerPort = num(o.container_port, `${f}.container_port`);
+    if (containerPort === undefined || !Number.isInteger(containerPort) || containerPort < 1 || containerPort > 65535) {
+      throw badRequest(`${f}.container_port`, 'must be a port number');
+    }
+    const hostPort = num(o.host_port, `${f}.host_port`) ?? 0;
+    if (hostPort !== 0 && !taskPorts.has(hostPort)) throw badRequest(`${f}.host_port`, `port ${hostPort} is not among the task's ports`);
+    const protocol = str(o.protocol, `${f}.protocol`, 'tcp').toLowerCase();
+    if (protocol !== 'tcp' && protocol !== 'udp') throw badRequest(`${f}.protocol`, `must be tcp or udp, got '${protocol}'`);
+    return { hostPort, containerPort, protocol };
+  });
+  if (network === 'host' && portMappings.length > 0) throw badRequest(`${field}.docker.port_mappings`, 'port mappings need BRIDGE networking');
+  const explicit = new Set(portMappings.filter((m) => m.hostPort !== 0).map((m) => m.hostPort));
+  const unmappedNeeded = portMappings.filter((m) => m.hostPort === 0).length;
+  if (unmappedNeeded > taskPorts.size - explicit.size) {
+    throw badRequest(`${field}.docker.port_mappings`, `${unmappedNeeded} mappings need a host port but the task has only ${taskPorts.size - explicit.size} free ports`);
+  }
+  const volumes = arr(c.volumes, `${field}.volumes`).map((v, i) => {
+    const f = `${field}.volumes[${i}]`;
+    const o = obj(v, f)!;
+    const hostPath = str(o.host_path, `${f}.host_path`);
+    const containerPath = str(o.container_path, `${f}.container_path`);
+    if (!hostPath.startsWith('/')) throw badRequest(`${f}.host_path`, 'must be an absolute path');
+    if (!containerPath.startsWith('/')) throw badRequest(`${f}.container_path`, 'must be an absolute path');
+    const mode = str(o.mode, `${f}.mode`, 'RW').toUpperCase();
+    if (mode !== 'RW' && mode !== 'RO') throw badRequest(`${f}.mode`, `must be RW or RO, got '${mode}'`);
+    return { hostPath, containerPath, readOnly: mode === 'RO' };
+  });
+  return { type: 'docker', docker: { image, network, portMappings, pullPolicy }, volumes };
 }
 
 const CALL_TYPES = ['SUBSCRIBE', 'ACCEPT', 'DECLINE', 'REVIVE', 'SUPPRESS', 'KILL', 'ACKNOWLEDGE', 'RECONCILE', 'TEARDOWN'];

@@ -3,7 +3,7 @@
 // later) replays to the same state on any master. Commands carry everything they need,
 // time and uuids included: applying one never reads a clock or a random source.
 
-import type { TaskState } from '../../shared/agent-protocol.ts';
+import type { ContainerSpec, TaskState } from '../../shared/agent-protocol.ts';
 
 export interface AgentRecord {
   id: string;
@@ -55,6 +55,8 @@ export interface TaskRecord {
   command: CommandSpec;
   labels: { name: string; value: string }[];
   killGraceMs: number;
+  /** Absent for a plain process. */
+  container?: ContainerSpec;
   state: TaskState;
   message: string;
   exitCode?: number;

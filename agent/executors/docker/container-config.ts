@@ -1,0 +1,149 @@
+// Pure translation of a task into the Docker Engine's container-create body: image,
+// command, environment, limits from the task's resources, networking and port bindings from
+// its assigned ports, volumes, DNS servers, GPU device requests and the labels that tie the
+// container to its task. No I/O here, so every rule is unit-tested.
+
+import type { ContainerSpec, PortMapping, TaskInfo } from '../../../shared/agent-protocol.ts';
+import { CairnError } from '../../../shared/errors.ts';
+import { Resources } from '../../../shared/resources.ts';
+import { buildTaskEnvironment } from '../process/environment.ts';
+
+/** Where the sandbox appears inside a container (Mesos' path, which existing images expect). */
+export const CONTAINER_SANDBOX = '/mnt/mesos/sandbox';
+
+export const LABEL_TASK_ID = 'cairn.task-id';
+export const LABEL_FRAMEWORK_ID = 'cairn.framework-id';
+export const LABEL_AGENT_ID = 'cairn.agent-id';
+
+/** CFS period used with a quota; 100 ms is the kernel's default. */
+const CPU_PERIOD_US = 100_000;
+/** Docker refuses memory limits under 6 MiB. */
+const MIN_MEMORY_BYTES = 6 * 1024 * 1024;
+
+export interface ContainerConfigInput {
+  task: TaskInfo & { container: ContainerSpec };
+  agentId: string;
+  hostname: string;
+  sandbox: string;
+  gpuIndices: readonly number[];
+  dnsServers: readonly string[];
+}
+
+/** The subset of the Engine API's create body Cairn sets (dockerode's ContainerCreateOptions). */
+export interface ContainerCreateBody {
+  name: string;
+  Image: string;
+  Cmd?: string[];
+  Entrypoint?: string[];
+  Env: string[];
+  Labels: Record<string, string>;
+  ExposedPorts?: Record<string, object>;
+  HostConfig: {
+    Memory?: number;
+    MemorySwap?: number;
+    CpuShares?: number;
+    CpuQuota?: number;
+    CpuPeriod?: number;
+    NetworkMode: string;
+    PortBindings?: Record<string, { HostPort: string }[]>;
+    Binds: string[];
+    Dns?: string[];
+    DeviceRequests?: { Driver: string; DeviceIDs: string[]; Capabilities: string[][] }[];
+  };
+}
+
+/** Container names allow [a-zA-Z0-9][a-zA-Z0-9_.-]; task ids are close to that already. */
+export function containerName(taskId: string): string {
+  return `cairn-${taskId.replace(/[^a-zA-Z0-9_.-]/g, '_')}`;
+}
+
+/** Fills mappings that name no host port with the task's ports not otherwise mapped. */
+export function resolvePortMappings(mappings: readonly PortMapping[], taskPorts: readonly number[]): PortMapping[] {
+  const explicit = new Set(mappings.filter((m) => m.hostPort !== 0).map((m) => m.hostPort));
+  const free = taskPorts.filter((p) => !explicit.has(p));
+  return mappings.map((m, i) => {
+    if (m.hostPort !== 0) {
+      if (!taskPorts.includes(m.hostPort)) {
+        throw new CairnError('CAIRN_BAD_REQUEST', `host port ${m.hostPort} is not among the task's ports`, `container.docker.port_mappings[${i}].host_port`);
+      }
+      return m;
+    }
+    const p = free.shift();
+    if (p === undefined) throw new CairnError('CAIRN_BAD_REQUEST', 'more port mappings than task ports', `container.docker.port_mappings[${i}]`);
+    return { ...m, hostPort: p };
+  });
+}
+
+export function containerConfig(input: ContainerConfigInput): ContainerCreateBody {
+  const { task } = input;
+  const docker = task.container.docker;
+  const resources = Resources.parse(task.resources, 'resources');
+  const ports = resources.portList();
+  const env = buildTaskEnvironment({
+    taskId: task.taskId,
+    frameworkId: task.frameworkId,
+    hostname: input.hostname,
+    sandbox: CONTAINER_SANDBOX,
+    ports,
+    gpuIndices: input.gpuIndices,
+    taskEnv: task.command.environment,
+    agentEnv: {}, // the image brings its own PATH and HOME
+  });
+  delete env.PATH;
+
+  const body: ContainerCreateBody = {
+    name: containerName(task.taskId),
+    Image: docker.image,
+    Env: Object.entries(env).map(([k, v]) => `${k}=${v}`),
+    Labels: {
+      [LABEL_TASK_ID]: task.taskId,
+      [LABEL_FRAMEWORK_ID]: task.frameworkId,
+      [LABEL_AGENT_ID]: input.agentId,
+      ...Object.fromEntries(task.labels.map((l) => [`cairn.label.${l.name}`, l.value])),
+    },
+    HostConfig: {
+      NetworkMode: docker.network,
+      Binds: [
+        `${input.sandbox}:${CONTAINER_SANDBOX}:rw`,
+        ...task.container.volumes.map((v) => `${v.hostPath}:${v.containerPath}:${v.readOnly ? 'ro' : 'rw'}`),
+      ],
+    },
+  };
+  // A shell command runs under the image's /bin/sh, as Mesos' Docker containerizer does;
+  // otherwise the arguments follow the image's entrypoint (argv[0] included, Mesos-style).
+  if (task.command.shell) {
+    body.Entrypoint = ['/bin/sh', '-c'];
+    body.Cmd = [task.command.value];
+  } else if (task.command.arguments.length > 0) {
+    body.Cmd = task.command.arguments.slice(task.command.value ? 1 : 0);
+    if (task.command.value) body.Entrypoint = [task.command.value];
+  } else if (task.command.value) {
+    body.Entrypoint = [task.command.value];
+  }
+
+  const memBytes = Math.round(resources.mem * 1024 * 1024);
+  if (memBytes > 0) {
+    body.HostConfig.Memory = Math.max(memBytes, MIN_MEMORY_BYTES);
+    body.HostConfig.MemorySwap = body.HostConfig.Memory; // no swap: the limit is the limit
+  }
+  if (resources.cpus > 0) {
+    body.HostConfig.CpuShares = Math.max(2, Math.round(resources.cpus * 1024));
+    body.HostConfig.CpuPeriod = CPU_PERIOD_US;
+    body.HostConfig.CpuQuota = Math.max(1000, Math.round(resources.cpus * CPU_PERIOD_US));
+  }
+  if (docker.network === 'bridge') {
+    const mappings = resolvePortMappings(docker.portMappings, ports);
+    body.ExposedPorts = {};
+    body.HostConfig.PortBindings = {};
+    for (const m of mappings) {
+      const key = `${m.containerPort}/${m.protocol}`;
+      body.ExposedPorts[key] = {};
+      (body.HostConfig.PortBindings[key] ??= []).push({ HostPort: String(m.hostPort) });
+    }
+  }
+  if (input.dnsServers.length > 0) body.HostConfig.Dns = [...input.dnsServers];
+  if (input.gpuIndices.length > 0) {
+    body.HostConfig.DeviceRequests = [{ Driver: 'nvidia', DeviceIDs: input.gpuIndices.map(String), Capabilities: [['gpu']] }];
+  }
+  return body;
+}

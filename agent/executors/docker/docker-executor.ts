@@ -1,0 +1,270 @@
+// The Docker executor: runs a task in a container through the Docker Engine API
+// (dockerode over the daemon's socket). Its output is copied from the container's log
+// stream into the task's sandbox files, so logs read the same for processes and
+// containers. Containers carry labels naming their task, which is how a restarted agent
+// finds them again (`recover`).
+
+import Docker from 'dockerode';
+import { createWriteStream, statSync, type WriteStream } from 'node:fs';
+import type { Logger } from 'pino';
+import { isTerminal, type ContainerSpec, type RunningTask, type TaskInfo, type TaskState } from '../../../shared/agent-protocol.ts';
+import type { LogChunk } from '../../../shared/master-state.ts';
+import { Resources } from '../../../shared/resources.ts';
+import { GpuPool } from '../../resources/gpu-pool.ts';
+import { closeQuietly, logPath, openSandbox, readSandboxLog, sandboxDir, type LogStream } from '../process/sandbox.ts';
+import type { KillOutcome, LaunchOutcome, TaskStatusChange } from '../process/executor.ts';
+import { containerConfig, containerName, LABEL_AGENT_ID, LABEL_FRAMEWORK_ID, LABEL_TASK_ID } from './container-config.ts';
+
+export const LABEL_RESOURCES = 'cairn.resources';
+const DEFAULT_KILL_GRACE_MS = 3000;
+
+export type DockerTaskInfo = TaskInfo & { container: ContainerSpec };
+
+export function isContainerTask(t: TaskInfo): t is DockerTaskInfo {
+  return !!t.container && t.container.type === 'docker';
+}
+
+export interface DockerExecutorOptions {
+  workDir: string;
+  hostname: string;
+  agentId: () => string;
+  socketPath?: string;
+  /** Given to containers as their DNS servers (the masters, once they serve DNS). */
+  dnsServers?: readonly string[];
+  /** Shared with the process executor so that no device is handed out twice. */
+  gpuPool: GpuPool;
+  defaultKillGraceMs?: number;
+  onStatus: (change: TaskStatusChange) => void;
+  logger?: Logger;
+}
+
+interface ContainerTask {
+  taskId: string;
+  frameworkId: string;
+  resources: string;
+  state: TaskState;
+  sandbox: string;
+  containerId: string | undefined;
+  gpus: number[];
+  killRequested: boolean;
+  logs: NodeJS.ReadableStream | undefined;
+  files: WriteStream[];
+  ended: Promise<void>;
+  markEnded: () => void;
+}
+
+export class DockerExecutor {
+  readonly docker: Docker;
+  private readonly tasks = new Map<string, ContainerTask>();
+  private readonly gpuPool: GpuPool;
+  private closed = false;
+
+  constructor(private readonly opts: DockerExecutorOptions) {
+    this.docker = new Docker({ socketPath: opts.socketPath ?? '/var/run/docker.sock' });
+    this.gpuPool = opts.gpuPool;
+  }
+
+  /** Whether the daemon answers; the agent says so at start instead of failing each launch. */
+  async available(): Promise<{ ok: true; version: string } | { ok: false; reason: string }> {
+    try {
+      const v = await this.docker.version();
+      return { ok: true, version: v.Version };
+    } catch (err) {
+      return { ok: false, reason: (err as Error).message };
+    }
+  }
+
+  launch(info: DockerTaskInfo): LaunchOutcome {
+    if (this.closed) return 'failed';
+    if (this.tasks.has(info.taskId)) return 'duplicate';
+    const t = this.track(info.taskId, info.frameworkId, info.resources, sandboxDir(this.opts.workDir, info.taskId));
+    void this.run(t, info).catch((err) => this.finish(t, 'TASK_FAILED', `container failed: ${(err as Error).message}`, 'REASON_CONTAINER_LAUNCH_FAILED'));
+    return 'launched';
+  }
+
+  private track(taskId: string, frameworkId: string, resources: string, sandbox: string): ContainerTask {
+    let markEnded!: () => void;
+    const ended = new Promise<void>((r) => (markEnded = r));
+    const t: ContainerTask = {
+      taskId, frameworkId, resources, sandbox, state: 'TASK_STAGING', containerId: undefined, gpus: [],
+      killRequested: false, logs: undefined, files: [], ended, markEnded,
+    };
+    this.tasks.set(taskId, t);
+    return t;
+  }
+
+  private async run(t: ContainerTask, info: DockerTaskInfo): Promise<void> {
+    const opened = openSandbox(this.opts.workDir, info.taskId);
+    closeQuietly(opened.stdoutFd);
+    closeQuietly(opened.stderrFd);
+    const image = info.container.docker.image;
+    const imageError = await this.ensureImage(image, info.container.docker.pullPolicy);
+    if (imageError) return this.finish(t, 'TASK_FAILED', imageError, 'REASON_CONTAINER_LAUNCH_FAILED');
+    if (t.killRequested) return this.finish(t, 'TASK_KILLED', 'killed before the container started', 'REASON_TASK_KILLED_DURING_LAUNCH');
+
+    const gpusWanted = Resources.parse(info.resources).gpus;
+    if (gpusWanted > 0) {
+      const got = this.gpuPool.assign(info.taskId, gpusWanted);
+      if (!got) return this.finish(t, 'TASK_FAILED', `asked for ${gpusWanted} GPUs, ${this.gpuPool.freeCount()} free`, 'REASON_CONTAINER_LAUNCH_FAILED');
+      t.gpus = [...got];
+    }
+    const body = containerConfig({
+      task: info, agentId: this.opts.agentId(), hostname: this.opts.hostname, sandbox: t.sandbox,
+      gpuIndices: t.gpus, dnsServers: this.opts.dnsServers ?? [],
+    });
+    body.Labels[LABEL_RESOURCES] = info.resources;
+    // A container left by an earlier attempt with this task id is in the way; it is ours.
+    await this.docker.getContainer(body.name).remove({ force: true }).catch(() => undefined);
+    const container = await this.docker.createContainer(body);
+    t.containerId = container.id;
+    if (t.killRequested) {
+      await container.remove({ force: true }).catch(() => undefined);
+      return this.finish(t, 'TASK_KILLED', 'killed before the container started', 'REASON_TASK_KILLED_DURING_LAUNCH');
+    }
+    await container.start();
+    this.setState(t, 'TASK_RUNNING', `container ${container.id.slice(0, 12)} started`, '');
+    await this.follow(t, container, 0);
+    await this.watch(t, container);
+  }
+
+  /** Copies the container's output into the sandbox files from `sinceSec` on. */
+  private async follow(t: ContainerTask, container: Docker.Container, sinceSec: number): Promise<void> {
+    const out = createWriteStream(logPath(t.sandbox, 'stdout'), { flags: 'a' });
+    const err = createWriteStream(logPath(t.sandbox, 'stderr'), { flags: 'a' });
+    t.files = [out, err];
+    const stream = (await container.logs({ follow: true, stdout: true, stderr: true, since: sinceSec })) as unknown as NodeJS.ReadableStream;
+    t.logs = stream;
+    this.docker.modem.demuxStream(stream, out, err);
+  }
+
+  private async watch(t: ContainerTask, container: Docker.Container): Promise<void> {
+    const result = (await container.wait()) as { StatusCode: number };
+    const inspect = await container.inspect().catch(() => undefined);
+    // Let the log stream drain what the container wrote last before the files close.
+    await new Promise<void>((resolve) => {
+      if (!t.logs) return resolve();
+      const timer = setTimeout(resolve, 2000);
+      t.logs.once('end', () => {
+        clearTimeout(timer);
+        resolve();
+      });
+    });
+    await container.remove({ force: true }).catch(() => undefined);
+    const code = inspect?.State?.ExitCode ?? result.StatusCode;
+    if (inspect?.State?.OOMKilled) {
+      return this.finish(t, 'TASK_FAILED', 'container exceeded its memory limit and was killed', 'REASON_CONTAINER_LIMITATION_MEMORY', code);
+    }
+    if (t.killRequested) return this.finish(t, 'TASK_KILLED', `killed on request (exit code ${code})`, 'REASON_TASK_KILLED', code);
+    if (code === 0) return this.finish(t, 'TASK_FINISHED', 'exited with code 0', '', 0);
+    return this.finish(t, 'TASK_FAILED', `exited with code ${code}`, 'REASON_COMMAND_EXECUTOR_FAILED', code);
+  }
+
+  /** Undefined when the image is there to use; else why not. */
+  private async ensureImage(image: string, policy: string): Promise<string | undefined> {
+    const present = await this.docker.getImage(image).inspect().then(() => true, () => false);
+    if (policy === 'never') return present ? undefined : `image ${image} is not present and the pull policy is never`;
+    if (policy === 'if-not-present' && present) return undefined;
+    try {
+      const stream = await this.docker.pull(image);
+      await new Promise<void>((resolve, reject) => this.docker.modem.followProgress(stream, (err: Error | null) => (err ? reject(err) : resolve())));
+      return undefined;
+    } catch (err) {
+      return `cannot pull image ${image}: ${(err as Error).message}`;
+    }
+  }
+
+  kill(taskId: string, graceMs = 0): KillOutcome {
+    const t = this.tasks.get(taskId);
+    if (!t) return 'unknown';
+    if (isTerminal(t.state)) return 'terminal';
+    if (t.killRequested) return 'already-killing';
+    t.killRequested = true;
+    if (t.containerId) {
+      const grace = graceMs > 0 ? graceMs : this.opts.defaultKillGraceMs ?? DEFAULT_KILL_GRACE_MS;
+      void this.docker.getContainer(t.containerId).stop({ t: Math.max(1, Math.ceil(grace / 1000)) }).catch(() => undefined);
+    }
+    return 'killing';
+  }
+
+  /**
+   * Finds this agent's containers after a restart: running ones are followed again (their
+   * output since the sandbox was last written is appended), ended ones are reported with
+   * their exit code. Returns the tasks that are still running.
+   */
+  async recover(): Promise<RunningTask[]> {
+    const list = await this.docker.listContainers({ all: true, filters: { label: [LABEL_TASK_ID, `${LABEL_AGENT_ID}=${this.opts.agentId()}`] } });
+    const running: RunningTask[] = [];
+    for (const c of list) {
+      const taskId = c.Labels[LABEL_TASK_ID];
+      if (!taskId || this.tasks.has(taskId)) continue;
+      const t = this.track(taskId, c.Labels[LABEL_FRAMEWORK_ID] ?? '', c.Labels[LABEL_RESOURCES] ?? '', sandboxDir(this.opts.workDir, taskId));
+      t.containerId = c.Id;
+      t.state = 'TASK_RUNNING';
+      const container = this.docker.getContainer(c.Id);
+      let since = 0;
+      try {
+        since = Math.floor(statSync(logPath(t.sandbox, 'stdout')).mtimeMs / 1000);
+      } catch {
+        // no sandbox left: copy everything the container still has
+      }
+      if (c.State === 'running') running.push({ taskId, frameworkId: t.frameworkId, state: 'TASK_RUNNING', resources: t.resources });
+      void this.follow(t, container, since)
+        .then(() => this.watch(t, container))
+        .catch((err) => this.finish(t, 'TASK_FAILED', `lost track of container: ${(err as Error).message}`, 'REASON_CONTAINER_LAUNCH_FAILED'));
+    }
+    return running;
+  }
+
+  readLog(taskId: string, stream: LogStream, offset: number, maxBytes: number): Promise<LogChunk> {
+    const t = this.tasks.get(taskId);
+    return readSandboxLog(t?.sandbox ?? sandboxDir(this.opts.workDir, taskId), stream, offset, maxBytes, !t || isTerminal(t.state));
+  }
+
+  has(taskId: string): boolean {
+    return this.tasks.has(taskId);
+  }
+
+  activeTasks(): RunningTask[] {
+    return [...this.tasks.values()]
+      .filter((t) => !isTerminal(t.state))
+      .map((t) => ({ taskId: t.taskId, frameworkId: t.frameworkId, state: t.state, resources: t.resources }));
+  }
+
+  release(taskId: string): void {
+    const t = this.tasks.get(taskId);
+    if (t && isTerminal(t.state)) this.tasks.delete(taskId);
+  }
+
+  /** Stops following containers; with killTasks, stops them first and waits (bounded). */
+  async shutdown(opts: { killTasks: boolean; timeoutMs?: number }): Promise<void> {
+    this.closed = true;
+    const active = [...this.tasks.values()].filter((t) => !isTerminal(t.state));
+    if (opts.killTasks) {
+      for (const t of active) this.kill(t.taskId);
+      await Promise.race([Promise.all(active.map((t) => t.ended)), new Promise((r) => setTimeout(r, opts.timeoutMs ?? 15_000))]);
+    }
+    for (const t of this.tasks.values()) {
+      (t.logs as unknown as { destroy?: () => void } | undefined)?.destroy?.();
+      for (const f of t.files) f.end();
+    }
+  }
+
+  private setState(t: ContainerTask, state: TaskState, message: string, reason: string, exitCode?: number): void {
+    t.state = state;
+    this.opts.onStatus({
+      taskId: t.taskId, frameworkId: t.frameworkId, state, message, reason,
+      hasExitCode: exitCode !== undefined, exitCode: exitCode ?? 0,
+    });
+  }
+
+  private finish(t: ContainerTask, state: TaskState, message: string, reason: string, exitCode?: number): void {
+    if (isTerminal(t.state)) return;
+    this.gpuPool.release(t.taskId);
+    for (const f of t.files) f.end();
+    this.setState(t, state, message, reason, exitCode);
+    t.markEnded();
+  }
+
+  /** The container name a task runs under (for operators and tests). */
+  static containerName = containerName;
+}

@@ -1,0 +1,139 @@
+// The Docker executor against a real Docker daemon, with an image made locally by
+// `docker import` (nothing is pulled). Outside CI the file is skipped, with the reason
+// printed, when no daemon answers; in CI it must run.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import Docker from 'dockerode';
+import { mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type { TaskInfo } from '../../shared/agent-protocol.ts';
+import { DockerExecutor, type DockerTaskInfo } from '../../agent/executors/docker/docker-executor.ts';
+import type { TaskStatusChange } from '../../agent/executors/process/executor.ts';
+import { GpuPool } from '../../agent/resources/gpu-pool.ts';
+import { dockerUnavailable, ensureTestImage, TEST_IMAGE } from '../harness/docker.ts';
+import { tempDir, waitFor } from '../harness/processes.ts';
+
+const why = await dockerUnavailable();
+if (why && process.env.CI) throw new Error(`CI must run the Docker tests: ${why}`);
+if (why) console.warn(`skipping Docker executor tests: ${why}`);
+
+let workDir: string;
+let statuses: TaskStatusChange[];
+let executors: DockerExecutor[] = [];
+
+function executor(agentId = 'agent-docker-test'): DockerExecutor {
+  const e = new DockerExecutor({ workDir, hostname: 'docker-host', agentId: () => agentId, gpuPool: new GpuPool([]), defaultKillGraceMs: 1000, onStatus: (s) => statuses.push(s) });
+  executors.push(e);
+  return e;
+}
+
+function task(id: string, command: string, opts: { resources?: string; network?: 'host' | 'bridge'; mappings?: { hostPort: number; containerPort: number }[]; volumes?: { hostPath: string; containerPath: string; readOnly: boolean }[]; image?: string; pull?: 'never' | 'if-not-present' | 'always' } = {}): DockerTaskInfo {
+  const t: TaskInfo = {
+    taskId: id,
+    frameworkId: 'fw-docker',
+    name: id,
+    resources: opts.resources ?? 'cpus:0.5;mem:64',
+    command: { shell: true, value: command, arguments: [], environment: [{ name: 'GREETING', value: 'hello' }] },
+    killGraceMs: 1000,
+    labels: [],
+    container: {
+      type: 'docker',
+      docker: { image: opts.image ?? TEST_IMAGE, network: opts.network ?? 'host', portMappings: (opts.mappings ?? []).map((m) => ({ ...m, protocol: 'tcp' as const })), pullPolicy: opts.pull ?? 'never' },
+      volumes: opts.volumes ?? [],
+    },
+  };
+  return t as DockerTaskInfo;
+}
+
+const final = (id: string) => statuses.filter((s) => s.taskId === id).at(-1);
+
+describe.skipIf(!!why)('Docker executor', () => {
+  beforeAll(async () => {
+    await ensureTestImage();
+    workDir = tempDir('cairn-docker-');
+  });
+  afterAll(async () => {
+    for (const e of executors) await e.shutdown({ killTasks: true, timeoutMs: 5000 });
+    const docker = new Docker();
+    for (const c of await docker.listContainers({ all: true, filters: { label: ['cairn.framework-id=fw-docker'] } })) {
+      await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+    }
+    rmSync(workDir, { recursive: true, force: true });
+  });
+
+  it('runs a container with its env and ports, writes to a mounted volume, and logs into the sandbox', async () => {
+    statuses = [];
+    const e = executor();
+    const vol = join(workDir, 'vol');
+    mkdirSync(vol);
+    e.launch(task('c-env', 'echo "$GREETING port=$PORT ports=$PORTS task=$CAIRN_TASK_ID sandbox=$MESOS_SANDBOX"; echo written > /data/out.txt; echo to-stderr >&2', {
+      resources: 'cpus:0.5;mem:64;ports:[34000-34001]',
+      network: 'bridge',
+      mappings: [{ hostPort: 0, containerPort: 8080 }],
+      volumes: [{ hostPath: vol, containerPath: '/data', readOnly: false }],
+    }));
+    await waitFor('finished', () => final('c-env')?.state === 'TASK_FINISHED', 30_000);
+    expect(statuses.filter((s) => s.taskId === 'c-env').map((s) => s.state)).toEqual(['TASK_RUNNING', 'TASK_FINISHED']);
+    expect(readFileSync(join(vol, 'out.txt'), 'utf8')).toBe('written\n');
+    const out = await e.readLog('c-env', 'stdout', 0, 1 << 20);
+    expect(out.data).toBe('hello port=34000 ports=34000,34001 task=c-env sandbox=/mnt/mesos/sandbox\n');
+    expect((await e.readLog('c-env', 'stderr', 0, 1 << 20)).data).toBe('to-stderr\n');
+  });
+
+  it('binds the mapped host port and applies the resource limits', async () => {
+    statuses = [];
+    const e = executor();
+    e.launch(task('c-limits', 'sleep 30', { resources: 'cpus:0.25;mem:48;ports:[34010-34010]', network: 'bridge', mappings: [{ hostPort: 34010, containerPort: 80 }] }));
+    await waitFor('running', () => final('c-limits')?.state === 'TASK_RUNNING', 30_000);
+    const c = (await new Docker().listContainers({ filters: { label: ['cairn.task-id=c-limits'] } }))[0];
+    const info = await new Docker().getContainer(c.Id).inspect();
+    expect(info.HostConfig.Memory).toBe(48 * 1024 * 1024);
+    expect(info.HostConfig.CpuQuota).toBe(25_000);
+    expect(info.HostConfig.PortBindings).toEqual({ '80/tcp': [{ HostIp: '', HostPort: '34010' }] });
+    expect(info.Config.Labels['cairn.framework-id']).toBe('fw-docker');
+    expect(e.kill('c-limits', 1000)).toBe('killing');
+    await waitFor('killed', () => final('c-limits')?.state === 'TASK_KILLED', 30_000);
+  });
+
+  it('reports a container that allocates past its memory limit as TASK_FAILED with the memory reason', async () => {
+    statuses = [];
+    const e = executor();
+    e.launch(task('c-oom', 'dd if=/dev/zero of=/dev/null bs=64M count=1', { resources: 'cpus:0.5;mem:16' }));
+    await waitFor('failed', () => final('c-oom') && final('c-oom')!.state !== 'TASK_RUNNING', 30_000);
+    expect(final('c-oom')).toMatchObject({ state: 'TASK_FAILED', reason: 'REASON_CONTAINER_LIMITATION_MEMORY' });
+    expect(final('c-oom')!.message).toMatch(/memory limit/);
+  });
+
+  it('fails clearly when the image cannot be had', async () => {
+    statuses = [];
+    const e = executor();
+    e.launch(task('c-noimage', 'true', { image: 'cairn-test/missing:1', pull: 'never' }));
+    await waitFor('failed', () => final('c-noimage')?.state === 'TASK_FAILED', 30_000);
+    expect(final('c-noimage')!.message).toMatch(/cairn-test\/missing:1 is not present and the pull policy is never/);
+    e.launch(task('c-nopull', 'true', { image: 'cairn-test/missing:2', pull: 'if-not-present' }));
+    await waitFor('failed', () => final('c-nopull')?.state === 'TASK_FAILED', 60_000);
+    expect(final('c-nopull')!.message).toMatch(/cannot pull image cairn-test\/missing:2/);
+  });
+
+  it('finds its running containers again after a restart, and reports one that ended meanwhile with its exit code', async () => {
+    statuses = [];
+    const first = executor('agent-recover');
+    first.launch(task('c-keep', 'i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done'));
+    first.launch(task('c-exit', 'sleep 1; exit 7'));
+    await waitFor('both running', () => final('c-keep')?.state === 'TASK_RUNNING' && final('c-exit')?.state === 'TASK_RUNNING', 30_000);
+    // The agent goes away without stopping its containers.
+    await first.shutdown({ killTasks: false });
+    statuses = [];
+    await new Promise((r) => setTimeout(r, 1500));
+
+    const second = executor('agent-recover');
+    const running = await second.recover();
+    expect(running.map((t) => t.taskId)).toEqual(['c-keep']);
+    await waitFor('exit reported', () => final('c-exit')?.state === 'TASK_FAILED', 15_000);
+    expect(final('c-exit')).toMatchObject({ hasExitCode: true, exitCode: 7 });
+    const before = (await second.readLog('c-keep', 'stdout', 0, 1 << 20)).data.length;
+    await waitFor('log grows', async () => (await second.readLog('c-keep', 'stdout', 0, 1 << 20)).data.length > before + 20, 10_000);
+    second.kill('c-keep', 1000);
+    await waitFor('killed', () => final('c-keep')?.state === 'TASK_KILLED', 30_000);
+  });
+});
