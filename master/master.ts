@@ -93,7 +93,7 @@ export class Master {
     for (const fw of this.registry.state.frameworks.values()) {
       const active = this.registry.state.activeTasksOf(fw.id).length > 0;
       if (fw.removedAtMs !== undefined && !active) continue;
-      this.allocator.addFramework(fw.id, fw.role);
+      this.allocator.addFramework(fw.id, fw.role, { gpuAware: fw.capabilities?.includes('GPU_RESOURCES') ?? false });
       this.allocator.setFrameworkActive(fw.id, false);
       if (fw.removedAtMs === undefined) {
         this.startFailoverTimer(fw.id, Math.max(fw.failoverTimeoutS * 1000, config.frameworkReregisterGraceMs));
@@ -277,6 +277,7 @@ export class Master {
         role: spec.role,
         principal: spec.principal,
         failoverTimeoutS: spec.failoverTimeoutS,
+        capabilities: spec.capabilities,
         registeredAtMs: now,
       },
       atMs: now,
@@ -289,7 +290,12 @@ export class Master {
     const timer = this.failoverTimers.get(frameworkId);
     if (timer) clearTimeout(timer);
     this.failoverTimers.delete(frameworkId);
-    if (!this.allocator.hasFramework(frameworkId)) this.allocator.addFramework(frameworkId, spec.role);
+    const gpuAware = spec.capabilities.includes('GPU_RESOURCES');
+    if (this.allocator.hasFramework(frameworkId) && this.allocator.isGpuAware(frameworkId) !== gpuAware) {
+      this.recoverOffers((o) => o.frameworkId === frameworkId);
+      this.allocator.setGpuAware(frameworkId, gpuAware);
+    }
+    if (!this.allocator.hasFramework(frameworkId)) this.allocator.addFramework(frameworkId, spec.role, { gpuAware });
     this.allocator.setFrameworkActive(frameworkId, true);
     const id = frameworkId;
     const heartbeat = setInterval(() => stream.send({ type: 'HEARTBEAT' }), this.config.frameworkHeartbeatMs);

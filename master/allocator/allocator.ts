@@ -62,6 +62,8 @@ interface AgentEntry {
 interface FrameworkEntry {
   readonly id: string;
   readonly role: string;
+  /** Opted in to agents with GPUs (Mesos' GPU_RESOURCES capability). */
+  gpuAware: boolean;
   active: boolean;
   suppressed: boolean;
   /** Agents where it holds something. */
@@ -154,7 +156,11 @@ export class Allocator {
 
   // ---- frameworks ----
 
-  addFramework(frameworkId: string, role: string): void {
+  /**
+   * A framework not `gpuAware` is never offered an agent that has GPUs, so that CPU-only
+   * work does not squat on the hosts GPU work needs (Mesos' GPU_RESOURCES capability).
+   */
+  addFramework(frameworkId: string, role: string, opts: { gpuAware?: boolean } = {}): void {
     if (this.frameworks.has(frameworkId)) {
       throw new CairnError('CAIRN_BAD_REQUEST', `framework '${frameworkId}' is already known`, 'frameworkId');
     }
@@ -167,7 +173,7 @@ export class Allocator {
       this.roleSorter.add(role, this.roleWeights.get(role) ?? 1);
     }
     sorter.add(frameworkId);
-    const fw: FrameworkEntry = { id: frameworkId, role, active: true, suppressed: false, agents: new Set(), filters: new OfferFilters() };
+    const fw: FrameworkEntry = { id: frameworkId, role, gpuAware: opts.gpuAware ?? false, active: true, suppressed: false, agents: new Set(), filters: new OfferFilters() };
     this.frameworks.set(frameworkId, fw);
     this.syncActivation(fw);
   }
@@ -198,6 +204,15 @@ export class Allocator {
 
   hasFramework(frameworkId: string): boolean {
     return this.frameworks.has(frameworkId);
+  }
+
+  isGpuAware(frameworkId: string): boolean {
+    return this.framework(frameworkId).gpuAware;
+  }
+
+  /** A resubscribing framework may change its capabilities. */
+  setGpuAware(frameworkId: string, gpuAware: boolean): void {
+    this.framework(frameworkId).gpuAware = gpuAware;
   }
 
   hasAgent(agentId: string): boolean {
@@ -319,6 +334,7 @@ export class Allocator {
   private pick(agentId: string, available: Resources, nowMs: number): FrameworkEntry | undefined {
     const q = this.query;
     q.agentId = agentId;
+    q.agentHasGpus = this.agents.get(agentId)!.total.getMilli('gpus') > 0;
     q.available = available;
     q.nowMs = nowMs;
     q.chosen = undefined;
@@ -331,8 +347,9 @@ export class Allocator {
 
   // What pick() is looking for, and the two callbacks it hands the sorters. Made once rather
   // than as closures per agent: a cycle visits up to tens of thousands of agents.
-  private readonly query: { agentId: string; available: Resources; nowMs: number; chosen: FrameworkEntry | undefined } = {
+  private readonly query: { agentId: string; agentHasGpus: boolean; available: Resources; nowMs: number; chosen: FrameworkEntry | undefined } = {
     agentId: '',
+    agentHasGpus: false,
     available: Resources.EMPTY,
     nowMs: 0,
     chosen: undefined,
@@ -343,6 +360,7 @@ export class Allocator {
   private readonly frameworkTakes = (frameworkId: string): boolean => {
     const q = this.query;
     const fw = this.frameworks.get(frameworkId)!;
+    if (q.agentHasGpus && !fw.gpuAware) return false;
     if (fw.filters.filtered(q.agentId, q.available, q.nowMs)) return false;
     q.chosen = fw;
     return true;

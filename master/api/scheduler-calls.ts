@@ -13,6 +13,8 @@ export interface FrameworkSpec {
   role: string;
   principal: string;
   failoverTimeoutS: number;
+  /** Mesos FrameworkInfo.Capability types, e.g. GPU_RESOURCES, MULTI_ROLE. */
+  capabilities: string[];
 }
 
 export interface TaskSpec {
@@ -105,7 +107,9 @@ function parseFramework(info: Json, field: string): FrameworkSpec {
   else if (info.role !== undefined) role = str(info.role, `${field}.role`);
   if (!ROLE_PATTERN.test(role)) throw badRequest(`${field}.role`, `'${role}' is not a valid role name`);
   const id = info.id === undefined ? undefined : idValue(info.id, `${field}.id`);
+  const capabilities = arr(info.capabilities, `${field}.capabilities`).map((c, i) => str(obj(c, `${field}.capabilities[${i}]`)!.type, `${field}.capabilities[${i}].type`));
   return {
+    capabilities,
     id,
     name: str(info.name, `${field}.name`, ''),
     user: str(info.user, `${field}.user`, ''),

@@ -24,6 +24,8 @@ export interface FrameworkRecord {
   role: string;
   principal: string;
   failoverTimeoutS: number;
+  /** FrameworkInfo capabilities (GPU_RESOURCES opts in to GPU agents). Absent in old logs. */
+  capabilities?: string[];
   registeredAtMs: number;
   /** Set once torn down or failed over past its timeout; the id can never subscribe again. */
   removedAtMs?: number;

@@ -377,6 +377,23 @@ describe('Allocator: agents and frameworks coming and going', () => {
 // ---- randomized: a reference model checked at every step ----
 
 /** Tiny seeded PRNG, so a failure replays with its seed. */
+describe('Allocator: GPU agents', () => {
+  it('offers an agent with GPUs only to frameworks that opted in', () => {
+    const a = new Allocator();
+    a.addAgent('gpu', R('cpus:8;mem:8192;gpus:2'));
+    a.addAgent('cpu', R('cpus:8;mem:8192'));
+    a.addFramework('plain', '*');
+    a.addFramework('trainer', '*', { gpuAware: true });
+    // Both frameworks start at share 0; whatever the order, the GPU agent goes to the trainer.
+    const offers = a.allocate(0);
+    expect(offers.find((o) => o.agentId === 'gpu')?.frameworkId).toBe('trainer');
+    recoverAll(a, offers);
+    a.removeFramework('trainer');
+    // With no GPU-aware framework left, the GPU agent is not offered at all.
+    expect(who(a.allocate(1))).toEqual(['plain@cpu']);
+  });
+});
+
 function mulberry32(seed: number): () => number {
   let s = seed >>> 0;
   return () => {
@@ -585,7 +602,7 @@ function runRandomized(seed: number, steps: number): void {
     } else if (op < 0.14 || frameworkIds.length === 0) {
       const id = `f${nextFramework++}`;
       const role = pick(roles);
-      a.addFramework(id, role);
+      a.addFramework(id, role, { gpuAware: true }); // the model does not restrict GPU agents
       m.frameworks.set(id, { role, active: true, suppressed: false, filters: [] });
     } else if (op < 0.16) {
       const id = pick(agentIds);

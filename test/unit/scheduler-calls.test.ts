@@ -33,7 +33,7 @@ function fieldOf(body: unknown): string | undefined {
 describe('scheduler call validation', () => {
   it('treats nulls as absent and reads a Mesos SUBSCRIBE', () => {
     const c = parseSchedulerCall({ type: 'SUBSCRIBE', framework_id: null, subscribe: { framework_info: { user: 'u', name: 'n', roles: ['ml'], failover_timeout: 30, id: null } } });
-    expect(c).toEqual({ type: 'SUBSCRIBE', framework: { id: undefined, name: 'n', user: 'u', role: 'ml', principal: '', failoverTimeoutS: 30 } });
+    expect(c).toEqual({ type: 'SUBSCRIBE', framework: { id: undefined, name: 'n', user: 'u', role: 'ml', principal: '', failoverTimeoutS: 30, capabilities: [] } });
   });
 
   it('reads a Docker container in Mesos JSON', () => {
