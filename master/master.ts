@@ -4,6 +4,7 @@
 // and it sends nothing that depends on a registry change before that change is durable.
 
 import { randomBytes, randomUUID } from 'node:crypto';
+import { isIP } from 'node:net';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { isTerminal, type Register, type StatusUpdate, type TaskInfo, type TaskState } from '../shared/agent-protocol.ts';
@@ -671,12 +672,28 @@ export interface MasterOptions extends Partial<Omit<MasterConfig, 'dataDir'>> {
   port?: number;
   host?: string;
   logger?: Logger;
+  /**
+   * DNS port, UDP and TCP (0: any free port). Left out: 53 as root, else 8053, and if that
+   * port is taken the master runs without a DNS socket (with a warning). null: no DNS.
+   */
+  dnsPort?: number | null;
+  /** DNS listen address; default: `host`. */
+  dnsHost?: string;
+  /** DNS zone; default `cairn`. */
+  domain?: string;
+  /** Upstream resolvers for names outside the zone (`ip[:port]`); default: /etc/resolv.conf's. */
+  dnsResolvers?: string[];
+  dnsForwardTimeoutMs?: number;
+  /** This master's address as others reach it (leader.<domain>); default: `host` when it is one address, else 127.0.0.1. */
+  advertiseIp?: string;
 }
 
 export interface MasterHandle {
   url: string;
   port: number;
   master: Master;
+  /** The DNS server's port; 0 when it is not serving. */
+  dnsPort: number;
   stop(): Promise<void>;
 }
 
@@ -703,9 +720,18 @@ export async function startMaster(opts: MasterOptions): Promise<MasterHandle> {
   const { AgentEndpoint, AGENT_PATH } = await import('./agents/agent-endpoint.ts');
   const { toHttpError } = await import('./api/http-errors.ts');
   const { createLogger } = await import('../shared/logger.ts');
+  const { compileDnsConfig } = await import('./dns/config.ts');
+  const { DnsService } = await import('./dns/service.ts');
+  const { registerDnsApi } = await import('./dns/http-api.ts');
   const log = opts.logger ?? createLogger('cairn-master');
+  const host = opts.host ?? '0.0.0.0';
+  const advertiseIp = opts.advertiseIp ?? (host !== '0.0.0.0' && host !== '::' && isIP(host) !== 0 ? host : '127.0.0.1');
+  const dnsConfig = opts.dnsPort === null
+    ? undefined
+    : compileDnsConfig({ port: opts.dnsPort, host: opts.dnsHost ?? host, domain: opts.domain, resolvers: opts.dnsResolvers, forwardTimeoutMs: opts.dnsForwardTimeoutMs, leaderIp: advertiseIp, leaderPort: port });
 
   const master = new Master(config, log);
+  const dns = dnsConfig ? new DnsService(dnsConfig, master.registry, log.child({ component: 'dns' })) : undefined;
   const app = Fastify({ logger: false, bodyLimit: 16 * 1024 * 1024, keepAliveTimeout: 60_000 });
   app.setErrorHandler((err, _req, reply) => {
     const { status, body } = toHttpError(err);
@@ -714,19 +740,34 @@ export async function startMaster(opts: MasterOptions): Promise<MasterHandle> {
   });
   registerRestApi(app, master);
   registerSchedulerApi(app, master);
+  if (dns) registerDnsApi(app, dns);
   const agents = new AgentEndpoint(master);
   app.server.on('upgrade', (req, socket, head) => {
     if (req.url?.split('?')[0] === AGENT_PATH) agents.handleUpgrade(req, socket, head);
     else socket.destroy();
   });
   try {
-    await app.listen({ port, host: opts.host ?? '0.0.0.0' });
+    await app.listen({ port, host });
   } catch (err) {
     master.stop();
     throw err;
   }
   const addr = app.server.address();
   const boundPort = typeof addr === 'object' && addr ? addr.port : port;
+  if (dns) {
+    dns.zone.setLeader({ ip: advertiseIp, port: boundPort });
+    try {
+      await dns.start();
+    } catch (err) {
+      if (opts.dnsPort !== undefined) {
+        await dns.stop();
+        master.stop();
+        await app.close();
+        throw new CairnError('CAIRN_BAD_FLAG', `cannot serve DNS on ${dnsConfig!.host}:${dnsConfig!.port}: ${(err as Error).message}`, 'dnsPort');
+      }
+      log.warn({ err: (err as Error).message, port: dnsConfig!.port }, 'the default DNS port is not free; running without a DNS server (give --dns-port)');
+    }
+  }
   const url = `http://${opts.host && opts.host !== '0.0.0.0' ? opts.host : '127.0.0.1'}:${boundPort}`;
   log.info({ url, dataDir: config.dataDir }, 'master started');
   let stopping: Promise<void> | undefined;
@@ -734,8 +775,10 @@ export async function startMaster(opts: MasterOptions): Promise<MasterHandle> {
     url,
     port: boundPort,
     master,
+    dnsPort: dns?.port ?? 0,
     stop: () =>
       (stopping ??= (async () => {
+        await dns?.stop();
         master.stop();
         agents.close();
         app.server.closeAllConnections?.();

@@ -12,6 +12,9 @@ import type { RegistryCommand } from './commands.ts';
 /** Commands between snapshots; bounds replay time at start. */
 const COMPACT_EVERY = 20_000;
 
+/** Told of each command once it is applied and durable, with the events it produced. */
+export type AppliedListener = (command: RegistryCommand, events: RegistryEvent[]) => void;
+
 interface Pending {
   command: RegistryCommand;
   events: RegistryEvent[];
@@ -25,6 +28,7 @@ export class Registry {
   private queue: Pending[] = [];
   private flushScheduled = false;
   private closed = false;
+  private readonly appliedListeners: AppliedListener[] = [];
   /** Counts of applied commands by type, for metrics. */
   readonly applied = new Map<string, number>();
 
@@ -48,6 +52,20 @@ export class Registry {
     });
   }
 
+  /**
+   * Calls `listener` for every command, in log order, right after the batch holding it is
+   * durable: readers that answer from the state (DNS) then never show a change the disk
+   * could lose. The state is that of the whole batch by then. A listener must not throw
+   * (it runs inside the write path). Returns a function that removes the listener.
+   */
+  onApplied(listener: AppliedListener): () => void {
+    this.appliedListeners.push(listener);
+    return () => {
+      const i = this.appliedListeners.indexOf(listener);
+      if (i >= 0) this.appliedListeners.splice(i, 1);
+    };
+  }
+
   private flush(): void {
     this.flushScheduled = false;
     const batch = this.queue;
@@ -61,6 +79,9 @@ export class Registry {
       throw err;
     }
     if (this.store.pendingCompaction >= COMPACT_EVERY) this.store.compact(this.state.snapshot());
+    for (const listener of this.appliedListeners) {
+      for (const p of batch) listener(p.command, p.events);
+    }
     for (const p of batch) p.resolve(p.events);
   }
 
