@@ -9,7 +9,7 @@ import { startMaster } from '../../master/master.ts';
 import { startAgent } from '../../agent/agent.ts';
 import { MasterClient } from '../../shared/sdk/master-client.ts';
 import { nextInterrupt, type CliIo } from './io.ts';
-import type { AgentOptions, MasterOptions, UpOptions } from './options.ts';
+import type { AgentOptions, DnsFlags, MasterOptions, UpOptions } from './options.ts';
 
 /** How long `cairn up` waits for its agent to register before printing the URL anyway. */
 const REGISTRATION_WAIT_MS = 15_000;
@@ -57,6 +57,11 @@ async function stopStep(log: Logger, what: string, limitMs: number, step: () => 
   if (outcome === 'late') log.error(`the ${what} did not stop within ${limitMs} ms; going on`);
 }
 
+/** The DNS flags; those left out (undefined) take the master's defaults. */
+function dnsOptions(o: DnsFlags): DnsFlags {
+  return { dnsPort: o.dnsPort, domain: o.domain, dnsResolvers: o.dnsResolvers };
+}
+
 export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
   const log = daemonLogger(io, 'cairn');
   const masterDir = join(o.dataDir, 'master');
@@ -67,7 +72,7 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
 
   let master;
   try {
-    master = await startMaster({ port: o.port, dataDir: masterDir, logger: log.child({ component: 'master' }) });
+    master = await startMaster({ port: o.port, dataDir: masterDir, logger: log.child({ component: 'master' }), ...dnsOptions(o) });
   } catch (err) {
     io.stderr.write(`cairn up: the master did not start: ${describe(err)}\n`);
     return 1;
@@ -131,6 +136,7 @@ export async function runMaster(o: MasterOptions, io: CliIo): Promise<number> {
       ...(o.pingIntervalMs !== undefined ? { pingIntervalMs: o.pingIntervalMs } : {}),
       ...(o.maxMissedPings !== undefined ? { maxMissedPings: o.maxMissedPings } : {}),
       ...(o.offerTimeoutMs !== undefined ? { offerTimeoutMs: o.offerTimeoutMs } : {}),
+      ...dnsOptions(o),
     });
   } catch (err) {
     io.stderr.write(`cairn master: did not start: ${describe(err)}\n`);

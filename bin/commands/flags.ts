@@ -1,6 +1,7 @@
 // Parsers for flag values. Each throws commander's InvalidArgumentError, so commander's
 // message names the flag ("option '--port <n>' argument 'x' is invalid. ...").
 
+import { isIP } from 'node:net';
 import { InvalidArgumentError } from 'commander';
 import { Resources } from '../../shared/resources.ts';
 import { CairnError } from '../../shared/errors.ts';
@@ -87,4 +88,26 @@ export function checkMasterUrl(value: string): string {
     throw new Error(`'${value}' must start with http:// or https://`);
   }
   return value.replace(/\/+$/, '');
+}
+
+/** A DNS domain such as `cairn` or `cluster.example`; returned in lower case without dots at the ends. */
+export function domainFlag(value: string): string {
+  const d = value.trim().toLowerCase().replace(/^\.+|\.+$/g, '');
+  if (d === '' || d.length > 200 || !d.split('.').every((l) => /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(l))) {
+    throw new InvalidArgumentError("must be a domain name: labels of letters, digits and '-' separated by dots (e.g. cairn).");
+  }
+  return d;
+}
+
+/** Comma-separated upstream resolvers `ip`, `ip:port` or `[v6]:port`; '' means none. */
+export function resolversFlag(value: string): string[] {
+  const list = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  for (const r of list) {
+    const m = /^\[([^\]]+)\](?::(\d+))?$/.exec(r) ?? /^([^:]+)(?::(\d+))?$/.exec(r) ?? [r, r, undefined];
+    const port = m[2] === undefined ? 53 : Number(m[2]);
+    if (isIP(m[1]) === 0 || !Number.isInteger(port) || port < 1 || port > 65535) {
+      throw new InvalidArgumentError(`'${r}' is not IP or IP:PORT (e.g. 10.0.0.2,10.0.0.3:5353).`);
+    }
+  }
+  return list;
 }

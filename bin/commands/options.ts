@@ -3,14 +3,21 @@
 
 export const DEFAULT_MASTER_URL = 'http://127.0.0.1:5050';
 
-export interface UpOptions {
+/** DNS flags of `cairn up` and `cairn master`; left out, the master's defaults apply. */
+export interface DnsFlags {
+  dnsPort?: number;
+  domain?: string;
+  dnsResolvers?: string[];
+}
+
+export interface UpOptions extends DnsFlags {
   dataDir: string;
   port: number;
   agentPort: number;
   resources?: string;
 }
 
-export interface MasterOptions {
+export interface MasterOptions extends DnsFlags {
   port: number;
   host: string;
   dataDir: string;

@@ -10,6 +10,7 @@ import type { CliIo } from './io.ts';
 import {
   DEFAULT_MASTER_URL,
   type AgentOptions,
+  type DnsFlags,
   type KillOptions,
   type LogsOptions,
   type MasterClientCommandOptions,
@@ -17,7 +18,7 @@ import {
   type RunOptions,
   type UpOptions,
 } from './options.ts';
-import { attributesFlag, checkMasterUrl, envFlag, integerFlag, nameFlag, numberFlag, resourcesFlag, roleFlag } from './flags.ts';
+import { attributesFlag, checkMasterUrl, domainFlag, envFlag, integerFlag, nameFlag, numberFlag, resolversFlag, resourcesFlag, roleFlag } from './flags.ts';
 
 /** Each handler runs one command and resolves with the process exit code. */
 export interface CommandHandlers {
@@ -74,6 +75,23 @@ function masterUrlOf(flag: string | undefined, io: CliIo, cmd: Command): string 
   }
 }
 
+/** The DNS flags, shared by `up` and `master`. */
+function addDnsOptions(cmd: Command): Command {
+  return cmd
+    .addOption(new Option('--dns-port <port>', 'DNS port, UDP and TCP (default: 53 as root, else 8053; 0: any free port)').argParser(PORT))
+    .addOption(new Option('--domain <domain>', 'the DNS zone tasks are named in (default: cairn)').argParser(domainFlag))
+    .addOption(new Option('--dns-resolvers <list>', "comma-separated resolvers for names outside the zone, IP[:PORT] (default: /etc/resolv.conf's; '' for none)").argParser(resolversFlag));
+}
+
+/** The DNS flags that were given, as options. */
+function dnsFlags(o: DnsFlags): DnsFlags {
+  return {
+    ...(o.dnsPort !== undefined ? { dnsPort: o.dnsPort } : {}),
+    ...(o.domain !== undefined ? { domain: o.domain } : {}),
+    ...(o.dnsResolvers !== undefined ? { dnsResolvers: o.dnsResolvers } : {}),
+  };
+}
+
 /**
  * Builds the program. Nothing runs until it parses; each command stores its handler's exit
  * code in `result.exitCode`.
@@ -93,18 +111,19 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     })
     .exitOverride();
 
-  program
+  const up = program
     .command('up')
     .description('run one master and one agent in this process, in the foreground (Ctrl-C stops both)')
     .option('--data-dir <dir>', 'where the master (dir/master) and the agent (dir/agent) keep their data', './.cairn')
     .addOption(new Option('--port <port>', 'master port (0: any free port)').argParser(PORT).default(5050))
     .addOption(new Option('--agent-port <port>', "agent's HTTP port (0: any free port)").argParser(PORT).default(5051))
-    .addOption(new Option('--resources <resources>', 'agent resources instead of measuring the host, e.g. "cpus:4;mem:8192;ports:[31000-32000]"').argParser(resourcesFlag))
-    .action(async (o: { dataDir: string; port: number; agentPort: number; resources?: string }) => {
-      result.exitCode = await h.up({ dataDir: resolve(o.dataDir), port: o.port, agentPort: o.agentPort, ...(o.resources !== undefined ? { resources: o.resources } : {}) }, io);
+    .addOption(new Option('--resources <resources>', 'agent resources instead of measuring the host, e.g. "cpus:4;mem:8192;ports:[31000-32000]"').argParser(resourcesFlag));
+  addDnsOptions(up)
+    .action(async (o: { dataDir: string; port: number; agentPort: number; resources?: string } & DnsFlags) => {
+      result.exitCode = await h.up({ dataDir: resolve(o.dataDir), port: o.port, agentPort: o.agentPort, ...(o.resources !== undefined ? { resources: o.resources } : {}), ...dnsFlags(o) }, io);
     });
 
-  program
+  const master = program
     .command('master')
     .description('run a master until SIGINT/SIGTERM')
     .addOption(new Option('--port <port>', 'port to listen on (0: any free port)').argParser(PORT).default(5050))
@@ -112,8 +131,9 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .option('--data-dir <dir>', "the master's data directory", './.cairn/master')
     .addOption(new Option('--ping-interval-ms <ms>', 'how often agents are pinged').argParser(integerFlag(1, 3_600_000)))
     .addOption(new Option('--max-missed-pings <n>', 'missed pings before an agent is unreachable').argParser(integerFlag(1, 1000)))
-    .addOption(new Option('--offer-timeout-ms <ms>', 'how long an offer stays outstanding before it is rescinded').argParser(integerFlag(1, 86_400_000)))
-    .action(async (o: { port: number; host: string; dataDir: string; pingIntervalMs?: number; maxMissedPings?: number; offerTimeoutMs?: number }) => {
+    .addOption(new Option('--offer-timeout-ms <ms>', 'how long an offer stays outstanding before it is rescinded').argParser(integerFlag(1, 86_400_000)));
+  addDnsOptions(master)
+    .action(async (o: { port: number; host: string; dataDir: string; pingIntervalMs?: number; maxMissedPings?: number; offerTimeoutMs?: number } & DnsFlags) => {
       result.exitCode = await h.master(
         {
           port: o.port,
@@ -122,6 +142,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
           ...(o.pingIntervalMs !== undefined ? { pingIntervalMs: o.pingIntervalMs } : {}),
           ...(o.maxMissedPings !== undefined ? { maxMissedPings: o.maxMissedPings } : {}),
           ...(o.offerTimeoutMs !== undefined ? { offerTimeoutMs: o.offerTimeoutMs } : {}),
+          ...dnsFlags(o),
         },
         io,
       );
