@@ -38,9 +38,12 @@ function query(name: string, type: string, extra: Partial<Packet> = {}): Buffer 
   return dnsPacket.encode({ type: 'query', id: 4242, flags: dnsPacket.RECURSION_DESIRED, questions: [{ name, type: type as 'A', class: 'IN' }], ...extra });
 }
 
-function answer(d: Decision) {
+/** A decoded answer; dns-packet's types leave out `rcode` and make records a wide union. */
+type Reply = ReturnType<typeof dnsPacket.decode> & { rcode: string; answers: any[]; authorities: any[]; additionals: any[] };
+
+function answer(d: Decision): Reply {
   expect(d.kind).toBe('answer');
-  return dnsPacket.decode((d as Extract<Decision, { kind: 'answer' }>).bytes);
+  return dnsPacket.decode((d as Extract<Decision, { kind: 'answer' }>).bytes) as Reply;
 }
 
 function ask(name: string, type = 'A', transport: 'udp' | 'tcp' = 'udp', extra: Partial<Packet> = {}) {
