@@ -16,7 +16,17 @@ export type CairnErrorCode =
   | 'CAIRN_DUPLICATE_TASK'
   | 'CAIRN_BAD_FLAG'
   | 'CAIRN_AGENT_UNAVAILABLE'
-  | 'CAIRN_INTERNAL';
+  | 'CAIRN_INTERNAL'
+  // Raft-replicated masters
+  | 'CAIRN_NOT_LEADER'
+  | 'CAIRN_UNAUTHENTICATED'
+  | 'CAIRN_RAFT_CHANGE_PENDING'
+  | 'CAIRN_RAFT_NO_QUORUM'
+  | 'CAIRN_RAFT_BAD_CHANGE'
+  | 'CAIRN_RAFT_LEARNER_BEHIND'
+  | 'CAIRN_RAFT_TRANSFERRING'
+  | 'CAIRN_RAFT_OVERLOADED'
+  | 'CAIRN_RAFT_CORRUPT_LOG';
 
 export class CairnError extends Error {
   readonly code: CairnErrorCode;
