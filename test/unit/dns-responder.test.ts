@@ -39,7 +39,7 @@ function query(name: string, type: string, extra: Partial<Packet> = {}): Buffer 
 }
 
 /** A decoded answer; dns-packet's types leave out `rcode` and make records a wide union. */
-type Reply = ReturnType<typeof dnsPacket.decode> & { rcode: string; answers: any[]; authorities: any[]; additionals: any[] };
+type Reply = Omit<ReturnType<typeof dnsPacket.decode>, 'answers' | 'authorities' | 'additionals'> & { rcode: string; answers: any[]; authorities: any[]; additionals: any[] };
 
 function answer(d: Decision): Reply {
   expect(d.kind).toBe('answer');
