@@ -172,7 +172,7 @@ describe('DNS responder', () => {
     expect(plain.answers!.length).toBeLessThan(40);
     expect(dnsPacket.encode(plain).length).toBeLessThanOrEqual(512);
 
-    const opt = { additionals: [{ type: 'OPT' as const, name: '.', udpPayloadSize: 4096 }] };
+    const opt: Partial<Packet> = { additionals: [{ type: 'OPT', name: '.', udpPayloadSize: 4096, extendedRcode: 0, ednsVersion: 0, flags: 0, flag_do: false, options: [] }] };
     const edns = ask('many.jobs.cairn', 'A', 'udp', opt);
     expect(edns.flag_tc).toBe(false);
     expect(edns.answers).toHaveLength(40);
