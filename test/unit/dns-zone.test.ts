@@ -3,10 +3,13 @@
 // which names changed.
 
 import { beforeEach, describe, expect, it } from 'vitest';
+import { rmSync } from 'node:fs';
 import type { RegistryCommand } from '../../master/registry/commands.ts';
+import { Registry } from '../../master/registry/registry.ts';
 import { RegistryStateMachine } from '../../master/registry/state-machine.ts';
 import { taskIdHash } from '../../master/dns/names.ts';
 import { DnsZone } from '../../master/dns/zone.ts';
+import { tempDir } from '../harness/processes.ts';
 
 const agent = (id: string, ip: string, reg?: RegistryCommand['type']) => ({
   type: 'agent_registered' as const,
@@ -152,5 +155,35 @@ describe('DNS zone', () => {
   it('skips tasks whose names leave nothing usable', () => {
     apply(launch('t1', '!!!', 'a1-S0'), update('t1', 'TASK_RUNNING'));
     expect([...zone.taskEntries()]).toEqual([]);
+  });
+});
+
+describe('DNS zone fed by the registry', () => {
+  it('hears of each command, in order, only once it is durable', async () => {
+    const dir = tempDir();
+    const registry = new Registry(dir);
+    const fed = new DnsZone({ domain: 'cairn', leader: { ip: '10.0.0.1', port: 5050 }, nsIp: '10.0.0.1' });
+    fed.load(registry.state);
+    const heard: string[] = [];
+    const stop = registry.onApplied((command, events) => {
+      heard.push(command.type);
+      fed.applyCommand(command, events, registry.state);
+    });
+    try {
+      const submitted = [agent('a1-S0', '10.0.0.11'), framework('f1', 'fw'), launch('t1', 'web', 'a1-S0'), update('t1', 'TASK_RUNNING')].map((c) => registry.submit(c));
+      // Applied to memory at once, but not yet durable: nothing is served yet.
+      expect(registry.state.tasks.get('t1')?.state).toBe('TASK_RUNNING');
+      expect(heard).toEqual([]);
+      expect(fed.lookup('web.fw.cairn')).toBeUndefined();
+      await Promise.all(submitted);
+      expect(heard).toEqual(['agent_registered', 'framework_subscribed', 'task_launched', 'status_update']);
+      expect(fed.lookup('web.fw.cairn')?.a).toEqual(['10.0.0.11']);
+      stop();
+      await registry.submit(update('t1', 'TASK_FINISHED'));
+      expect(heard).toHaveLength(4);
+    } finally {
+      registry.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
