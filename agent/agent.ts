@@ -23,6 +23,7 @@ import { MasterLink } from './master-link.ts';
 import { compileAgentOptions, type AgentConfig, type AgentOptions } from './options.ts';
 import { discoverResources } from './resources/discover.ts';
 import { PendingUpdates } from './status-updates.ts';
+import { CheckpointStore, checkpointsDir } from './recovery/checkpoint.ts';
 
 export type { AgentOptions } from './options.ts';
 
@@ -45,8 +46,10 @@ export async function startAgent(opts: AgentOptions): Promise<AgentHandle> {
   const discovered = await discoverResources(cfg.workDir, cfg.resourcesText);
   for (const note of discovered.notes) log.warn(note);
   const storedId = await readAgentId(cfg.workDir);
-  const agent = new Agent(cfg, log, discovered.resources, discovered.gpuIndices, storedId);
+  const checkpoints = new CheckpointStore(checkpointsDir(cfg.workDir));
+  const agent = new Agent(cfg, log, discovered.resources, discovered.gpuIndices, storedId, checkpoints);
   try {
+    await agent.recover();
     await agent.start();
   } catch (err) {
     await agent.stop({ killTasks: true });
@@ -78,10 +81,13 @@ class Agent {
     private readonly resources: Resources,
     gpuIndices: number[],
     storedId: string,
+    private readonly checkpoints: CheckpointStore,
   ) {
     this.agentId = storedId !== '' ? storedId : undefined;
     this.executor = new ProcessExecutor({
       workDir: cfg.workDir,
+      checkpoints,
+      recoveredPollMs: cfg.recoveredPollMs,
       hostname: cfg.hostname,
       gpuIndices,
       agentEnv: cfg.taskBaseEnv,
@@ -108,6 +114,18 @@ class Agent {
 
   private get registered(): boolean {
     return this.registeredOn !== undefined && this.registeredOn === this.link.currentGeneration && this.link.isOpen;
+  }
+
+  /**
+   * Takes over what an earlier agent process left (its checkpoints), before the first
+   * registration so that registration lists the recovered tasks.
+   */
+  async recover(): Promise<void> {
+    const { checkpoints, problems } = await this.checkpoints.loadAll();
+    for (const p of problems) this.log.error(p);
+    if (checkpoints.length === 0) return;
+    const summary = this.executor.recover(checkpoints, this.cfg.recover);
+    this.log.info({ mode: this.cfg.recover, ...summary }, 'recovered the tasks of the previous agent process');
   }
 
   async start(): Promise<void> {

@@ -8,6 +8,7 @@ import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { CairnError } from '../shared/errors.ts';
 import { validateResourcesOverride } from './resources/discover.ts';
+import type { RecoverMode } from './executors/process/executor.ts';
 
 export interface AgentOptions {
   /** The master's HTTP address, e.g. http://10.0.0.1:5050. */
@@ -31,6 +32,13 @@ export interface AgentOptions {
   defaultKillGraceMs?: number;
   /** Replaces process.env as the source of tasks' inherited basics (PATH, HOME, ...). */
   taskBaseEnv?: Readonly<Record<string, string | undefined>>;
+  /**
+   * What a starting agent does with the tasks an earlier agent process left running:
+   * `reconnect` (default) re-attaches to them, `cleanup` kills them.
+   */
+  recover?: RecoverMode;
+  /** How often re-attached tasks (not this process's children) are checked for exit. */
+  recoveredPollMs?: number;
 }
 
 export interface Attribute {
@@ -63,7 +71,11 @@ export interface AgentConfig {
   stopAckWaitMs: number;
   taskBaseEnv: Readonly<Record<string, string | undefined>>;
   version: string;
+  recover: RecoverMode;
+  recoveredPollMs: number;
 }
+
+export const RECOVER_MODES: readonly RecoverMode[] = ['reconnect', 'cleanup'];
 
 export const DEFAULT_HTTP_PORT = 5051;
 
@@ -147,6 +159,10 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     throw new CairnError('CAIRN_BAD_FLAG', `must be a port number 0-65535, got ${httpPort}`, 'httpPort');
   }
   const reconnectMaxMs = positiveMs(opts.reconnectMaxMs, 2000, 'reconnectMaxMs');
+  const recover = opts.recover ?? 'reconnect';
+  if (!RECOVER_MODES.includes(recover)) {
+    throw new CairnError('CAIRN_BAD_FLAG', `must be one of ${RECOVER_MODES.join(', ')}, got '${String(recover)}'`, 'recover');
+  }
   return {
     masterUrl: opts.masterUrl,
     masterWsUrl,
@@ -167,5 +183,7 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     stopAckWaitMs: 1000,
     taskBaseEnv: opts.taskBaseEnv ?? process.env,
     version: readVersion(),
+    recover,
+    recoveredPollMs: positiveMs(opts.recoveredPollMs, 250, 'recoveredPollMs'),
   };
 }

@@ -32,6 +32,18 @@ export class GpuPool {
     return [...taken];
   }
 
+  /**
+   * Gives a task exactly these devices (a task recovered after a restart keeps the ones it
+   * had). Returns false, changing nothing, when one of them is not free.
+   */
+  claim(taskId: string, indices: readonly number[]): boolean {
+    if (indices.length === 0) return true;
+    if (this.held.has(taskId) || !indices.every((i) => this.free.includes(i))) return false;
+    this.free = this.free.filter((i) => !indices.includes(i));
+    this.held.set(taskId, [...indices]);
+    return true;
+  }
+
   /** Returns a task's devices to the pool; releasing twice is harmless. */
   release(taskId: string): void {
     const taken = this.held.get(taskId);

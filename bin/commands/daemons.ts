@@ -162,6 +162,7 @@ export async function runAgent(o: AgentOptions, io: CliIo): Promise<number> {
       workDir: o.workDir,
       httpPort: o.port,
       logger: log,
+      recover: o.recover,
       ...(o.resources !== undefined ? { resources: o.resources } : {}),
       ...(o.attributes !== undefined ? { attributes: o.attributes } : {}),
       ...(o.hostname !== undefined ? { hostname: o.hostname } : {}),

@@ -33,6 +33,8 @@ export interface AgentOptions {
   resources?: string;
   attributes?: string;
   hostname?: string;
+  /** What to do with tasks a previous agent process left running. */
+  recover: 'reconnect' | 'cleanup';
 }
 
 export interface RunOptions {

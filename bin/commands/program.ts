@@ -157,12 +157,14 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--attributes <attributes>', 'agent attributes, e.g. "rack:r1;zone:a"').argParser(attributesFlag))
     .addOption(new Option('--port <port>', "the agent's HTTP port (0: any free port)").argParser(PORT).default(5051))
     .option('--hostname <hostname>', 'the name this agent advertises (default: the host name)')
-    .action(async (o: { master?: string; workDir: string; resources?: string; attributes?: string; port: number; hostname?: string }, cmd: Command) => {
+    .addOption(new Option('--recover <mode>', 'tasks a previous agent process left running: reconnect (re-attach) or cleanup (kill them)').choices(['reconnect', 'cleanup']).default('reconnect'))
+    .action(async (o: { master?: string; workDir: string; resources?: string; attributes?: string; port: number; hostname?: string; recover: 'reconnect' | 'cleanup' }, cmd: Command) => {
       result.exitCode = await h.agent(
         {
           masterUrl: masterUrlOf(o.master, io, cmd),
           workDir: resolve(o.workDir),
           port: o.port,
+          recover: o.recover,
           ...(o.resources !== undefined ? { resources: o.resources } : {}),
           ...(o.attributes !== undefined ? { attributes: o.attributes } : {}),
           ...(o.hostname !== undefined ? { hostname: o.hostname } : {}),

@@ -327,7 +327,9 @@ describe('agent protocol', () => {
     cleanups.push(() => reborn.kill());
     const { value: reg, index } = await reborn.register();
     expect(reg.agentId).toBe('a-77');
-    expect(reg.tasks).toEqual([]); // r1 ended; it is delivered as a pending update instead
+    // r1 ended but its end is not acknowledged: it is listed with its last active state,
+    // so the master keeps it until the pending TASK_FINISHED arrives.
+    expect(reg.tasks).toEqual([{ taskId: 'r1', frameworkId: 'fw-1', state: 'TASK_RUNNING', resources: expect.any(String) }]);
     reborn.send({ registered: { agentId: 'a-77', lostTaskIds: [], pingIntervalMs: 1000 } });
     await reborn.update('r1', 'TASK_FINISHED', index);
     const states = reborn.updatesSince(index).map((u) => u.state);

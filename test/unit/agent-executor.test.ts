@@ -12,10 +12,21 @@ import { buildTaskEnvironment } from '../../agent/executors/process/environment.
 import { spawnSpecFor } from '../../agent/executors/process/command.ts';
 import { terminalStatusFor } from '../../agent/executors/process/exit-status.ts';
 import { GpuPool } from '../../agent/resources/gpu-pool.ts';
+import { CheckpointStore, checkpointsDir } from '../../agent/recovery/checkpoint.ts';
 
 let workDir: string;
 let updates: TaskStatusChange[];
 let executor: ProcessExecutor;
+/** The task's checkpoint file as it was when RUNNING was reported. */
+let checkpointAtRunning: Map<string, unknown>;
+
+async function waitUntil(cond: () => boolean, timeoutMs = 5000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!cond()) {
+    if (Date.now() > deadline) throw new Error('condition not met in time');
+    await new Promise((r) => setTimeout(r, 10));
+  }
+}
 
 function task(id: string, script: string, extra: Partial<TaskInfo> = {}): TaskInfo {
   return {
@@ -54,13 +65,19 @@ function readEnv(taskId: string): Record<string, string> {
 beforeEach(() => {
   workDir = mkdtempSync(join(tmpdir(), 'cairn-exec-'));
   updates = [];
+  checkpointAtRunning = new Map();
+  const checkpoints = new CheckpointStore(checkpointsDir(workDir));
   executor = new ProcessExecutor({
+    checkpoints,
     workDir,
     hostname: 'node-7.example',
     gpuIndices: [0, 1, 2],
     agentEnv: { PATH: process.env.PATH, HOME: '/home/agent', LANG: 'C.UTF-8', SECRET_TOKEN: 'do-not-leak' },
     defaultKillGraceMs: 3000,
-    onStatus: (u) => updates.push(u),
+    onStatus: (u) => {
+      if (u.state === 'TASK_RUNNING') checkpointAtRunning.set(u.taskId, JSON.parse(readFileSync(checkpoints.fileFor(u.taskId), 'utf8')));
+      updates.push(u);
+    },
   });
 });
 
@@ -70,10 +87,12 @@ afterEach(async () => {
 });
 
 describe('process executor', () => {
-  it('reports RUNNING synchronously, then FINISHED on exit 0', async () => {
+  it('reports RUNNING once the checkpoint naming its pid is on disk, then FINISHED on exit 0', async () => {
     expect(executor.launch(task('ok', 'exit 0'))).toBe('launched');
-    expect(statesOf('ok')).toEqual(['TASK_RUNNING']);
+    // Nothing is reported before the checkpoint is durable.
+    expect(statesOf('ok')).toEqual([]);
     const last = await ended('ok');
+    expect(checkpointAtRunning.get('ok')).toMatchObject({ activeState: 'TASK_RUNNING', pid: expect.any(Number), startTimeTicks: expect.any(Number) });
     expect(last).toMatchObject({ state: 'TASK_FINISHED', hasExitCode: true, exitCode: 0 });
     expect(statesOf('ok')).toEqual(['TASK_RUNNING', 'TASK_FINISHED']);
   });
@@ -130,6 +149,7 @@ describe('process executor', () => {
     executor.launch(task('g1', 'echo $CUDA_VISIBLE_DEVICES; sleep 5', { resources: 'gpus:2' }));
     executor.launch(task('g2', 'echo $CUDA_VISIBLE_DEVICES; sleep 5', { resources: 'gpus:2' }));
     expect(executor.snapshot('g1')?.gpuIndices).toEqual([0, 1]);
+    await ended('g2');
     expect(statesOf('g2')).toEqual(['TASK_FAILED']);
     expect(updates.find((u) => u.taskId === 'g2')?.message).toMatch(/asks for 2 GPUs but 1 are free/);
     executor.launch(task('g3', 'exit 0', { resources: 'gpus:1' }));
@@ -231,13 +251,19 @@ describe('process executor', () => {
     executor.kill('dup', 100);
     await ended('dup');
     expect(executor.kill('dup')).toBe('terminal');
-    expect(executor.activeTasks()).toEqual([]);
+    // Until its end is acknowledged (released) it is listed with its last active state,
+    // so a registration in between does not make the master write it off as lost.
+    expect(executor.activeTasks()).toEqual([{ taskId: 'dup', frameworkId: 'fw-1', state: 'TASK_RUNNING', resources: 'cpus:0.1;mem:32' }]);
+    expect(executor.runningCount()).toBe(0);
     executor.release('dup');
     expect(executor.has('dup')).toBe(false);
+    expect(executor.activeTasks()).toEqual([]);
   });
 
   it('lists running tasks with their resources', async () => {
     executor.launch(task('r1', 'sleep 5', { resources: 'cpus:0.5;mem:16' }));
+    expect(executor.activeTasks()[0].state).toBe('TASK_STAGING');
+    await waitUntil(() => statesOf('r1').includes('TASK_RUNNING'));
     expect(executor.activeTasks()).toEqual([{ taskId: 'r1', frameworkId: 'fw-1', state: 'TASK_RUNNING', resources: 'cpus:0.5;mem:16' }]);
     executor.release('r1'); // running tasks are not released
     expect(executor.has('r1')).toBe(true);

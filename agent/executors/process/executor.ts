@@ -1,22 +1,30 @@
-// The process executor: runs each task as a plain child process in its own process group
-// and sandbox, and reports the task's states through one callback.
+// The process executor: runs each task under its supervisor (supervisor.ts) in its own
+// process group and sandbox, checkpoints what it runs, and reports the task's states
+// through one callback. After an agent restart it recovers the tasks its checkpoints name.
 //
-// Launch is the fast path (the submit-to-RUNNING latency users feel): everything on it is
-// synchronous and small — parse resources, pick GPUs, create the sandbox, spawn — and
-// RUNNING is reported as soon as spawn returns a pid. Output goes straight from the child
-// to its sandbox files (the fds are passed as stdio), never through this process.
+// Launch is the fast path (the submit-to-RUNNING latency users feel): everything on it up
+// to the spawn is synchronous and small — parse resources, pick GPUs, create the sandbox,
+// spawn. RUNNING is reported once the checkpoint naming the pid is on disk (group-committed
+// with the other launches of the same turn), so a restarted agent never meets a task it
+// reported running but knows nothing of. Output goes straight from the task to its sandbox
+// files (the fds are passed as stdio), never through this process.
+//
+// Every state change follows the same order per task: checkpoint, then report. The
+// terminal status is checkpointed too, and re-sent after a restart until acknowledged.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync } from 'node:fs';
+import { appendFileSync, rmSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { isTerminal, type RunningTask, type TaskInfo, type TaskState } from '../../../shared/agent-protocol.ts';
 import { CairnError, badRequest } from '../../../shared/errors.ts';
 import type { LogChunk } from '../../../shared/master-state.ts';
 import { Resources } from '../../../shared/resources.ts';
+import type { CheckpointStore, TaskCheckpoint } from '../../recovery/checkpoint.ts';
 import { GpuPool } from '../../resources/gpu-pool.ts';
 import { spawnSpecFor } from './command.ts';
 import { buildTaskEnvironment } from './environment.ts';
-import { terminalStatusFor } from './exit-status.ts';
+import { terminalStatusFor, type TerminalStatus } from './exit-status.ts';
+import { isSameProcessAlive, processStartTime } from './proc.ts';
 import {
   LOG_STREAMS,
   MAX_LOG_READ_BYTES,
@@ -27,9 +35,22 @@ import {
   sandboxDir,
   type LogStream,
 } from './sandbox.ts';
+import {
+  EXIT_STATUS_FILE,
+  findExecutable,
+  findSupervisorTools,
+  readExitStatus,
+  supervisedSpawn,
+  taskEndFromSupervisor,
+  type ProcessEnd,
+  type SupervisorTools,
+} from './supervisor.ts';
 
 /** Used when neither the kill request nor the task names a grace period. */
 export const DEFAULT_KILL_GRACE_MS = 3000;
+
+/** How often tasks recovered after a restart (not this process's children) are checked for exit. */
+export const DEFAULT_RECOVERED_POLL_MS = 250;
 
 /** A task's new state, as the executor reports it (the agent adds uuid and timestamp). */
 export interface TaskStatusChange {
@@ -51,13 +72,19 @@ export interface ProcessExecutorOptions {
   /** Where the inherited basics (PATH, HOME, ...) come from; process.env by default. */
   agentEnv?: Readonly<Record<string, string | undefined>>;
   defaultKillGraceMs?: number;
-  /** Called synchronously on every state change, in order per task. */
+  /** Called on every state change, in order per task. */
   onStatus: (change: TaskStatusChange) => void;
+  /** Where tasks are checkpointed; without one nothing survives a restart (tests). */
+  checkpoints?: CheckpointStore;
+  /** sh, bash and mv for the supervisor; found on PATH by default. */
+  supervisorTools?: SupervisorTools;
+  recoveredPollMs?: number;
   logger?: Logger;
 }
 
 export type LaunchOutcome = 'launched' | 'failed' | 'duplicate';
 export type KillOutcome = 'killing' | 'already-killing' | 'terminal' | 'unknown';
+export type RecoverMode = 'reconnect' | 'cleanup';
 
 /** What the executor knows of one task; kept until the agent releases it. */
 export interface TaskSnapshot {
@@ -67,18 +94,45 @@ export interface TaskSnapshot {
   resources: string;
   sandbox: string;
   pid: number | undefined;
+  startTimeTicks: number | undefined;
   gpuIndices: readonly number[];
+  /** True for a task an earlier agent process started (this one re-attached to it). */
+  recovered: boolean;
+  launchedAtMs: number;
+}
+
+export interface RecoverySummary {
+  /** Still running; watched again. */
+  reattached: string[];
+  /** Ended while the agent was away (or before its end was acknowledged); reported now. */
+  ended: string[];
+  /** Found running and killed (--recover=cleanup). */
+  killed: string[];
 }
 
 interface TaskRecord {
   info: TaskInfo;
   state: TaskState;
+  /** The last non-terminal state reported: listed at registration until the end is acknowledged. */
+  activeState: TaskState;
   sandbox: string;
   child: ChildProcess | undefined;
   pid: number | undefined;
+  startTimeTicks: number | undefined;
   gpus: number[];
+  launchedAtMs: number;
+  /** Started by an earlier agent process: watched by polling, not by 'exit'. */
+  recovered: boolean;
   killRequested: boolean;
+  killGraceMs: number | undefined;
+  /** Overrides the terminal message of a kill (e.g. a cleanup after restart). */
+  killMessage: string | undefined;
   killTimer: NodeJS.Timeout | undefined;
+  /** The end is being recorded; no second end and no more kills. */
+  ending: boolean;
+  terminal: TerminalStatus | undefined;
+  /** Checkpoint writes and reports of this task, in order. */
+  chain: Promise<void>;
   /** Resolves when the task reaches a terminal state. */
   ended: Promise<void>;
   markEnded: () => void;
@@ -89,12 +143,22 @@ export class ProcessExecutor {
   private readonly gpuPool: GpuPool;
   private readonly agentEnv: Readonly<Record<string, string | undefined>>;
   private readonly defaultGraceMs: number;
+  private readonly tools: SupervisorTools;
+  private readonly pollMs: number;
+  private pollTimer: NodeJS.Timeout | undefined;
   private closed = false;
 
   constructor(private readonly opts: ProcessExecutorOptions) {
     this.gpuPool = new GpuPool(opts.gpuIndices ?? []);
     this.agentEnv = opts.agentEnv ?? process.env;
     this.defaultGraceMs = opts.defaultKillGraceMs ?? DEFAULT_KILL_GRACE_MS;
+    this.tools = opts.supervisorTools ?? findSupervisorTools();
+    this.pollMs = opts.recoveredPollMs ?? DEFAULT_RECOVERED_POLL_MS;
+  }
+
+  /** The agent's GPUs, by device: which are free, held or out of service. */
+  get gpus(): GpuPool {
+    return this.gpuPool;
   }
 
   /**
@@ -110,22 +174,7 @@ export class ProcessExecutor {
       this.opts.logger?.warn({ frameworkId: info.frameworkId }, 'launch of a task without an id ignored');
       return 'failed';
     }
-    let markEnded!: () => void;
-    const ended = new Promise<void>((r) => {
-      markEnded = r;
-    });
-    const rec: TaskRecord = {
-      info,
-      state: 'TASK_STAGING',
-      sandbox: sandboxDir(this.opts.workDir, info.taskId),
-      child: undefined,
-      pid: undefined,
-      gpus: [],
-      killRequested: false,
-      killTimer: undefined,
-      ended,
-      markEnded,
-    };
+    const rec = this.newRecord(info, sandboxDir(this.opts.workDir, info.taskId), Date.now());
     this.tasks.set(info.taskId, rec);
 
     // What the task may use.
@@ -153,6 +202,8 @@ export class ProcessExecutor {
     let stderrFd: number;
     try {
       ({ stdoutFd, stderrFd } = openSandbox(this.opts.workDir, info.taskId));
+      // An earlier run of the same task id must not speak for this one.
+      rmSync(`${rec.sandbox}/${EXIT_STATUS_FILE}`, { force: true });
     } catch (err) {
       return this.failLaunch(rec, `cannot create sandbox ${rec.sandbox}: ${(err as Error).message}`, 'REASON_EXECUTOR_TERMINATED');
     }
@@ -168,11 +219,19 @@ export class ProcessExecutor {
       agentEnv: this.agentEnv,
     });
     const spec = spawnSpecFor({ ...info.command, arguments: info.command.arguments ?? [] });
+    if (!info.command.shell && findExecutable(spec.file, env.PATH) === undefined) {
+      // The supervisor would say "not found" with status 127; saying it here is clearer.
+      closeQuietly(stdoutFd);
+      closeQuietly(stderrFd);
+      return this.cannotStart(rec, `spawn ${spec.file} ENOENT (no such executable file)`);
+    }
+    const sup = supervisedSpawn(spec, info.command.shell, [], this.tools);
+    if (sup.argv0Dropped) this.opts.logger?.warn({ taskId: info.taskId, argv0: spec.argv0 }, 'bash not found: the task runs with its program path as argv[0]');
 
     let child: ChildProcess;
     try {
-      child = spawn(spec.file, spec.args, {
-        argv0: spec.argv0,
+      child = spawn(sup.file, sup.args, {
+        argv0: sup.argv0,
         cwd: rec.sandbox,
         env,
         // Its own process group, so a kill reaches everything the task started.
@@ -182,31 +241,24 @@ export class ProcessExecutor {
     } catch (err) {
       closeQuietly(stdoutFd);
       closeQuietly(stderrFd);
-      return this.failLaunch(rec, `cannot start: ${(err as Error).message}`, 'REASON_EXECUTOR_TERMINATED');
+      return this.cannotStart(rec, (err as Error).message);
     }
     // The child holds its own copies now.
     closeQuietly(stdoutFd);
     closeQuietly(stderrFd);
-    rec.child = child;
 
     if (child.pid === undefined) {
-      // Spawn failed (program missing, not executable, ...); Node reports why on the next tick.
-      child.once('error', (err) => {
-        const message = `cannot start: ${err.message}`;
-        try {
-          // Where the task's user looks first; a few bytes, once.
-          appendFileSync(logPath(rec.sandbox, 'stderr'), `cairn: ${message}\n`);
-        } catch {
-          // the update below still says why
-        }
-        this.finish(rec, { state: 'TASK_FAILED', message, hasExitCode: false, exitCode: 0, reason: 'REASON_EXECUTOR_TERMINATED' });
-      });
+      // Spawn failed (the shell missing?); Node reports why on the next tick.
+      child.once('error', (err) => this.cannotStart(rec, err.message));
       return 'failed';
     }
+    rec.child = child;
     rec.pid = child.pid;
-    child.once('exit', (code, signal) => this.onExit(rec, code, signal));
+    // Not yet reaped (Node reaps on a later turn), so readable even if it has already exited.
+    rec.startTimeTicks = processStartTime(child.pid);
+    child.once('exit', (code, signal) => this.onSupervisorExit(rec, taskEndFromSupervisor(code, signal)));
     child.on('error', (err) => this.opts.logger?.warn({ taskId: info.taskId, err: err.message }, 'task process error'));
-    this.report(rec, { state: 'TASK_RUNNING', message: '', hasExitCode: false, exitCode: 0, reason: '' });
+    void this.persist(rec, { state: 'TASK_RUNNING', message: '', hasExitCode: false, exitCode: 0, reason: '' });
     return 'launched';
   }
 
@@ -214,19 +266,18 @@ export class ProcessExecutor {
    * Kills a task: SIGTERM to its process group now, SIGKILL to the group after the grace
    * period (the kill's, else the task's kill_grace_ms, else the default).
    */
-  kill(taskId: string, graceMs = 0): KillOutcome {
+  kill(taskId: string, graceMs = 0, message?: string): KillOutcome {
     const rec = this.tasks.get(taskId);
     if (!rec) return 'unknown';
-    if (isTerminal(rec.state)) return 'terminal';
+    if (isTerminal(rec.state) || rec.ending) return 'terminal';
     if (rec.killRequested) return 'already-killing';
     rec.killRequested = true;
+    rec.killMessage = message;
     if (rec.pid === undefined) return 'killing'; // spawn is failing; its FAILED update is on its way
     const grace = graceMs > 0 ? graceMs : rec.info.killGraceMs > 0 ? rec.info.killGraceMs : this.defaultGraceMs;
-    this.signalGroup(rec, 'SIGTERM');
-    rec.killTimer = setTimeout(() => {
-      rec.killTimer = undefined;
-      this.signalGroup(rec, 'SIGKILL');
-    }, grace);
+    rec.killGraceMs = grace;
+    void this.persist(rec, undefined);
+    this.startKill(rec, grace);
     return 'killing';
   }
 
@@ -244,13 +295,24 @@ export class ProcessExecutor {
     return [...this.tasks.values()].map(toSnapshot);
   }
 
-  /** Non-terminal tasks, as the agent lists them when it registers. */
+  /** How many tasks have not ended yet. */
+  runningCount(): number {
+    let n = 0;
+    for (const rec of this.tasks.values()) if (!isTerminal(rec.state)) n++;
+    return n;
+  }
+
+  /**
+   * The tasks the agent lists when it registers: every task it holds, those whose end is
+   * not yet acknowledged included, with their last non-terminal state. So the master keeps
+   * a task that ended while it was out of touch until the real end arrives, rather than
+   * writing it off as lost at registration.
+   */
   activeTasks(): RunningTask[] {
     const out: RunningTask[] = [];
     for (const rec of this.tasks.values()) {
-      if (!isTerminal(rec.state)) {
-        out.push({ taskId: rec.info.taskId, frameworkId: rec.info.frameworkId, state: rec.state, resources: rec.info.resources });
-      }
+      const state = isTerminal(rec.state) ? rec.activeState : rec.state;
+      out.push({ taskId: rec.info.taskId, frameworkId: rec.info.frameworkId, state, resources: rec.info.resources });
     }
     return out;
   }
@@ -258,12 +320,72 @@ export class ProcessExecutor {
   /** Forgets an ended task (its terminal update was acknowledged). Running tasks stay. */
   release(taskId: string): void {
     const rec = this.tasks.get(taskId);
-    if (rec && isTerminal(rec.state)) this.tasks.delete(taskId);
+    if (!rec || !isTerminal(rec.state)) return;
+    this.tasks.delete(taskId);
+    const store = this.opts.checkpoints;
+    if (store) {
+      rec.chain = rec.chain.then(() =>
+        store.remove(taskId).catch((err: Error) => this.opts.logger?.warn({ taskId, err: err.message }, 'cannot remove the checkpoint of a released task')),
+      );
+    }
   }
 
   /** Resolves when the task has ended (at once for tasks not held). */
   whenEnded(taskId: string): Promise<void> {
     return this.tasks.get(taskId)?.ended ?? Promise.resolve();
+  }
+
+  /**
+   * Takes over the tasks an earlier agent process checkpointed. A task still running (same
+   * pid, same start time) is re-attached — watched, killable, its GPUs held — or, with
+   * `cleanup`, killed. A task that ended meanwhile is reported with the status its
+   * supervisor recorded. A task whose end was checkpointed is reported again (its update
+   * may never have been acknowledged). Call before the first registration, so the tasks
+   * are listed in it.
+   */
+  recover(checkpoints: readonly TaskCheckpoint[], mode: RecoverMode): RecoverySummary {
+    const summary: RecoverySummary = { reattached: [], ended: [], killed: [] };
+    for (const cp of checkpoints) {
+      const taskId = cp.task.taskId;
+      if (this.tasks.has(taskId)) continue;
+      const rec = this.newRecord(cp.task, cp.sandbox, cp.launchedAtMs);
+      rec.recovered = true;
+      rec.pid = cp.pid;
+      rec.startTimeTicks = cp.startTimeTicks;
+      rec.gpus = [...cp.gpus];
+      rec.activeState = cp.activeState;
+      rec.state = cp.activeState;
+      rec.killRequested = cp.killRequested;
+      rec.killGraceMs = cp.killGraceMs;
+      this.tasks.set(taskId, rec);
+
+      if (cp.terminal) {
+        // Ended and checkpointed; only the acknowledgement may be missing.
+        rec.ending = true;
+        rec.terminal = cp.terminal;
+        void this.announceEnd(rec, cp.terminal);
+        summary.ended.push(taskId);
+        continue;
+      }
+      const alive = cp.pid !== undefined && isSameProcessAlive(cp.pid, cp.startTimeTicks);
+      if (!alive) {
+        this.endRecovered(rec);
+        summary.ended.push(taskId);
+        continue;
+      }
+      if (!this.gpuPool.claim(taskId, rec.gpus)) {
+        this.opts.logger?.warn({ taskId, gpus: rec.gpus }, 'a recovered task holds GPUs this agent no longer has free');
+      }
+      this.ensurePolling();
+      if (mode === 'cleanup') {
+        this.kill(taskId, 0, 'killed: the agent restarted with --recover=cleanup');
+        summary.killed.push(taskId);
+      } else {
+        if (rec.killRequested) this.startKill(rec, rec.killGraceMs ?? this.defaultGraceMs);
+        summary.reattached.push(taskId);
+      }
+    }
+    return summary;
   }
 
   /**
@@ -298,8 +420,10 @@ export class ProcessExecutor {
   /**
    * Stops the executor. With killTasks every running task is killed (its grace period
    * capped at graceMs) and this waits for them to end, at most timeoutMs, then SIGKILLs
-   * what is left. Without, tasks keep running, detached from this process. Either way no
-   * timer, listener or handle of the executor keeps the process alive afterwards.
+   * what is left. Without, tasks keep running, detached from this process, and a later
+   * agent recovers them from their checkpoints. Either way no timer, listener or handle
+   * of the executor keeps the process alive afterwards, and every checkpoint asked for is
+   * on disk when this resolves.
    */
   async shutdown(opts: { killTasks: boolean; graceMs?: number; timeoutMs?: number }): Promise<void> {
     if (opts.killTasks) {
@@ -318,18 +442,146 @@ export class ProcessExecutor {
       for (const rec of running) if (!isTerminal(rec.state)) this.signalGroup(rec, 'SIGKILL');
     }
     this.closed = true;
+    clearInterval(this.pollTimer);
+    this.pollTimer = undefined;
     for (const rec of this.tasks.values()) {
       if (rec.killTimer) clearTimeout(rec.killTimer);
       rec.killTimer = undefined;
+      // From here on a task's end is the next agent process's to find, in its sandbox.
+      if (!rec.ending) rec.child?.removeAllListeners('exit');
       rec.child?.unref();
+    }
+    await Promise.all([...this.tasks.values()].map((r) => r.chain));
+    await this.opts.checkpoints?.idle();
+  }
+
+  // ------------------------------------------------------------------ internals
+
+  private newRecord(info: TaskInfo, sandbox: string, launchedAtMs: number): TaskRecord {
+    let markEnded!: () => void;
+    const ended = new Promise<void>((r) => {
+      markEnded = r;
+    });
+    return {
+      info,
+      state: 'TASK_STAGING',
+      activeState: 'TASK_STAGING',
+      sandbox,
+      child: undefined,
+      pid: undefined,
+      startTimeTicks: undefined,
+      gpus: [],
+      launchedAtMs,
+      recovered: false,
+      killRequested: false,
+      killGraceMs: undefined,
+      killMessage: undefined,
+      killTimer: undefined,
+      ending: false,
+      terminal: undefined,
+      chain: Promise.resolve(),
+      ended,
+      markEnded,
+    };
+  }
+
+  private checkpointOf(rec: TaskRecord, activeState: TaskState): TaskCheckpoint {
+    const cp: TaskCheckpoint = {
+      version: 1,
+      task: rec.info,
+      sandbox: rec.sandbox,
+      gpus: [...rec.gpus],
+      launchedAtMs: rec.launchedAtMs,
+      activeState,
+      killRequested: rec.killRequested,
+    };
+    if (rec.pid !== undefined) cp.pid = rec.pid;
+    if (rec.startTimeTicks !== undefined) cp.startTimeTicks = rec.startTimeTicks;
+    if (rec.killGraceMs !== undefined) cp.killGraceMs = rec.killGraceMs;
+    if (rec.terminal) cp.terminal = rec.terminal;
+    return cp;
+  }
+
+  /**
+   * Checkpoints the task as it is now, then (once on disk) reports `status` if given.
+   * Steps of one task run in order. A checkpoint that cannot be written is logged and the
+   * report goes ahead: the task runs on, but a restarted agent will not know it.
+   */
+  private persist(rec: TaskRecord, status: TerminalStatus | undefined): Promise<void> {
+    const activeState = status && !isTerminal(status.state) ? status.state : rec.activeState;
+    const cp = this.checkpointOf(rec, activeState);
+    const store = this.opts.checkpoints;
+    rec.chain = rec.chain.then(async () => {
+      if (store) {
+        try {
+          await store.write(cp);
+        } catch (err) {
+          this.opts.logger?.error({ taskId: rec.info.taskId, err: (err as Error).message }, 'cannot checkpoint the task; an agent restart will not recover it');
+        }
+      }
+      if (status) this.report(rec, status);
+    });
+    return rec.chain;
+  }
+
+  private startKill(rec: TaskRecord, graceMs: number): void {
+    if (rec.recovered && rec.pid !== undefined && !isSameProcessAlive(rec.pid, rec.startTimeTicks)) return; // the poll will see the end
+    this.signalGroup(rec, 'SIGTERM');
+    if (rec.killTimer) clearTimeout(rec.killTimer);
+    rec.killTimer = setTimeout(() => {
+      rec.killTimer = undefined;
+      if (!rec.ending) this.signalGroup(rec, 'SIGKILL');
+    }, graceMs);
+  }
+
+  private onSupervisorExit(rec: TaskRecord, end: ProcessEnd): void {
+    // Whatever the task left behind in its group goes with it: its ports and GPUs are
+    // free from now on, so nothing of the task may keep running.
+    this.signalGroup(rec, 'SIGKILL');
+    this.finish(rec, this.statusFor(rec, end));
+  }
+
+  /** A recovered task found ended: its end as the supervisor recorded it. */
+  private endRecovered(rec: TaskRecord): void {
+    if (rec.pid !== undefined) this.signalGroup(rec, 'SIGKILL');
+    const recorded = rec.pid !== undefined ? readExitStatus(rec.sandbox) : undefined;
+    if (recorded) {
+      this.finish(rec, this.statusFor(rec, recorded));
+    } else if (rec.killRequested) {
+      // The supervisor itself was SIGKILLed at the end of the grace period.
+      this.finish(rec, { ...terminalStatusFor(null, 'SIGKILL', true), message: rec.killMessage ?? 'killed on request (killed by signal SIGKILL)' });
+    } else {
+      const why = rec.pid === undefined ? 'it never started' : 'its supervisor ended without recording an exit status (killed, or the host restarted)';
+      this.finish(rec, { state: 'TASK_FAILED', message: `the task ended while the agent was away: ${why}`, hasExitCode: false, exitCode: 0, reason: 'REASON_EXECUTOR_TERMINATED' });
     }
   }
 
-  private onExit(rec: TaskRecord, code: number | null, signal: NodeJS.Signals | null): void {
-    // Whatever the leader left behind in its group goes with it: the task's ports and
-    // GPUs are free from now on, so nothing of the task may keep running.
-    this.signalGroup(rec, 'SIGKILL');
-    this.finish(rec, terminalStatusFor(code, signal, rec.killRequested));
+  private statusFor(rec: TaskRecord, end: ProcessEnd): TerminalStatus {
+    const status = terminalStatusFor(end.code, end.signal, rec.killRequested);
+    if (rec.killRequested && rec.killMessage) return { ...status, message: rec.killMessage };
+    return status;
+  }
+
+  private ensurePolling(): void {
+    if (this.pollTimer || this.closed) return;
+    this.pollTimer = setInterval(() => this.pollRecovered(), this.pollMs);
+    this.pollTimer.unref();
+  }
+
+  private pollRecovered(): void {
+    let watching = 0;
+    for (const rec of this.tasks.values()) {
+      if (!rec.recovered || rec.ending || isTerminal(rec.state)) continue;
+      if (rec.pid !== undefined && isSameProcessAlive(rec.pid, rec.startTimeTicks)) {
+        watching++;
+        continue;
+      }
+      this.endRecovered(rec);
+    }
+    if (watching === 0) {
+      clearInterval(this.pollTimer);
+      this.pollTimer = undefined;
+    }
   }
 
   private failLaunch(rec: TaskRecord, message: string, reason: string): LaunchOutcome {
@@ -337,17 +589,36 @@ export class ProcessExecutor {
     return 'failed';
   }
 
-  private finish(rec: TaskRecord, status: Omit<TaskStatusChange, 'taskId' | 'frameworkId'>): void {
-    if (isTerminal(rec.state)) return;
+  private cannotStart(rec: TaskRecord, detail: string): LaunchOutcome {
+    const message = `cannot start: ${detail}`;
+    try {
+      // Where the task's user looks first; a few bytes, once.
+      appendFileSync(logPath(rec.sandbox, 'stderr'), `cairn: ${message}\n`);
+    } catch {
+      // the update still says why
+    }
+    return this.failLaunch(rec, message, 'REASON_EXECUTOR_TERMINATED');
+  }
+
+  private finish(rec: TaskRecord, status: TerminalStatus): void {
+    if (isTerminal(rec.state) || rec.ending) return;
+    rec.ending = true;
     if (rec.killTimer) clearTimeout(rec.killTimer);
     rec.killTimer = undefined;
     this.gpuPool.release(rec.info.taskId);
-    this.report(rec, status);
+    rec.terminal = status;
+    void this.announceEnd(rec, status);
+  }
+
+  /** Checkpoints the end, reports it, and only then marks the task ended. */
+  private async announceEnd(rec: TaskRecord, status: TerminalStatus): Promise<void> {
+    await this.persist(rec, status);
     rec.markEnded();
   }
 
-  private report(rec: TaskRecord, status: Omit<TaskStatusChange, 'taskId' | 'frameworkId'>): void {
+  private report(rec: TaskRecord, status: TerminalStatus): void {
     rec.state = status.state;
+    if (!isTerminal(status.state)) rec.activeState = status.state;
     // After shutdown nobody is listening; the next agent process reconciles with the master.
     if (this.closed) return;
     try {
@@ -376,6 +647,9 @@ function toSnapshot(rec: TaskRecord): TaskSnapshot {
     resources: rec.info.resources,
     sandbox: rec.sandbox,
     pid: rec.pid,
+    startTimeTicks: rec.startTimeTicks,
     gpuIndices: [...rec.gpus],
+    recovered: rec.recovered,
+    launchedAtMs: rec.launchedAtMs,
   };
 }

@@ -1,0 +1,112 @@
+// An agent killed with SIGKILL and started again, as real processes: a real master, a real
+// `cairn agent`, a plain Mesos v1 client as the framework. The tasks outlive the agent;
+// the restarted agent re-attaches to the one still running and reports the one that
+// exited meanwhile with its real exit code.
+
+import { afterEach, describe, expect, it } from 'vitest';
+import { Cleanup, freePort, startAgentProcess, startMasterProcess, waitFor } from '../harness/processes.ts';
+import { RawScheduler, taskInfo, type RawEvent } from '../harness/raw-scheduler.ts';
+
+const cleanup = new Cleanup();
+const schedulers: RawScheduler[] = [];
+afterEach(async () => {
+  for (const s of schedulers.splice(0)) s.close();
+  await cleanup.run();
+});
+
+function updatesOf(s: RawScheduler, taskId: string): string[] {
+  return s.events.filter((e) => e.type === 'UPDATE' && e.update.status.task_id.value === taskId).map((e) => e.update.status.state as string);
+}
+
+function autoAck(s: RawScheduler): void {
+  s.onEvent((e: RawEvent) => {
+    if (e.type === 'UPDATE' && e.update.status.uuid) {
+      const st = e.update.status;
+      void s.call({ type: 'ACKNOWLEDGE', acknowledge: { agent_id: st.agent_id, task_id: st.task_id, uuid: st.uuid } }).catch(() => undefined);
+    }
+  });
+}
+
+async function logSize(masterUrl: string, taskId: string): Promise<number> {
+  let offset = 0;
+  for (;;) {
+    const r = await fetch(`${masterUrl}/api/v1/tasks/${taskId}/logs?stream=stdout&offset=${offset}`);
+    if (!r.ok) throw new Error(`logs: ${r.status} ${await r.text()}`);
+    const chunk = (await r.json()) as { nextOffset: number; data: string };
+    if (chunk.nextOffset === offset) return offset;
+    offset = chunk.nextOffset;
+  }
+}
+
+async function masterTask(masterUrl: string, taskId: string): Promise<any> {
+  const st = (await (await fetch(`${masterUrl}/api/v1/state`)).json()) as { tasks: any[] };
+  return st.tasks.find((t) => t.id === taskId);
+}
+
+async function launch(masterUrl: string, tasks: [string, string][]): Promise<{ s: RawScheduler; agentId: string }> {
+  const s = new RawScheduler(masterUrl);
+  schedulers.push(s);
+  expect((await s.subscribe({ user: 'test', name: 'recovery', failover_timeout: 3600 })).status).toBe(200);
+  autoAck(s);
+  const offer = (await s.next((e) => e.type === 'OFFERS')).offers.offers[0];
+  const agentId = offer.agent_id.value as string;
+  const infos = tasks.map(([id, cmd]) => taskInfo(id, agentId, { cpus: 0.1, mem: 32 }, cmd));
+  const r = await s.call({ type: 'ACCEPT', accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: infos } }] } });
+  expect(r.status).toBe(202);
+  await waitFor('tasks running', () => tasks.every(([id]) => updatesOf(s, id).includes('TASK_RUNNING')));
+  return { s, agentId };
+}
+
+describe('agent recovery (real processes)', () => {
+  it('survives SIGKILL: a running task stays RUNNING with its log growing, one that exited meanwhile is reported with its exit code', async () => {
+    const master = await startMasterProcess(cleanup);
+    const workDir = cleanup.dir('cairn-agent-');
+    const port = await freePort();
+    const agentOpts = { workDir, port, resources: 'cpus:2;mem:1024' };
+    const agent = await startAgentProcess(cleanup, master.url, agentOpts);
+    const { s, agentId } = await launch(master.url, [
+      ['survivor', 'while true; do echo "tick $(date +%s%N)"; sleep 0.05; done'],
+      ['seven', 'sleep 1.5; exit 7'],
+    ]);
+    const sizeBefore = await waitFor('some output', async () => ((await logSize(master.url, 'survivor')) > 0 ? logSize(master.url, 'survivor') : undefined));
+
+    await agent.kill('SIGKILL');
+    // 'seven' exits while no agent runs.
+    await new Promise((r) => setTimeout(r, 2000));
+    await startAgentProcess(cleanup, master.url, agentOpts);
+
+    await waitFor('seven failed', () => updatesOf(s, 'seven').includes('TASK_FAILED'), 15_000);
+    const failed = s.events.find((e) => e.type === 'UPDATE' && e.update.status.task_id.value === 'seven' && e.update.status.state === 'TASK_FAILED')!;
+    expect(failed.update.status.message).toBe('exited with code 7');
+    expect(failed.update.status.agent_id.value).toBe(agentId);
+    expect(await masterTask(master.url, 'seven')).toMatchObject({ state: 'TASK_FAILED', exitCode: 7 });
+
+    // The survivor never left RUNNING, its log kept growing and is readable through the master.
+    const st = (await (await fetch(`${master.url}/api/v1/state`)).json()) as { agents: any[] };
+    expect(st.agents.map((a) => [a.id, a.reachable])).toEqual([[agentId, true]]);
+    expect(await masterTask(master.url, 'survivor')).toMatchObject({ state: 'TASK_RUNNING' });
+    const sizeAfter = await logSize(master.url, 'survivor');
+    expect(sizeAfter).toBeGreaterThan(sizeBefore);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(await logSize(master.url, 'survivor')).toBeGreaterThan(sizeAfter);
+
+    // Killed through the master, the recovered task ends as any other would.
+    const k = await s.call({ type: 'KILL', kill: { task_id: { value: 'survivor' }, agent_id: { value: agentId } } });
+    expect(k.status).toBe(202);
+    await waitFor('survivor killed', () => updatesOf(s, 'survivor').includes('TASK_KILLED'), 10_000);
+    expect(updatesOf(s, 'survivor')).toEqual(['TASK_RUNNING', 'TASK_KILLED']);
+  });
+
+  it('--recover=cleanup kills the tasks it finds', async () => {
+    const master = await startMasterProcess(cleanup);
+    const workDir = cleanup.dir('cairn-agent-');
+    const port = await freePort();
+    const agent = await startAgentProcess(cleanup, master.url, { workDir, port, resources: 'cpus:2;mem:1024' });
+    const { s } = await launch(master.url, [['leftover', 'sleep 60']]);
+    await agent.kill('SIGKILL');
+    await startAgentProcess(cleanup, master.url, { workDir, port, resources: 'cpus:2;mem:1024', extra: ['--recover', 'cleanup'] });
+    await waitFor('leftover killed', () => updatesOf(s, 'leftover').includes('TASK_KILLED'), 15_000);
+    const killed = s.events.find((e) => e.type === 'UPDATE' && e.update.status.state === 'TASK_KILLED')!;
+    expect(killed.update.status.message).toMatch(/--recover=cleanup/);
+  });
+});
