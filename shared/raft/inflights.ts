@@ -46,6 +46,12 @@ export class Inflights {
     if (this.length === 0) this.start = 0;
   }
 
+  /** Forgets the oldest message (taken as lost), opening the window by one. */
+  freeOldest(): void {
+    if (this.length === 0) return;
+    this.freeUpTo(this.indexes[this.start]);
+  }
+
   full(): boolean {
     return this.length >= this.maxMessages || (this.maxBytes > 0 && this.bytesInFlight >= this.maxBytes);
   }

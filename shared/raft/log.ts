@@ -96,12 +96,14 @@ export class RaftLog {
 
   constructor(storage: RaftStorage) {
     this.storage = storage;
-    const first = storage.firstIndex();
     this.unstable = new Unstable(storage.lastIndex() + 1);
-    // Everything up to the snapshot is applied by definition.
-    this.committed = first - 1;
-    this.applying = first - 1;
-    this.applied = first - 1;
+    // The application restarts from the stored snapshot, which may be ahead of the first
+    // entry kept (a few are kept behind it for slow followers): everything up to it is
+    // applied by definition.
+    const base = Math.max(storage.firstIndex() - 1, storage.snapshot().metadata.index);
+    this.committed = base;
+    this.applying = base;
+    this.applied = base;
   }
 
   firstIndex(): number {

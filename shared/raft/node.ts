@@ -99,6 +99,26 @@ export class RaftNode {
     return this.raft.id;
   }
 
+  // Cheap reads of the volatile state, for shells and checks that look often.
+  get role(): Role {
+    return this.raft.role;
+  }
+  get term(): number {
+    return this.raft.term;
+  }
+  get leader(): NodeId {
+    return this.raft.leader;
+  }
+  get commitIndex(): number {
+    return this.raft.log.committed;
+  }
+  get lastIndex(): number {
+    return this.raft.log.lastIndex();
+  }
+  get firstIndex(): number {
+    return this.raft.log.firstIndex();
+  }
+
   tick(): void {
     this.raft.tick();
   }

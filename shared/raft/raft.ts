@@ -220,9 +220,9 @@ export class Raft {
     const self = this.tracker.progress.get(this.id);
     self?.becomeReplicate();
     // Entries from earlier terms commit only once one of ours does (§5.4.2), and a membership
-    // change may be pending among them: no new change until everything up to here is applied.
-    this.pendingConfIndex = this.log.lastIndex();
-    this.appendEntries([{ type: 'normal', data: EMPTY_BYTES }]);
+    // change may be pending among them: no new change until this empty entry of our own term
+    // is applied (the fix to single-server changes in Ongaro's 2015 raft-dev note).
+    this.pendingConfIndex = this.appendEntries([{ type: 'normal', data: EMPTY_BYTES }]);
     this.appendsPending = true;
   }
 
@@ -301,8 +301,13 @@ export class Raft {
         }
         for (const [id, pr] of this.tracker.progress) pr.recentActive = id === this.id;
       }
-      // A transfer that has not completed within an election timeout is abandoned.
+      // A transfer that has not completed within an election timeout is abandoned; a leader
+      // removed from the group gives up waiting and steps down anyway.
       this.leadTransferee = 0;
+      if (!this.tracker.voters.has(this.id)) {
+        this.becomeFollower(this.term, 0);
+        return;
+      }
     }
     if (this.role !== 'leader') return;
     for (const [id, pr] of this.tracker.progress) {
@@ -483,6 +488,7 @@ export class Raft {
     this.fillPipeline(m.from);
     if (m.from === this.leadTransferee && pr.match === this.log.lastIndex()) {
       this.send({ type: 'timeoutNow', from: this.id, to: m.from, term: this.term });
+      if (!this.tracker.voters.has(this.id)) this.becomeFollower(this.term, 0);
     }
   }
 
@@ -491,6 +497,9 @@ export class Raft {
     if (pr === undefined) return;
     pr.recentActive = true;
     pr.probeSent = false;
+    // A full window with the follower still answering means appends were lost: let one more
+    // through. If it leaves a gap the follower rejects it and the leader probes back.
+    if (pr.state === 'replicate' && pr.inflights.full()) pr.inflights.freeOldest();
     if (pr.match < this.log.lastIndex()) this.sendAppend(m.from, true);
     if (m.context.length === 0) return;
     const done = this.reads.ack(m.from, m.context, (acks) => isQuorum(this.tracker.voters, (id) => acks.has(id)));
@@ -625,10 +634,13 @@ export class Raft {
     const problem = confChangeProblem(current, cc);
     if (problem !== undefined) throw problem;
     const pr = this.tracker.progress.get(cc.nodeId);
-    if (cc.type === 'promote' && pr !== undefined && pr.match + this.cfg.learnerCatchUpEntries < this.log.committed) {
+    if (cc.type === 'promote' && (pr === undefined || pr.match === 0 || !pr.recentActive || pr.match + this.cfg.learnerCatchUpEntries < this.log.committed)) {
+      const match = pr?.match ?? 0;
       throw new CairnError(
         'CAIRN_RAFT_LEARNER_BEHIND',
-        `learner ${cc.nodeId} has index ${pr.match}, ${this.log.committed - pr.match} behind the commit index; promote it once it has caught up`,
+        match === 0 || !pr?.recentActive
+          ? `learner ${cc.nodeId} has not been heard from; promote it once it has caught up`
+          : `learner ${cc.nodeId} has index ${match}, ${this.log.committed - match} behind the commit index; promote it once it has caught up`,
         'nodeId',
       );
     }
@@ -659,6 +671,11 @@ export class Raft {
     this.tracker.setConfig(next, this.log.lastIndex() + 1);
     if (this.role !== 'leader') return next;
     if (!this.tracker.voters.has(this.id)) {
+      // Removed: hand over rather than vanish. The remaining voters may not know yet that
+      // the removal is committed (they would campaign on the old membership, which needs
+      // this node's vote), so this node keeps replicating, refuses proposals, and steps
+      // down once the most caught-up voter has everything and has been told to campaign
+      // (or after an election timeout).
       let best: NodeId = 0;
       let bestMatch = -1;
       for (const id of this.tracker.voters) {
@@ -668,10 +685,18 @@ export class Raft {
           bestMatch = m;
         }
       }
-      if (best !== 0 && bestMatch === this.log.lastIndex()) {
-        this.send({ type: 'timeoutNow', from: this.id, to: best, term: this.term });
+      if (best === 0) {
+        this.becomeFollower(this.term, 0);
+        return next;
       }
-      this.becomeFollower(this.term, 0);
+      this.leadTransferee = best;
+      this.electionElapsed = 0;
+      if (bestMatch === this.log.lastIndex()) {
+        this.send({ type: 'timeoutNow', from: this.id, to: best, term: this.term });
+        this.becomeFollower(this.term, 0);
+        return next;
+      }
+      this.appendsPending = true;
       return next;
     }
     if (this.leadTransferee !== 0 && !this.tracker.voters.has(this.leadTransferee)) this.leadTransferee = 0;
