@@ -459,8 +459,8 @@ export class SimCluster {
           if (this.liveness && b.invokedInLiveness && b.kind === 'write') {
             this.livenessTimeouts++;
             const n = this.nodes.get(b.node);
-            const where = b.kind === 'read' ? `read ${JSON.stringify(n?.pendingReads.get(b.reqId))}` : `write at ${[...(n?.pendingWrites ?? [])].filter(([, ws]) => ws.some((w) => w.reqId === b.reqId)).map(([i]) => i).join(',')}`;
-            this.timeoutNotes.push(`client ${c.id} ${b.reqId} on node ${b.node} (${n?.up ? n.node.role : 'down'}, applied ${n?.applied}): ${where}`);
+            const at = [...(n?.pendingWrites ?? [])].filter(([, ws]) => ws.some((w) => w.reqId === b.reqId)).map(([i]) => i);
+            this.timeoutNotes.push(`client ${c.id} ${b.reqId} on node ${b.node} (${n?.up ? n.node.role : 'down'}, applied ${n?.applied}): write at ${at.join(',')}`);
           }
           const n = this.nodes.get(b.node);
           if (b.kind === 'read') {

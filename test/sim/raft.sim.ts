@@ -282,7 +282,7 @@ export async function run(opts: { seeds: number; seed?: number }): Promise<unkno
     if (r.linearizable === 'unknown') unknown++;
     for (const [k, v] of Object.entries(r.cluster)) {
       if (typeof v === 'number') totals[k] = (totals[k] ?? 0) + v;
-      else for (const [code, n] of Object.entries(v)) totals[code] = (totals[code] ?? 0) + n;
+      else for (const [code, n] of Object.entries(v as Record<string, number>)) totals[code] = (totals[code] ?? 0) + n;
     }
     if (opts.seed !== undefined) single.push(r);
   }
