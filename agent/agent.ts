@@ -24,6 +24,7 @@ import { compileAgentOptions, type AgentConfig, type AgentOptions } from './opti
 import { discoverResources } from './resources/discover.ts';
 import { PendingUpdates } from './status-updates.ts';
 import { CheckpointStore, checkpointsDir } from './recovery/checkpoint.ts';
+import { Cgroups, type CgroupSupport } from './isolation/cgroups.ts';
 
 export type { AgentOptions } from './options.ts';
 
@@ -37,6 +38,29 @@ export interface AgentHandle {
   stop(opts?: { killTasks?: boolean }): Promise<void>;
 }
 
+/** How tasks are isolated on this host, decided once at start. */
+interface Isolation {
+  cgroups: Cgroups | undefined;
+  support: CgroupSupport;
+}
+
+function detectIsolation(cfg: AgentConfig, log: Logger): Isolation {
+  if (!cfg.cgroups) {
+    const support: CgroupSupport = { enabled: false, reason: 'turned off (--no-cgroups)' };
+    log.warn('cgroup isolation is off (--no-cgroups): tasks are not limited to their memory and cpus');
+    return { cgroups: undefined, support };
+  }
+  const found = Cgroups.detect({ root: cfg.cgroupsRoot, workDir: cfg.workDir, cpuQuota: cfg.cgroupsCpuQuota });
+  if (found.cgroups) log.info({ support: found.support }, 'tasks run in their own cgroups');
+  else if (!found.support.enabled) log.warn({ reason: found.support.reason }, 'cgroup isolation is unavailable: tasks are not limited to their memory and cpus');
+  return found;
+}
+
+/** The `isolation` part of /health. */
+export function isolationReport(support: CgroupSupport): Record<string, unknown> {
+  return support.enabled ? { cgroups: true, version: support.version, paths: support.paths } : { cgroups: false, reason: support.reason };
+}
+
 export async function startAgent(opts: AgentOptions): Promise<AgentHandle> {
   // Flags are checked before anything is measured, bound or connected.
   const cfg = compileAgentOptions(opts);
@@ -47,7 +71,8 @@ export async function startAgent(opts: AgentOptions): Promise<AgentHandle> {
   for (const note of discovered.notes) log.warn(note);
   const storedId = await readAgentId(cfg.workDir);
   const checkpoints = new CheckpointStore(checkpointsDir(cfg.workDir));
-  const agent = new Agent(cfg, log, discovered.resources, discovered.gpuIndices, storedId, checkpoints);
+  const isolation = detectIsolation(cfg, log);
+  const agent = new Agent(cfg, log, discovered.resources, discovered.gpuIndices, storedId, checkpoints, isolation);
   try {
     await agent.recover();
     await agent.start();
@@ -82,11 +107,13 @@ class Agent {
     gpuIndices: number[],
     storedId: string,
     private readonly checkpoints: CheckpointStore,
+    private readonly isolation: Isolation,
   ) {
     this.agentId = storedId !== '' ? storedId : undefined;
     this.executor = new ProcessExecutor({
       workDir: cfg.workDir,
       checkpoints,
+      ...(isolation.cgroups ? { cgroups: isolation.cgroups } : {}),
       recoveredPollMs: cfg.recoveredPollMs,
       hostname: cfg.hostname,
       gpuIndices,
@@ -134,6 +161,7 @@ class Agent {
       port: this.cfg.httpPort,
       executor: this.executor,
       agentId: () => this.agentId,
+      health: () => ({ isolation: isolationReport(this.isolation.support) }),
     });
     this.owner.add('http server', () => http.close());
     this.httpUrl = `http://${this.cfg.ip.includes(':') ? `[${this.cfg.ip}]` : this.cfg.ip}:${http.port}`;
@@ -154,6 +182,7 @@ class Agent {
     this.log.info({ killTasks: opts.killTasks }, 'agent stopping');
     // Tasks first, while the connection can still carry their terminal updates.
     await this.executor.shutdown({ killTasks: opts.killTasks });
+    if (opts.killTasks && this.executor.runningCount() === 0) this.isolation.cgroups?.removeAgentDirs();
     if (opts.killTasks) await this.waitForAcks(this.cfg.stopAckWaitMs);
     const failures = await this.owner.disposeAll();
     for (const f of failures) this.log.warn({ what: f.what, err: f.error.message }, 'release failed during stop');

@@ -12,6 +12,8 @@ export interface AgentHttpOptions {
   port: number;
   executor: ProcessExecutor;
   agentId: () => string | undefined;
+  /** More of /health (isolation, draining). */
+  health?: () => Record<string, unknown>;
 }
 
 export interface AgentHttpServer {
@@ -40,7 +42,7 @@ function intParam(value: unknown, field: string, min: number): number | undefine
 export function buildAgentHttp(opts: Omit<AgentHttpOptions, 'host' | 'port'>): FastifyInstance {
   const app = Fastify({ logger: false });
 
-  app.get('/health', async () => ({ status: 'ok', agentId: opts.agentId() ?? null }));
+  app.get('/health', async () => ({ status: 'ok', agentId: opts.agentId() ?? null, ...(opts.health?.() ?? {}) }));
 
   app.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>('/api/v1/tasks/:id/logs', async (req, reply) => {
     let stream: LogStream;

@@ -39,6 +39,12 @@ export interface AgentOptions {
   recover?: RecoverMode;
   /** How often re-attached tasks (not this process's children) are checked for exit. */
   recoveredPollMs?: number;
+  /** Put each task in its own cgroup with its limits (default true, where the host allows). */
+  cgroups?: boolean;
+  /** Directory under each cgroup hierarchy that holds Cairn's cgroups (default `cairn`). */
+  cgroupsRoot?: string;
+  /** Cap each task's CPU time at its `cpus` (CFS quota) besides weighting it (default false). */
+  cgroupsCpuQuota?: boolean;
 }
 
 export interface Attribute {
@@ -73,6 +79,9 @@ export interface AgentConfig {
   version: string;
   recover: RecoverMode;
   recoveredPollMs: number;
+  cgroups: boolean;
+  cgroupsRoot: string;
+  cgroupsCpuQuota: boolean;
 }
 
 export const RECOVER_MODES: readonly RecoverMode[] = ['reconnect', 'cleanup'];
@@ -159,6 +168,10 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     throw new CairnError('CAIRN_BAD_FLAG', `must be a port number 0-65535, got ${httpPort}`, 'httpPort');
   }
   const reconnectMaxMs = positiveMs(opts.reconnectMaxMs, 2000, 'reconnectMaxMs');
+  const cgroupsRoot = opts.cgroupsRoot ?? 'cairn';
+  if (!/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/.test(cgroupsRoot) || cgroupsRoot.split('/').some((p) => p === '.' || p === '..')) {
+    throw new CairnError('CAIRN_BAD_FLAG', `must be a relative path of plain names like 'cairn', got '${cgroupsRoot}'`, 'cgroupsRoot');
+  }
   const recover = opts.recover ?? 'reconnect';
   if (!RECOVER_MODES.includes(recover)) {
     throw new CairnError('CAIRN_BAD_FLAG', `must be one of ${RECOVER_MODES.join(', ')}, got '${String(recover)}'`, 'recover');
@@ -185,5 +198,8 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     version: readVersion(),
     recover,
     recoveredPollMs: positiveMs(opts.recoveredPollMs, 250, 'recoveredPollMs'),
+    cgroups: opts.cgroups ?? true,
+    cgroupsRoot,
+    cgroupsCpuQuota: opts.cgroupsCpuQuota ?? false,
   };
 }

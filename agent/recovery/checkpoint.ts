@@ -18,6 +18,7 @@ import { join } from 'node:path';
 import type { TaskInfo, TaskState } from '../../shared/agent-protocol.ts';
 import type { TerminalStatus } from '../executors/process/exit-status.ts';
 import { sanitizeTaskId } from '../executors/process/sandbox.ts';
+import type { CgroupRef } from '../isolation/cgroups.ts';
 
 export const CHECKPOINT_VERSION = 1;
 
@@ -30,6 +31,8 @@ export interface TaskCheckpoint {
   /** /proc/PID/stat field 22 of that pid: tells the same process from a later one with its pid. */
   startTimeTicks?: number;
   gpus: number[];
+  /** The task's cgroup, when the agent isolates tasks. */
+  cgroup?: CgroupRef;
   launchedAtMs: number;
   /** The last non-terminal state reported; what the agent lists for the task when it registers. */
   activeState: TaskState;
@@ -61,6 +64,7 @@ export function parseCheckpoint(text: string): TaskCheckpoint {
   if (v.pid !== undefined && (!Number.isInteger(v.pid) || (v.pid as number) <= 0)) throw new Error(`bad pid ${String(v.pid)}`);
   if (v.startTimeTicks !== undefined && !Number.isInteger(v.startTimeTicks)) throw new Error('bad startTimeTicks');
   if (!Array.isArray(v.gpus) || !v.gpus.every((g) => Number.isInteger(g))) throw new Error('bad gpus');
+  if (v.cgroup !== undefined && (!isObject(v.cgroup) || (v.cgroup.version !== 1 && v.cgroup.version !== 2))) throw new Error('bad cgroup');
   if (typeof v.launchedAtMs !== 'number') throw new Error('launchedAtMs missing');
   if (typeof v.activeState !== 'string') throw new Error('activeState missing');
   if (typeof v.killRequested !== 'boolean') throw new Error('killRequested missing');

@@ -35,6 +35,9 @@ export interface AgentOptions {
   hostname?: string;
   /** What to do with tasks a previous agent process left running. */
   recover: 'reconnect' | 'cleanup';
+  cgroups: boolean;
+  cgroupsRoot: string;
+  cgroupsCpuQuota: boolean;
 }
 
 export interface RunOptions {

@@ -158,13 +158,19 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--port <port>', "the agent's HTTP port (0: any free port)").argParser(PORT).default(5051))
     .option('--hostname <hostname>', 'the name this agent advertises (default: the host name)')
     .addOption(new Option('--recover <mode>', 'tasks a previous agent process left running: reconnect (re-attach) or cleanup (kill them)').choices(['reconnect', 'cleanup']).default('reconnect'))
-    .action(async (o: { master?: string; workDir: string; resources?: string; attributes?: string; port: number; hostname?: string; recover: 'reconnect' | 'cleanup' }, cmd: Command) => {
+    .option('--no-cgroups', 'do not put tasks in cgroups (no memory or CPU limits)')
+    .addOption(new Option('--cgroups-root <name>', 'directory under each cgroup hierarchy for Cairn\'s cgroups').default('cairn'))
+    .option('--cgroups-cpu-quota', "cap each task's CPU time at its cpus (CFS quota), not only weight it", false)
+    .action(async (o: { master?: string; workDir: string; resources?: string; attributes?: string; port: number; hostname?: string; recover: 'reconnect' | 'cleanup'; cgroups: boolean; cgroupsRoot: string; cgroupsCpuQuota: boolean }, cmd: Command) => {
       result.exitCode = await h.agent(
         {
           masterUrl: masterUrlOf(o.master, io, cmd),
           workDir: resolve(o.workDir),
           port: o.port,
           recover: o.recover,
+          cgroups: o.cgroups,
+          cgroupsRoot: o.cgroupsRoot,
+          cgroupsCpuQuota: o.cgroupsCpuQuota,
           ...(o.resources !== undefined ? { resources: o.resources } : {}),
           ...(o.attributes !== undefined ? { attributes: o.attributes } : {}),
           ...(o.hostname !== undefined ? { hostname: o.hostname } : {}),

@@ -207,7 +207,10 @@ describe('agent protocol', () => {
     expect(agent.agentId()).toBe('agent-0001');
     expect(readFileSync(join(dir, 'agent-id'), 'utf8').trim()).toBe('agent-0001');
     const health = await (await fetch(`${agent.httpUrl}/health`)).json();
-    expect(health).toEqual({ status: 'ok', agentId: 'agent-0001' });
+    expect(health).toMatchObject({ status: 'ok', agentId: 'agent-0001' });
+    // Whether tasks are isolated is said, never assumed.
+    expect(typeof health.isolation.cgroups).toBe('boolean');
+    if (!health.isolation.cgroups) expect(health.isolation.reason).toEqual(expect.any(String));
 
     await agent.stop();
     const from = master.frames.length;

@@ -4,15 +4,44 @@
 // exited meanwhile with its real exit code.
 
 import { afterEach, describe, expect, it } from 'vitest';
+import { existsSync, readdirSync, rmdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { agentCgroupName } from '../../agent/isolation/cgroups.ts';
 import { Cleanup, freePort, startAgentProcess, startMasterProcess, waitFor } from '../harness/processes.ts';
 import { RawScheduler, taskInfo, type RawEvent } from '../harness/raw-scheduler.ts';
 
 const cleanup = new Cleanup();
 const schedulers: RawScheduler[] = [];
+const workDirs: string[] = [];
 afterEach(async () => {
   for (const s of schedulers.splice(0)) s.close();
   await cleanup.run();
+  for (const d of workDirs.splice(0)) removeAgentCgroups(d);
 });
+
+/** Agents killed with SIGKILL leave their (by now empty) cgroup directories behind. */
+function removeAgentCgroups(workDir: string): void {
+  for (const h of ['memory', 'cpu', 'cpuacct', 'unified', '']) {
+    const dir = join('/sys/fs/cgroup', h, 'cairn', agentCgroupName(workDir));
+    if (!existsSync(dir)) continue;
+    for (const child of readdirSync(dir, { withFileTypes: true })) if (child.isDirectory()) rmSyncDir(join(dir, child.name));
+    rmSyncDir(dir);
+  }
+}
+
+function rmSyncDir(dir: string): void {
+  try {
+    rmdirSync(dir);
+  } catch {
+    // still in use; left for the next run
+  }
+}
+
+function agentDir(): string {
+  const d = cleanup.dir('cairn-agent-');
+  workDirs.push(d);
+  return d;
+}
 
 function updatesOf(s: RawScheduler, taskId: string): string[] {
   return s.events.filter((e) => e.type === 'UPDATE' && e.update.status.task_id.value === taskId).map((e) => e.update.status.state as string);
@@ -60,7 +89,7 @@ async function launch(masterUrl: string, tasks: [string, string][]): Promise<{ s
 describe('agent recovery (real processes)', () => {
   it('survives SIGKILL: a running task stays RUNNING with its log growing, one that exited meanwhile is reported with its exit code', async () => {
     const master = await startMasterProcess(cleanup);
-    const workDir = cleanup.dir('cairn-agent-');
+    const workDir = agentDir();
     const port = await freePort();
     const agentOpts = { workDir, port, resources: 'cpus:2;mem:1024' };
     const agent = await startAgentProcess(cleanup, master.url, agentOpts);
@@ -99,7 +128,7 @@ describe('agent recovery (real processes)', () => {
 
   it('--recover=cleanup kills the tasks it finds', async () => {
     const master = await startMasterProcess(cleanup);
-    const workDir = cleanup.dir('cairn-agent-');
+    const workDir = agentDir();
     const port = await freePort();
     const agent = await startAgentProcess(cleanup, master.url, { workDir, port, resources: 'cpus:2;mem:1024' });
     const { s } = await launch(master.url, [['leftover', 'sleep 60']]);

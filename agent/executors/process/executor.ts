@@ -21,6 +21,7 @@ import type { LogChunk } from '../../../shared/master-state.ts';
 import { Resources } from '../../../shared/resources.ts';
 import type { CheckpointStore, TaskCheckpoint } from '../../recovery/checkpoint.ts';
 import { GpuPool } from '../../resources/gpu-pool.ts';
+import { destroyCgroup, endedByMemoryLimit, procsFiles, signalCgroup, type CgroupRef, type Cgroups } from '../../isolation/cgroups.ts';
 import { spawnSpecFor } from './command.ts';
 import { buildTaskEnvironment } from './environment.ts';
 import { terminalStatusFor, type TerminalStatus } from './exit-status.ts';
@@ -33,6 +34,7 @@ import {
   openSandbox,
   readSandboxLog,
   sandboxDir,
+  sanitizeTaskId,
   type LogStream,
 } from './sandbox.ts';
 import {
@@ -79,6 +81,8 @@ export interface ProcessExecutorOptions {
   /** sh, bash and mv for the supervisor; found on PATH by default. */
   supervisorTools?: SupervisorTools;
   recoveredPollMs?: number;
+  /** Puts each task in its own cgroup with its limits; without, tasks share the agent's. */
+  cgroups?: Cgroups;
   logger?: Logger;
 }
 
@@ -120,6 +124,9 @@ interface TaskRecord {
   pid: number | undefined;
   startTimeTicks: number | undefined;
   gpus: number[];
+  cgroup: CgroupRef | undefined;
+  /** The task's memory limit (its `mem`), for the message of an OOM kill. */
+  memMiB: number;
   launchedAtMs: number;
   /** Started by an earlier agent process: watched by polling, not by 'exit'. */
   recovered: boolean;
@@ -146,6 +153,8 @@ export class ProcessExecutor {
   private readonly tools: SupervisorTools;
   private readonly pollMs: number;
   private pollTimer: NodeJS.Timeout | undefined;
+  /** Removals of ended tasks' cgroups still going on. */
+  private readonly cleanups = new Set<Promise<unknown>>();
   private closed = false;
 
   constructor(private readonly opts: ProcessExecutorOptions) {
@@ -197,6 +206,8 @@ export class ProcessExecutor {
     }
     rec.gpus = gpus;
 
+    rec.memMiB = resources.mem;
+
     // The sandbox and its log files.
     let stdoutFd: number;
     let stderrFd: number;
@@ -206,6 +217,19 @@ export class ProcessExecutor {
       rmSync(`${rec.sandbox}/${EXIT_STATUS_FILE}`, { force: true });
     } catch (err) {
       return this.failLaunch(rec, `cannot create sandbox ${rec.sandbox}: ${(err as Error).message}`, 'REASON_EXECUTOR_TERMINATED');
+    }
+
+    // Its cgroup, which the supervisor joins before the task starts.
+    let cgroupProcs: string[] = [];
+    if (this.opts.cgroups) {
+      try {
+        rec.cgroup = this.opts.cgroups.create(sanitizeTaskId(info.taskId), { memMiB: resources.mem, cpus: resources.cpus });
+        cgroupProcs = procsFiles(rec.cgroup);
+      } catch (err) {
+        closeQuietly(stdoutFd);
+        closeQuietly(stderrFd);
+        return this.failLaunch(rec, `cannot create the task's cgroup: ${(err as Error).message}`, 'REASON_CONTAINER_LAUNCH_FAILED');
+      }
     }
 
     const env = buildTaskEnvironment({
@@ -225,7 +249,7 @@ export class ProcessExecutor {
       closeQuietly(stderrFd);
       return this.cannotStart(rec, `spawn ${spec.file} ENOENT (no such executable file)`);
     }
-    const sup = supervisedSpawn(spec, info.command.shell, [], this.tools);
+    const sup = supervisedSpawn(spec, info.command.shell, cgroupProcs, this.tools);
     if (sup.argv0Dropped) this.opts.logger?.warn({ taskId: info.taskId, argv0: spec.argv0 }, 'bash not found: the task runs with its program path as argv[0]');
 
     let child: ChildProcess;
@@ -353,6 +377,8 @@ export class ProcessExecutor {
       rec.pid = cp.pid;
       rec.startTimeTicks = cp.startTimeTicks;
       rec.gpus = [...cp.gpus];
+      rec.cgroup = cp.cgroup;
+      rec.memMiB = memOf(cp.task.resources);
       rec.activeState = cp.activeState;
       rec.state = cp.activeState;
       rec.killRequested = cp.killRequested;
@@ -452,6 +478,7 @@ export class ProcessExecutor {
       rec.child?.unref();
     }
     await Promise.all([...this.tasks.values()].map((r) => r.chain));
+    await Promise.all(this.cleanups);
     await this.opts.checkpoints?.idle();
   }
 
@@ -471,6 +498,8 @@ export class ProcessExecutor {
       pid: undefined,
       startTimeTicks: undefined,
       gpus: [],
+      cgroup: undefined,
+      memMiB: 0,
       launchedAtMs,
       recovered: false,
       killRequested: false,
@@ -496,6 +525,7 @@ export class ProcessExecutor {
       killRequested: rec.killRequested,
     };
     if (rec.pid !== undefined) cp.pid = rec.pid;
+    if (rec.cgroup) cp.cgroup = rec.cgroup;
     if (rec.startTimeTicks !== undefined) cp.startTimeTicks = rec.startTimeTicks;
     if (rec.killGraceMs !== undefined) cp.killGraceMs = rec.killGraceMs;
     if (rec.terminal) cp.terminal = rec.terminal;
@@ -559,6 +589,13 @@ export class ProcessExecutor {
   private statusFor(rec: TaskRecord, end: ProcessEnd): TerminalStatus {
     const status = terminalStatusFor(end.code, end.signal, rec.killRequested);
     if (rec.killRequested && rec.killMessage) return { ...status, message: rec.killMessage };
+    if (status.state === 'TASK_FAILED' && rec.cgroup && endedByMemoryLimit(rec.cgroup, end.signal === 'SIGKILL')) {
+      return {
+        ...status,
+        message: `memory limit of ${rec.memMiB} MiB reached: the kernel's OOM killer ended the task (${status.message})`,
+        reason: 'REASON_CONTAINER_LIMITATION_MEMORY',
+      };
+    }
     return status;
   }
 
@@ -610,10 +647,17 @@ export class ProcessExecutor {
     void this.announceEnd(rec, status);
   }
 
-  /** Checkpoints the end, reports it, and only then marks the task ended. */
+  /** Checkpoints the end, reports it, and only then marks the task ended and removes its cgroup. */
   private async announceEnd(rec: TaskRecord, status: TerminalStatus): Promise<void> {
     await this.persist(rec, status);
     rec.markEnded();
+    if (rec.cgroup) {
+      const removal = destroyCgroup(rec.cgroup);
+      this.cleanups.add(removal);
+      const left = await removal;
+      this.cleanups.delete(removal);
+      if (left.length > 0) this.opts.logger?.warn({ taskId: rec.info.taskId, left }, 'cannot remove the cgroup of an ended task');
+    }
   }
 
   private report(rec: TaskRecord, status: TerminalStatus): void {
@@ -629,6 +673,8 @@ export class ProcessExecutor {
   }
 
   private signalGroup(rec: TaskRecord, signal: NodeJS.Signals): void {
+    // A SIGKILL also reaches what left the group but not the cgroup (setsid, daemons).
+    if (signal === 'SIGKILL' && rec.cgroup) signalCgroup(rec.cgroup, signal);
     if (rec.pid === undefined) return;
     try {
       process.kill(-rec.pid, signal);
@@ -636,6 +682,14 @@ export class ProcessExecutor {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== 'ESRCH') this.opts.logger?.warn({ taskId: rec.info.taskId, signal, err: (err as Error).message }, 'cannot signal task');
     }
+  }
+}
+
+function memOf(resources: string): number {
+  try {
+    return Resources.parse(resources).mem;
+  } catch {
+    return 0;
   }
 }
 

@@ -1,0 +1,399 @@
+// Control groups for process tasks: each task in its own cgroup with a hard memory limit
+// (the task's `mem`) and a CPU weight (and optionally a quota) from its `cpus`; the kernel's
+// OOM killer acting at the limit is read back so the end can be reported as a memory
+// limitation. cgroup v2 is used where the host has it with the memory and cpu controllers
+// (unified hierarchy); otherwise v1's memory and cpu (and cpuacct, for usage) hierarchies.
+//
+// Layout: `<mount>/<root>/<agent>/<task>`, where root is `--cgroups-root` (default
+// `cairn`) and agent a short stable name derived from the agent's work directory, so two
+// agents on one host never share a task's cgroup and a restarted agent finds its own.
+//
+// The supervisor writes its pid into the task's `cgroup.procs` before the task starts
+// (supervisor.ts), so nothing of the task ever runs outside its limits. Creation is
+// synchronous: it sits on the launch path and costs a handful of small writes.
+//
+// Everything that decides (mount parsing, the shares/weight arithmetic, reading the
+// kernel's counters) is a pure function below; the class is the thin shell.
+
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+
+export type CgroupRef =
+  | { version: 1; memory: string; cpu: string; cpuacct?: string }
+  | { version: 2; dir: string };
+
+export interface CgroupLimits {
+  memMiB: number;
+  cpus: number;
+}
+
+export interface CgroupUsage {
+  /** CPU time used by the task since it started, all its processes included (ended ones too). */
+  cpuSeconds: number;
+  /** What the kernel charges to the cgroup (anonymous memory plus page cache). */
+  memoryBytes: number;
+  /** Anonymous (resident, not file-backed) memory. */
+  rssBytes: number;
+  /** The hard limit; undefined when unlimited. */
+  limitBytes: number | undefined;
+}
+
+export type CgroupSupport =
+  | { enabled: true; version: 1 | 2; paths: string[] }
+  | { enabled: false; reason: string };
+
+export interface CgroupMounts {
+  /** v1 hierarchies by controller name (a hierarchy may carry several, e.g. cpu,cpuacct). */
+  v1: Map<string, string>;
+  /** v2 mount points. */
+  v2: string[];
+}
+
+/** Reads cgroup mounts out of /proc/self/mountinfo (pure). */
+export function parseCgroupMounts(mountinfo: string): CgroupMounts {
+  const v1 = new Map<string, string>();
+  const v2: string[] = [];
+  for (const line of mountinfo.split('\n')) {
+    const dash = line.indexOf(' - ');
+    if (dash < 0) continue;
+    const before = line.slice(0, dash).split(' ');
+    const after = line.slice(dash + 3).split(' ');
+    const mountPoint = unescapeMountPath(before[4] ?? '');
+    const fsType = after[0];
+    if (fsType === 'cgroup2') v2.push(mountPoint);
+    else if (fsType === 'cgroup') {
+      for (const opt of (after[2] ?? '').split(',')) {
+        if (['memory', 'cpu', 'cpuacct', 'pids', 'cpuset', 'devices', 'freezer', 'blkio'].includes(opt) && !v1.has(opt)) v1.set(opt, mountPoint);
+      }
+    }
+  }
+  return { v1, v2 };
+}
+
+function unescapeMountPath(p: string): string {
+  return p.replace(/\\([0-7]{3})/g, (_, oct: string) => String.fromCharCode(parseInt(oct, 8)));
+}
+
+/** cpu.shares for a task's cpus, as Mesos computes them (1024 per CPU, at least 2). */
+export function cpuShares(cpus: number): number {
+  return Math.max(2, Math.round(cpus * 1024));
+}
+
+/** v2's cpu.weight for the same shares (the conversion runc and Kubernetes use). */
+export function cpuWeight(shares: number): number {
+  return Math.max(1, Math.min(10_000, 1 + Math.floor(((shares - 2) * 9999) / 262_142)));
+}
+
+export const CFS_PERIOD_US = 100_000;
+/** A quota below 1 ms per period makes the kernel refuse the value. */
+export function cfsQuotaUs(cpus: number): number {
+  return Math.max(1000, Math.round(cpus * CFS_PERIOD_US));
+}
+
+/** `key value` lines (memory.stat, cpu.stat, memory.events, memory.oom_control) into numbers. */
+export function parseKeyValues(text: string): Map<string, number> {
+  const out = new Map<string, number>();
+  for (const line of text.split('\n')) {
+    const [k, v] = line.trim().split(/\s+/);
+    if (k && v !== undefined && /^\d+$/.test(v)) out.set(k, Number(v));
+  }
+  return out;
+}
+
+/** The stable per-agent directory name under the cgroups root. */
+export function agentCgroupName(workDir: string): string {
+  return `agent-${createHash('sha256').update(workDir).digest('hex').slice(0, 12)}`;
+}
+
+export interface CgroupsOptions {
+  /** Directory under each hierarchy holding Cairn's cgroups (`--cgroups-root`). */
+  root: string;
+  /** The agent's work directory; names the agent's own subtree. */
+  workDir: string;
+  /** Also cap CPU time at `cpus` (CFS quota); otherwise cpus is a weight only. */
+  cpuQuota: boolean;
+  /** Replaces /proc/self/mountinfo (tests). */
+  mountinfo?: string;
+}
+
+function errText(err: unknown): string {
+  const e = err as NodeJS.ErrnoException;
+  return e.code ? `${e.code}: ${e.message}` : String(err);
+}
+
+function readText(path: string): string | undefined {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch {
+    return undefined;
+  }
+}
+
+function readNumber(path: string): number | undefined {
+  const t = readText(path)?.trim();
+  return t !== undefined && /^\d+$/.test(t) ? Number(t) : undefined;
+}
+
+/** Writes a control file; `optional` ones that the kernel lacks are skipped. */
+function writeControl(dir: string, file: string, value: string, optional = false): void {
+  const path = join(dir, file);
+  if (optional && !existsSync(path)) return;
+  try {
+    writeFileSync(path, value);
+  } catch (err) {
+    if (!optional) throw new Error(`cannot write ${value} to ${path}: ${errText(err)}`);
+  }
+}
+
+export class Cgroups {
+  private constructor(
+    readonly version: 1 | 2,
+    /** v1: the agent's directory in each hierarchy (memory, cpu, cpuacct); v2: one directory. */
+    private readonly base: { memory: string; cpu: string; cpuacct?: string } | { dir: string },
+    private readonly cpuQuota: boolean,
+  ) {}
+
+  /**
+   * Finds usable cgroups and creates the agent's directories. Never throws: without
+   * cgroups (not root, controllers missing or read-only) the reason comes back instead.
+   */
+  static detect(opts: CgroupsOptions): { cgroups: Cgroups; support: CgroupSupport } | { cgroups: undefined; support: CgroupSupport } {
+    let mountinfo = opts.mountinfo;
+    if (mountinfo === undefined) {
+      try {
+        mountinfo = readFileSync('/proc/self/mountinfo', 'utf8');
+      } catch (err) {
+        return { cgroups: undefined, support: { enabled: false, reason: `cannot read /proc/self/mountinfo: ${errText(err)}` } };
+      }
+    }
+    const mounts = parseCgroupMounts(mountinfo);
+    const sub = join(opts.root, agentCgroupName(opts.workDir));
+    const reasons: string[] = [];
+
+    for (const mount of mounts.v2) {
+      const controllers = (readText(join(mount, 'cgroup.controllers')) ?? '').trim().split(/\s+/);
+      if (!controllers.includes('memory') || !controllers.includes('cpu')) {
+        reasons.push(`cgroup2 at ${mount} lacks the memory and cpu controllers`);
+        continue;
+      }
+      try {
+        // Each level must hand the controllers down to its children.
+        let dir = mount;
+        for (const part of sub.split('/')) {
+          writeControl(dir, 'cgroup.subtree_control', '+memory +cpu');
+          dir = join(dir, part);
+          mkdirSync(dir, { recursive: true });
+        }
+        writeControl(dir, 'cgroup.subtree_control', '+memory +cpu');
+        return { cgroups: new Cgroups(2, { dir }, opts.cpuQuota), support: { enabled: true, version: 2, paths: [dir] } };
+      } catch (err) {
+        reasons.push(`cgroup2 at ${mount}: ${errText(err)}`);
+      }
+    }
+
+    const memory = mounts.v1.get('memory');
+    const cpu = mounts.v1.get('cpu');
+    if (memory === undefined || cpu === undefined) {
+      reasons.push(`no cgroup v1 ${memory === undefined ? 'memory' : 'cpu'} hierarchy is mounted`);
+      return { cgroups: undefined, support: { enabled: false, reason: reasons.join('; ') } };
+    }
+    const cpuacct = mounts.v1.get('cpuacct');
+    const base = { memory: join(memory, sub), cpu: join(cpu, sub), ...(cpuacct !== undefined && cpuacct !== cpu ? { cpuacct: join(cpuacct, sub) } : {}) };
+    try {
+      for (const dir of Object.values(base)) {
+        mkdirSync(dir, { recursive: true });
+        // Creating a directory is not enough proof: a read-only control file would fail each launch.
+        writeFileSync(join(dir, 'notify_on_release'), '0');
+      }
+    } catch (err) {
+      reasons.push(`cgroup v1: ${errText(err)}`);
+      return { cgroups: undefined, support: { enabled: false, reason: reasons.join('; ') } };
+    }
+    return { cgroups: new Cgroups(1, base, opts.cpuQuota), support: { enabled: true, version: 1, paths: Object.values(base) } };
+  }
+
+  /**
+   * Removes the agent's own (empty) directories when it stops with no task left, and the
+   * root above them when no other agent uses it.
+   */
+  removeAgentDirs(): void {
+    const dirs = 'dir' in this.base ? [this.base.dir] : Object.values(this.base);
+    for (const dir of dirs) {
+      try {
+        rmdirSync(dir);
+        rmdirSync(dirname(dir));
+      } catch {
+        // tasks left running, or another agent's directories: kept
+      }
+    }
+  }
+
+  /** Where a task's cgroup lives (the same for the same task id, across restarts). */
+  refFor(name: string): CgroupRef {
+    if ('dir' in this.base) return { version: 2, dir: join(this.base.dir, name) };
+    const ref: CgroupRef = { version: 1, memory: join(this.base.memory, name), cpu: join(this.base.cpu, name) };
+    if (this.base.cpuacct) ref.cpuacct = join(this.base.cpuacct, name);
+    return ref;
+  }
+
+  /**
+   * Creates a task's cgroup with its limits; throws an Error saying what failed. A
+   * cgroup left by an earlier run of the same task id is replaced, so its counters (an
+   * old OOM kill) cannot speak for this run.
+   */
+  create(name: string, limits: CgroupLimits): CgroupRef {
+    const ref = this.refFor(name);
+    for (const dir of dirsOf(ref)) {
+      try {
+        rmdirSync(dir);
+      } catch (err) {
+        const code = (err as NodeJS.ErrnoException).code;
+        if (code !== 'ENOENT') throw new Error(`a cgroup of an earlier run of this task is still in use (${dir}: ${code})`);
+      }
+    }
+    const memBytes = Math.floor(limits.memMiB * 1024 * 1024);
+    const shares = cpuShares(limits.cpus);
+    if (ref.version === 2) {
+      mkdirSync(ref.dir, { recursive: true });
+      if (memBytes > 0) {
+        writeControl(ref.dir, 'memory.max', String(memBytes));
+        // Swap would let a task run past its limit, slowly; the limit is meant to be hard.
+        writeControl(ref.dir, 'memory.swap.max', '0', true);
+      }
+      if (limits.cpus > 0) {
+        writeControl(ref.dir, 'cpu.weight', String(cpuWeight(shares)));
+        if (this.cpuQuota) writeControl(ref.dir, 'cpu.max', `${cfsQuotaUs(limits.cpus)} ${CFS_PERIOD_US}`);
+      }
+      return ref;
+    }
+    mkdirSync(ref.memory, { recursive: true });
+    mkdirSync(ref.cpu, { recursive: true });
+    if (ref.cpuacct) mkdirSync(ref.cpuacct, { recursive: true });
+    if (memBytes > 0) {
+      writeControl(ref.memory, 'memory.limit_in_bytes', String(memBytes));
+      writeControl(ref.memory, 'memory.memsw.limit_in_bytes', String(memBytes), true);
+    }
+    if (limits.cpus > 0) {
+      writeControl(ref.cpu, 'cpu.shares', String(shares));
+      if (this.cpuQuota) {
+        writeControl(ref.cpu, 'cpu.cfs_period_us', String(CFS_PERIOD_US));
+        writeControl(ref.cpu, 'cpu.cfs_quota_us', String(cfsQuotaUs(limits.cpus)));
+      }
+    }
+    return ref;
+  }
+}
+
+/** The cgroup.procs files a task's supervisor joins. */
+export function procsFiles(ref: CgroupRef): string[] {
+  if (ref.version === 2) return [join(ref.dir, 'cgroup.procs')];
+  return [ref.memory, ref.cpu, ...(ref.cpuacct ? [ref.cpuacct] : [])].map((d) => join(d, 'cgroup.procs'));
+}
+
+function dirsOf(ref: CgroupRef): string[] {
+  return ref.version === 2 ? [ref.dir] : [ref.memory, ref.cpu, ...(ref.cpuacct ? [ref.cpuacct] : [])];
+}
+
+/**
+ * How many times the kernel's OOM killer acted in the task's cgroup; undefined when the
+ * kernel does not say (v1 before Linux 4.13 has no oom_kill counter).
+ */
+export function oomKills(ref: CgroupRef): number | undefined {
+  if (ref.version === 2) return parseKeyValues(readText(join(ref.dir, 'memory.events')) ?? '').get('oom_kill');
+  return parseKeyValues(readText(join(ref.memory, 'memory.oom_control')) ?? '').get('oom_kill');
+}
+
+/** How often the task's memory hit its limit (v1 failcnt; v2 the `max` event). */
+export function memoryLimitHits(ref: CgroupRef): number {
+  if (ref.version === 2) return parseKeyValues(readText(join(ref.dir, 'memory.events')) ?? '').get('max') ?? 0;
+  return readNumber(join(ref.memory, 'memory.failcnt')) ?? 0;
+}
+
+/** Whether the memory limit ended the task, given how it ended. */
+export function endedByMemoryLimit(ref: CgroupRef, killedBySigkill: boolean): boolean {
+  const kills = oomKills(ref);
+  if (kills !== undefined) return kills > 0;
+  return killedBySigkill && memoryLimitHits(ref) > 0;
+}
+
+/** Pure reading of v1 counters. */
+export function usageFromV1(cpuacctUsageNs: number | undefined, memUsage: number | undefined, memStat: string, limit: number | undefined): CgroupUsage {
+  const stat = parseKeyValues(memStat);
+  return {
+    cpuSeconds: (cpuacctUsageNs ?? 0) / 1e9,
+    memoryBytes: memUsage ?? 0,
+    rssBytes: stat.get('total_rss') ?? stat.get('rss') ?? 0,
+    // v1 writes "unlimited" as a huge page-aligned number.
+    limitBytes: limit !== undefined && limit < 2 ** 62 ? limit : undefined,
+  };
+}
+
+/** Pure reading of v2 counters. */
+export function usageFromV2(cpuStat: string, memCurrent: number | undefined, memStat: string, memMax: string | undefined): CgroupUsage {
+  const max = memMax?.trim();
+  return {
+    cpuSeconds: (parseKeyValues(cpuStat).get('usage_usec') ?? 0) / 1e6,
+    memoryBytes: memCurrent ?? 0,
+    rssBytes: parseKeyValues(memStat).get('anon') ?? 0,
+    limitBytes: max !== undefined && /^\d+$/.test(max) ? Number(max) : undefined,
+  };
+}
+
+export function readUsage(ref: CgroupRef): CgroupUsage {
+  if (ref.version === 2) {
+    return usageFromV2(readText(join(ref.dir, 'cpu.stat')) ?? '', readNumber(join(ref.dir, 'memory.current')), readText(join(ref.dir, 'memory.stat')) ?? '', readText(join(ref.dir, 'memory.max')));
+  }
+  // cpu and cpuacct share a hierarchy on most hosts; then cpuacct.* is in the cpu directory.
+  const acct = ref.cpuacct ?? ref.cpu;
+  return usageFromV1(
+    readNumber(join(acct, 'cpuacct.usage')),
+    readNumber(join(ref.memory, 'memory.usage_in_bytes')),
+    readText(join(ref.memory, 'memory.stat')) ?? '',
+    readNumber(join(ref.memory, 'memory.limit_in_bytes')),
+  );
+}
+
+/** Pids in the task's cgroup (any of its hierarchies). */
+export function cgroupPids(ref: CgroupRef): number[] {
+  const pids = new Set<number>();
+  for (const file of procsFiles(ref)) {
+    for (const line of (readText(file) ?? '').split('\n')) if (/^\d+$/.test(line)) pids.add(Number(line));
+  }
+  return [...pids];
+}
+
+/** Signals every process in the task's cgroup (those that left its process group too). */
+export function signalCgroup(ref: CgroupRef, signal: NodeJS.Signals): void {
+  for (const pid of cgroupPids(ref)) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // ended meanwhile
+    }
+  }
+}
+
+/**
+ * Removes a task's cgroup. A cgroup can only go once it is empty: what is left in it is
+ * killed and the removal retried for a short while. Resolves with the directories that
+ * could not be removed (empty when all went).
+ */
+export async function destroyCgroup(ref: CgroupRef, attempts = 20, delayMs = 50): Promise<string[]> {
+  let left = dirsOf(ref);
+  for (let i = 0; i < attempts && left.length > 0; i++) {
+    if (i > 0) {
+      signalCgroup(ref, 'SIGKILL');
+      await new Promise((r) => setTimeout(r, delayMs));
+    }
+    left = left.filter((dir) => {
+      try {
+        rmdirSync(dir);
+        return false;
+      } catch (err) {
+        return (err as NodeJS.ErrnoException).code !== 'ENOENT';
+      }
+    });
+  }
+  return left;
+}
