@@ -1,0 +1,342 @@
+// Durable Raft storage in SQLite (better-sqlite3, WAL, synchronous=FULL): the hard state,
+// the log and the latest snapshot, each row with a CRC-32 of its contents. The shell calls
+// save() with each Ready's hard state, entries and snapshot — one transaction, one fsync —
+// before it sends the Ready's messages.
+//
+// SQLite's WAL already makes a transaction all-or-nothing across a crash. The checksums
+// guard against what it cannot see: bytes changed on disk after they were written. On
+// open, every row is verified; the log is cut at the first bad or missing entry and
+// everything after it dropped, never handed to the core. Cutting into entries the hard
+// state says were committed would lose acknowledged data: by default that refuses to open
+// (CAIRN_RAFT_CORRUPT_LOG) so an operator decides (wipe the member and re-add it, or open
+// with onLostCommitted: 'truncate' to accept the loss on this member).
+
+import Database from 'better-sqlite3';
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { crc32 } from 'node:zlib';
+import { CairnError } from '../errors.ts';
+import { bootstrapSnapshot, emptySnapshot } from './memory-storage.ts';
+import type { RaftStorage } from './storage.ts';
+import {
+  EMPTY_HARD_STATE, entrySize,
+  type ConfState, type Entry, type HardState, type NodeId, type Snapshot,
+} from './types.ts';
+
+export interface SqliteRaftStorageOptions {
+  /** What to do when a corrupt entry is at or below the stored commit index. Default 'refuse'. */
+  onLostCommitted?: 'refuse' | 'truncate';
+}
+
+/** What opening found and repaired, for the shell to log. */
+export interface RecoveryReport {
+  /** First index dropped because it (or one before it) failed its checksum or was missing; undefined if none. */
+  truncatedFrom: number | undefined;
+  droppedEntries: number;
+  /** Why the cut was made. */
+  reason: string | undefined;
+  /** The commit index had to be lowered to the new last index (only with onLostCommitted: 'truncate'). */
+  commitClamped: boolean;
+}
+
+/** The part of a Ready that is written to disk. */
+export interface RaftWrite {
+  readonly hardState?: HardState | undefined;
+  readonly entries?: readonly Entry[];
+  readonly snapshot?: Snapshot | undefined;
+}
+
+const TYPE_CODE = { normal: 0, confChange: 1 } as const;
+
+/** CRC-32 of `data` continuing from `value`. Empty input leaves it unchanged (zlib's crc32 returns 0 for some empty buffers SQLite hands back). */
+function crc(data: Uint8Array, value: number): number {
+  return data.length === 0 ? value : crc32(data, value);
+}
+
+function u64(view: DataView, at: number, n: number): void {
+  view.setBigUint64(at, BigInt(n));
+}
+
+function entryCrc(index: number, term: number, type: number, data: Uint8Array): number {
+  const head = new Uint8Array(17);
+  const v = new DataView(head.buffer);
+  u64(v, 0, index);
+  u64(v, 8, term);
+  v.setUint8(16, type);
+  return crc(data, crc32(head));
+}
+
+function hardStateCrc(hs: HardState): number {
+  const b = new Uint8Array(24);
+  const v = new DataView(b.buffer);
+  u64(v, 0, hs.term);
+  u64(v, 8, hs.vote);
+  u64(v, 16, hs.commit);
+  return crc32(b);
+}
+
+function snapshotCrc(index: number, term: number, conf: string, data: Uint8Array): number {
+  const head = new Uint8Array(16);
+  const v = new DataView(head.buffer);
+  u64(v, 0, index);
+  u64(v, 8, term);
+  return crc(data, crc32(Buffer.from(conf, 'utf8'), crc32(head)));
+}
+
+interface EntryRow { idx: number; term: number; type: number; data: Uint8Array; crc: number }
+interface SnapshotRow { idx: number; term: number; conf: string; data: Uint8Array; crc: number }
+
+export class SqliteRaftStorage implements RaftStorage {
+  private readonly db: Database.Database;
+  readonly recovery: RecoveryReport = { truncatedFrom: undefined, droppedEntries: 0, reason: undefined, commitClamped: false };
+  private hard: HardState = EMPTY_HARD_STATE;
+  private snap: Snapshot = emptySnapshot();
+  // The log held: terms[i] is the term of entry baseIndex + 1 + i. (baseIndex, baseTerm) is
+  // the last compacted entry, covered by the snapshot.
+  private baseIndex = 0;
+  private baseTerm = 0;
+  private terms: number[] = [];
+  private readonly stmt: {
+    insertEntry: Database.Statement;
+    deleteFrom: Database.Statement;
+    deleteUpTo: Database.Statement;
+    deleteAll: Database.Statement;
+    range: Database.Statement;
+    putHard: Database.Statement;
+    putSnapshot: Database.Statement;
+    putBase: Database.Statement;
+    getSnapshot: Database.Statement;
+  };
+
+  /** Opens (creating if needed) the store at `path`, verifying and repairing it. */
+  constructor(path: string, options: SqliteRaftStorageOptions = {}) {
+    mkdirSync(dirname(path), { recursive: true });
+    this.db = new Database(path);
+    try {
+      this.db.pragma('journal_mode = WAL');
+      this.db.pragma('synchronous = FULL');
+      this.db.exec(`
+        CREATE TABLE IF NOT EXISTS hard_state (id INTEGER PRIMARY KEY CHECK (id = 1), term INTEGER NOT NULL, vote INTEGER NOT NULL, commit_index INTEGER NOT NULL, crc INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS log_base (id INTEGER PRIMARY KEY CHECK (id = 1), idx INTEGER NOT NULL, term INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS snapshot (id INTEGER PRIMARY KEY CHECK (id = 1), idx INTEGER NOT NULL, term INTEGER NOT NULL, conf TEXT NOT NULL, data BLOB NOT NULL, crc INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS entries (idx INTEGER PRIMARY KEY, term INTEGER NOT NULL, type INTEGER NOT NULL, data BLOB NOT NULL, crc INTEGER NOT NULL);
+      `);
+      this.stmt = {
+        insertEntry: this.db.prepare('INSERT OR REPLACE INTO entries (idx, term, type, data, crc) VALUES (?, ?, ?, ?, ?)'),
+        deleteFrom: this.db.prepare('DELETE FROM entries WHERE idx >= ?'),
+        deleteUpTo: this.db.prepare('DELETE FROM entries WHERE idx <= ?'),
+        deleteAll: this.db.prepare('DELETE FROM entries'),
+        range: this.db.prepare('SELECT idx, term, type, data, crc FROM entries WHERE idx >= ? AND idx < ? ORDER BY idx'),
+        putHard: this.db.prepare('INSERT OR REPLACE INTO hard_state (id, term, vote, commit_index, crc) VALUES (1, ?, ?, ?, ?)'),
+        putSnapshot: this.db.prepare('INSERT OR REPLACE INTO snapshot (id, idx, term, conf, data, crc) VALUES (1, ?, ?, ?, ?, ?)'),
+        putBase: this.db.prepare('INSERT OR REPLACE INTO log_base (id, idx, term) VALUES (1, ?, ?)'),
+        getSnapshot: this.db.prepare('SELECT idx, term, conf, data, crc FROM snapshot WHERE id = 1'),
+      };
+      this.load(options.onLostCommitted ?? 'refuse');
+    } catch (err) {
+      this.db.close();
+      throw err;
+    }
+  }
+
+  private corrupt(what: string): CairnError {
+    return new CairnError('CAIRN_RAFT_CORRUPT_LOG', `raft storage ${this.db.name}: ${what}`);
+  }
+
+  private load(onLostCommitted: 'refuse' | 'truncate'): void {
+    const h = this.db.prepare('SELECT term, vote, commit_index AS commitIndex, crc FROM hard_state WHERE id = 1').get() as
+      | { term: number; vote: number; commitIndex: number; crc: number }
+      | undefined;
+    if (h !== undefined) {
+      const hs = { term: h.term, vote: h.vote, commit: h.commitIndex };
+      if (hardStateCrc(hs) !== h.crc) throw this.corrupt('the hard state (term, vote, commit) fails its checksum');
+      this.hard = hs;
+    }
+    const s = this.stmt.getSnapshot.get() as SnapshotRow | undefined;
+    if (s !== undefined) this.snap = this.snapshotFromRow(s);
+    const base = this.db.prepare('SELECT idx, term FROM log_base WHERE id = 1').get() as { idx: number; term: number } | undefined;
+    this.baseIndex = base?.idx ?? this.snap.metadata.index;
+    this.baseTerm = base?.term ?? this.snap.metadata.term;
+
+    // Verify the log front to back; the first entry that fails (checksum, gap, term going
+    // backwards) and everything after it is a torn or corrupt tail.
+    let expected = this.baseIndex + 1;
+    let lastTerm = this.baseTerm;
+    let cut: number | undefined;
+    let reason: string | undefined;
+    for (const row of this.db.prepare('SELECT idx, term, type, data, crc FROM entries ORDER BY idx').iterate() as IterableIterator<EntryRow>) {
+      if (row.idx <= this.baseIndex) continue;
+      if (row.idx !== expected) reason = `entry ${expected} is missing`;
+      else if (entryCrc(row.idx, row.term, row.type, row.data) !== row.crc) reason = `entry ${row.idx} fails its checksum`;
+      else if (row.term < lastTerm || (row.type !== 0 && row.type !== 1)) reason = `entry ${row.idx} is malformed`;
+      if (reason !== undefined) {
+        cut = expected;
+        break;
+      }
+      this.terms.push(row.term);
+      lastTerm = row.term;
+      expected++;
+    }
+    if (cut !== undefined) {
+      const dropped = (this.db.prepare('SELECT COUNT(*) AS n FROM entries WHERE idx >= ?').get(cut) as { n: number }).n;
+      const lostCommitted = this.hard.commit >= cut;
+      if (lostCommitted && onLostCommitted === 'refuse') {
+        throw this.corrupt(
+          `${reason}; cutting the log there would drop entries up to the commit index ${this.hard.commit}. ` +
+            `Remove this member and add it back empty, or open with onLostCommitted: 'truncate' to accept the loss here`,
+        );
+      }
+      this.db.transaction(() => {
+        this.stmt.deleteFrom.run(cut);
+        if (lostCommitted) {
+          this.hard = { ...this.hard, commit: cut! - 1 };
+          this.stmt.putHard.run(this.hard.term, this.hard.vote, this.hard.commit, hardStateCrc(this.hard));
+        }
+      })();
+      Object.assign(this.recovery, { truncatedFrom: cut, droppedEntries: dropped, reason, commitClamped: lostCommitted });
+    }
+  }
+
+  private snapshotFromRow(s: SnapshotRow): Snapshot {
+    if (snapshotCrc(s.idx, s.term, s.conf, s.data) !== s.crc) throw this.corrupt(`the snapshot at index ${s.idx} fails its checksum`);
+    let conf: ConfState;
+    try {
+      conf = JSON.parse(s.conf) as ConfState;
+    } catch {
+      throw this.corrupt(`the snapshot at index ${s.idx} has an unreadable membership`);
+    }
+    return { metadata: { index: s.idx, term: s.term, confState: conf }, data: new Uint8Array(s.data) };
+  }
+
+  /** Writes a founding member's first state (see MemoryStorage.bootstrap). Only on an empty store. */
+  bootstrap(voters: readonly NodeId[]): void {
+    if (this.lastIndex() !== 0 || this.hard.term !== 0) {
+      throw new CairnError('CAIRN_BAD_REQUEST', 'raft storage already holds a group; refusing to bootstrap over it', 'dataDir');
+    }
+    this.save({ snapshot: bootstrapSnapshot(voters), hardState: { term: 1, vote: 0, commit: 1 } });
+  }
+
+  // -------------------------------------------------------------------------------------
+  // RaftStorage
+
+  initialState(): { hardState: HardState; confState: ConfState } {
+    return { hardState: this.hard, confState: this.snap.metadata.confState };
+  }
+
+  firstIndex(): number {
+    return this.baseIndex + 1;
+  }
+
+  lastIndex(): number {
+    return this.baseIndex + this.terms.length;
+  }
+
+  term(index: number): number | undefined {
+    if (index === this.baseIndex) return this.baseTerm;
+    if (index < this.baseIndex || index > this.lastIndex()) return undefined;
+    return this.terms[index - this.baseIndex - 1];
+  }
+
+  entries(lo: number, hi: number, maxBytes: number): Entry[] | undefined {
+    if (lo <= this.baseIndex) return undefined;
+    if (hi > this.lastIndex() + 1) throw new Error(`entries(${lo}, ${hi}) beyond last index ${this.lastIndex()}`);
+    const out: Entry[] = [];
+    let size = 0;
+    for (const row of this.stmt.range.iterate(lo, hi) as IterableIterator<EntryRow>) {
+      if (entryCrc(row.idx, row.term, row.type, row.data) !== row.crc) {
+        throw this.corrupt(`entry ${row.idx} fails its checksum (changed on disk after it was written)`);
+      }
+      const e: Entry = { index: row.idx, term: row.term, type: row.type === 1 ? 'confChange' : 'normal', data: new Uint8Array(row.data) };
+      size += entrySize(e);
+      if (out.length > 0 && size > maxBytes) break;
+      out.push(e);
+    }
+    return out;
+  }
+
+  snapshot(): Snapshot {
+    return this.snap;
+  }
+
+  // -------------------------------------------------------------------------------------
+  // Writes
+
+  /**
+   * Persists one Ready's snapshot, entries and hard state in one durable transaction.
+   * Entries replace any stored ones from entries[0].index on.
+   */
+  save(w: RaftWrite): void {
+    const entries = w.entries ?? [];
+    if (w.snapshot === undefined && entries.length === 0 && w.hardState === undefined) return;
+    let base = { index: this.baseIndex, term: this.baseTerm };
+    let terms = this.terms;
+    this.db.transaction(() => {
+      if (w.snapshot !== undefined && w.snapshot.metadata.index > this.snap.metadata.index) {
+        const { index, term, confState } = w.snapshot.metadata;
+        const conf = JSON.stringify({ voters: [...confState.voters], learners: [...confState.learners] });
+        this.stmt.putSnapshot.run(index, term, conf, w.snapshot.data, snapshotCrc(index, term, conf, w.snapshot.data));
+        this.stmt.deleteAll.run();
+        this.stmt.putBase.run(index, term);
+        base = { index, term };
+        terms = [];
+      }
+      if (entries.length > 0) {
+        const first = entries[0].index;
+        const last = base.index + terms.length;
+        if (first > last + 1) throw new Error(`save: gap between last index ${last} and ${first}`);
+        this.stmt.deleteFrom.run(first);
+        terms = terms.slice(0, Math.max(0, first - base.index - 1));
+        for (const e of entries) {
+          if (e.index <= base.index) continue;
+          const type = TYPE_CODE[e.type];
+          this.stmt.insertEntry.run(e.index, e.term, type, e.data, entryCrc(e.index, e.term, type, e.data));
+          terms.push(e.term);
+        }
+      }
+      if (w.hardState !== undefined) {
+        const hs = w.hardState;
+        this.stmt.putHard.run(hs.term, hs.vote, hs.commit, hardStateCrc(hs));
+      }
+    })();
+    // Only once the transaction is durable does memory move.
+    if (w.snapshot !== undefined && w.snapshot.metadata.index > this.snap.metadata.index) this.snap = w.snapshot;
+    this.baseIndex = base.index;
+    this.baseTerm = base.term;
+    this.terms = terms;
+    if (w.hardState !== undefined) this.hard = w.hardState;
+  }
+
+  /**
+   * Records a snapshot of the application's state at `index` (at most its applied index).
+   * The log stays; compact() drops entries separately.
+   */
+  createSnapshot(index: number, confState: ConfState, data: Uint8Array): Snapshot {
+    if (index <= this.snap.metadata.index) return this.snap;
+    const term = this.term(index);
+    if (term === undefined) throw new CairnError('CAIRN_INTERNAL', `createSnapshot: index ${index} is not in the log`);
+    const conf = JSON.stringify({ voters: [...confState.voters], learners: [...confState.learners] });
+    this.stmt.putSnapshot.run(index, term, conf, data, snapshotCrc(index, term, conf, data));
+    this.snap = { metadata: { index, term, confState }, data };
+    return this.snap;
+  }
+
+  /** Drops entries up to and including `index`, which the snapshot must cover. */
+  compact(index: number): void {
+    if (index <= this.baseIndex) return;
+    if (index > this.snap.metadata.index) {
+      throw new CairnError('CAIRN_INTERNAL', `compact(${index}) beyond the snapshot at ${this.snap.metadata.index}`);
+    }
+    const term = this.term(index)!;
+    this.db.transaction(() => {
+      this.stmt.deleteUpTo.run(index);
+      this.stmt.putBase.run(index, term);
+    })();
+    this.terms = this.terms.slice(index - this.baseIndex);
+    this.baseIndex = index;
+    this.baseTerm = term;
+  }
+
+  close(): void {
+    if (this.db.open) this.db.close();
+  }
+}
