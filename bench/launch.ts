@@ -36,7 +36,11 @@ async function throughput(agentCount: number, taskCount: number): Promise<{ task
   const allRunning = new Promise<void>((r) => (done = r));
   const seenOffers = new Set<string>();
   const calls: Promise<unknown>[] = [];
+  let finished = false;
+  // Calls still in flight when the run ends are cut off by the shutdown; that is expected.
+  const track = (p: Promise<unknown>) => calls.push(p.catch(() => undefined));
   const onEvent = (e: RawEvent) => {
+    if (finished) return;
     if (e.type === 'OFFERS') {
       for (const offer of e.offers.offers) {
         if (seenOffers.has(offer.id.value)) continue;
@@ -44,13 +48,16 @@ async function throughput(agentCount: number, taskCount: number): Promise<{ task
         const cpus = offer.resources.find((r: any) => r.name === 'cpus')?.scalar.value ?? 0;
         const n = Math.min(Math.floor(cpus / TASK.cpus + 1e-9), taskCount - launched);
         const tasks = Array.from({ length: n }, () => taskInfo(`t${launched++}`, offer.agent_id.value, TASK, 'true'));
-        calls.push(s.call({ type: 'ACCEPT', accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: tasks } }] } }));
+        track(s.call({ type: 'ACCEPT', accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: tasks } }] } }));
       }
     } else if (e.type === 'UPDATE' && e.update.status.state === 'TASK_RUNNING') {
       running++;
       const st = e.update.status;
-      calls.push(s.call({ type: 'ACKNOWLEDGE', acknowledge: { agent_id: st.agent_id, task_id: st.task_id, uuid: st.uuid } }));
-      if (running === taskCount) done();
+      track(s.call({ type: 'ACKNOWLEDGE', acknowledge: { agent_id: st.agent_id, task_id: st.task_id, uuid: st.uuid } }));
+      if (running === taskCount) {
+        finished = true;
+        done();
+      }
     }
   };
   s.onEvent(onEvent);

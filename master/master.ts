@@ -17,7 +17,8 @@ import { EventStream } from './frameworks/event-stream.ts';
 import { OfferBook, type OutstandingOffer } from './offers.ts';
 import type { FrameworkSpec, SchedulerCallParsed } from './api/scheduler-calls.ts';
 import type { PendingUpdate, TaskRecord } from './registry/commands.ts';
-import { Registry } from './registry/registry.ts';
+import type { Registry } from './registry/registry.ts';
+import { LocalCommandLog } from './registry/local-log.ts';
 import type { RegistryEvent } from './registry/state-machine.ts';
 import { MasterMetrics } from './metrics.ts';
 
@@ -79,6 +80,8 @@ export class Master {
   private readonly pendingKills = new Set<string>();
   /** Recently rescinded offers, to tell a late ACCEPT why it failed. */
   private readonly rescinded = new Set<string>();
+  /** Task ids of launches proposed and not yet durable: a second launch must not reuse them. */
+  private readonly launching = new Set<string>();
   private readonly timers: NodeJS.Timeout[] = [];
   private allocationScheduled = false;
   private stopped = false;
@@ -87,7 +90,7 @@ export class Master {
     readonly config: MasterConfig,
     readonly log: Logger,
   ) {
-    this.registry = new Registry(join(config.dataDir, 'registry'));
+    this.registry = LocalCommandLog.open(join(config.dataDir, 'registry'), randomUUID().slice(0, 8));
     this.allocator = new Allocator({ roleWeights: config.roleWeights });
     const now = Date.now();
     // Frameworks from before a restart are known but disconnected until they resubscribe.
@@ -232,12 +235,12 @@ export class Master {
       if (link.ping(now) >= this.config.maxMissedPings) {
         link.close(1000, 'missed too many pings');
         this.links.delete(agentId);
-        void this.markUnreachable(agentId);
+        this.background(this.markUnreachable(agentId));
       }
     }
     for (const agent of this.registry.state.agents.values()) {
       if (!agent.reachable || this.links.has(agent.id)) continue;
-      if (now - (this.lastSeenMs.get(agent.id) ?? now) >= windowMs) void this.markUnreachable(agent.id);
+      if (now - (this.lastSeenMs.get(agent.id) ?? now) >= windowMs) this.background(this.markUnreachable(agent.id));
     }
   }
 
@@ -336,7 +339,7 @@ export class Master {
   private startFailoverTimer(frameworkId: string, ms: number): void {
     const t = setTimeout(() => {
       this.failoverTimers.delete(frameworkId);
-      if (!this.sessions.has(frameworkId)) void this.teardown(frameworkId, 'failover timeout passed');
+      if (!this.sessions.has(frameworkId)) this.background(this.teardown(frameworkId, 'failover timeout passed'));
     }, ms);
     t.unref();
     this.failoverTimers.set(frameworkId, t);
@@ -389,7 +392,7 @@ export class Master {
       case 'ACKNOWLEDGE': {
         const task = this.registry.state.tasks.get(call.taskId);
         if (task && task.frameworkId === call.frameworkId && task.unacked?.uuid === call.uuid) {
-          void this.registry.submit({ type: 'status_acknowledged', taskId: task.id, uuid: call.uuid });
+          this.registry.submit({ type: 'status_acknowledged', taskId: task.id, uuid: call.uuid }).catch(() => undefined); // re-sent until acknowledged
         }
         return;
       }
@@ -403,7 +406,7 @@ export class Master {
         return;
       }
       case 'TEARDOWN':
-        void this.teardown(call.frameworkId, 'torn down by the framework');
+        this.background(this.teardown(call.frameworkId, 'torn down by the framework'));
         return;
     }
   }
@@ -429,7 +432,7 @@ export class Master {
     call.tasks.forEach((t, i) => {
       const field = `accept.operations.launch.task_infos[${i}]`;
       if (t.agentId !== agentId) throw new CairnError('CAIRN_BAD_REQUEST', `agent ${t.agentId} is not the offers' agent ${agentId}`, `${field}.agent_id`);
-      if (seen.has(t.taskId) || this.registry.state.tasks.has(t.taskId)) {
+      if (seen.has(t.taskId) || this.launching.has(t.taskId) || this.registry.state.tasks.has(t.taskId)) {
         throw new CairnError('CAIRN_DUPLICATE_TASK', `task id '${t.taskId}' is already in use`, `${field}.task_id`);
       }
       seen.add(t.taskId);
@@ -447,6 +450,7 @@ export class Master {
       this.scheduleAllocation();
       return;
     }
+    for (const t of call.tasks) this.launching.add(t.taskId);
     const launches = call.tasks.map((t) =>
       this.registry.submit({
         type: 'task_launched',
@@ -469,7 +473,7 @@ export class Master {
     void Promise.all(launches).then(() => {
       const link = this.links.get(agentId);
       if (!link) {
-        for (const t of call.tasks) void this.masterUpdate(t.taskId, 'TASK_LOST', 'agent is not connected', 'REASON_AGENT_DISCONNECTED');
+        for (const t of call.tasks) this.background(this.masterUpdate(t.taskId, 'TASK_LOST', 'agent is not connected', 'REASON_AGENT_DISCONNECTED'));
         return;
       }
       const infos: TaskInfo[] = call.tasks.map((t) => ({
@@ -483,7 +487,10 @@ export class Master {
         container: t.container ?? null,
       }));
       link.send({ launch: { tasks: infos } });
-    });
+    }).catch((err) => this.log.warn({ err: (err as Error).message, frameworkId: call.frameworkId }, 'launch not recorded; tasks not started'))
+      .finally(() => {
+        for (const t of call.tasks) this.launching.delete(t.taskId);
+      });
     this.scheduleAllocation();
   }
 
@@ -643,6 +650,13 @@ export class Master {
   }
 
   // ---------------------------------------------------------------- lifetime
+
+  /** Runs work no caller waits for; a failure (registry closed, leadership lost) is logged. */
+  private background(p: Promise<unknown>): void {
+    p.catch((err) => {
+      if (!this.stopped) this.log.warn({ err: (err as Error).message }, 'background registry change failed');
+    });
+  }
 
   isConnected(agentId: string): boolean {
     return this.links.has(agentId);

@@ -1,62 +1,97 @@
-// The registry as the master uses it: the state machine plus its durable log.
-// `submit` applies a command to the in-memory state at once (so the next validation sees
-// it) and resolves only once the command is durable; callers send nothing that depends on
-// the change (acks, launches, updates to frameworks) before that. If the process dies
-// before the write, the command is lost together with every message that depended on it,
-// which keeps the outside world consistent with the disk.
+// The registry as the master uses it: the state machine fed by a durable command log.
+// `submit` hands a command to the log and resolves once the command is durable (committed,
+// when the log is replicated) and applied; callers send nothing that depends on a change
+// (acks, launches, updates to frameworks) before that. Every replica applies the same
+// commands in the same order through `applyCommitted`, so all of them hold the same state;
+// only the replica that proposed a command has a promise waiting for it.
 
-import { RegistryStateMachine, type RegistryEvent } from './state-machine.ts';
-import { RegistryStore } from './store.ts';
+import { RegistryStateMachine, type RegistryEvent, type RegistrySnapshot } from './state-machine.ts';
 import type { RegistryCommand } from './commands.ts';
-
-/** Commands between snapshots; bounds replay time at start. */
-const COMPACT_EVERY = 20_000;
 
 /** Told of each command once it is applied and durable, with the events it produced. */
 export type AppliedListener = (command: RegistryCommand, events: RegistryEvent[]) => void;
 
-interface Pending {
-  command: RegistryCommand;
-  events: RegistryEvent[];
+/** Where commands become durable: a local SQLite log, or the Raft log of a master group. */
+export interface CommandLog {
+  /** Takes a command to make durable; the log later calls `applyCommitted` with its id. */
+  propose(proposalId: string, command: RegistryCommand): void;
+  close(): void;
+}
+
+interface Waiter {
   resolve: (events: RegistryEvent[]) => void;
   reject: (err: Error) => void;
 }
 
 export class Registry {
-  readonly state: RegistryStateMachine;
-  private readonly store: RegistryStore;
-  private queue: Pending[] = [];
-  private flushScheduled = false;
-  private closed = false;
+  state: RegistryStateMachine;
+  private log: CommandLog | undefined;
+  private readonly waiting = new Map<string, Waiter>();
   private readonly appliedListeners: AppliedListener[] = [];
+  private readonly restoredListeners: (() => void)[] = [];
+  private counter = 0;
+  private closed = false;
   /** Counts of applied commands by type, for metrics. */
   readonly applied = new Map<string, number>();
 
-  constructor(dataDir: string) {
-    this.store = new RegistryStore(dataDir);
-    const loaded = this.store.load();
-    this.state = loaded.snapshot ? RegistryStateMachine.fromSnapshot(loaded.snapshot) : new RegistryStateMachine();
-    for (const c of loaded.commands) this.state.apply(c);
+  constructor(
+    snapshot: RegistrySnapshot | undefined,
+    private readonly proposalPrefix: string,
+  ) {
+    this.state = snapshot ? RegistryStateMachine.fromSnapshot(snapshot) : new RegistryStateMachine();
+  }
+
+  attach(log: CommandLog): void {
+    this.log = log;
   }
 
   submit(command: RegistryCommand): Promise<RegistryEvent[]> {
-    if (this.closed) return Promise.reject(new Error('registry is closed'));
-    const events = this.state.apply(command);
-    this.applied.set(command.type, (this.applied.get(command.type) ?? 0) + 1);
+    if (this.closed || !this.log) return Promise.reject(new Error('registry is closed'));
+    const id = `${this.proposalPrefix}:${++this.counter}`;
+    const log = this.log;
     return new Promise((resolve, reject) => {
-      this.queue.push({ command, events, resolve, reject });
-      if (!this.flushScheduled) {
-        this.flushScheduled = true;
-        setImmediate(() => this.flush());
+      this.waiting.set(id, { resolve, reject });
+      try {
+        log.propose(id, command);
+      } catch (err) {
+        this.waiting.delete(id);
+        reject(err as Error);
       }
     });
   }
 
+  /** Applies one durable command; called by the log in commit order on every replica. */
+  applyCommitted(command: RegistryCommand, proposalId?: string): RegistryEvent[] {
+    const events = this.state.apply(command);
+    this.applied.set(command.type, (this.applied.get(command.type) ?? 0) + 1);
+    for (const listener of this.appliedListeners) listener(command, events);
+    if (proposalId !== undefined) {
+      const w = this.waiting.get(proposalId);
+      if (w) {
+        this.waiting.delete(proposalId);
+        w.resolve(events);
+      }
+    }
+    return events;
+  }
+
+  /** Replaces the whole state (a snapshot installed from a peer). */
+  restore(snapshot: RegistrySnapshot): void {
+    this.state = RegistryStateMachine.fromSnapshot(snapshot);
+    for (const l of this.restoredListeners) l();
+  }
+
+  /** Rejects every proposal still waiting (this replica lost leadership, or is stopping). */
+  failPending(err: Error): void {
+    for (const w of this.waiting.values()) w.reject(err);
+    this.waiting.clear();
+  }
+
   /**
-   * Calls `listener` for every command, in log order, right after the batch holding it is
-   * durable: readers that answer from the state (DNS) then never show a change the disk
-   * could lose. The state is that of the whole batch by then. A listener must not throw
-   * (it runs inside the write path). Returns a function that removes the listener.
+   * Calls `listener` for every command, in log order, right after it is durable and
+   * applied: readers that answer from the state (DNS) then never show a change the disk
+   * could lose. A listener must not throw (it runs inside the write path). Returns a
+   * function that removes the listener.
    */
   onApplied(listener: AppliedListener): () => void {
     this.appliedListeners.push(listener);
@@ -66,29 +101,15 @@ export class Registry {
     };
   }
 
-  private flush(): void {
-    this.flushScheduled = false;
-    const batch = this.queue;
-    this.queue = [];
-    if (batch.length === 0) return;
-    try {
-      this.store.append(batch.map((p) => p.command));
-    } catch (err) {
-      // The in-memory state is now ahead of the disk; the only safe course is to stop.
-      for (const p of batch) p.reject(err as Error);
-      throw err;
-    }
-    if (this.store.pendingCompaction >= COMPACT_EVERY) this.store.compact(this.state.snapshot());
-    for (const listener of this.appliedListeners) {
-      for (const p of batch) listener(p.command, p.events);
-    }
-    for (const p of batch) p.resolve(p.events);
+  /** Calls `listener` after the state was replaced wholesale by a snapshot. */
+  onRestored(listener: () => void): void {
+    this.restoredListeners.push(listener);
   }
 
   close(): void {
     if (this.closed) return;
-    this.flush();
     this.closed = true;
-    this.store.close();
+    this.log?.close();
+    this.failPending(new Error('registry is closed'));
   }
 }

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import type { RegistryCommand } from '../../master/registry/commands.ts';
-import { Registry } from '../../master/registry/registry.ts';
+import { LocalCommandLog } from '../../master/registry/local-log.ts';
 import { RegistryStateMachine } from '../../master/registry/state-machine.ts';
 import { tempDir } from '../harness/processes.ts';
 
@@ -71,15 +71,15 @@ describe('registry persistence', () => {
   it('keeps everything across a restart on the same data dir', async () => {
     const dir = tempDir();
     try {
-      const r1 = new Registry(dir);
+      const r1 = LocalCommandLog.open(dir, 'test');
       await Promise.all(script.map((c) => r1.submit(structuredClone(c))));
       const before = r1.state.snapshot();
       r1.close();
-      const r2 = new Registry(dir);
+      const r2 = LocalCommandLog.open(dir, 'test');
       expect(r2.state.snapshot()).toEqual(before);
       await r2.submit(launch('t4'));
       r2.close();
-      const r3 = new Registry(dir);
+      const r3 = LocalCommandLog.open(dir, 'test');
       expect(r3.state.tasks.get('t4')!.state).toBe('TASK_STAGING');
       r3.close();
     } finally {
