@@ -1,0 +1,430 @@
+// The gossip shell: a UDP socket and a TCP listener on the same port around the pure core
+// (node.ts). Datagrams carry probes and gossip; TCP carries full-state exchanges (push/pull),
+// which outgrow a datagram once a cluster has a few dozen members (about 150 bytes a member) and
+// would fragment if sent as one — one lost fragment loses all, and at 1,000 members the state
+// is some 100 datagrams. TCP delivers it whole or not at all, and a failed exchange is simply
+// retried at the next period, as in memberlist.
+//
+// Everything that arrives is authenticated (HMAC-SHA256 under the cluster secret and name) and
+// validated before the core sees it; a packet that fails is counted and dropped, never thrown.
+// One timer follows the core's next deadline. stop() releases socket, listener, connections and
+// timer in reverse order.
+
+import { createSocket, type Socket as UdpSocket } from 'node:dgram';
+import { createServer, connect, type Server, type Socket } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { networkInterfaces } from 'node:os';
+import { isIP } from 'node:net';
+import { CairnError } from '../errors.ts';
+import { silentLogger, type Logger } from '../logger.ts';
+import { TypedEmitter } from '../sdk/typed-emitter.ts';
+import { formatAddress, parseAddress, tryParseAddress } from './address.ts';
+import { compileGossipConfig, type GossipConfigOptions } from './config.ts';
+import type { MemberMeta, MemberRole, OutgoingPacket } from './messages.ts';
+import { GossipNode, type GossipNodeStats, type GossipOutput, type MemberView, type MembershipEvent } from './node.ts';
+import { seededRandom, type RandomSource } from './random.ts';
+import { deriveGossipKey, openPacket, sealPacket } from './wire.ts';
+
+export interface StartGossipOptions {
+  /** Unique in the cluster; a restarted member reuses its name. */
+  readonly name: string;
+  /** Default 0.0.0.0 (all IPv4 interfaces). */
+  readonly bindHost?: string;
+  /** UDP and TCP port; 0 picks a free one. */
+  readonly bindPort: number;
+  /** `host` or `host:port` others reach us at; default the bind address (or the first non-loopback IPv4 when bound to all). */
+  readonly advertise?: string;
+  readonly role: MemberRole;
+  readonly meta?: MemberMeta;
+  /** The cluster secret (at least 16 bytes). */
+  readonly secret: string | Uint8Array;
+  /** Name of the cluster, part of the packet key: default `cairn`. */
+  readonly cluster?: string;
+  /** `host:port` of members to join through; one live one is enough. Retried while alone. */
+  readonly join?: readonly string[];
+  readonly config?: GossipConfigOptions;
+  readonly logger?: Logger;
+  /** For tests; default seeded from the OS. */
+  readonly random?: RandomSource;
+}
+
+/** Packets dropped and why, for metrics and tests. */
+export interface GossipCounters {
+  packetsReceived: number;
+  packetsSent: number;
+  streamsReceived: number;
+  streamsSent: number;
+  /** No envelope, or the MAC does not match (wrong secret or cluster, altered). */
+  droppedUnauthenticated: number;
+  /** Authentic but not a valid gossip packet. */
+  droppedMalformed: number;
+  /** Larger than a datagram (sending) or a stream frame (receiving) may be. */
+  droppedOversized: number;
+  sendErrors: number;
+  streamErrors: number;
+}
+
+export type GossipEvents = { change: (event: MembershipEvent) => void };
+
+/** Largest UDP payload over IPv4. */
+const MAX_DATAGRAM_BYTES = 65_507;
+/** A full state of 100,000 members at ~150 bytes each fits; anything larger is refused. */
+const MAX_STREAM_BYTES = 16 * 1024 * 1024;
+/** A stream that takes longer than this to arrive (or to connect and send) is abandoned. */
+const STREAM_TIMEOUT_MS = 10_000;
+/** A leave waits this long at most for its goodbye to be gossiped. */
+const DEFAULT_LEAVE_TIMEOUT_MS = 3_000;
+/** Tries to find a port free for both UDP and TCP when bindPort is 0. */
+const BIND_ATTEMPTS = 10;
+
+/** A running gossip member. */
+export class GossipMember extends TypedEmitter<GossipEvents> {
+  readonly name: string;
+  /** The advertised `host:port`. */
+  readonly address: string;
+  readonly counters: GossipCounters = {
+    packetsReceived: 0, packetsSent: 0, streamsReceived: 0, streamsSent: 0, droppedUnauthenticated: 0,
+    droppedMalformed: 0, droppedOversized: 0, sendErrors: 0, streamErrors: 0,
+  };
+
+  private readonly closers: { what: string; close: () => void | Promise<void> }[] = [];
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private leaveWaiter: (() => void) | undefined;
+  private readonly streams = new Set<Socket>();
+
+  /** @internal use startGossip */
+  constructor(
+    private readonly core: GossipNode,
+    private readonly udp: UdpSocket,
+    private readonly tcp: Server,
+    private readonly key: Buffer,
+    private readonly logger: Logger,
+    private readonly clock: () => number,
+  ) {
+    super();
+    this.name = core.name;
+    this.address = core.member(core.name)!.address;
+    this.closers.push({ what: 'udp socket', close: () => new Promise<void>((r) => { try { udp.close(() => r()); } catch { r(); } }) });
+    this.closers.push({
+      what: 'tcp listener',
+      close: () => new Promise<void>((r) => {
+        for (const s of this.streams) s.destroy();
+        tcp.close(() => r());
+      }),
+    });
+    this.closers.push({ what: 'timer', close: () => clearTimeout(this.timer) });
+    udp.on('message', (bytes) => this.onDatagram(bytes));
+    udp.on('error', (err) => this.logger.warn({ err }, 'gossip udp socket error'));
+    tcp.on('connection', (socket) => this.onStream(socket));
+    tcp.on('error', (err) => this.logger.warn({ err }, 'gossip tcp listener error'));
+  }
+
+  members(): MemberView[] {
+    return this.core.members();
+  }
+
+  member(name: string): MemberView | undefined {
+    return this.core.member(name);
+  }
+
+  /** Counters of the protocol itself (probes, suspicions, refutations...). */
+  protocolStats(): GossipNodeStats {
+    return { ...this.core.stats };
+  }
+
+  /** Lifeguard's local health score: 0 is healthy. */
+  healthScore(): number {
+    return this.core.healthScore();
+  }
+
+  /** New metadata, gossiped to everyone under a new incarnation. */
+  setMeta(meta: MemberMeta): void {
+    if (this.stopped) return;
+    this.apply(this.core.setMeta(meta, this.clock()));
+  }
+
+  /** Joins (more) members through `addresses`. */
+  join(addresses: readonly string[]): void {
+    if (this.stopped) return;
+    addresses.forEach((a, i) => parseAddress(a, `join[${i}]`));
+    this.apply(this.core.join(addresses, this.clock()));
+  }
+
+  /** Says goodbye, waits until it has been gossiped (or `timeoutMs`), then stops. */
+  async leave(timeoutMs = DEFAULT_LEAVE_TIMEOUT_MS): Promise<void> {
+    if (this.stopped) return;
+    await new Promise<void>((resolve) => {
+      const timeout = setTimeout(() => resolve(), timeoutMs);
+      this.leaveWaiter = () => {
+        clearTimeout(timeout);
+        resolve();
+      };
+      this.apply(this.core.leave(this.clock()));
+    });
+    await this.stop();
+  }
+
+  /** Stops at once, as a crash would look to others (they will declare us dead). */
+  async stop(): Promise<void> {
+    if (this.stopped) return;
+    this.stopped = true;
+    while (this.closers.length > 0) {
+      const c = this.closers.pop()!;
+      try {
+        await c.close();
+      } catch (err) {
+        this.logger.warn({ err, what: c.what }, 'gossip: release failed');
+      }
+    }
+  }
+
+  /** @internal */
+  start(join: readonly string[]): void {
+    if (join.length > 0) this.apply(this.core.join(join, this.clock()));
+    else this.arm();
+  }
+
+  // ---- input ----------------------------------------------------------------------------
+
+  private onDatagram(bytes: Buffer): void {
+    if (this.stopped) return;
+    this.counters.packetsReceived++;
+    this.deliver(bytes);
+  }
+
+  private onStream(socket: Socket): void {
+    if (this.stopped) {
+      socket.destroy();
+      return;
+    }
+    this.streams.add(socket);
+    socket.setTimeout(STREAM_TIMEOUT_MS, () => socket.destroy());
+    socket.on('close', () => this.streams.delete(socket));
+    socket.on('error', () => this.counters.streamErrors++);
+    const chunks: Buffer[] = [];
+    let have = 0;
+    let want = -1;
+    let done = false;
+    socket.on('data', (chunk: Buffer) => {
+      if (done) return;
+      chunks.push(chunk);
+      have += chunk.length;
+      if (want < 0 && have >= 4) {
+        want = Buffer.concat(chunks).readUInt32BE(0);
+        if (want > MAX_STREAM_BYTES) {
+          this.counters.droppedOversized++;
+          socket.destroy();
+          return;
+        }
+      }
+      if (want >= 0 && have >= 4 + want) {
+        done = true;
+        const frame = Buffer.concat(chunks).subarray(4, 4 + want);
+        socket.end();
+        if (this.stopped) return;
+        this.counters.streamsReceived++;
+        this.deliver(frame);
+      }
+    });
+  }
+
+  private deliver(bytes: Uint8Array): void {
+    let packet;
+    try {
+      packet = openPacket(this.key, bytes);
+    } catch (err) {
+      if (err instanceof CairnError && err.code === 'CAIRN_UNAUTHENTICATED') this.counters.droppedUnauthenticated++;
+      else this.counters.droppedMalformed++;
+      this.logger.debug({ err }, 'gossip: dropped a packet');
+      return;
+    }
+    try {
+      this.apply(this.core.receive(packet.from, packet.messages, this.clock()));
+    } catch (err) {
+      // The core validates what it is given; anything thrown here is a bug, not a reason to die.
+      this.counters.droppedMalformed++;
+      this.logger.error({ err }, 'gossip: a packet could not be handled');
+    }
+  }
+
+  private onTimer(): void {
+    this.timer = undefined;
+    if (this.stopped) return;
+    this.apply(this.core.tick(this.clock()));
+  }
+
+  // ---- output ---------------------------------------------------------------------------
+
+  private apply(out: GossipOutput): void {
+    for (const p of out.packets) this.send(p);
+    for (const e of out.events) {
+      this.logger.debug({ member: e.member.name, state: e.member.state, event: e.type }, 'gossip: membership changed');
+      try {
+        this.emit('change', e);
+      } catch (err) {
+        this.logger.error({ err }, 'gossip: a change listener threw');
+      }
+    }
+    if (this.leaveWaiter !== undefined && this.core.leaveSpread()) {
+      const w = this.leaveWaiter;
+      this.leaveWaiter = undefined;
+      w();
+    }
+    this.arm();
+  }
+
+  private arm(): void {
+    if (this.stopped) return;
+    if (this.timer !== undefined) clearTimeout(this.timer);
+    this.timer = undefined;
+    const d = this.core.nextDeadline();
+    if (d === Infinity) return;
+    this.timer = setTimeout(() => this.onTimer(), Math.max(0, Math.ceil(d - this.clock())));
+  }
+
+  private send(p: OutgoingPacket): void {
+    const to = tryParseAddress(p.to);
+    if (to === undefined) {
+      this.counters.sendErrors++;
+      return;
+    }
+    const sealed = sealPacket(this.key, this.address, p.messages);
+    if (p.stream) {
+      this.sendStream(to.host, to.port, sealed);
+      return;
+    }
+    if (sealed.length > MAX_DATAGRAM_BYTES) {
+      this.counters.droppedOversized++;
+      return;
+    }
+    this.counters.packetsSent++;
+    this.udp.send(sealed, to.port, to.host, (err) => {
+      if (err) this.counters.sendErrors++;
+    });
+  }
+
+  private sendStream(host: string, port: number, sealed: Buffer): void {
+    if (this.stopped) return;
+    this.counters.streamsSent++;
+    const socket = connect({ host, port });
+    this.streams.add(socket);
+    socket.setTimeout(STREAM_TIMEOUT_MS, () => socket.destroy());
+    socket.on('error', () => this.counters.streamErrors++);
+    socket.on('close', () => this.streams.delete(socket));
+    // The other side answers on a stream of its own, to our advertised address; nothing comes back here.
+    socket.on('data', () => {});
+    const header = Buffer.allocUnsafe(4);
+    header.writeUInt32BE(sealed.length, 0);
+    socket.end(Buffer.concat([header, sealed]));
+  }
+}
+
+/** Binds, starts the protocol and joins through `join` (in the background: see `members()`). */
+export async function startGossip(options: StartGossipOptions): Promise<GossipMember> {
+  const logger = options.logger ?? silentLogger();
+  if (typeof options.name !== 'string' || options.name.length === 0 || Buffer.byteLength(options.name) > 255) {
+    throw new CairnError('CAIRN_BAD_REQUEST', 'must be a non-empty name of at most 255 bytes', 'name');
+  }
+  if (options.role !== 'master' && options.role !== 'agent') {
+    throw new CairnError('CAIRN_BAD_REQUEST', `must be 'master' or 'agent', got '${String(options.role)}'`, 'role');
+  }
+  const port = options.bindPort;
+  if (!Number.isInteger(port) || port < 0 || port > 65_535) {
+    throw new CairnError('CAIRN_BAD_REQUEST', `must be a port (0-65535), got ${String(port)}`, 'bindPort');
+  }
+  const join = options.join ?? [];
+  join.forEach((a, i) => parseAddress(a, `join[${i}]`));
+  const config = compileGossipConfig(options.config);
+  const key = deriveGossipKey(options.secret, options.cluster ?? 'cairn');
+  const bindHost = options.bindHost ?? '0.0.0.0';
+  if (isIP(bindHost) === 0) throw new CairnError('CAIRN_BAD_REQUEST', `'${bindHost}' is not an IP address`, 'bindHost');
+
+  const { udp, tcp, boundPort } = await bindBoth(bindHost, port);
+  let advertise: string;
+  try {
+    advertise = advertiseAddress(options.advertise, bindHost, boundPort);
+  } catch (err) {
+    udp.close();
+    tcp.close();
+    throw err;
+  }
+  // Monotonic, but in the epoch's range so times read like timestamps.
+  const origin = Date.now() - performance.now();
+  const clock = () => origin + performance.now();
+  let core: GossipNode;
+  try {
+    core = new GossipNode({
+      name: options.name,
+      address: advertise,
+      role: options.role,
+      meta: options.meta,
+      config,
+      random: options.random ?? seededRandom(randomBytes(4).readUInt32LE(0)),
+      nowMs: clock(),
+    });
+  } catch (err) {
+    udp.close();
+    tcp.close();
+    throw err;
+  }
+  const member = new GossipMember(core, udp, tcp, key, logger, clock);
+  logger.info({ name: options.name, address: advertise, join }, 'gossip: started');
+  member.start(join);
+  return member;
+}
+
+function advertiseAddress(advertise: string | undefined, bindHost: string, port: number): string {
+  if (advertise !== undefined) {
+    const hp = tryParseAddress(advertise);
+    if (hp !== undefined) return formatAddress(hp.host, hp.port);
+    if (advertise.length === 0 || advertise.includes(':') && isIP(advertise) !== 6) {
+      throw new CairnError('CAIRN_BAD_REQUEST', `'${advertise}' is neither host nor host:port`, 'advertise');
+    }
+    return formatAddress(advertise, port);
+  }
+  if (bindHost !== '0.0.0.0' && bindHost !== '::') return formatAddress(bindHost, port);
+  for (const list of Object.values(networkInterfaces())) {
+    for (const i of list ?? []) if (i.family === 'IPv4' && !i.internal) return formatAddress(i.address, port);
+  }
+  return formatAddress('127.0.0.1', port);
+}
+
+/** A UDP socket and a TCP listener on the same port (the same free port when `port` is 0). */
+async function bindBoth(host: string, port: number): Promise<{ udp: UdpSocket; tcp: Server; boundPort: number }> {
+  const type = isIP(host) === 6 ? 'udp6' : 'udp4';
+  let lastError: Error | undefined;
+  for (let attempt = 0; attempt < (port === 0 ? BIND_ATTEMPTS : 1); attempt++) {
+    const udp = createSocket({ type });
+    try {
+      await new Promise<void>((resolve, reject) => {
+        udp.once('error', reject);
+        udp.bind(port, host, () => {
+          udp.off('error', reject);
+          resolve();
+        });
+      });
+    } catch (err) {
+      lastError = err as Error;
+      udp.close();
+      continue;
+    }
+    const boundPort = udp.address().port;
+    const tcp = createServer();
+    try {
+      await new Promise<void>((resolve, reject) => {
+        tcp.once('error', reject);
+        tcp.listen(boundPort, host, () => {
+          tcp.off('error', reject);
+          resolve();
+        });
+      });
+      return { udp, tcp, boundPort };
+    } catch (err) {
+      lastError = err as Error;
+      udp.close();
+      tcp.close();
+    }
+  }
+  throw new CairnError('CAIRN_BAD_REQUEST', `cannot bind gossip UDP and TCP on ${host}:${port}: ${lastError?.message}`, 'bindPort');
+}
