@@ -25,6 +25,8 @@ import { discoverResources } from './resources/discover.ts';
 import { PendingUpdates } from './status-updates.ts';
 import { CheckpointStore, checkpointsDir } from './recovery/checkpoint.ts';
 import { Cgroups, type CgroupSupport } from './isolation/cgroups.ts';
+import type { NvidiaGpu } from './resources/nvidia-smi.ts';
+import { UsageSampler } from './usage/sampler.ts';
 
 export type { AgentOptions } from './options.ts';
 
@@ -72,7 +74,7 @@ export async function startAgent(opts: AgentOptions): Promise<AgentHandle> {
   const storedId = await readAgentId(cfg.workDir);
   const checkpoints = new CheckpointStore(checkpointsDir(cfg.workDir));
   const isolation = detectIsolation(cfg, log);
-  const agent = new Agent(cfg, log, discovered.resources, discovered.gpuIndices, storedId, checkpoints, isolation);
+  const agent = new Agent(cfg, log, discovered.resources, discovered.gpuIndices, storedId, checkpoints, isolation, discovered.facts.gpus);
   try {
     await agent.recover();
     await agent.start();
@@ -108,6 +110,7 @@ class Agent {
     storedId: string,
     private readonly checkpoints: CheckpointStore,
     private readonly isolation: Isolation,
+    private readonly knownGpus: readonly NvidiaGpu[],
   ) {
     this.agentId = storedId !== '' ? storedId : undefined;
     this.executor = new ProcessExecutor({
@@ -156,7 +159,18 @@ class Agent {
   }
 
   async start(): Promise<void> {
+    const usage = new UsageSampler({
+      executor: this.executor,
+      intervalMs: this.cfg.usageIntervalMs,
+      agentId: () => this.agentId,
+      knownGpus: this.knownGpus,
+      logger: this.log.child({ component: 'usage' }),
+    });
+    usage.start();
+    this.owner.add('usage sampler', () => usage.stop());
+
     const http = await startAgentHttp({
+      usage,
       host: this.cfg.httpHost,
       port: this.cfg.httpPort,
       executor: this.executor,

@@ -1,10 +1,12 @@
-// The agent's own HTTP endpoint: health, and task logs read straight from sandboxes
-// (the master's log API and `cairn logs` fetch from here).
+// The agent's own HTTP endpoint: health, task logs read straight from sandboxes (the
+// master's log API and `cairn logs` fetch from here), and usage samples.
 
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import { CairnError } from '../shared/errors.ts';
+import { isTerminal } from '../shared/agent-protocol.ts';
 import type { ProcessExecutor } from './executors/process/executor.ts';
+import type { UsageSampler } from './usage/sampler.ts';
 import { LOG_STREAMS, MAX_LOG_READ_BYTES, type LogStream } from './executors/process/sandbox.ts';
 
 export interface AgentHttpOptions {
@@ -14,6 +16,8 @@ export interface AgentHttpOptions {
   agentId: () => string | undefined;
   /** More of /health (isolation, draining). */
   health?: () => Record<string, unknown>;
+  /** Usage samples; without, the usage routes answer 404. */
+  usage?: UsageSampler;
 }
 
 export interface AgentHttpServer {
@@ -66,6 +70,26 @@ export function buildAgentHttp(opts: Omit<AgentHttpOptions, 'host' | 'port'>): F
       if (err instanceof CairnError) return sendError(reply, err.code === 'CAIRN_UNKNOWN_TASK' ? 404 : 400, err);
       throw err;
     }
+  });
+
+  app.get('/api/v1/usage', async (_req, reply) => {
+    if (!opts.usage) return sendError(reply, 404, new CairnError('CAIRN_UNKNOWN_CALL', 'usage sampling is off on this agent'));
+    if (opts.usage.current().timestampMs === 0) await opts.usage.sample();
+    return opts.usage.current();
+  });
+
+  app.get<{ Params: { id: string } }>('/api/v1/tasks/:id/usage', async (req, reply) => {
+    const id = req.params.id;
+    if (!opts.usage) return sendError(reply, 404, new CairnError('CAIRN_UNKNOWN_CALL', 'usage sampling is off on this agent'));
+    let found = opts.usage.forTask(id);
+    const snap = opts.executor.snapshot(id);
+    if (!found && snap && !isTerminal(snap.state)) {
+      // Launched since the last sample: take one now rather than answer "unknown".
+      await opts.usage.sample();
+      found = opts.usage.forTask(id);
+    }
+    if (!found) return sendError(reply, 404, new CairnError('CAIRN_UNKNOWN_TASK', `no running task '${id}' on this agent`, 'taskId'));
+    return found;
   });
 
   return app;

@@ -45,6 +45,8 @@ export interface AgentOptions {
   cgroupsRoot?: string;
   /** Cap each task's CPU time at its `cpus` (CFS quota) besides weighting it (default false). */
   cgroupsCpuQuota?: boolean;
+  /** How often tasks' CPU, memory and GPU use is sampled (default 5 s). */
+  usageIntervalMs?: number;
 }
 
 export interface Attribute {
@@ -82,6 +84,7 @@ export interface AgentConfig {
   cgroups: boolean;
   cgroupsRoot: string;
   cgroupsCpuQuota: boolean;
+  usageIntervalMs: number;
 }
 
 export const RECOVER_MODES: readonly RecoverMode[] = ['reconnect', 'cleanup'];
@@ -201,5 +204,6 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     cgroups: opts.cgroups ?? true,
     cgroupsRoot,
     cgroupsCpuQuota: opts.cgroupsCpuQuota ?? false,
+    usageIntervalMs: positiveMs(opts.usageIntervalMs, 5000, 'usageIntervalMs'),
   };
 }

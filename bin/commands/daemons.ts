@@ -166,6 +166,7 @@ export async function runAgent(o: AgentOptions, io: CliIo): Promise<number> {
       cgroups: o.cgroups,
       cgroupsRoot: o.cgroupsRoot,
       cgroupsCpuQuota: o.cgroupsCpuQuota,
+      usageIntervalMs: o.usageIntervalMs,
       ...(o.resources !== undefined ? { resources: o.resources } : {}),
       ...(o.attributes !== undefined ? { attributes: o.attributes } : {}),
       ...(o.hostname !== undefined ? { hostname: o.hostname } : {}),

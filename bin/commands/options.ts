@@ -38,6 +38,7 @@ export interface AgentOptions {
   cgroups: boolean;
   cgroupsRoot: string;
   cgroupsCpuQuota: boolean;
+  usageIntervalMs: number;
 }
 
 export interface RunOptions {
@@ -67,4 +68,13 @@ export interface LogsOptions extends MasterClientCommandOptions {
 
 export interface KillOptions extends MasterClientCommandOptions {
   taskId: string;
+}
+
+export interface TopOptions extends MasterClientCommandOptions {
+  /** Time between refreshes. */
+  intervalMs: number;
+  /** Print one frame and exit. */
+  once: boolean;
+  /** Clear the screen before each frame (a terminal). */
+  clear: boolean;
 }

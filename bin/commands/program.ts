@@ -16,6 +16,7 @@ import {
   type MasterClientCommandOptions,
   type MasterOptions,
   type RunOptions,
+  type TopOptions,
   type UpOptions,
 } from './options.ts';
 import { attributesFlag, checkMasterUrl, domainFlag, envFlag, integerFlag, nameFlag, numberFlag, resolversFlag, resourcesFlag, roleFlag } from './flags.ts';
@@ -31,6 +32,7 @@ export interface CommandHandlers {
   state(options: MasterClientCommandOptions, io: CliIo): Promise<number>;
   logs(options: LogsOptions, io: CliIo): Promise<number>;
   kill(options: KillOptions, io: CliIo): Promise<number>;
+  top(options: TopOptions, io: CliIo): Promise<number>;
 }
 
 const realHandlers: CommandHandlers = {
@@ -43,6 +45,7 @@ const realHandlers: CommandHandlers = {
   state: async (o, io) => (await import('./inspect.ts')).runState(o, io),
   logs: async (o, io) => (await import('./inspect.ts')).runLogs(o, io),
   kill: async (o, io) => (await import('./inspect.ts')).runKill(o, io),
+  top: async (o, io) => (await import('./top.ts')).runTop(o, io),
 };
 
 /** Exit code of a command line that could not be understood. */
@@ -161,7 +164,8 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .option('--no-cgroups', 'do not put tasks in cgroups (no memory or CPU limits)')
     .addOption(new Option('--cgroups-root <name>', 'directory under each cgroup hierarchy for Cairn\'s cgroups').default('cairn'))
     .option('--cgroups-cpu-quota', "cap each task's CPU time at its cpus (CFS quota), not only weight it", false)
-    .action(async (o: { master?: string; workDir: string; resources?: string; attributes?: string; port: number; hostname?: string; recover: 'reconnect' | 'cleanup'; cgroups: boolean; cgroupsRoot: string; cgroupsCpuQuota: boolean }, cmd: Command) => {
+    .addOption(new Option('--usage-interval-ms <ms>', "how often tasks' CPU, memory and GPU use is sampled").argParser(integerFlag(100, 3_600_000)).default(5000))
+    .action(async (o: { master?: string; workDir: string; resources?: string; attributes?: string; port: number; hostname?: string; recover: 'reconnect' | 'cleanup'; cgroups: boolean; cgroupsRoot: string; cgroupsCpuQuota: boolean; usageIntervalMs: number }, cmd: Command) => {
       result.exitCode = await h.agent(
         {
           masterUrl: masterUrlOf(o.master, io, cmd),
@@ -171,6 +175,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
           cgroups: o.cgroups,
           cgroupsRoot: o.cgroupsRoot,
           cgroupsCpuQuota: o.cgroupsCpuQuota,
+          usageIntervalMs: o.usageIntervalMs,
           ...(o.resources !== undefined ? { resources: o.resources } : {}),
           ...(o.attributes !== undefined ? { attributes: o.attributes } : {}),
           ...(o.hostname !== undefined ? { hostname: o.hostname } : {}),
@@ -247,6 +252,17 @@ Examples:
     .addOption(masterOption())
     .action(async (o: { master?: string }, cmd: Command) => {
       result.exitCode = await h.state({ masterUrl: masterUrlOf(o.master, io, cmd) }, io);
+    });
+
+  program
+    .command('top')
+    .description('a live table of what running tasks use (CPU, memory, GPUs), refreshed every 2 s')
+    .addOption(masterOption())
+    .addOption(new Option('--interval <ms>', 'time between refreshes').argParser(integerFlag(100, 3_600_000)).default(2000))
+    .option('--once', 'print one table and exit', false)
+    .action(async (o: { master?: string; interval: number; once: boolean }, cmd: Command) => {
+      const tty = (io.stdout as { isTTY?: boolean }).isTTY === true;
+      result.exitCode = await h.top({ masterUrl: masterUrlOf(o.master, io, cmd), intervalMs: o.interval, once: o.once, clear: tty && !o.once }, io);
     });
 
   program

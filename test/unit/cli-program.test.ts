@@ -40,6 +40,7 @@ function recorder(exitCode = 0): { handlers: CommandHandlers; calls: { command: 
     state: make('state'),
     logs: make('logs'),
     kill: make('kill'),
+    top: make('top'),
   } as CommandHandlers;
   return { handlers, calls };
 }

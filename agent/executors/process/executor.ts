@@ -103,6 +103,7 @@ export interface TaskSnapshot {
   /** True for a task an earlier agent process started (this one re-attached to it). */
   recovered: boolean;
   launchedAtMs: number;
+  cgroup: CgroupRef | undefined;
 }
 
 export interface RecoverySummary {
@@ -705,5 +706,6 @@ function toSnapshot(rec: TaskRecord): TaskSnapshot {
     gpuIndices: [...rec.gpus],
     recovered: rec.recovered,
     launchedAtMs: rec.launchedAtMs,
+    cgroup: rec.cgroup,
   };
 }
