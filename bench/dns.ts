@@ -15,7 +15,7 @@ import { cpus } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import dnsPacket from 'dns-packet';
-import { startMaster, type MasterHandle } from '../master/master.ts';
+import { startMaster, type MasterHandle } from '../master/server.ts';
 import { silentLogger } from '../shared/logger.ts';
 import { FakeAgent } from '../test/harness/fake-agent.ts';
 import { tempDir } from '../test/harness/processes.ts';

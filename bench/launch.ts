@@ -5,7 +5,7 @@
 //    agent in this process, the task a real child process): median over repeated launches.
 
 import { rmSync } from 'node:fs';
-import { startMaster } from '../master/master.ts';
+import { startMaster } from '../master/server.ts';
 import { startAgent } from '../agent/agent.ts';
 import { silentLogger } from '../shared/logger.ts';
 import { FakeAgent } from '../test/harness/fake-agent.ts';

@@ -4,21 +4,18 @@
 // and it sends nothing that depends on a registry change before that change is durable.
 
 import { randomBytes, randomUUID } from 'node:crypto';
-import { isIP } from 'node:net';
-import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { isTerminal, type Register, type StatusUpdate, type TaskInfo, type TaskState } from '../shared/agent-protocol.ts';
 import { CairnError } from '../shared/errors.ts';
 import type { OfferJson, SchedulerEvent, TaskStatusJson } from '../shared/mesos-v1.ts';
 import { Resources } from '../shared/resources.ts';
 import { Allocator } from './allocator/allocator.ts';
-import { AgentLink } from './agents/agent-link.ts';
-import { EventStream } from './frameworks/event-stream.ts';
+import type { AgentLink } from './agents/agent-link.ts';
+import type { EventStream } from './frameworks/event-stream.ts';
 import { OfferBook, type OutstandingOffer } from './offers.ts';
 import type { FrameworkSpec, SchedulerCallParsed } from './api/scheduler-calls.ts';
 import type { PendingUpdate, TaskRecord } from './registry/commands.ts';
 import type { Registry } from './registry/registry.ts';
-import { LocalCommandLog } from './registry/local-log.ts';
 import type { RegistryEvent } from './registry/state-machine.ts';
 import { MasterMetrics } from './metrics.ts';
 
@@ -89,8 +86,9 @@ export class Master {
   constructor(
     readonly config: MasterConfig,
     readonly log: Logger,
+    registry: Registry,
   ) {
-    this.registry = LocalCommandLog.open(join(config.dataDir, 'registry'), randomUUID().slice(0, 8));
+    this.registry = registry;
     this.allocator = new Allocator({ roleWeights: config.roleWeights });
     const now = Date.now();
     // Frameworks from before a restart are known but disconnected until they resubscribe.
@@ -674,129 +672,6 @@ export class Master {
     for (const id of [...this.sessions.keys()]) this.endSession(id);
     for (const link of this.links.values()) link.close(1001, 'master stopping');
     this.links.clear();
-    this.registry.close();
   }
 }
 
-// ---------------------------------------------------------------- process
-
-export interface MasterOptions extends Partial<Omit<MasterConfig, 'dataDir'>> {
-  dataDir: string;
-  /** 5050 by default; 0 picks a free port. */
-  port?: number;
-  host?: string;
-  logger?: Logger;
-  /**
-   * DNS port, UDP and TCP (0: any free port). Left out: 53 as root, else 8053, and if that
-   * port is taken the master runs without a DNS socket (with a warning). null: no DNS.
-   */
-  dnsPort?: number | null;
-  /** DNS listen address; default: `host`. */
-  dnsHost?: string;
-  /** DNS zone; default `cairn`. */
-  domain?: string;
-  /** Upstream resolvers for names outside the zone (`ip[:port]`); default: /etc/resolv.conf's. */
-  dnsResolvers?: string[];
-  dnsForwardTimeoutMs?: number;
-  /** This master's address as others reach it (leader.<domain>); default: `host` when it is one address, else 127.0.0.1. */
-  advertiseIp?: string;
-}
-
-export interface MasterHandle {
-  url: string;
-  port: number;
-  master: Master;
-  /** The DNS server's port; 0 when it is not serving. */
-  dnsPort: number;
-  stop(): Promise<void>;
-}
-
-function positiveInt(value: number, field: string): number {
-  if (!Number.isInteger(value) || value <= 0) throw new CairnError('CAIRN_BAD_FLAG', `must be a positive integer, got ${value}`, field);
-  return value;
-}
-
-/** Validates options once, at the edge, and fills defaults. */
-export function compileMasterConfig(opts: MasterOptions): MasterConfig {
-  const c: MasterConfig = { ...DEFAULT_MASTER_CONFIG, ...Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined)), dataDir: opts.dataDir } as MasterConfig;
-  for (const k of ['pingIntervalMs', 'maxMissedPings', 'offerTimeoutMs', 'allocationIntervalMs', 'frameworkHeartbeatMs', 'updateRetryMs', 'frameworkReregisterGraceMs'] as const) positiveInt(c[k], k);
-  if (!Number.isInteger(c.defaultRefuseMs) || c.defaultRefuseMs < 0) throw new CairnError('CAIRN_BAD_FLAG', 'must be a non-negative integer', 'defaultRefuseMs');
-  return c;
-}
-
-export async function startMaster(opts: MasterOptions): Promise<MasterHandle> {
-  const config = compileMasterConfig(opts);
-  const port = opts.port ?? 5050;
-  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CairnError('CAIRN_BAD_FLAG', `must be a port number, got ${port}`, 'port');
-  const { default: Fastify } = await import('fastify');
-  const { registerRestApi } = await import('./api/rest.ts');
-  const { registerSchedulerApi } = await import('./api/scheduler-http.ts');
-  const { AgentEndpoint, AGENT_PATH } = await import('./agents/agent-endpoint.ts');
-  const { toHttpError } = await import('./api/http-errors.ts');
-  const { createLogger } = await import('../shared/logger.ts');
-  const { compileDnsConfig } = await import('./dns/config.ts');
-  const { DnsService } = await import('./dns/service.ts');
-  const { registerDnsApi } = await import('./dns/http-api.ts');
-  const log = opts.logger ?? createLogger('cairn-master');
-  const host = opts.host ?? '0.0.0.0';
-  const advertiseIp = opts.advertiseIp ?? (host !== '0.0.0.0' && host !== '::' && isIP(host) !== 0 ? host : '127.0.0.1');
-  const dnsConfig = opts.dnsPort === null
-    ? undefined
-    : compileDnsConfig({ port: opts.dnsPort, host: opts.dnsHost ?? host, domain: opts.domain, resolvers: opts.dnsResolvers, forwardTimeoutMs: opts.dnsForwardTimeoutMs, leaderIp: advertiseIp, leaderPort: port });
-
-  const master = new Master(config, log);
-  const dns = dnsConfig ? new DnsService(dnsConfig, master.registry, log.child({ component: 'dns' })) : undefined;
-  const app = Fastify({ logger: false, bodyLimit: 16 * 1024 * 1024, keepAliveTimeout: 60_000 });
-  app.setErrorHandler((err, _req, reply) => {
-    const { status, body } = toHttpError(err);
-    if (status >= 500) log.error({ err }, 'request failed');
-    void reply.code(status).send(body);
-  });
-  registerRestApi(app, master);
-  registerSchedulerApi(app, master);
-  if (dns) registerDnsApi(app, dns);
-  const agents = new AgentEndpoint(master);
-  app.server.on('upgrade', (req, socket, head) => {
-    if (req.url?.split('?')[0] === AGENT_PATH) agents.handleUpgrade(req, socket, head);
-    else socket.destroy();
-  });
-  try {
-    await app.listen({ port, host });
-  } catch (err) {
-    master.stop();
-    throw err;
-  }
-  const addr = app.server.address();
-  const boundPort = typeof addr === 'object' && addr ? addr.port : port;
-  if (dns) {
-    dns.zone.setLeader({ ip: advertiseIp, port: boundPort });
-    try {
-      await dns.start();
-    } catch (err) {
-      if (opts.dnsPort !== undefined) {
-        await dns.stop();
-        master.stop();
-        await app.close();
-        throw new CairnError('CAIRN_BAD_FLAG', `cannot serve DNS on ${dnsConfig!.host}:${dnsConfig!.port}: ${(err as Error).message}`, 'dnsPort');
-      }
-      log.warn({ err: (err as Error).message, port: dnsConfig!.port }, 'the default DNS port is not free; running without a DNS server (give --dns-port)');
-    }
-  }
-  const url = `http://${opts.host && opts.host !== '0.0.0.0' ? opts.host : '127.0.0.1'}:${boundPort}`;
-  log.info({ url, dataDir: config.dataDir }, 'master started');
-  let stopping: Promise<void> | undefined;
-  return {
-    url,
-    port: boundPort,
-    master,
-    dnsPort: dns?.port ?? 0,
-    stop: () =>
-      (stopping ??= (async () => {
-        await dns?.stop();
-        master.stop();
-        agents.close();
-        app.server.closeAllConnections?.();
-        await app.close();
-      })()),
-  };
-}

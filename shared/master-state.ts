@@ -51,8 +51,22 @@ export interface OfferView {
   resources: string;
 }
 
+export interface MasterRoleView {
+  id: number;
+  role: 'leader' | 'follower' | 'preCandidate' | 'candidate';
+  term: number;
+  commitIndex: number;
+  appliedIndex: number;
+}
+
 export interface StateView {
   version: string;
+  /** The leader as this master knows it (undefined while none is elected). */
+  leader: { id: number; url: string } | undefined;
+  /** The master that answered: its Raft role, term and how far it has applied the log. */
+  master: MasterRoleView;
+  /** The master group's membership (empty for a single master). */
+  members: { id: number; url: string; voter: boolean }[];
   startedAtMs: number;
   agents: AgentView[];
   frameworks: FrameworkView[];

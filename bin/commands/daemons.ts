@@ -5,7 +5,7 @@
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
-import { startMaster } from '../../master/master.ts';
+import { startMaster } from '../../master/server.ts';
 import { startAgent } from '../../agent/agent.ts';
 import { MasterClient } from '../../shared/sdk/master-client.ts';
 import { nextInterrupt, type CliIo } from './io.ts';

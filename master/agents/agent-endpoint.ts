@@ -7,19 +7,30 @@ import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData } from 'ws';
 import { decodeAgentToMaster } from '../../shared/agent-protocol.ts';
 import { CairnError } from '../../shared/errors.ts';
+import type { MasterContext } from '../context.ts';
 import type { Master } from '../master.ts';
 import { AgentLink } from './agent-link.ts';
 
 export const AGENT_PATH = '/api/v1/agent';
+/** Close code a follower uses; the close reason is the leader's URL (empty when unknown). */
+export const NOT_LEADER_CLOSE_CODE = 4001;
 
 export class AgentEndpoint {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 * 1024 });
 
-  constructor(private readonly master: Master) {
+  constructor(private readonly ctx: MasterContext) {
     this.wss.on('connection', (socket, req: IncomingMessage) => {
       const link = new AgentLink(socket, req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '');
+      // Agents register with the leader only; a follower tells them where it is and hangs up.
+      const master = ctx.core();
+      if (!master) {
+        const leader = ctx.leaderUrl() ?? '';
+        link.send({ error: { code: 'CAIRN_NOT_LEADER', message: leader } });
+        link.close(NOT_LEADER_CLOSE_CODE, leader.slice(0, 120));
+        return;
+      }
       master.agentConnected(link);
-      socket.on('message', (data: RawData, isBinary: boolean) => this.onFrame(link, data, isBinary));
+      socket.on('message', (data: RawData, isBinary: boolean) => this.onFrame(master, link, data, isBinary));
       socket.on('error', (err) => master.log.debug({ err: err.message }, 'agent socket error'));
     });
   }
@@ -28,8 +39,7 @@ export class AgentEndpoint {
     this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req));
   }
 
-  private onFrame(link: AgentLink, data: RawData, isBinary: boolean): void {
-    const master = this.master;
+  private onFrame(master: Master, link: AgentLink, data: RawData, isBinary: boolean): void {
     let msg;
     try {
       if (!isBinary) throw new CairnError('CAIRN_BAD_FRAME', 'agent frames must be binary protobuf', 'frame');

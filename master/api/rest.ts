@@ -5,7 +5,8 @@ import type { FastifyInstance, FastifyReply } from 'fastify';
 import { isTerminal, TASK_STATES } from '../../shared/agent-protocol.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { Resources } from '../../shared/resources.ts';
-import type { Master } from '../master.ts';
+import { APPLIED_INDEX_HEADER, leaderOrRedirect, type MasterContext } from '../context.ts';
+import type { Registry } from '../registry/registry.ts';
 import { promFamily } from '../metrics.ts';
 import { toHttpError } from './http-errors.ts';
 import { stateView, taskView } from './state-view.ts';
@@ -15,20 +16,29 @@ function fail(reply: FastifyReply, err: unknown) {
   return reply.code(status).send(body);
 }
 
-function findTask(master: Master, id: string) {
-  const t = master.registry.state.tasks.get(id);
+function findTask(registry: Registry, id: string) {
+  const t = registry.state.tasks.get(id);
   if (!t) throw new CairnError('CAIRN_UNKNOWN_TASK', `no task '${id}'`, 'id');
   return t;
 }
 
-export function registerRestApi(app: FastifyInstance, master: Master): void {
-  app.get('/health', async () => ({ status: 'ok' }));
+export function registerRestApi(app: FastifyInstance, ctx: MasterContext): void {
+  const registry = ctx.registry;
+  // Reads are answered from this master's copy of the registry; the header says how far
+  // that copy has applied the log, so a client can tell a stale follower.
+  app.addHook('onSend', async (_req, reply, payload) => {
+    const r = ctx.replication();
+    if (r) void reply.header(APPLIED_INDEX_HEADER, String(r.applied));
+    return payload;
+  });
 
-  app.get('/api/v1/state', async () => stateView(master));
+  app.get('/health', async () => ({ status: 'ok', role: ctx.replication()?.role ?? 'leader' }));
+
+  app.get('/api/v1/state', async () => stateView(ctx));
 
   app.get<{ Params: { id: string } }>('/api/v1/tasks/:id', async (req, reply) => {
     try {
-      return taskView(findTask(master, req.params.id));
+      return taskView(findTask(registry, req.params.id));
     } catch (err) {
       return fail(reply, err);
     }
@@ -36,7 +46,9 @@ export function registerRestApi(app: FastifyInstance, master: Master): void {
 
   app.post<{ Params: { id: string } }>('/api/v1/tasks/:id/kill', async (req, reply) => {
     try {
-      const t = findTask(master, req.params.id);
+      const master = leaderOrRedirect(ctx, req, reply);
+      if (!master) return reply;
+      const t = findTask(registry, req.params.id);
       if (isTerminal(t.state)) {
         return reply.code(409).send({ code: 'CAIRN_BAD_REQUEST', message: `task '${t.id}' has already ended (${t.state})`, field: 'id' });
       }
@@ -49,12 +61,12 @@ export function registerRestApi(app: FastifyInstance, master: Master): void {
 
   app.get<{ Params: { id: string }; Querystring: Record<string, string | undefined> }>('/api/v1/tasks/:id/logs', async (req, reply) => {
     try {
-      const t = findTask(master, req.params.id);
+      const t = findTask(registry, req.params.id);
       const stream = req.query.stream ?? 'stdout';
       if (stream !== 'stdout' && stream !== 'stderr') throw new CairnError('CAIRN_BAD_REQUEST', `must be stdout or stderr, got '${stream}'`, 'stream');
       const offset = req.query.offset ?? '0';
       if (!/^\d+$/.test(offset)) throw new CairnError('CAIRN_BAD_REQUEST', `must be a non-negative integer, got '${offset}'`, 'offset');
-      const agent = master.registry.state.agents.get(t.agentId);
+      const agent = registry.state.agents.get(t.agentId);
       if (!agent) throw new CairnError('CAIRN_AGENT_UNAVAILABLE', `agent ${t.agentId} of task '${t.id}' is gone`, 'id');
       const qs = new URLSearchParams({ stream, offset });
       if (req.query.length && /^\d+$/.test(req.query.length)) qs.set('length', req.query.length);
@@ -71,7 +83,8 @@ export function registerRestApi(app: FastifyInstance, master: Master): void {
   });
 
   app.get('/metrics', async (_req, reply) => {
-    const reg = master.registry.state;
+    const reg = registry.state;
+    const master = ctx.core();
     const byState = new Map<string, number>(TASK_STATES.map((s) => [s, 0]));
     for (const t of reg.tasks.values()) byState.set(t.state, (byState.get(t.state) ?? 0) + 1);
     let total = Resources.EMPTY;
@@ -82,32 +95,52 @@ export function registerRestApi(app: FastifyInstance, master: Master): void {
       total = total.add(Resources.parse(a.resources));
     }
     const frameworks = [...reg.frameworks.values()].filter((f) => f.removedAtMs === undefined);
-    const m = master.metrics;
-    const alloc = m.allocation;
+    const connected = (id: string) => master?.frameworkConnected(id) ?? false;
     const text = [
       promFamily('cairn_master_agents', 'gauge', 'Agents known to the master, by reachability.', [
         { labels: { state: 'reachable' }, value: reachable },
         { labels: { state: 'unreachable' }, value: reg.agents.size - reachable },
       ]),
       promFamily('cairn_master_frameworks', 'gauge', 'Frameworks, by connection.', [
-        { labels: { state: 'connected' }, value: frameworks.filter((f) => master.frameworkConnected(f.id)).length },
-        { labels: { state: 'disconnected' }, value: frameworks.filter((f) => !master.frameworkConnected(f.id)).length },
+        { labels: { state: 'connected' }, value: frameworks.filter((f) => connected(f.id)).length },
+        { labels: { state: 'disconnected' }, value: frameworks.filter((f) => !connected(f.id)).length },
       ]),
       promFamily('cairn_master_tasks', 'gauge', 'Tasks the registry holds, by state.', [...byState].map(([state, value]) => ({ labels: { state }, value }))),
       promFamily('cairn_master_resources_total', 'gauge', 'Resources of reachable agents.', (['cpus', 'mem', 'disk', 'gpus'] as const).map((r) => ({ labels: { resource: r }, value: total.get(r) }))),
-      promFamily('cairn_master_offers_outstanding', 'gauge', 'Offers made and not yet answered.', [{ value: master.offers.size }]),
-      promFamily('cairn_master_offers_total', 'counter', 'Offers made.', [{ value: m.offersMade }]),
-      promFamily('cairn_master_offers_rescinded_total', 'counter', 'Offers rescinded.', [{ value: m.offersRescinded }]),
-      promFamily('cairn_master_tasks_launched_total', 'counter', 'Tasks launched.', [{ value: m.tasksLaunched }]),
-      promFamily('cairn_master_status_updates_total', 'counter', 'Status updates received from agents.', [{ value: m.statusUpdates }]),
-      promFamily('cairn_master_scheduler_calls_total', 'counter', 'Scheduler calls, by type.', [...m.calls].map(([type, value]) => ({ labels: { type }, value }))),
-      promFamily('cairn_master_bad_requests_total', 'counter', 'Requests refused as malformed or invalid.', [{ value: m.badRequests }]),
-      promFamily('cairn_master_bad_agent_frames_total', 'counter', 'Agent frames that failed to decode.', [{ value: m.badAgentFrames }]),
-      promFamily('cairn_master_registry_commands_total', 'counter', 'Registry commands applied, by type.', [...master.registry.applied].map(([type, value]) => ({ labels: { type }, value }))),
-      promFamily('cairn_master_allocation_runs_total', 'counter', 'Allocation cycles run.', [{ value: alloc.count }]),
-      promFamily('cairn_master_allocation_seconds_sum', 'counter', 'Time spent in allocation cycles.', [{ value: alloc.sumMs / 1000 }]),
-      promFamily('cairn_master_allocation_last_seconds', 'gauge', 'Duration of the last allocation cycle.', [{ value: alloc.lastMs / 1000 }]),
+      promFamily('cairn_master_registry_commands_total', 'counter', 'Registry commands applied, by type.', [...registry.applied].map(([type, value]) => ({ labels: { type }, value }))),
+      ...(master ? leaderMetrics(master) : []),
+      ...replicationMetrics(ctx),
     ].join('\n');
     return reply.type('text/plain; version=0.0.4').send(text + '\n');
   });
+}
+
+/** Counters of the leader's services (they start again at zero on each new leader). */
+function leaderMetrics(master: NonNullable<ReturnType<MasterContext['core']>>): string[] {
+  const m = master.metrics;
+  const alloc = m.allocation;
+  return [
+    promFamily('cairn_master_offers_outstanding', 'gauge', 'Offers made and not yet answered.', [{ value: master.offers.size }]),
+    promFamily('cairn_master_offers_total', 'counter', 'Offers made.', [{ value: m.offersMade }]),
+    promFamily('cairn_master_offers_rescinded_total', 'counter', 'Offers rescinded.', [{ value: m.offersRescinded }]),
+    promFamily('cairn_master_tasks_launched_total', 'counter', 'Tasks launched.', [{ value: m.tasksLaunched }]),
+    promFamily('cairn_master_status_updates_total', 'counter', 'Status updates received from agents.', [{ value: m.statusUpdates }]),
+    promFamily('cairn_master_scheduler_calls_total', 'counter', 'Scheduler calls, by type.', [...m.calls].map(([type, value]) => ({ labels: { type }, value }))),
+    promFamily('cairn_master_bad_requests_total', 'counter', 'Requests refused as malformed or invalid.', [{ value: m.badRequests }]),
+    promFamily('cairn_master_bad_agent_frames_total', 'counter', 'Agent frames that failed to decode.', [{ value: m.badAgentFrames }]),
+    promFamily('cairn_master_allocation_runs_total', 'counter', 'Allocation cycles run.', [{ value: alloc.count }]),
+    promFamily('cairn_master_allocation_seconds_sum', 'counter', 'Time spent in allocation cycles.', [{ value: alloc.sumMs / 1000 }]),
+    promFamily('cairn_master_allocation_last_seconds', 'gauge', 'Duration of the last allocation cycle.', [{ value: alloc.lastMs / 1000 }]),
+  ];
+}
+
+function replicationMetrics(ctx: MasterContext): string[] {
+  const r = ctx.replication();
+  if (!r) return [];
+  return [
+    promFamily('cairn_master_raft_term', 'gauge', 'Current Raft term.', [{ value: r.term }]),
+    promFamily('cairn_master_raft_leader', 'gauge', '1 when this master leads.', [{ value: r.role === 'leader' ? 1 : 0 }]),
+    promFamily('cairn_master_raft_commit_index', 'gauge', 'Raft commit index.', [{ value: r.commit }]),
+    promFamily('cairn_master_raft_applied_index', 'gauge', 'Last log index applied to the registry.', [{ value: r.applied }]),
+  ];
 }

@@ -6,12 +6,15 @@ import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { STREAM_ID_HEADER } from '../../shared/mesos-v1.ts';
 import { EventStream } from '../frameworks/event-stream.ts';
-import type { Master } from '../master.ts';
+import { leaderOrRedirect, type MasterContext } from '../context.ts';
 import { toHttpError } from './http-errors.ts';
 import { parseSchedulerCall } from './scheduler-calls.ts';
 
-export function registerSchedulerApi(app: FastifyInstance, master: Master): void {
+export function registerSchedulerApi(app: FastifyInstance, ctx: MasterContext): void {
   app.post('/api/v1/scheduler', async (req, reply) => {
+    // Only the leader runs the scheduler API; frameworks are sent there (Mesos does the same).
+    const master = leaderOrRedirect(ctx, req, reply);
+    if (!master) return reply;
     const accept = req.headers.accept;
     if (accept && !/application\/json|\*\/\*|recordio/.test(accept)) {
       return reply.code(406).send({ code: 'CAIRN_BAD_REQUEST', message: 'Accept: only application/json is served', field: 'Accept' });

@@ -5,9 +5,10 @@ import type { AgentView, FrameworkView, StateView, TaskView } from '../../shared
 import { isTerminal } from '../../shared/agent-protocol.ts';
 import { Resources } from '../../shared/resources.ts';
 import type { TaskRecord } from '../registry/commands.ts';
-import type { Master } from '../master.ts';
+import type { MasterContext } from '../context.ts';
 
 export const CAIRN_VERSION = '0.1.0';
+const PROCESS_STARTED_MS = Date.now();
 
 export function taskView(t: TaskRecord): TaskView {
   const v: TaskView = {
@@ -25,22 +26,23 @@ export function taskView(t: TaskRecord): TaskView {
   return v;
 }
 
-export function stateView(master: Master): StateView {
-  const reg = master.registry.state;
+export function stateView(ctx: MasterContext): StateView {
+  const reg = ctx.registry.state;
+  const master = ctx.core();
   const usedByAgent = new Map<string, Resources>();
   for (const t of reg.tasks.values()) {
     if (isTerminal(t.state)) continue;
     usedByAgent.set(t.agentId, (usedByAgent.get(t.agentId) ?? Resources.EMPTY).add(Resources.parse(t.resources)));
   }
   const offeredByAgent = new Map<string, Resources>();
-  for (const o of master.offers.all()) offeredByAgent.set(o.agentId, (offeredByAgent.get(o.agentId) ?? Resources.EMPTY).add(o.resources));
+  for (const o of master?.offers.all() ?? []) offeredByAgent.set(o.agentId, (offeredByAgent.get(o.agentId) ?? Resources.EMPTY).add(o.resources));
   const agents: AgentView[] = [...reg.agents.values()].map((a) => ({
     id: a.id,
     hostname: a.hostname,
     ip: a.ip,
     url: `http://${a.ip}:${a.httpPort}`,
     reachable: a.reachable,
-    connected: master.isConnected(a.id),
+    connected: master?.isConnected(a.id) ?? false,
     registeredAtMs: a.registeredAtMs,
     resources: a.resources,
     used: (usedByAgent.get(a.id) ?? Resources.EMPTY).toString(),
@@ -54,16 +56,20 @@ export function stateView(master: Master): StateView {
       name: f.name,
       role: f.role,
       user: f.user,
-      connected: master.frameworkConnected(f.id),
+      connected: master?.frameworkConnected(f.id) ?? false,
       failoverTimeoutS: f.failoverTimeoutS,
       registeredAtMs: f.registeredAtMs,
     }));
+  const r = ctx.replication();
   return {
     version: CAIRN_VERSION,
-    startedAtMs: master.startedAtMs,
+    leader: r ? (r.leader ? { id: r.leader, url: r.leaderUrl ?? '' } : undefined) : { id: 1, url: ctx.selfUrl() },
+    master: r ? { id: r.id, role: r.role, term: r.term, commitIndex: r.commit, appliedIndex: r.applied } : { id: 1, role: 'leader', term: 0, commitIndex: 0, appliedIndex: 0 },
+    members: r?.members ?? [],
+    startedAtMs: PROCESS_STARTED_MS,
     agents,
     frameworks,
     tasks: [...reg.tasks.values()].map(taskView),
-    offers: [...master.offers.all()].map((o) => ({ id: o.id, frameworkId: o.frameworkId, agentId: o.agentId, resources: o.resources.toString() })),
+    offers: [...(master?.offers.all() ?? [])].map((o) => ({ id: o.id, frameworkId: o.frameworkId, agentId: o.agentId, resources: o.resources.toString() })),
   };
 }

@@ -12,7 +12,7 @@ import net from 'node:net';
 import { rmSync } from 'node:fs';
 import { promisify } from 'node:util';
 import dnsPacket from 'dns-packet';
-import { startMaster, type MasterHandle } from '../../master/master.ts';
+import { startMaster, type MasterHandle } from '../../master/server.ts';
 import { silentLogger } from '../../shared/logger.ts';
 import { FakeAgent } from '../harness/fake-agent.ts';
 import { tempDir, waitFor } from '../harness/processes.ts';

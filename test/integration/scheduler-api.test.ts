@@ -4,7 +4,7 @@
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
-import { startMaster, type MasterHandle } from '../../master/master.ts';
+import { startMaster, type MasterHandle } from '../../master/server.ts';
 import { silentLogger } from '../../shared/logger.ts';
 import { FakeAgent } from '../harness/fake-agent.ts';
 import { tempDir, waitFor } from '../harness/processes.ts';

@@ -1,0 +1,38 @@
+// What the HTTP and WebSocket endpoints of a master see: the registry every master holds,
+// the leader's services (allocator, offers, agents, frameworks) when this master leads, and
+// where the leader is when it does not.
+
+import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { Master } from './master.ts';
+import type { Registry } from './registry/registry.ts';
+import type { ReplicationStatus } from './replication/raft-log.ts';
+
+export interface MasterContext {
+  readonly registry: Registry;
+  /** The leader's services; undefined on a follower. */
+  core(): Master | undefined;
+  /** The leader's base URL when another master leads; undefined when unknown or this one. */
+  leaderUrl(): string | undefined;
+  /** This master's own base URL. */
+  selfUrl(): string;
+  /** Raft status of this master; undefined for a single master without replication. */
+  replication(): ReplicationStatus | undefined;
+}
+
+export const APPLIED_INDEX_HEADER = 'cairn-applied-index';
+
+/**
+ * The leader's services, or — having answered the request with a redirect to the leader
+ * (307 with Location, as Mesos does) or a 503 while none is known — undefined.
+ */
+export function leaderOrRedirect(ctx: MasterContext, req: FastifyRequest, reply: FastifyReply): Master | undefined {
+  const core = ctx.core();
+  if (core) return core;
+  const leader = ctx.leaderUrl();
+  if (leader) {
+    void reply.code(307).header('location', new URL(req.url, leader).toString()).send({ code: 'CAIRN_NOT_LEADER', message: `this master is not the leader; the leader is ${leader}`, leader });
+  } else {
+    void reply.code(503).header('retry-after', '1').send({ code: 'CAIRN_NOT_LEADER', message: 'no leader is elected yet; retry shortly' });
+  }
+  return undefined;
+}

@@ -1,0 +1,133 @@
+// Masters talk to each other over WebSocket: every master serves `/api/v1/raft` and keeps
+// one outgoing connection to each peer. Frames are authenticated batches of Raft messages
+// (shared/raft/wire.ts, HMAC with the cluster secret); a peer whose frame fails to decode
+// or authenticate is logged, counted and dropped. Sending never blocks: a message for a
+// peer that is not connected is dropped, and Raft's own retries recover it.
+
+import type { IncomingMessage } from 'node:http';
+import type { Duplex } from 'node:stream';
+import WebSocket, { WebSocketServer, type RawData } from 'ws';
+import type { Logger } from 'pino';
+import type { Message, NodeId } from '../../shared/raft/types.ts';
+import { RaftWire } from '../../shared/raft/wire.ts';
+
+export const RAFT_PATH = '/api/v1/raft';
+const RECONNECT_MIN_MS = 50;
+const RECONNECT_MAX_MS = 1000;
+
+interface Peer {
+  id: NodeId;
+  url: string;
+  socket: WebSocket | undefined;
+  attempt: number;
+  timer: NodeJS.Timeout | undefined;
+}
+
+export class PeerTransport {
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 256 * 1024 * 1024 });
+  private readonly peers = new Map<NodeId, Peer>();
+  private closed = false;
+  /** Frames refused (undecodable or unauthenticated), for metrics. */
+  badFrames = 0;
+
+  constructor(
+    private readonly wire: RaftWire,
+    private readonly onMessages: (messages: Message[]) => void,
+    private readonly onUnreachable: (id: NodeId) => void,
+    private readonly log: Logger,
+  ) {
+    this.wss.on('connection', (socket: WebSocket, req: IncomingMessage) => {
+      const remote = req.socket.remoteAddress ?? '?';
+      socket.on('message', (data: RawData) => this.receive(socket, remote, data));
+      socket.on('error', () => undefined);
+    });
+  }
+
+  /** Sets who the peers are (the membership may change); connects to new ones. */
+  setPeers(peers: ReadonlyMap<NodeId, string>): void {
+    for (const [id, p] of this.peers) {
+      if (peers.get(id) !== p.url) {
+        this.drop(p);
+        this.peers.delete(id);
+      }
+    }
+    for (const [id, url] of peers) {
+      if (!this.peers.has(id)) {
+        const p: Peer = { id, url, socket: undefined, attempt: 0, timer: undefined };
+        this.peers.set(id, p);
+        this.connect(p);
+      }
+    }
+  }
+
+  peerUrl(id: NodeId): string | undefined {
+    return this.peers.get(id)?.url;
+  }
+
+  handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req));
+  }
+
+  send(messages: readonly Message[]): void {
+    const byPeer = new Map<NodeId, Message[]>();
+    for (const m of messages) {
+      const list = byPeer.get(m.to);
+      if (list) list.push(m);
+      else byPeer.set(m.to, [m]);
+    }
+    for (const [to, list] of byPeer) {
+      const p = this.peers.get(to);
+      if (!p?.socket || p.socket.readyState !== WebSocket.OPEN) {
+        this.onUnreachable(to);
+        continue;
+      }
+      p.socket.send(this.wire.encode(list));
+    }
+  }
+
+  private receive(socket: WebSocket, remote: string, data: RawData): void {
+    let messages: Message[];
+    try {
+      const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
+      messages = this.wire.decode(bytes);
+    } catch (err) {
+      this.badFrames++;
+      this.log.warn({ remote, err: (err as Error).message }, 'refused a frame from a peer; dropping the connection');
+      socket.close(1008, 'bad frame');
+      return;
+    }
+    this.onMessages(messages);
+  }
+
+  private connect(p: Peer): void {
+    if (this.closed) return;
+    const ws = new WebSocket(p.url.replace(/^http/, 'ws') + RAFT_PATH, { perMessageDeflate: false });
+    p.socket = ws;
+    ws.on('open', () => {
+      p.attempt = 0;
+      (ws as unknown as { _socket?: { setNoDelay?: (b: boolean) => void } })._socket?.setNoDelay?.(true);
+    });
+    ws.on('message', (data: RawData) => this.receive(ws, p.url, data));
+    ws.on('error', () => undefined);
+    ws.on('close', () => {
+      if (p.socket !== ws || this.closed || this.peers.get(p.id) !== p) return;
+      p.socket = undefined;
+      const delay = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** p.attempt++);
+      p.timer = setTimeout(() => this.connect(p), delay);
+      p.timer.unref();
+    });
+  }
+
+  private drop(p: Peer): void {
+    if (p.timer) clearTimeout(p.timer);
+    p.socket?.terminate();
+    p.socket = undefined;
+  }
+
+  close(): void {
+    this.closed = true;
+    for (const p of this.peers.values()) this.drop(p);
+    for (const c of this.wss.clients) c.terminate();
+    this.wss.close();
+  }
+}

@@ -1,0 +1,216 @@
+// A master process: its registry (local, or replicated by Raft with the other masters),
+// the HTTP server (REST, scheduler API, DNS API), the agents' and peers' WebSocket
+// endpoints, and the DNS server. The leader's services (allocator, offers, agent links,
+// framework streams) run only while this master leads: they are built afresh each time it
+// becomes leader — offers are soft state — and torn down when it stops leading, so that
+// agents and frameworks go to the new leader.
+
+import { randomUUID } from 'node:crypto';
+import { isIP } from 'node:net';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { CairnError } from '../shared/errors.ts';
+import { createLogger } from '../shared/logger.ts';
+import { AGENT_PATH, AgentEndpoint } from './agents/agent-endpoint.ts';
+import { toHttpError } from './api/http-errors.ts';
+import { registerRestApi } from './api/rest.ts';
+import { registerSchedulerApi } from './api/scheduler-http.ts';
+import type { MasterContext } from './context.ts';
+import { compileDnsConfig } from './dns/config.ts';
+import { registerDnsApi } from './dns/http-api.ts';
+import { DnsService } from './dns/service.ts';
+import { DEFAULT_MASTER_CONFIG, Master, type MasterConfig } from './master.ts';
+import { LocalCommandLog } from './registry/local-log.ts';
+import type { Registry } from './registry/registry.ts';
+import { RAFT_PATH } from './replication/peer-transport.ts';
+import { RaftCommandLog } from './replication/raft-log.ts';
+
+export interface MasterOptions extends Partial<Omit<MasterConfig, 'dataDir'>> {
+  dataDir: string;
+  /** 5050 by default; 0 picks a free port. */
+  port?: number;
+  host?: string;
+  logger?: Logger;
+  /**
+   * DNS port, UDP and TCP (0: any free port). Left out: 53 as root, else 8053, and if that
+   * port is taken the master runs without a DNS socket (with a warning). null: no DNS.
+   */
+  dnsPort?: number | null;
+  /** DNS listen address; default: `host`. */
+  dnsHost?: string;
+  /** DNS zone; default `cairn`. */
+  domain?: string;
+  /** Upstream resolvers for names outside the zone (`ip[:port]`); default: /etc/resolv.conf's. */
+  dnsResolvers?: string[];
+  dnsForwardTimeoutMs?: number;
+  /** This master's address as others reach it (leader.<domain>); default: `host` when it is one address, else 127.0.0.1. */
+  advertiseIp?: string;
+  /**
+   * Replication: this master's id and every founding member's id and URL (this one
+   * included). Left out: a single master with its registry in local SQLite.
+   */
+  raft?: { id: number; members: ReadonlyMap<number, string>; secret: string; clusterId?: string; tickMs?: number; electionTicks?: number };
+}
+
+export interface MasterHandle {
+  url: string;
+  port: number;
+  /** The leader's services while this master leads (always, for a single master). */
+  readonly master: Master;
+  context: MasterContext;
+  raft: RaftCommandLog | undefined;
+  /** The DNS server's port; 0 when it is not serving. */
+  dnsPort: number;
+  stop(): Promise<void>;
+}
+
+function positiveInt(value: number, field: string): number {
+  if (!Number.isInteger(value) || value <= 0) throw new CairnError('CAIRN_BAD_FLAG', `must be a positive integer, got ${value}`, field);
+  return value;
+}
+
+/** Validates options once, at the edge, and fills defaults. */
+export function compileMasterConfig(opts: MasterOptions): MasterConfig {
+  const c: MasterConfig = { ...DEFAULT_MASTER_CONFIG, ...Object.fromEntries(Object.entries(opts).filter(([, v]) => v !== undefined)), dataDir: opts.dataDir } as MasterConfig;
+  for (const k of ['pingIntervalMs', 'maxMissedPings', 'offerTimeoutMs', 'allocationIntervalMs', 'frameworkHeartbeatMs', 'updateRetryMs', 'frameworkReregisterGraceMs'] as const) positiveInt(c[k], k);
+  if (!Number.isInteger(c.defaultRefuseMs) || c.defaultRefuseMs < 0) throw new CairnError('CAIRN_BAD_FLAG', 'must be a non-negative integer', 'defaultRefuseMs');
+  return c;
+}
+
+export async function startMaster(opts: MasterOptions): Promise<MasterHandle> {
+  const config = compileMasterConfig(opts);
+  const port = opts.port ?? 5050;
+  if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CairnError('CAIRN_BAD_FLAG', `must be a port number, got ${port}`, 'port');
+  const { default: Fastify } = await import('fastify');
+  const log = opts.logger ?? createLogger('cairn-master');
+  const host = opts.host ?? '0.0.0.0';
+  const advertiseIp = opts.advertiseIp ?? (host !== '0.0.0.0' && host !== '::' && isIP(host) !== 0 ? host : '127.0.0.1');
+  const dnsConfig = opts.dnsPort === null
+    ? undefined
+    : compileDnsConfig({ port: opts.dnsPort, host: opts.dnsHost ?? host, domain: opts.domain, resolvers: opts.dnsResolvers, forwardTimeoutMs: opts.dnsForwardTimeoutMs, leaderIp: advertiseIp, leaderPort: port });
+
+  const proposalPrefix = randomUUID().slice(0, 8);
+  let registry: Registry;
+  let raft: RaftCommandLog | undefined;
+  if (opts.raft) {
+    ({ registry, raft } = RaftCommandLog.open({
+      id: opts.raft.id,
+      members: opts.raft.members,
+      dataDir: join(config.dataDir, 'raft'),
+      clusterId: opts.raft.clusterId ?? 'cairn',
+      secret: opts.raft.secret,
+      tickMs: opts.raft.tickMs,
+      electionTicks: opts.raft.electionTicks,
+      log: log.child({ component: 'raft' }),
+    }, proposalPrefix));
+  } else {
+    registry = LocalCommandLog.open(join(config.dataDir, 'registry'), proposalPrefix);
+  }
+
+  let core: Master | undefined;
+  let selfUrl = '';
+  const ctx: MasterContext = {
+    registry,
+    core: () => core,
+    leaderUrl: () => {
+      if (core) return undefined;
+      const s = raft?.status();
+      return s && s.leader !== 0 && s.leader !== s.id ? s.leaderUrl : undefined;
+    },
+    selfUrl: () => selfUrl,
+    replication: () => raft?.status(),
+  };
+  const dns = dnsConfig ? new DnsService(dnsConfig, registry, log.child({ component: 'dns' })) : undefined;
+  const lead = () => {
+    if (!core) {
+      core = new Master(config, log, registry);
+      log.info({ id: opts.raft?.id }, 'leading: allocator, offers and scheduler API are up');
+    }
+  };
+  const follow = () => {
+    if (core) {
+      core.stop();
+      core = undefined;
+      log.info({ id: opts.raft?.id, leader: ctx.leaderUrl() }, 'no longer leading: agents and frameworks go to the new leader');
+    }
+  };
+  if (raft) {
+    raft.onRoleChange((role) => {
+      if (role === 'leader') lead();
+      else follow();
+      const leaderUrl = role === 'leader' ? selfUrl : ctx.leaderUrl();
+      if (dns && leaderUrl) {
+        const u = new URL(leaderUrl);
+        dns.zone.setLeader({ ip: isIP(u.hostname) ? u.hostname : advertiseIp, port: Number(u.port) || 5050 });
+      }
+    });
+  } else {
+    lead();
+  }
+
+  const app = Fastify({ logger: false, bodyLimit: 16 * 1024 * 1024, keepAliveTimeout: 60_000 });
+  app.setErrorHandler((err, _req, reply) => {
+    const { status, body } = toHttpError(err);
+    if (status >= 500) log.error({ err }, 'request failed');
+    void reply.code(status).send(body);
+  });
+  registerRestApi(app, ctx);
+  registerSchedulerApi(app, ctx);
+  if (dns) registerDnsApi(app, dns);
+  if (raft) app.get('/api/v1/replication', async () => raft!.status());
+  const agents = new AgentEndpoint(ctx);
+  app.server.on('upgrade', (req, socket, head) => {
+    const path = req.url?.split('?')[0];
+    if (path === AGENT_PATH) agents.handleUpgrade(req, socket, head);
+    else if (path === RAFT_PATH && raft) raft.handleUpgrade(req, socket, head);
+    else socket.destroy();
+  });
+  const closeAll = () => {
+    follow();
+    agents.close();
+    registry.close();
+  };
+  try {
+    await app.listen({ port, host });
+  } catch (err) {
+    closeAll();
+    throw err;
+  }
+  const addr = app.server.address();
+  const boundPort = typeof addr === 'object' && addr ? addr.port : port;
+  selfUrl = `http://${opts.host && opts.host !== '0.0.0.0' ? opts.host : '127.0.0.1'}:${boundPort}`;
+  if (dns) {
+    if (!raft) dns.zone.setLeader({ ip: advertiseIp, port: boundPort });
+    try {
+      await dns.start();
+    } catch (err) {
+      if (opts.dnsPort !== undefined) {
+        await dns.stop();
+        closeAll();
+        await app.close();
+        throw new CairnError('CAIRN_BAD_FLAG', `cannot serve DNS on ${dnsConfig!.host}:${dnsConfig!.port}: ${(err as Error).message}`, 'dnsPort');
+      }
+      log.warn({ err: (err as Error).message, port: dnsConfig!.port }, 'the default DNS port is not free; running without a DNS server (give --dns-port)');
+    }
+  }
+  log.info({ url: selfUrl, dataDir: config.dataDir, raftId: opts.raft?.id }, 'master started');
+  let stopping: Promise<void> | undefined;
+  return {
+    url: selfUrl,
+    port: boundPort,
+    get master(): Master {
+      if (!core) throw new CairnError('CAIRN_NOT_LEADER', 'this master is not leading');
+      return core;
+    },
+    context: ctx,
+    raft,
+    dnsPort: dns?.port ?? 0,
+    stop: () =>
+      (stopping ??= (async () => {
+        await dns?.stop();
+        closeAll();
+        app.server.closeAllConnections?.();
+        await app.close();
+      })()),
+  };
+}
