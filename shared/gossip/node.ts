@@ -472,7 +472,12 @@ export class GossipNode {
         this.merge(m.members);
         // Answered after merging, so a refutation the exchange caused is already in the answer.
         if (!m.reply && !this.leaving) {
-          this.out.packets.push({ to: from, messages: [{ type: 'push-pull', join: false, reply: true, members: this.snapshot() }], stream: true });
+          const sender = m.members.find((r) => r.address === from);
+          this.out.packets.push({
+            to: from,
+            messages: [{ type: 'push-pull', join: false, reply: true, members: this.snapshot(sender?.name) }],
+            stream: true,
+          });
         }
         return;
     }
@@ -847,15 +852,21 @@ export class GossipNode {
 
   private pushPull(to: string, join: boolean): void {
     this.stats.pushPulls++;
-    this.out.packets.push({ to, messages: [{ type: 'push-pull', join, reply: false, members: this.snapshot() }], stream: true });
+    let peer: Member | undefined;
+    for (const m of this.list) if (m.address === to && m !== this.self) peer = m;
+    this.out.packets.push({ to, messages: [{ type: 'push-pull', join, reply: false, members: this.snapshot(peer?.name) }], stream: true });
   }
 
-  /** What a full state exchange carries: everyone we know, the recently dead included. */
-  private snapshot(): MemberSnapshot[] {
+  /**
+   * What a full state exchange carries: everyone we know, the recently dead included, and
+   * whatever we hold about `peer`, the member at the other end, however old: a member that
+   * restarted, or comes back from a partition, must learn that it was declared dead to refute it.
+   */
+  private snapshot(peer?: string): MemberSnapshot[] {
     const horizon = this.nowMs - this.config.gossipToTheDeadMs;
     const out: MemberSnapshot[] = [];
     for (const m of this.list) {
-      if (m === this.self || m.state === 'alive' || m.state === 'suspect' || m.stateChangedMs >= horizon) {
+      if (m === this.self || m.state === 'alive' || m.state === 'suspect' || m.stateChangedMs >= horizon || m.name === peer) {
         out.push({ name: m.name, address: m.address, role: m.role, incarnation: m.incarnation, meta: m.meta, state: m.state });
       }
     }
