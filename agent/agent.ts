@@ -27,6 +27,7 @@ import { CheckpointStore, checkpointsDir } from './recovery/checkpoint.ts';
 import { Cgroups, type CgroupSupport } from './isolation/cgroups.ts';
 import type { NvidiaGpu } from './resources/nvidia-smi.ts';
 import { UsageSampler } from './usage/sampler.ts';
+import { SandboxGc } from './sandbox-gc.ts';
 
 export type { AgentOptions } from './options.ts';
 
@@ -127,6 +128,7 @@ class Agent {
     });
     this.link = new MasterLink({
       url: cfg.masterWsUrl,
+      alternates: cfg.masterWsUrls,
       logger: log.child({ component: 'master-link' }),
       reconnectMinMs: cfg.reconnectMinMs,
       reconnectMaxMs: cfg.reconnectMaxMs,
@@ -168,6 +170,17 @@ class Agent {
     });
     usage.start();
     this.owner.add('usage sampler', () => usage.stop());
+
+    const gc = new SandboxGc({
+      workDir: this.cfg.workDir,
+      ageMs: this.cfg.sandboxGcAgeMs,
+      diskPercent: this.cfg.sandboxGcDiskPercent,
+      intervalMs: this.cfg.sandboxGcIntervalMs,
+      inUse: () => new Set(this.executor.snapshots().map((s) => s.sandbox)),
+      logger: this.log.child({ component: 'sandbox-gc' }),
+    });
+    gc.start();
+    this.owner.add('sandbox collector', () => gc.stop());
 
     const http = await startAgentHttp({
       usage,

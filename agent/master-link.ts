@@ -17,8 +17,13 @@ export function backoffDelayMs(attempt: number, minMs: number, maxMs: number): n
   return Math.min(maxMs, minMs * 2 ** Math.min(attempt, 30));
 }
 
+/** Close code a master that is not the leader uses; the close reason is the leader's URL. */
+export const NOT_LEADER_CLOSE_CODE = 4001;
+
 export interface MasterLinkOptions {
   url: string;
+  /** All masters' agent endpoints: tried in turn when one cannot be reached. */
+  alternates?: readonly string[];
   logger: Logger;
   reconnectMinMs: number;
   reconnectMaxMs: number;
@@ -39,9 +44,12 @@ export class MasterLink {
   private reconnectTimer: NodeJS.Timeout | undefined;
   private livenessTimer: NodeJS.Timeout | undefined;
   private stopped = false;
+  /** Where the next connection goes: the leader a follower named, or the next master in turn. */
+  private target: string;
 
   constructor(private readonly opts: MasterLinkOptions) {
     this.livenessMs = opts.initialLivenessMs;
+    this.target = opts.url;
   }
 
   start(): void {
@@ -111,14 +119,15 @@ export class MasterLink {
   private connect(): void {
     if (this.stopped) return;
     const generation = ++this.generation;
-    const ws = new WebSocket(this.opts.url, { perMessageDeflate: false, handshakeTimeout: 5000 });
+    const url = this.target;
+    const ws = new WebSocket(url, { perMessageDeflate: false, handshakeTimeout: 5000 });
     ws.binaryType = 'nodebuffer';
     this.ws = ws;
     let closed = false;
 
     ws.on('open', () => {
       if (this.ws !== ws) return;
-      this.opts.logger.info({ url: this.opts.url }, 'connected to master');
+      this.opts.logger.info({ url }, 'connected to master');
       this.armLiveness();
       this.opts.onOpen(generation);
     });
@@ -157,8 +166,25 @@ export class MasterLink {
       }
       const why = `closed (${code}${reason.length > 0 ? ` ${reason.toString()}` : ''})`;
       this.opts.onClose(generation, why);
+      this.chooseNextTarget(url, code, reason.toString());
       this.scheduleReconnect();
     });
+  }
+
+  /** After a close: follow a follower's pointer to the leader, else try the next master. */
+  private chooseNextTarget(url: string, code: number, reason: string): void {
+    if (code === NOT_LEADER_CLOSE_CODE && /^https?:\/\//.test(reason)) {
+      const leader = new URL(reason);
+      this.target = `${leader.protocol === 'https:' ? 'wss:' : 'ws:'}//${leader.host}/api/v1/agent`;
+      this.attempt = 0; // not a failure: go there at once
+      this.opts.logger.info({ leader: reason }, 'master is not the leader; following it to the leader');
+      return;
+    }
+    const all = this.opts.alternates ?? [];
+    if (all.length > 1) {
+      const i = all.indexOf(url);
+      this.target = all[(i + 1) % all.length];
+    }
   }
 
   private armLiveness(): void {

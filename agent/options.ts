@@ -47,6 +47,12 @@ export interface AgentOptions {
   cgroupsCpuQuota?: boolean;
   /** How often tasks' CPU, memory and GPU use is sampled (default 5 s). */
   usageIntervalMs?: number;
+  /** How long a finished task's sandbox is kept after it was last written (default 7 days). */
+  sandboxGcAgeMs?: number;
+  /** Above this percentage of the work dir's disk in use, finished sandboxes go sooner, oldest first (default 90). */
+  sandboxGcDiskPercent?: number;
+  /** How often sandboxes are checked (default 60 s). */
+  sandboxGcIntervalMs?: number;
 }
 
 export interface Attribute {
@@ -58,6 +64,8 @@ export interface AgentConfig {
   masterUrl: string;
   /** ws://HOST:PORT/api/v1/agent */
   masterWsUrl: string;
+  /** Every master given (`--master a,b,c`); the agent tries them in turn and follows redirects to the leader. */
+  masterWsUrls: string[];
   workDir: string;
   resourcesText: string | undefined;
   attributes: Attribute[];
@@ -85,6 +93,9 @@ export interface AgentConfig {
   cgroupsRoot: string;
   cgroupsCpuQuota: boolean;
   usageIntervalMs: number;
+  sandboxGcAgeMs: number;
+  sandboxGcDiskPercent: number;
+  sandboxGcIntervalMs: number;
 }
 
 export const RECOVER_MODES: readonly RecoverMode[] = ['reconnect', 'cleanup'];
@@ -160,7 +171,9 @@ function positiveMs(value: number | undefined, fallback: number, field: string):
 }
 
 export function compileAgentOptions(opts: AgentOptions): AgentConfig {
-  const masterWsUrl = masterWebSocketUrl(opts.masterUrl);
+  const masterWsUrls = String(opts.masterUrl ?? '').split(',').map((u) => u.trim()).filter((u) => u !== '').map((u) => masterWebSocketUrl(u));
+  if (masterWsUrls.length === 0) throw new CairnError('CAIRN_BAD_FLAG', 'at least one master URL is required', 'masterUrl');
+  const masterWsUrl = masterWsUrls[0];
   if (typeof opts.workDir !== 'string' || opts.workDir.trim() === '') {
     throw new CairnError('CAIRN_BAD_FLAG', 'a work directory is required', 'workDir');
   }
@@ -171,6 +184,10 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     throw new CairnError('CAIRN_BAD_FLAG', `must be a port number 0-65535, got ${httpPort}`, 'httpPort');
   }
   const reconnectMaxMs = positiveMs(opts.reconnectMaxMs, 2000, 'reconnectMaxMs');
+  const sandboxGcDiskPercent = opts.sandboxGcDiskPercent ?? 90;
+  if (!Number.isFinite(sandboxGcDiskPercent) || sandboxGcDiskPercent <= 0 || sandboxGcDiskPercent > 100) {
+    throw new CairnError('CAIRN_BAD_FLAG', `must be a percentage above 0 and at most 100, got ${sandboxGcDiskPercent}`, 'sandboxGcDiskPercent');
+  }
   const cgroupsRoot = opts.cgroupsRoot ?? 'cairn';
   if (!/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/.test(cgroupsRoot) || cgroupsRoot.split('/').some((p) => p === '.' || p === '..')) {
     throw new CairnError('CAIRN_BAD_FLAG', `must be a relative path of plain names like 'cairn', got '${cgroupsRoot}'`, 'cgroupsRoot');
@@ -182,6 +199,7 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
   return {
     masterUrl: opts.masterUrl,
     masterWsUrl,
+    masterWsUrls,
     workDir: resolve(opts.workDir),
     resourcesText: opts.resources,
     attributes,
@@ -205,5 +223,8 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     cgroupsRoot,
     cgroupsCpuQuota: opts.cgroupsCpuQuota ?? false,
     usageIntervalMs: positiveMs(opts.usageIntervalMs, 5000, 'usageIntervalMs'),
+    sandboxGcAgeMs: positiveMs(opts.sandboxGcAgeMs, 7 * 24 * 3600 * 1000, 'sandboxGcAgeMs'),
+    sandboxGcDiskPercent,
+    sandboxGcIntervalMs: positiveMs(opts.sandboxGcIntervalMs, 60_000, 'sandboxGcIntervalMs'),
   };
 }

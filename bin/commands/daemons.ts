@@ -167,6 +167,8 @@ export async function runAgent(o: AgentOptions, io: CliIo): Promise<number> {
       cgroupsRoot: o.cgroupsRoot,
       cgroupsCpuQuota: o.cgroupsCpuQuota,
       usageIntervalMs: o.usageIntervalMs,
+      sandboxGcAgeMs: o.sandboxGcAgeMs,
+      sandboxGcDiskPercent: o.sandboxGcDiskPercent,
       ...(o.resources !== undefined ? { resources: o.resources } : {}),
       ...(o.attributes !== undefined ? { attributes: o.attributes } : {}),
       ...(o.hostname !== undefined ? { hostname: o.hostname } : {}),

@@ -39,6 +39,8 @@ export interface AgentOptions {
   cgroupsRoot: string;
   cgroupsCpuQuota: boolean;
   usageIntervalMs: number;
+  sandboxGcAgeMs: number;
+  sandboxGcDiskPercent: number;
 }
 
 export interface RunOptions {

@@ -5,7 +5,8 @@
 
 import { resolve } from 'node:path';
 import { readFileSync } from 'node:fs';
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { parseDurationMs } from '../../agent/duration.ts';
 import type { CliIo } from './io.ts';
 import {
   DEFAULT_MASTER_URL,
@@ -76,6 +77,13 @@ function masterUrlOf(flag: string | undefined, io: CliIo, cmd: Command): string 
     const source = flag !== undefined ? "option '--master <url>'" : 'environment variable CAIRN_MASTER';
     return cmd.error(`error: ${source}: ${(err as Error).message}`, { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
   }
+}
+
+/** A duration flag (`7d`, `12h`, `30m`, `45s`, `500ms`; a bare number is milliseconds). */
+function durationFlag(value: string): number {
+  const ms = parseDurationMs(value);
+  if (ms === undefined) throw new InvalidArgumentError('must be a duration such as 7d, 12h, 30m, 45s or 500ms.');
+  return ms;
 }
 
 /** The DNS flags, shared by `up` and `master`. */
@@ -165,7 +173,9 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--cgroups-root <name>', 'directory under each cgroup hierarchy for Cairn\'s cgroups').default('cairn'))
     .option('--cgroups-cpu-quota', "cap each task's CPU time at its cpus (CFS quota), not only weight it", false)
     .addOption(new Option('--usage-interval-ms <ms>', "how often tasks' CPU, memory and GPU use is sampled").argParser(integerFlag(100, 3_600_000)).default(5000))
-    .action(async (o: { master?: string; workDir: string; resources?: string; attributes?: string; port: number; hostname?: string; recover: 'reconnect' | 'cleanup'; cgroups: boolean; cgroupsRoot: string; cgroupsCpuQuota: boolean; usageIntervalMs: number }, cmd: Command) => {
+    .addOption(new Option('--sandbox-gc-age <duration>', "how long a finished task's sandbox is kept, e.g. 7d, 12h, 30m").argParser(durationFlag).default(7 * 86_400_000, '7d'))
+    .addOption(new Option('--sandbox-gc-disk-percent <percent>', 'above this much of the work dir\'s disk in use, finished sandboxes go sooner, oldest first').argParser(integerFlag(1, 100)).default(90))
+    .action(async (o: { master?: string; workDir: string; resources?: string; attributes?: string; port: number; hostname?: string; recover: 'reconnect' | 'cleanup'; cgroups: boolean; cgroupsRoot: string; cgroupsCpuQuota: boolean; usageIntervalMs: number; sandboxGcAge: number; sandboxGcDiskPercent: number }, cmd: Command) => {
       result.exitCode = await h.agent(
         {
           masterUrl: masterUrlOf(o.master, io, cmd),
@@ -176,6 +186,8 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
           cgroupsRoot: o.cgroupsRoot,
           cgroupsCpuQuota: o.cgroupsCpuQuota,
           usageIntervalMs: o.usageIntervalMs,
+          sandboxGcAgeMs: o.sandboxGcAge,
+          sandboxGcDiskPercent: o.sandboxGcDiskPercent,
           ...(o.resources !== undefined ? { resources: o.resources } : {}),
           ...(o.attributes !== undefined ? { attributes: o.attributes } : {}),
           ...(o.hostname !== undefined ? { hostname: o.hostname } : {}),

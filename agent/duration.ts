@@ -1,0 +1,15 @@
+// Durations as operators write them in flags (`7d`, `12h`, `30m`, `45s`, `500ms`). No
+// imports: the command line parses flags with it before loading any daemon code.
+
+const DURATION_UNITS: Record<string, number> = { ms: 1, s: 1000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 7 * 86_400_000 };
+
+/**
+ * A duration such as `500ms`, `30s`, `15m`, `12h`, `7d` or `2w` (a bare number is
+ * milliseconds), in milliseconds; undefined when the text is not one.
+ */
+export function parseDurationMs(text: string): number | undefined {
+  const m = /^(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)?$/.exec(text.trim());
+  if (!m) return undefined;
+  const ms = Number(m[1]) * DURATION_UNITS[m[2] ?? 'ms'];
+  return Number.isFinite(ms) && ms > 0 ? Math.round(ms) : undefined;
+}
