@@ -1,7 +1,8 @@
 // Durable Raft storage in SQLite (better-sqlite3, WAL, synchronous=FULL): the hard state,
 // the log and the latest snapshot, each row with a CRC-32 of its contents. The shell calls
 // save() with each Ready's hard state, entries and snapshot — one transaction, one fsync —
-// before it sends the Ready's messages.
+// before it sends the Ready's messages. A Ready that changes only the commit index is
+// written without an fsync (Ready.mustSync false): losing it loses nothing Raft needs.
 //
 // SQLite's WAL already makes a transaction all-or-nothing across a crash. The checksums
 // guard against what it cannot see: bytes changed on disk after they were written. On
@@ -44,6 +45,12 @@ export interface RaftWrite {
   readonly hardState?: HardState | undefined;
   readonly entries?: readonly Entry[];
   readonly snapshot?: Snapshot | undefined;
+  /**
+   * False when only the commit index changed: that write need not reach the disk before
+   * anything is sent (a restart re-learns the commit index), so it skips the fsync.
+   * Absent means true.
+   */
+  readonly mustSync?: boolean;
 }
 
 const TYPE_CODE = { normal: 0, confChange: 1 } as const;
@@ -96,6 +103,7 @@ export class SqliteRaftStorage implements RaftStorage {
   private baseIndex = 0;
   private baseTerm = 0;
   private terms: number[] = [];
+  private syncing = true;
   private readonly stmt: {
     insertEntry: Database.Statement;
     deleteFrom: Database.Statement;
@@ -268,6 +276,12 @@ export class SqliteRaftStorage implements RaftStorage {
   save(w: RaftWrite): void {
     const entries = w.entries ?? [];
     if (w.snapshot === undefined && entries.length === 0 && w.hardState === undefined) return;
+    const sync = w.mustSync !== false || w.snapshot !== undefined || entries.length > 0;
+    if (sync !== this.syncing) {
+      // In WAL mode, NORMAL commits without an fsync; the next FULL commit syncs it too.
+      this.db.pragma(sync ? 'synchronous = FULL' : 'synchronous = NORMAL');
+      this.syncing = sync;
+    }
     let base = { index: this.baseIndex, term: this.baseTerm };
     let terms = this.terms;
     this.db.transaction(() => {

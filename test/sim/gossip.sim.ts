@@ -315,6 +315,57 @@ export function joins(o: JoinOptions): JoinResult {
   };
 }
 
+// ---- news spreading -----------------------------------------------------------------------
+
+export interface SpreadResult {
+  members: number;
+  joins: number;
+  lossRate: number;
+  /** A newcomer's join to every member knowing it. */
+  everyoneKnowsMs: ReturnType<typeof summary>;
+  wallMs: number;
+}
+
+/** Newcomers join a formed cluster one at a time; how long until every member knows each. */
+export function spread(o: { seed: number; members: number; joins: number; lossRate?: number }): SpreadResult {
+  const t0 = performance.now();
+  const lossRate = o.lossRate ?? 0.01;
+  const net = new SimNetwork({ seed: o.seed, lossRate, delayMs: { min: 1, max: 20 } });
+  const members = formedCluster(net, o.members);
+  const known = new Map<string, number>();
+  const done = new Map<string, number>();
+  const joinedAt = new Map<string, number>();
+  let population = o.members;
+  net.onEvent = (observer, e, now) => {
+    if (e.type === 'dead' || e.type === 'leave') throw new SimFailure('spread', o.seed, `${e.member.name} declared ${e.type}; nobody failed`);
+    if (e.type !== 'join' || !joinedAt.has(e.member.name)) return;
+    const n = (known.get(e.member.name) ?? 0) + 1;
+    known.set(e.member.name, n);
+    // Everyone there when it joined (the newcomer itself excluded) knows it.
+    if (n === population - 1 && !done.has(e.member.name)) done.set(e.member.name, now - joinedAt.get(e.member.name)!);
+  };
+  net.run(5_000);
+  for (let i = 0; i < o.joins; i++) {
+    const name = `new${i}`;
+    const via = members[Math.floor(net.random.next() * members.length)];
+    joinedAt.set(name, net.nowMs);
+    members.push(net.add(name, { join: [via.address] }));
+    population++;
+    // Alone in the cluster as news, so each figure is one join's spread.
+    const start = net.nowMs;
+    while (!done.has(name) && net.nowMs < start + 120_000) net.run(net.nowMs + 100);
+    if (!done.has(name)) throw new SimFailure('spread', o.seed, `${name} known by ${known.get(name) ?? 0} of ${population - 1} after 120 s`);
+    net.run(net.nowMs + 2_000);
+  }
+  return {
+    members: o.members,
+    joins: o.joins,
+    lossRate,
+    everyoneKnowsMs: summary([...done.values()]),
+    wallMs: Math.round(performance.now() - t0),
+  };
+}
+
 // ---- runner ------------------------------------------------------------------------------------
 
 /** Lifeguard's ablation on one seed: SWIM's fixed suspicion timeout, local health on and off. */

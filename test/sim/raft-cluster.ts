@@ -39,7 +39,7 @@ export interface SimParams {
   keys: string[];
   /** Per idle client per step, the probability of starting an operation. */
   invokeChance: number;
-  /** Steps a client waits for an answer before giving up (outcome unknown). */
+  /** Steps a client waits for an answer before giving up (outcome unknown); once faults stop, 1000. */
   clientTimeout: number;
   /** How often a message goes through the wire codec rather than by reference (0: never). */
   wireEvery: number;
@@ -67,6 +67,8 @@ export class SimNode implements LogView {
   decommissioned = false;
   decommissionAt = Infinity;
   restartAt = Infinity;
+  /** A stalled process (a long GC pause, a frozen VM): no ticks, no messages handled, nothing written until then. */
+  pausedUntil = 0;
   incarnation = 0;
   /** A Ready written to disk but not yet synced. */
   writing: Ready | undefined;
@@ -99,6 +101,7 @@ export class SimNode implements LogView {
     this.config = snap.metadata.confState;
     this.up = true;
     this.writing = undefined;
+    this.pausedUntil = 0;
     this.incarnation = seed;
   }
 
@@ -134,6 +137,7 @@ export interface ClusterStats {
   refusals: Record<string, number>;
   transfers: number;
   partitions: number;
+  pauses: number;
   ok: number;
   fail: number;
   info: number;
@@ -156,7 +160,7 @@ export class SimCluster {
   private readonly removed = new Set<NodeId>();
   readonly stats: ClusterStats = {
     crashes: 0, lostWrites: 0, keptWrites: 0, restarts: 0, snapshotsTaken: 0, snapshotsInstalled: 0,
-    confChangesApplied: 0, refusals: {}, transfers: 0, partitions: 0, ok: 0, fail: 0, info: 0,
+    confChangesApplied: 0, refusals: {}, transfers: 0, partitions: 0, pauses: 0, ok: 0, fail: 0, info: 0,
   };
   /** Called for each message sent, to route some through the wire codec. */
   transform: (m: Message) => Message = (m) => m;
@@ -196,13 +200,19 @@ export class SimCluster {
 
   private watch(n: SimNode): void {
     if (n.node.role !== 'leader') return;
-    if (this.safety.observeLeader(n.id, n.node.term)) this.safety.checkLeaderCompleteness(n, n.node.term);
+    const term = n.node.term;
+    if (this.safety.observeLeader(n.id, term)) this.safety.checkLeaderCompleteness(n, term);
+    this.safety.observeCommit(n, term, n.node.commitIndex);
   }
 
   deliver(): void {
     for (const m of this.network.arrivals(this.now)) {
       const n = this.nodes.get(m.to);
       if (n === undefined || !n.up) continue;
+      if (n.pausedUntil > this.now) {
+        this.network.deliverAt(m, n.pausedUntil + this.rng.range(0, 2));
+        continue;
+      }
       n.node.step(this.transform(m));
       this.watch(n);
     }
@@ -212,7 +222,7 @@ export class SimCluster {
     let i = 0;
     for (const n of this.nodes.values()) {
       const rate = this.params.tickRates[i++ % this.params.tickRates.length];
-      if (n.up && this.rng.chance(rate)) {
+      if (n.up && n.pausedUntil <= this.now && this.rng.chance(rate)) {
         n.node.tick();
         this.watch(n);
       }
@@ -222,7 +232,7 @@ export class SimCluster {
   /** Each node writes its next Ready, or syncs the one it wrote. */
   process(): void {
     for (const n of this.nodes.values()) {
-      if (!n.up) continue;
+      if (!n.up || n.pausedUntil > this.now) continue;
       if (n.writing !== undefined) {
         if (this.rng.chance(this.params.syncChance)) this.sync(n);
         continue;
@@ -494,9 +504,11 @@ export class SimCluster {
     const reqId = `${c.id}.${++c.seq}`;
     const candidates = [...this.nodes.values()].filter((n) => !n.decommissioned);
     const hinted = this.nodes.get(c.leaderHint);
-    const target = hinted !== undefined && !hinted.decommissioned && this.rng.chance(0.85) ? hinted : this.rng.pick(candidates);
+    // Mostly the node believed to lead; sometimes any node (followers serve reads too, and
+    // a stale leader is only found by asking it).
+    const target = hinted !== undefined && !hinted.decommissioned && this.rng.chance(0.7) ? hinted : this.rng.pick(candidates);
     this.record({ type: 'invoke', client: c.id, time: ++this.clock, input });
-    c.busy = { reqId, node: target.id, kind: input.op === 'get' ? 'read' : 'write', deadline: this.now + this.params.clientTimeout, invokedInLiveness: this.liveness };
+    c.busy = { reqId, node: target.id, kind: input.op === 'get' ? 'read' : 'write', deadline: this.now + (this.liveness ? 1000 : this.params.clientTimeout), invokedInLiveness: this.liveness };
     if (!target.up) {
       // Connection refused: certainly not applied.
       this.complete(c.id, reqId, 'fail');

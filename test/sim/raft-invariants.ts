@@ -41,8 +41,15 @@ export class SafetyChecker {
   private readonly appliedAt = new Map<number, string>();
   /** index → state machine fingerprint at a snapshot taken or installed there. */
   private readonly stateAt = new Map<number, string>();
-  /** index → term of committed entries, the highest index known committed. */
-  private readonly committedTerm = new Map<number, number>();
+  /**
+   * Per committed index: the earliest term in which a leader committed it, and the entry's
+   * own term. Leader Completeness speaks of entries committed in earlier terms; an entry
+   * committed by a later leader need not be in the log of a stale leader elected, late, in
+   * an older term.
+   */
+  private readonly committedIn = new Map<number, { term: number; entryTerm: number }>();
+  /** Highest index each leader (id:term) has been seen to commit. */
+  private readonly commitMark = new Map<string, number>();
   maxCommitted = 0;
   leadersSeen = 0;
   maxTerm = 0;
@@ -95,7 +102,6 @@ export class SafetyChecker {
     const prior = this.appliedAt.get(e.index);
     if (prior === undefined) {
       this.appliedAt.set(e.index, fp);
-      this.committedTerm.set(e.index, e.term);
       if (e.index > this.maxCommitted) this.maxCommitted = e.index;
     } else if (prior !== fp) {
       throw new SafetyViolation('State Machine Safety', `node ${id} applied ${fp} at index ${e.index}, another node applied ${prior}`);
@@ -112,20 +118,45 @@ export class SafetyChecker {
     if (index > this.maxCommitted) this.maxCommitted = index;
   }
 
-  /** A new leader must hold every entry known committed (those it has not compacted). */
-  checkLeaderCompleteness(leader: LogView, term: number): void {
-    if (leader.lastIndex() < this.maxCommitted) {
-      throw new SafetyViolation(
-        'Leader Completeness',
-        `leader ${leader.id} of term ${term} ends at ${leader.lastIndex()} but ${this.maxCommitted} is committed`,
-      );
+  /** A leader of `term` has commit index `commit`: everything up to it is committed, in `term` at the latest. */
+  observeCommit(leader: LogView, term: number, commit: number): void {
+    const key = `${leader.id}:${term}`;
+    const from = (this.commitMark.get(key) ?? 0) + 1;
+    if (commit < from) return;
+    this.commitMark.set(key, commit);
+    for (let i = Math.max(from, leader.firstIndex()); i <= commit; i++) {
+      const entryTerm = leader.termAt(i);
+      if (entryTerm === undefined) continue;
+      const known = this.committedIn.get(i);
+      if (known === undefined) {
+        this.committedIn.set(i, { term, entryTerm });
+      } else {
+        if (known.entryTerm !== entryTerm) {
+          throw new SafetyViolation(
+            'State Machine Safety',
+            `leader ${leader.id} of term ${term} committed an entry of term ${entryTerm} at index ${i}, where one of term ${known.entryTerm} was committed`,
+          );
+        }
+        if (term < known.term) known.term = term;
+      }
     }
-    for (let i = Math.max(1, leader.firstIndex()); i <= this.maxCommitted; i++) {
-      const want = this.committedTerm.get(i);
-      if (want === undefined) continue;
+  }
+
+  /** A new leader of `term` must hold every entry committed in an earlier term (those it has not compacted). */
+  checkLeaderCompleteness(leader: LogView, term: number): void {
+    const last = leader.lastIndex();
+    for (const [i, c] of this.committedIn) {
+      if (c.term >= term) continue;
+      if (i > last) {
+        throw new SafetyViolation('Leader Completeness', `leader ${leader.id} of term ${term} ends at ${last}, but ${i} was committed in term ${c.term}`);
+      }
+      if (i < leader.firstIndex()) continue;
       const have = leader.termAt(i);
-      if (have !== want) {
-        throw new SafetyViolation('Leader Completeness', `leader ${leader.id} of term ${term} has term ${have} at committed index ${i} (term ${want})`);
+      if (have !== c.entryTerm) {
+        throw new SafetyViolation(
+          'Leader Completeness',
+          `leader ${leader.id} of term ${term} has term ${have} at index ${i}, committed in term ${c.term} with term ${c.entryTerm}`,
+        );
       }
     }
   }

@@ -48,7 +48,11 @@ export class SimNetwork {
   }
 
   private enqueue(m: Message, now: number): void {
-    const at = now + this.rng.range(this.conditions.minDelay, this.conditions.maxDelay);
+    this.deliverAt(m, now + this.rng.range(this.conditions.minDelay, this.conditions.maxDelay));
+  }
+
+  /** Holds a message for a paused receiver until `at` (its bytes sit in a socket buffer meanwhile). */
+  deliverAt(m: Message, at: number): void {
     let bucket = this.inFlight.get(at);
     if (bucket === undefined) this.inFlight.set(at, (bucket = []));
     bucket.push(m);

@@ -31,6 +31,7 @@ export interface SeedOptions {
 export interface SeedResult {
   seed: number;
   voters: number;
+  profile: string;
   steps: number;
   livenessSteps: number;
   leaders: number;
@@ -43,10 +44,15 @@ export interface SeedResult {
 }
 
 interface Faults {
+  profile: 'calm' | 'lossy' | 'stormy';
   conditions: NetworkConditions;
   crashRate: number;
   partitionRate: number;
   operatorRate: number;
+  /** Per step: the leader (the node clients trust most) crashes, is cut off, or stalls. */
+  leaderCrashRate: number;
+  leaderIsolateRate: number;
+  pauseRate: number;
 }
 
 function paramsFor(rng: SeededRandom): { params: SimParams; faults: Faults } {
@@ -69,19 +75,27 @@ function paramsFor(rng: SeededRandom): { params: SimParams; faults: Faults } {
     clients: rng.range(3, 6),
     keys: ['a', 'b', 'c'].slice(0, keyCount),
     invokeChance: 0.05 + rng.float() * 0.25,
-    clientTimeout: rng.range(300, 600),
+    clientTimeout: rng.range(60, 400),
     wireEvery: rng.pick([0, 7, 50]),
   };
+  // Three kinds of weather: calm (rare faults), lossy (a bad network), stormy (leaders
+  // crash, stall and get cut off often, messages linger long enough to arrive from old terms).
+  const profile = rng.pick(['calm', 'lossy', 'stormy'] as const);
+  const stormy = profile === 'stormy';
   const faults: Faults = {
+    profile,
     conditions: {
-      loss: rng.float() * 0.2,
+      loss: profile === 'calm' ? rng.float() * 0.02 : rng.float() * 0.2,
       duplicate: rng.float() * 0.1,
       minDelay: 1,
-      maxDelay: rng.range(1, 10),
+      maxDelay: stormy ? rng.range(5, 25) : rng.range(1, 10),
     },
-    crashRate: rng.float() * 0.003,
-    partitionRate: rng.float() * 0.01,
+    crashRate: rng.float() * (stormy ? 0.006 : 0.003),
+    partitionRate: rng.float() * (profile === 'calm' ? 0.003 : 0.01),
     operatorRate: rng.float() * 0.01,
+    leaderCrashRate: stormy ? rng.float() * 0.01 : rng.float() * 0.002,
+    leaderIsolateRate: stormy ? rng.float() * 0.01 : rng.float() * 0.002,
+    pauseRate: stormy ? rng.float() * 0.01 : rng.float() * 0.002,
   };
   return { params, faults };
 }
@@ -116,6 +130,23 @@ function injectFaults(c: SimCluster, f: Faults, rng: SeededRandom): void {
     }
   }
   if (rng.chance(f.operatorRate)) c.operate();
+  const leader = c.leader();
+  if (leader !== undefined) {
+    if (rng.chance(f.leaderCrashRate)) c.crash(leader, rng.range(5, 200));
+    else if (rng.chance(f.leaderIsolateRate)) {
+      c.stats.partitions++;
+      c.network.partition([[leader.id], [...c.nodes.keys()].filter((id) => id !== leader.id)]);
+    }
+  }
+  if (rng.chance(f.pauseRate)) {
+    // Usually the leader: a leader that stalls past its lease and wakes up still believing
+    // it leads is the classic source of stale reads.
+    const victim = leader !== undefined && rng.chance(0.7) ? leader : rng.pick([...c.nodes.values()]);
+    if (victim.up) {
+      victim.pausedUntil = c.now + rng.range(20, 120);
+      c.stats.pauses++;
+    }
+  }
 }
 
 function stepOnce(c: SimCluster, allowInvoke: boolean): void {
@@ -167,7 +198,10 @@ export function runSeed(seed: number, options: SeedOptions = {}): SeedResult {
     c.liveness = true;
     c.network.heal();
     c.network.conditions = RELIABLE;
-    for (const n of c.nodes.values()) n.restartAt = Math.min(n.restartAt, step);
+    for (const n of c.nodes.values()) {
+      n.restartAt = Math.min(n.restartAt, step);
+      n.pausedUntil = Math.min(n.pausedUntil, step);
+    }
     const livenessStart = step;
     const invokeUntil = step + 200;
     let probe: { index: number; leader: NodeId } | undefined;
@@ -225,6 +259,7 @@ export function runSeed(seed: number, options: SeedOptions = {}): SeedResult {
   return {
     seed,
     voters: params.voters,
+    profile: faults.profile,
     steps: step,
     livenessSteps: step - safetySteps,
     leaders: c.safety.leadersSeen,

@@ -87,6 +87,23 @@ describe('SqliteRaftStorage', () => {
     s.close();
   });
 
+  it('writes a commit-only Ready without an fsync, and syncs again for the next entries', () => {
+    const path = dbPath();
+    let s = new SqliteRaftStorage(path);
+    const db = (s as unknown as { db: Database.Database }).db;
+    s.bootstrap([1]);
+    s.save({ entries: [entry(2, 2, 'a')], hardState: { term: 2, vote: 1, commit: 1 }, mustSync: true });
+    s.save({ hardState: { term: 2, vote: 1, commit: 2 }, mustSync: false });
+    expect(db.pragma('synchronous', { simple: true })).toBe(1);
+    s.save({ entries: [entry(3, 2, 'b')], mustSync: false }); // entries always sync
+    expect(db.pragma('synchronous', { simple: true })).toBe(2);
+    s.close();
+    s = new SqliteRaftStorage(path);
+    expect(s.initialState().hardState).toEqual({ term: 2, vote: 1, commit: 2 });
+    expect(s.lastIndex()).toBe(3);
+    s.close();
+  });
+
   it('refuses to bootstrap over an existing group', () => {
     const s = new SqliteRaftStorage(dbPath());
     s.bootstrap([1]);
