@@ -204,7 +204,7 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     resourcesText: opts.resources,
     attributes,
     hostname: opts.hostname ?? osHostname(),
-    ip: opts.ip ?? defaultAdvertisedIp(opts.masterUrl),
+    ip: opts.ip ?? defaultAdvertisedIp(opts.masterUrl.split(',')[0].trim()),
     // Listen where we advertise when told; otherwise on every interface, as Mesos does.
     httpHost: opts.ip ?? '0.0.0.0',
     httpPort,

@@ -2,7 +2,8 @@
 // SIGINT/SIGTERM, then stops what it started in reverse order (the agent, with its tasks
 // killed, before the master) and exits 0. A second signal while stopping exits at once.
 
-import { mkdir } from 'node:fs/promises';
+import { randomBytes } from 'node:crypto';
+import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import pino, { type Logger } from 'pino';
 import { startMaster } from '../../master/server.ts';
@@ -64,23 +65,40 @@ function dnsOptions(o: DnsFlags): DnsFlags {
 
 export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
   const log = daemonLogger(io, 'cairn');
-  const masterDir = join(o.dataDir, 'master');
+  const count = o.masters ?? 1;
   const agentDir = join(o.dataDir, 'agent');
-  await mkdir(masterDir, { recursive: true });
   await mkdir(agentDir, { recursive: true });
   const interrupted = nextInterrupt(io);
 
-  let master;
+  // One master keeps the single-master layout (dir/master); a group gets dir/master-N each,
+  // on consecutive ports, with a secret generated once and kept in dir/secret.
+  const members = new Map(Array.from({ length: count }, (_, i) => [i + 1, `http://127.0.0.1:${o.port + i}`] as [number, string]));
+  const secret = count > 1 ? await groupSecret(join(o.dataDir, 'secret')) : undefined;
+  const masters: Awaited<ReturnType<typeof startMaster>>[] = [];
   try {
-    master = await startMaster({ port: o.port, dataDir: masterDir, logger: log.child({ component: 'master' }), ...dnsOptions(o) });
+    for (const [id] of members) {
+      const dataDir = join(o.dataDir, count > 1 ? `master-${id}` : 'master');
+      await mkdir(dataDir, { recursive: true });
+      masters.push(await startMaster({
+        port: o.port + id - 1,
+        host: '127.0.0.1',
+        dataDir,
+        logger: log.child({ component: 'master', id }),
+        // One DNS server is enough on one host; the others would only contend for its port.
+        ...(id === 1 ? dnsOptions(o) : { dnsPort: null }),
+        ...(secret ? { raft: { id, members, secret } } : {}),
+      }));
+    }
   } catch (err) {
-    io.stderr.write(`cairn up: the master did not start: ${describe(err)}\n`);
+    io.stderr.write(`cairn up: a master did not start: ${describe(err)}\n`);
+    for (const m of masters) await m.stop();
     return 1;
   }
+  const master = masters[0];
   let agent;
   try {
     agent = await startAgent({
-      masterUrl: master.url,
+      masterUrl: masters.map((m) => m.url).join(','),
       workDir: agentDir,
       httpPort: o.agentPort,
       logger: log,
@@ -88,7 +106,7 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
     });
   } catch (err) {
     io.stderr.write(`cairn up: the agent did not start: ${describe(err)}\n`);
-    await master.stop();
+    for (const m of masters) await m.stop();
     return 1;
   }
 
@@ -100,9 +118,20 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
   log.info({ signal }, 'stopping');
   const disposeForce = forceExitOnSecondInterrupt(io, log);
   await stopStep(log, 'agent', AGENT_STOP_LIMIT_MS, () => agent.stop({ killTasks: true }));
-  await stopStep(log, 'master', MASTER_STOP_LIMIT_MS, () => master.stop());
+  for (const m of masters) await stopStep(log, 'master', MASTER_STOP_LIMIT_MS, () => m.stop());
   disposeForce();
   return 0;
+}
+
+/** The group's secret: read from `path`, or made (32 random bytes, hex) and written there once. */
+async function groupSecret(path: string): Promise<string> {
+  try {
+    return (await readFile(path, 'utf8')).trim();
+  } catch {
+    const secret = randomBytes(32).toString('hex');
+    await writeFile(path, secret + '\n', { mode: 0o600 });
+    return secret;
+  }
 }
 
 /** Polls the master until it lists the agent as reachable; false after the wait. */
@@ -122,6 +151,14 @@ async function waitForAgent(masterUrl: string, agentId: () => string | undefined
   return false;
 }
 
+/** The cluster secret from --secret-file; a lone master without one gets a throwaway. */
+async function readSecret(path: string | undefined): Promise<string> {
+  if (!path) return randomBytes(32).toString('hex');
+  const secret = (await readFile(path, 'utf8')).trim();
+  if (Buffer.byteLength(secret) < 16) throw new Error(`--secret-file ${path}: the secret must be at least 16 bytes`);
+  return secret;
+}
+
 export async function runMaster(o: MasterOptions, io: CliIo): Promise<number> {
   const log = daemonLogger(io, 'cairn-master');
   await mkdir(o.dataDir, { recursive: true });
@@ -137,6 +174,7 @@ export async function runMaster(o: MasterOptions, io: CliIo): Promise<number> {
       ...(o.maxMissedPings !== undefined ? { maxMissedPings: o.maxMissedPings } : {}),
       ...(o.offerTimeoutMs !== undefined ? { offerTimeoutMs: o.offerTimeoutMs } : {}),
       ...dnsOptions(o),
+      ...(o.raft ? { raft: { id: o.raft.id, members: o.raft.peers, secret: await readSecret(o.raft.secretFile) } } : {}),
     });
   } catch (err) {
     io.stderr.write(`cairn master: did not start: ${describe(err)}\n`);

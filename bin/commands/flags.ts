@@ -111,3 +111,28 @@ export function resolversFlag(value: string): string[] {
   }
   return list;
 }
+
+/** `1=http://h1:5050,2=http://h2:5050`: the masters of a replicated group by id. */
+export function peersFlag(value: string): Map<number, string> {
+  const out = new Map<number, string>();
+  for (const part of value.split(',').map((p) => p.trim()).filter((p) => p !== '')) {
+    const m = /^(\d+)=(.+)$/.exec(part);
+    if (!m) throw new InvalidArgumentError(`'${part}' is not ID=URL (e.g. 1=http://10.0.0.1:5050).`);
+    const id = Number(m[1]);
+    if (!Number.isSafeInteger(id) || id < 1) throw new InvalidArgumentError(`'${m[1]}' is not a positive id.`);
+    if (out.has(id)) throw new InvalidArgumentError(`id ${id} is given twice.`);
+    try {
+      out.set(id, checkMasterUrl(m[2]));
+    } catch (err) {
+      throw new InvalidArgumentError((err as Error).message);
+    }
+  }
+  if (out.size === 0) throw new InvalidArgumentError('names no master.');
+  return out;
+}
+
+/** A group size Raft can run without a split vote: 1, 3 or 5. */
+export function mastersFlag(value: string): number {
+  if (!['1', '3', '5'].includes(value.trim())) throw new InvalidArgumentError('must be 1, 3 or 5.');
+  return Number(value);
+}

@@ -14,6 +14,8 @@ export interface UpOptions extends DnsFlags {
   dataDir: string;
   port: number;
   agentPort: number;
+  /** Masters to run (1, 3 or 5); more than one form a replicated group on consecutive ports. */
+  masters?: number;
   resources?: string;
 }
 
@@ -21,6 +23,8 @@ export interface MasterOptions extends DnsFlags {
   port: number;
   host: string;
   dataDir: string;
+  /** A member of a replicated group: its id, every member's URL, and the secret file. */
+  raft?: { id: number; peers: Map<number, string>; secretFile: string | undefined };
   pingIntervalMs?: number;
   maxMissedPings?: number;
   offerTimeoutMs?: number;

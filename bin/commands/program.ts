@@ -20,7 +20,7 @@ import {
   type TopOptions,
   type UpOptions,
 } from './options.ts';
-import { attributesFlag, checkMasterUrl, domainFlag, envFlag, integerFlag, nameFlag, numberFlag, resolversFlag, resourcesFlag, roleFlag } from './flags.ts';
+import { attributesFlag, checkMasterUrl, domainFlag, envFlag, integerFlag, mastersFlag, nameFlag, numberFlag, peersFlag, resolversFlag, resourcesFlag, roleFlag } from './flags.ts';
 
 /** Each handler runs one command and resolves with the process exit code. */
 export interface CommandHandlers {
@@ -68,11 +68,14 @@ function masterOption(): Option {
 }
 
 /** The master URL from --master, else CAIRN_MASTER, else the default; a bad one is a usage error. */
-function masterUrlOf(flag: string | undefined, io: CliIo, cmd: Command): string {
+function masterUrlOf(flag: string | undefined, io: CliIo, cmd: Command, all = false): string {
   const fromEnv = io.env.CAIRN_MASTER;
   const raw = flag ?? (fromEnv !== undefined && fromEnv !== '' ? fromEnv : DEFAULT_MASTER_URL);
   try {
-    return checkMasterUrl(raw);
+    // A list of masters (`a,b,c`) is accepted everywhere; an agent keeps them all, a client
+    // asks the first, which redirects to the leader.
+    const urls = raw.split(',').map((u) => checkMasterUrl(u.trim()));
+    return all ? urls.join(',') : urls[0];
   } catch (err) {
     const source = flag !== undefined ? "option '--master <url>'" : 'environment variable CAIRN_MASTER';
     return cmd.error(`error: ${source}: ${(err as Error).message}`, { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
@@ -128,10 +131,11 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .option('--data-dir <dir>', 'where the master (dir/master) and the agent (dir/agent) keep their data', './.cairn')
     .addOption(new Option('--port <port>', 'master port (0: any free port)').argParser(PORT).default(5050))
     .addOption(new Option('--agent-port <port>', "agent's HTTP port (0: any free port)").argParser(PORT).default(5051))
-    .addOption(new Option('--resources <resources>', 'agent resources instead of measuring the host, e.g. "cpus:4;mem:8192;ports:[31000-32000]"').argParser(resourcesFlag));
+    .addOption(new Option('--resources <resources>', 'agent resources instead of measuring the host, e.g. "cpus:4;mem:8192;ports:[31000-32000]"').argParser(resourcesFlag))
+    .addOption(new Option('--masters <n>', 'run a replicated group of 1, 3 or 5 masters on consecutive ports').argParser(mastersFlag).default(1));
   addDnsOptions(up)
-    .action(async (o: { dataDir: string; port: number; agentPort: number; resources?: string } & DnsFlags) => {
-      result.exitCode = await h.up({ dataDir: resolve(o.dataDir), port: o.port, agentPort: o.agentPort, ...(o.resources !== undefined ? { resources: o.resources } : {}), ...dnsFlags(o) }, io);
+    .action(async (o: { dataDir: string; port: number; agentPort: number; resources?: string; masters: number } & DnsFlags) => {
+      result.exitCode = await h.up({ dataDir: resolve(o.dataDir), port: o.port, agentPort: o.agentPort, masters: o.masters, ...(o.resources !== undefined ? { resources: o.resources } : {}), ...dnsFlags(o) }, io);
     });
 
   const master = program
@@ -142,14 +146,27 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .option('--data-dir <dir>', "the master's data directory", './.cairn/master')
     .addOption(new Option('--ping-interval-ms <ms>', 'how often agents are pinged').argParser(integerFlag(1, 3_600_000)))
     .addOption(new Option('--max-missed-pings <n>', 'missed pings before an agent is unreachable').argParser(integerFlag(1, 1000)))
-    .addOption(new Option('--offer-timeout-ms <ms>', 'how long an offer stays outstanding before it is rescinded').argParser(integerFlag(1, 86_400_000)));
+    .addOption(new Option('--offer-timeout-ms <ms>', 'how long an offer stays outstanding before it is rescinded').argParser(integerFlag(1, 86_400_000)))
+    .addOption(new Option('--id <n>', "this master's id in a replicated group (with --peers)").argParser(integerFlag(1, 1_000_000)))
+    .addOption(new Option('--peers <list>', 'every master of the group, this one included: "1=http://h1:5050,2=http://h2:5050,3=http://h3:5050"').argParser(peersFlag))
+    .option('--secret-file <path>', 'file holding the cluster secret masters authenticate each other with (at least 16 bytes)');
   addDnsOptions(master)
-    .action(async (o: { port: number; host: string; dataDir: string; pingIntervalMs?: number; maxMissedPings?: number; offerTimeoutMs?: number } & DnsFlags) => {
+    .action(async (o: { port: number; host: string; dataDir: string; pingIntervalMs?: number; maxMissedPings?: number; offerTimeoutMs?: number; id?: number; peers?: Map<number, string>; secretFile?: string } & DnsFlags, cmd: Command) => {
+      if ((o.id === undefined) !== (o.peers === undefined)) {
+        return cmd.error("error: options '--id' and '--peers' go together", { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
+      }
+      if (o.peers && o.id !== undefined && !o.peers.has(o.id)) {
+        return cmd.error(`error: option '--peers': does not name this master's id ${o.id}`, { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
+      }
+      if (o.peers && o.peers.size > 1 && !o.secretFile) {
+        return cmd.error("error: option '--secret-file' is required for a group of masters", { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
+      }
       result.exitCode = await h.master(
         {
           port: o.port,
           host: o.host,
           dataDir: resolve(o.dataDir),
+          ...(o.id !== undefined && o.peers ? { raft: { id: o.id, peers: o.peers, secretFile: o.secretFile ? resolve(o.secretFile) : undefined } } : {}),
           ...(o.pingIntervalMs !== undefined ? { pingIntervalMs: o.pingIntervalMs } : {}),
           ...(o.maxMissedPings !== undefined ? { maxMissedPings: o.maxMissedPings } : {}),
           ...(o.offerTimeoutMs !== undefined ? { offerTimeoutMs: o.offerTimeoutMs } : {}),
@@ -178,7 +195,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .action(async (o: { master?: string; workDir: string; resources?: string; attributes?: string; port: number; hostname?: string; recover: 'reconnect' | 'cleanup'; cgroups: boolean; cgroupsRoot: string; cgroupsCpuQuota: boolean; usageIntervalMs: number; sandboxGcAge: number; sandboxGcDiskPercent: number }, cmd: Command) => {
       result.exitCode = await h.agent(
         {
-          masterUrl: masterUrlOf(o.master, io, cmd),
+          masterUrl: masterUrlOf(o.master, io, cmd, true),
           workDir: resolve(o.workDir),
           port: o.port,
           recover: o.recover,
