@@ -149,7 +149,17 @@ describe('daemon commands: parsing', () => {
     expect(r.options.dataDir).toMatch(/^\/.*\.cairn$/);
     expect(r.options.resources).toBeUndefined();
     const r2 = await parse(['up', '--data-dir', '/tmp/x', '--port', '0', '--agent-port', '6000', '--resources', 'cpus:2;mem:1024;ports:[31000-31010]']);
-    expect(r2.options).toEqual({ dataDir: '/tmp/x', port: 0, agentPort: 6000, resources: 'cpus:2;mem:1024;ports:[31000-31010]' });
+    expect(r2.options).toEqual({ dataDir: '/tmp/x', port: 0, agentPort: 6000, masters: 1, resources: 'cpus:2;mem:1024;ports:[31000-31010]' });
+    expect((await parse(['up', '--masters', '3'])).options.masters).toBe(3);
+  });
+
+  it('master: a replicated group needs --id, --peers naming it, and a secret file', async () => {
+    const r = await parse(['master', '--id', '2', '--peers', '1=http://a:5050,2=http://b:5050,3=http://c:5050', '--secret-file', '/tmp/s']);
+    expect(r.options.raft).toEqual({ id: 2, peers: new Map([[1, 'http://a:5050'], [2, 'http://b:5050'], [3, 'http://c:5050']]), secretFile: '/tmp/s' });
+    expect((await parse(['up', '--masters', '2'])).err).toMatch(/--masters/);
+    expect((await parse(['master', '--id', '4', '--peers', '1=http://a:5050', '--secret-file', '/tmp/s'])).err).toMatch(/--peers/);
+    expect((await parse(['master', '--id', '1', '--peers', '1=http://a:5050,2=http://b:5050'])).err).toMatch(/--secret-file/);
+    expect((await parse(['master', '--peers', '1=nope'])).err).toMatch(/--peers/);
   });
 
   it.each([
