@@ -55,6 +55,26 @@ export function applyConfChangeTo(cs: ConfState, cc: ConfChange): ConfState {
   }
 }
 
+/**
+ * Replacing voter `oldId` by a new node `newId` one server at a time: add it as a learner
+ * (it catches up without voting), promote it, then remove the old one. Each step is
+ * proposed once the previous one is applied; the leader refuses the promotion until the
+ * learner has caught up.
+ */
+export function planReplacement(cs: ConfState, oldId: NodeId, newId: NodeId): ConfChange[] {
+  if (!cs.voters.includes(oldId)) {
+    throw new CairnError('CAIRN_RAFT_BAD_CHANGE', `node ${oldId} is not a voter`, 'oldId');
+  }
+  const plan: ConfChange[] = [
+    { type: 'addLearner', nodeId: newId },
+    { type: 'promote', nodeId: newId },
+    { type: 'remove', nodeId: oldId },
+  ];
+  const problem = confChangeProblem(cs, plan[0]);
+  if (problem !== undefined) throw problem;
+  return plan;
+}
+
 export function confStateEqual(a: ConfState, b: ConfState): boolean {
   const same = (x: readonly NodeId[], y: readonly NodeId[]) => {
     if (x.length !== y.length) return false;
