@@ -89,7 +89,7 @@ export class Master {
     registry: Registry,
   ) {
     this.registry = registry;
-    this.allocator = new Allocator({ roleWeights: config.roleWeights });
+    this.allocator = new Allocator({ roleWeights: { ...config.roleWeights, ...Object.fromEntries(this.registry.state.roleWeights) } });
     const now = Date.now();
     // Frameworks from before a restart are known but disconnected until they resubscribe.
     for (const fw of this.registry.state.frameworks.values()) {
@@ -645,6 +645,15 @@ export class Master {
     this.rescinded.add(o.id);
     if (this.rescinded.size > 10_000) this.rescinded.delete(this.rescinded.values().next().value as string);
     this.sessions.get(o.frameworkId)?.stream.send({ type: 'RESCIND', rescind: { offer_id: { value: o.id } } });
+  }
+
+  /** An operator sets a role's weight: durable first, then the allocator uses it. */
+  async setRoleWeight(role: string, weight: number): Promise<void> {
+    await this.registry.submit({ type: 'role_weight_set', role, weight });
+    if (!this.stopped) {
+      this.allocator.setRoleWeight(role, weight);
+      this.scheduleAllocation();
+    }
   }
 
   // ---------------------------------------------------------------- lifetime

@@ -8,6 +8,7 @@ const STATUS: Partial<Record<CairnErrorCode, number>> = {
   CAIRN_UNKNOWN_TASK: 404,
   CAIRN_UNKNOWN_AGENT: 404,
   CAIRN_AGENT_UNAVAILABLE: 503,
+  CAIRN_NOT_LEADER: 503,
 };
 
 export interface ErrorBody {

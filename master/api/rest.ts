@@ -59,6 +59,27 @@ export function registerRestApi(app: FastifyInstance, ctx: MasterContext): void 
     }
   });
 
+  // Role weights, like Mesos' /weights: GET lists them, PUT sets one (durable, replicated).
+  app.get('/api/v1/roles', async () => ({ weights: Object.fromEntries(registry.state.roleWeights) }));
+
+  app.put<{ Params: { role: string }; Body: unknown }>('/api/v1/roles/:role', async (req, reply) => {
+    try {
+      const role = req.params.role;
+      if (!/^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/.test(role)) throw new CairnError('CAIRN_BAD_REQUEST', `'${role}' is not a valid role name`, 'role');
+      const body = req.body as { weight?: unknown } | null;
+      const weight = body?.weight;
+      if (typeof weight !== 'number' || !Number.isFinite(weight) || weight <= 0 || weight > 1e6) {
+        throw new CairnError('CAIRN_BAD_REQUEST', 'must be a positive number', 'weight');
+      }
+      const master = leaderOrRedirect(ctx, req, reply);
+      if (!master) return reply;
+      await master.setRoleWeight(role, weight);
+      return { role, weight };
+    } catch (err) {
+      return fail(reply, err);
+    }
+  });
+
   app.get<{ Params: { id: string }; Querystring: Record<string, string | undefined> }>('/api/v1/tasks/:id/logs', async (req, reply) => {
     try {
       const t = findTask(registry, req.params.id);

@@ -40,6 +40,8 @@ export class DnsService {
         log.error({ err, command: command.type }, 'dns zone update failed');
       }
     });
+    // A follower that installs a snapshot from the leader gets a whole new state at once.
+    registry.onRestored(() => this.zone.load(registry.state));
   }
 
   /** The bound port (after start). */

@@ -128,8 +128,16 @@ export class DnsZone {
 
   // ---------------------------------------------------------------- updates
 
-  /** Builds everything from a registry state (at start). */
+  /**
+   * Builds everything from a registry state: at start, and when a whole new state arrives
+   * (a snapshot installed from the leader), which is why what the zone holds but the state
+   * no longer has is refreshed too — and so removed.
+   */
   load(state: ZoneSource): void {
+    for (const taskId of [...this.tasks.keys()]) if (!state.tasks.has(taskId)) this.refreshTask(taskId, state);
+    for (const owner of [...this.owned.keys()]) {
+      if (owner.startsWith('a:') && !state.agents.has(owner.slice(2))) this.refreshAgent(owner.slice(2), state);
+    }
     for (const agent of state.agents.values()) this.refreshAgent(agent.id, state);
     for (const task of state.tasks.values()) if (task.state === RUNNING) this.refreshTask(task.id, state);
     this.publish();

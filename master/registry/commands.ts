@@ -93,4 +93,6 @@ export type RegistryCommand =
       uuid: string;
       atMs: number;
     }
-  | { type: 'status_acknowledged'; taskId: string; uuid: string };
+  | { type: 'status_acknowledged'; taskId: string; uuid: string }
+  /** An operator's weight for a role (Mesos' /weights): its fair share scales with it. */
+  | { type: 'role_weight_set'; role: string; weight: number };

@@ -21,6 +21,8 @@ export interface RegistrySnapshot {
   agents: AgentRecord[];
   frameworks: FrameworkRecord[];
   tasks: TaskRecord[];
+  /** Absent in snapshots written before weights were kept. */
+  roleWeights?: Record<string, number>;
 }
 
 /** Terminal, acknowledged tasks kept for `cairn tasks` and logs before the oldest are dropped. */
@@ -30,6 +32,7 @@ export class RegistryStateMachine {
   readonly agents = new Map<string, AgentRecord>();
   readonly frameworks = new Map<string, FrameworkRecord>();
   readonly tasks = new Map<string, TaskRecord>();
+  readonly roleWeights = new Map<string, number>();
   /** Completed task ids in completion order, for bounded retention. */
   private readonly completed = new Set<string>();
 
@@ -41,6 +44,7 @@ export class RegistryStateMachine {
       sm.tasks.set(t.id, { ...t });
       sm.noteIfCompleted(t);
     }
+    for (const [role, w] of Object.entries(s.roleWeights ?? {})) sm.roleWeights.set(role, w);
     return sm;
   }
 
@@ -49,6 +53,7 @@ export class RegistryStateMachine {
       agents: [...this.agents.values()].map((a) => ({ ...a })),
       frameworks: [...this.frameworks.values()].map((f) => ({ ...f })),
       tasks: [...this.tasks.values()].map((t) => ({ ...t })),
+      roleWeights: Object.fromEntries(this.roleWeights),
     };
   }
 
@@ -116,6 +121,10 @@ export class RegistryStateMachine {
         if (isTerminal(task.state)) return [];
         return [this.setState(task, cmd.state, cmd.message, cmd.reason, cmd.source, cmd.uuid, cmd.atMs, cmd.exitCode)];
       }
+      case 'role_weight_set':
+        if (cmd.weight === 1) this.roleWeights.delete(cmd.role);
+        else this.roleWeights.set(cmd.role, cmd.weight);
+        return [];
       case 'status_acknowledged': {
         const task = this.tasks.get(cmd.taskId);
         if (task?.unacked?.uuid === cmd.uuid) {

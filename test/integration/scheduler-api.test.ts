@@ -201,4 +201,14 @@ describe('scheduler API', () => {
     expect(text).toMatch(/^cairn_master_offers_outstanding 1$/m);
     expect(text).toMatch(/^cairn_master_resources_total\{resource="cpus"\} 8$/m);
   });
+  it('sets role weights through REST, durably, and refuses bad ones naming the field', async () => {
+    const put = (role: string, body: unknown) => fetch(`${master.url}/api/v1/roles/${role}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect((await put('ml', { weight: 2.5 })).status).toBe(200);
+    const bad = await put('ml', { weight: -1 });
+    expect(bad.status).toBe(400);
+    expect((await bad.json()).field).toBe('weight');
+    expect((await put('bad role!', { weight: 1 })).status).toBe(400);
+    expect(await (await fetch(`${master.url}/api/v1/roles`)).json()).toEqual({ weights: { ml: 2.5 } });
+    expect(master.master.registry.state.snapshot().roleWeights).toEqual({ ml: 2.5 });
+  });
 });
