@@ -1,0 +1,141 @@
+// deploy/install.sh into a staging root: the units it writes pass `systemd-analyze verify`,
+// a second run changes nothing, and a `cairn agent` started with exactly the unit's
+// ExecStart line (its paths mapped into the staging root) registers with a running master.
+
+import { afterEach, describe, expect, it } from 'vitest';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { readFileSync, rmdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { agentCgroupName } from '../../agent/isolation/cgroups.ts';
+import { Cleanup, CairnProcess, freePort, startMasterProcess, waitFor } from '../harness/processes.ts';
+
+const INSTALL = fileURLToPath(new URL('../../deploy/install.sh', import.meta.url));
+const cleanup = new Cleanup();
+const agentWorkDirs: string[] = [];
+afterEach(async () => {
+  await cleanup.run();
+  // The agent leaves its (empty) cgroup directories for a successor; this test has none.
+  for (const w of agentWorkDirs.splice(0)) {
+    for (const h of ['memory', 'cpu', 'cpuacct', 'unified', '']) {
+      try {
+        rmdirSync(join('/sys/fs/cgroup', h, 'cairn', agentCgroupName(w)));
+      } catch {
+        // not there, or not ours to remove
+      }
+    }
+  }
+});
+
+/**
+ * Splits a systemd command line into words: whitespace separates, double quotes group
+ * with C-style escapes inside, `%%` is `%` and `$$` is `$` (systemd.service(5), "Command lines").
+ */
+function systemdWords(line: string): string[] {
+  const words: string[] = [];
+  let i = 0;
+  while (i < line.length) {
+    while (line[i] === ' ' || line[i] === '\t') i++;
+    if (i >= line.length) break;
+    let word = '';
+    if (line[i] === '"') {
+      i++;
+      while (i < line.length && line[i] !== '"') {
+        if (line[i] === '\\' && i + 1 < line.length) i++;
+        word += line[i++];
+      }
+      i++;
+    } else {
+      while (i < line.length && line[i] !== ' ' && line[i] !== '\t') word += line[i++];
+    }
+    words.push(word.replaceAll('%%', '%').replaceAll('$$', '$'));
+  }
+  return words;
+}
+
+function unitValue(unit: string, key: string): string {
+  const line = unit.split('\n').find((l) => l.startsWith(`${key}=`));
+  if (!line) throw new Error(`no ${key}= in the unit`);
+  return line.slice(key.length + 1);
+}
+
+function install(root: string, args: string[]): string {
+  return execFileSync('bash', [INSTALL, '--root', root, ...args], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+const systemdAnalyze = spawnSync('systemd-analyze', ['--version']).status === 0;
+if (!systemdAnalyze) {
+  if (process.env.CI) throw new Error('systemd-analyze is required in CI (apt-get install systemd)');
+  console.log('skipping systemd-analyze checks: systemd-analyze is not installed');
+}
+
+describe('deploy/install.sh', () => {
+  it('parses systemd command lines', () => {
+    expect(systemdWords('/usr/bin/node a "b c" "d;e:[1-2]" "x\\"y" "100%%" "$$HOME"')).toEqual(['/usr/bin/node', 'a', 'b c', 'd;e:[1-2]', 'x"y', '100%', '$HOME']);
+  });
+
+  it('stages units that systemd accepts and an agent that registers when started as the unit says', async () => {
+    const master = await startMasterProcess(cleanup);
+    const root = cleanup.dir('cairn-stage-');
+    const secret = join(cleanup.dir('cairn-secret-'), 'secret');
+    writeFileSync(secret, 'a-cluster-secret-of-32-bytes-0123');
+    const port = await freePort();
+    const args = ['--master', master.url, '--secret-file', secret, '--work-dir', '/var/lib/cairn/agent', '--resources', 'cpus:2;mem:1024;ports:[31000-31010]', '--attributes', 'rack:r1;zone:%a', '--agent-port', String(port)];
+
+    const first = install(root, args);
+    expect(first).toMatch(/installed the project in \/opt\/cairn/);
+    expect(first).toMatch(/wrote \/etc\/systemd\/system\/cairn-agent\.service/);
+    // Idempotent: the same flags again change nothing. (The project is copied again only if
+    // the checkout changed meanwhile, as it may while other work goes on in it.)
+    const second = install(root, args);
+    expect(second).not.toMatch(/wrote/);
+    expect(second).toMatch(/up to date|installed the project/);
+    expect((readFileSync(join(root, 'etc/cairn/secret'), 'utf8'))).toBe('a-cluster-secret-of-32-bytes-0123');
+
+    const agentUnit = readFileSync(join(root, 'etc/systemd/system/cairn-agent.service'), 'utf8');
+    expect(unitValue(agentUnit, 'Restart')).toBe('always');
+    expect(unitValue(agentUnit, 'KillMode')).toBe('process');
+    expect(unitValue(agentUnit, 'LimitNOFILE')).toBe('1048576');
+
+    if (systemdAnalyze) {
+      for (const unit of ['cairn-agent.service', 'cairn-master.service']) {
+        const r = spawnSync('systemd-analyze', ['verify', join(root, 'etc/systemd/system', unit)], { encoding: 'utf8' });
+        // verify exits 0 even for settings it ignores; anything it says is a defect.
+        expect({ unit, status: r.status, said: r.stderr.trim() }).toEqual({ unit, status: 0, said: '' });
+      }
+    }
+
+    // Start the agent exactly as the unit would, its paths mapped into the staging root.
+    const words = systemdWords(unitValue(agentUnit, 'ExecStart')).map((w) => (/^\/(opt|var\/lib|etc)\/cairn(\/|$)/.test(w) ? join(root, w) : w));
+    expect(words.slice(1, 3)).toEqual([join(root, 'opt/cairn/bin/cairn.js'), 'agent']);
+    expect(words).toContain('rack:r1;zone:%a');
+    const env = Object.fromEntries([unitValue(agentUnit, 'Environment').split('=') as [string, string]]);
+    agentWorkDirs.push(join(root, 'var/lib/cairn/agent'));
+    const child = spawn(words[0], words.slice(1), { env: { PATH: process.env.PATH ?? '/usr/bin:/bin', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const agent = cleanup.track(new CairnProcess(child, `http://127.0.0.1:${port}`));
+    await agent.waitHealthy();
+    const registered = await waitFor('the agent in the master\'s state', async () => {
+      const st = (await (await fetch(`${master.url}/api/v1/state`)).json()) as { agents: { reachable: boolean; resources: string; attributes: Record<string, string> }[] };
+      return st.agents.find((a) => a.reachable);
+    });
+    expect(registered.resources).toMatch(/^cpus:2;mem:1024;(disk:\d+;)?ports:\[31000-31010\]$/);
+    expect(registered.attributes).toEqual({ rack: 'r1', zone: '%a' });
+    await agent.kill('SIGTERM');
+  });
+
+  it('refuses bad flags before touching anything', () => {
+    const root = cleanup.dir('cairn-stage-');
+    for (const [args, said] of [
+      [['--master', 'not-a-url'], /is not a URL/],
+      [['--join', 'nohostport'], /HOST:PORT/],
+      [['--work-dir', 'relative'], /absolute/],
+      [['--master-id', '1'], /go together/],
+      [['--bogus', 'x'], /unknown option/],
+    ] as [string[], RegExp][]) {
+      const r = spawnSync('bash', [INSTALL, '--root', root, ...args], { encoding: 'utf8' });
+      expect(r.status).toBe(1);
+      expect(r.stderr).toMatch(said);
+    }
+    expect(spawnSync('ls', [root], { encoding: 'utf8' }).stdout).toBe('');
+  });
+});
