@@ -46,6 +46,29 @@ describe('log replication (§5.3)', () => {
     }
   });
 
+  it('a follower refuses entries whose previous entry does not match its log (§5.3 consistency check)', () => {
+    const s = new MemoryStorage();
+    s.bootstrap([1, 2, 3]);
+    s.append([{ index: 2, term: 2, type: 'normal', data: bytes('a') }]);
+    s.setHardState({ term: 3, vote: 0, commit: 1 });
+    const n = new RaftNode({ id: 2, random: new SeededRandom(1) }, s);
+    const append = (prevIndex: number, prevTerm: number): Message => ({
+      type: 'append', from: 1, to: 2, term: 3, prevIndex, prevTerm, commit: 1,
+      entries: [{ index: prevIndex + 1, term: 3, type: 'normal', data: bytes('b') }],
+    });
+    n.step(append(2, 3)); // our entry 2 is from term 2, not 3
+    n.step(append(5, 3)); // we have nothing at 5
+    n.step(append(2, 2)); // matches
+    const rd = n.ready();
+    expect(rd.messages.map((m) => m.type === 'appendResponse' && [m.reject, m.index, m.hintIndex, m.hintTerm])).toEqual([
+      [true, 2, 2, 2], // rejected at 2; our last entry with term ≤ 3 is 2 (term 2)
+      [true, 5, 2, 2], // rejected at 5; we end at 2 (term 2)
+      [false, 3, 0, 0],
+    ]);
+    expect(rd.entries.map((e) => [e.index, e.term])).toEqual([[3, 3]]);
+    n.advance();
+  });
+
   it('fast back-off: a long divergent suffix is skipped a term at a time, not an entry at a time', () => {
     const h = new RaftHarness([1, 2, 3], { seed: 2 });
     h.elect(1);
