@@ -28,6 +28,14 @@ import { Cgroups, type CgroupSupport } from './isolation/cgroups.ts';
 import type { NvidiaGpu } from './resources/nvidia-smi.ts';
 import { UsageSampler } from './usage/sampler.ts';
 import { SandboxGc } from './sandbox-gc.ts';
+import { readDrainState, writeDrainState, type DrainState } from './drain.ts';
+
+/** The `draining` part of /health and the answer to a drain request. */
+export interface DrainReport extends DrainState {
+  runningTasks: number;
+  /** No task runs any more: the agent can be stopped. */
+  drained: boolean;
+}
 
 export type { AgentOptions } from './options.ts';
 
@@ -99,6 +107,8 @@ class Agent {
   private readonly pending = new PendingUpdates();
   private readonly executor: ProcessExecutor;
   private readonly link: MasterLink;
+  private drainState: DrainState | undefined;
+  private drainTimer: NodeJS.Timeout | undefined;
   /** The connection generation on which `registered` was received; undefined when not registered. */
   private registeredOn: number | undefined;
   private stopping: Promise<void> | undefined;
@@ -153,6 +163,8 @@ class Agent {
    * registration so that registration lists the recovered tasks.
    */
   async recover(): Promise<void> {
+    this.drainState = await readDrainState(this.cfg.workDir);
+    if (this.drainState) this.log.warn({ drain: this.drainState }, 'the agent is draining (since before it restarted)');
     const { checkpoints, problems } = await this.checkpoints.loadAll();
     for (const p of problems) this.log.error(p);
     if (checkpoints.length === 0) return;
@@ -188,7 +200,12 @@ class Agent {
       port: this.cfg.httpPort,
       executor: this.executor,
       agentId: () => this.agentId,
-      health: () => ({ isolation: isolationReport(this.isolation.support) }),
+      health: () => ({ isolation: isolationReport(this.isolation.support), draining: this.drainReport() }),
+      drain: {
+        start: (deadlineAtMs) => this.drain(deadlineAtMs),
+        stop: () => this.undrain(),
+        report: () => this.drainReport(),
+      },
     });
     this.owner.add('http server', () => http.close());
     this.httpUrl = `http://${this.cfg.ip.includes(':') ? `[${this.cfg.ip}]` : this.cfg.ip}:${http.port}`;
@@ -198,6 +215,51 @@ class Agent {
 
     this.link.start();
     this.owner.add('master connection', () => this.link.stop());
+    this.armDrainDeadline();
+    this.owner.add('drain deadline', () => clearTimeout(this.drainTimer));
+  }
+
+  /**
+   * Drains the agent: no new task from now on, running ones killed at the deadline (none:
+   * they run until they finish). Draining again moves the deadline. Durable before it
+   * takes effect, so a restart keeps draining.
+   */
+  async drain(deadlineAtMs: number | null): Promise<DrainReport> {
+    const state: DrainState = { sinceMs: this.drainState?.sinceMs ?? Date.now(), deadlineAtMs };
+    await writeDrainState(this.cfg.workDir, state);
+    this.drainState = state;
+    this.log.warn({ deadlineAtMs, running: this.executor.runningCount() }, 'draining: no new tasks; running ones finish or are killed at the deadline');
+    this.armDrainDeadline();
+    return this.drainReport() as DrainReport;
+  }
+
+  /** Ends a drain: tasks are accepted again. */
+  async undrain(): Promise<void> {
+    await writeDrainState(this.cfg.workDir, undefined);
+    this.drainState = undefined;
+    clearTimeout(this.drainTimer);
+    this.log.info('drain ended: accepting tasks again');
+  }
+
+  private drainReport(): DrainReport | false {
+    if (!this.drainState) return false;
+    const running = this.executor.runningCount();
+    return { ...this.drainState, runningTasks: running, drained: running === 0 };
+  }
+
+  private armDrainDeadline(): void {
+    clearTimeout(this.drainTimer);
+    const deadline = this.drainState?.deadlineAtMs;
+    if (deadline === null || deadline === undefined || this.stopping) return;
+    this.drainTimer = setTimeout(() => this.killAtDeadline(), Math.max(0, deadline - Date.now()));
+  }
+
+  private killAtDeadline(): void {
+    for (const s of this.executor.snapshots()) {
+      if (isTerminal(s.state)) continue;
+      const outcome = this.executor.kill(s.taskId, 0, 'killed: the agent was drained and its deadline passed');
+      this.log.info({ taskId: s.taskId, outcome }, 'drain deadline: killing task');
+    }
   }
 
   stop(opts: { killTasks: boolean }): Promise<void> {
@@ -250,6 +312,10 @@ class Agent {
         if (this.stopping !== undefined && !this.executor.has(task.taskId)) {
           // Nothing new starts on an agent that is going away; the master reschedules it.
           this.statusUpdate({ taskId: task.taskId, frameworkId: task.frameworkId, state: 'TASK_LOST', message: 'the agent is shutting down', hasExitCode: false, exitCode: 0, reason: 'REASON_AGENT_RESTARTED' });
+          continue;
+        }
+        if (this.drainState && !this.executor.has(task.taskId)) {
+          this.statusUpdate({ taskId: task.taskId, frameworkId: task.frameworkId, state: 'TASK_DROPPED', message: 'the agent is draining: it accepts no new tasks', hasExitCode: false, exitCode: 0, reason: 'REASON_AGENT_DRAINING' });
           continue;
         }
         const outcome = this.executor.launch(task);

@@ -1,5 +1,5 @@
 // The agent's own HTTP endpoint: health, task logs read straight from sandboxes (the
-// master's log API and `cairn logs` fetch from here), and usage samples.
+// master's log API and `cairn logs` fetch from here), usage samples, and drain.
 
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { AddressInfo } from 'node:net';
@@ -7,6 +7,7 @@ import { CairnError } from '../shared/errors.ts';
 import { isTerminal } from '../shared/agent-protocol.ts';
 import type { ProcessExecutor } from './executors/process/executor.ts';
 import type { UsageSampler } from './usage/sampler.ts';
+import { parseDrainRequest } from './drain.ts';
 import { LOG_STREAMS, MAX_LOG_READ_BYTES, type LogStream } from './executors/process/sandbox.ts';
 
 export interface AgentHttpOptions {
@@ -18,6 +19,12 @@ export interface AgentHttpOptions {
   health?: () => Record<string, unknown>;
   /** Usage samples; without, the usage routes answer 404. */
   usage?: UsageSampler;
+  /** Draining; without, the drain routes answer 404. */
+  drain?: {
+    start(deadlineAtMs: number | null): Promise<unknown>;
+    stop(): Promise<void>;
+    report(): unknown;
+  };
 }
 
 export interface AgentHttpServer {
@@ -70,6 +77,24 @@ export function buildAgentHttp(opts: Omit<AgentHttpOptions, 'host' | 'port'>): F
       if (err instanceof CairnError) return sendError(reply, err.code === 'CAIRN_UNKNOWN_TASK' ? 404 : 400, err);
       throw err;
     }
+  });
+
+  app.post('/api/v1/drain', async (req, reply) => {
+    if (!opts.drain) return sendError(reply, 404, new CairnError('CAIRN_UNKNOWN_CALL', 'this agent cannot be drained'));
+    let deadlineAtMs: number | null;
+    try {
+      ({ deadlineAtMs } = parseDrainRequest(req.body, Date.now()));
+    } catch (err) {
+      if (err instanceof CairnError) return sendError(reply, 400, err);
+      throw err;
+    }
+    return { draining: await opts.drain.start(deadlineAtMs) };
+  });
+
+  app.delete('/api/v1/drain', async (_req, reply) => {
+    if (!opts.drain) return sendError(reply, 404, new CairnError('CAIRN_UNKNOWN_CALL', 'this agent cannot be drained'));
+    await opts.drain.stop();
+    return { draining: false };
   });
 
   app.get('/api/v1/usage', async (_req, reply) => {

@@ -377,6 +377,43 @@ describe('agent protocol', () => {
     expect(master.updatesSince(0).filter((u) => u.taskId === 's1').map((u) => u.state)).toEqual(['TASK_RUNNING', 'TASK_KILLED']);
   });
 
+  it('drains: drops new launches, lets tasks finish, kills the rest at the deadline, and keeps draining across a restart', async () => {
+    const master = await fakeMaster();
+    const dir = workDir();
+    const agent = await agentFor(master, dir);
+    await master.register();
+    master.autoAck = true;
+    master.send({ registered: { agentId: 'a-d', lostTaskIds: [], pingIntervalMs: 1000 } });
+    master.send({ launch: { tasks: [task('short', 'sleep 0.3'), task('long', 'sleep 30', { resources: 'cpus:0.1;mem:16' })] } });
+    await master.update('long', 'TASK_RUNNING');
+
+    const post = (body: unknown) => fetch(`${agent.httpUrl}/api/v1/drain`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    expect((await post({ deadlineMs: -1 })).status).toBe(400);
+    expect(((await (await post({ deadline: 5 })).json()) as { field: string }).field).toBe('deadline');
+    const t0 = Date.now();
+    const r = await post({ deadlineMs: 1000 });
+    expect(r.status).toBe(200);
+    expect(await r.json()).toMatchObject({ draining: { runningTasks: 2, drained: false, deadlineAtMs: expect.any(Number) } });
+    expect(((await (await fetch(`${agent.httpUrl}/health`)).json()) as { draining: unknown }).draining).toMatchObject({ runningTasks: 2 });
+
+    master.send({ launch: { tasks: [task('late', 'true')] } });
+    const { value: dropped } = await master.update('late', 'TASK_DROPPED');
+    expect(dropped).toMatchObject({ reason: 'REASON_AGENT_DRAINING', message: expect.stringMatching(/draining/) });
+    await master.update('short', 'TASK_FINISHED');
+    const { value: killed } = await master.update('long', 'TASK_KILLED');
+    expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
+    expect(killed.message).toMatch(/drained and its deadline passed/);
+    expect(((await (await fetch(`${agent.httpUrl}/health`)).json()) as { draining: unknown }).draining).toMatchObject({ runningTasks: 0, drained: true });
+
+    // A restarted agent goes on draining; DELETE ends the drain.
+    await agent.stop();
+    const again = await agentFor(master, dir);
+    expect(((await (await fetch(`${again.httpUrl}/health`)).json()) as { draining: unknown }).draining).toMatchObject({ drained: true });
+    const del = await fetch(`${again.httpUrl}/api/v1/drain`, { method: 'DELETE' });
+    expect(await del.json()).toEqual({ draining: false });
+    expect(((await (await fetch(`${again.httpUrl}/health`)).json()) as { draining: unknown }).draining).toBe(false);
+  });
+
   it('rejects bad --resources and --attributes before connecting', async () => {
     const base = { masterUrl: 'http://127.0.0.1:1', workDir: workDir(), logger: pino({ level: 'silent' }), httpPort: 0 };
     await expect(startAgent({ ...base, resources: 'cpus:many' })).rejects.toMatchObject({ code: 'CAIRN_BAD_RESOURCES', field: 'resources.cpus' });
