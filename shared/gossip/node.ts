@@ -276,7 +276,7 @@ export class GossipNode {
     if (!this.leaving) {
       if (nowMs >= this.nextPushPullAtMs) {
         const peer = this.randomMembers(1, (m) => m.state === 'alive')[0];
-        if (peer !== undefined) this.pushPull(peer.address, false);
+        if (peer !== undefined) this.pushPull(peer.address, false, peer);
         this.nextPushPullAtMs = nowMs + pushPullIntervalMs(c.pushPullIntervalMs, this.live);
       }
       if (this.live <= 1 && this.seeds.length > 0 && nowMs >= this.nextRejoinAtMs) {
@@ -285,8 +285,11 @@ export class GossipNode {
       }
       if (nowMs >= this.nextReconnectAtMs) {
         if (this.dead > 0) {
-          const gone = this.randomMembers(1, (m) => m.state === 'dead')[0];
-          if (gone !== undefined) this.pushPull(gone.address, false);
+          const gone = this.list.filter((m) => m.state === 'dead');
+          if (gone.length > 0) {
+            const m = gone[randomInt(this.random, gone.length)];
+            this.pushPull(m.address, false, m);
+          }
         }
         this.nextReconnectAtMs = nowMs + c.reconnectIntervalMs;
       }
@@ -850,10 +853,10 @@ export class GossipNode {
     this.out.packets.push({ to, messages, stream: false });
   }
 
-  private pushPull(to: string, join: boolean): void {
+  /** `peer`: the member at `to`, when known (found by address otherwise). */
+  private pushPull(to: string, join: boolean, peer?: Member): void {
     this.stats.pushPulls++;
-    let peer: Member | undefined;
-    for (const m of this.list) if (m.address === to && m !== this.self) peer = m;
+    if (peer === undefined) for (const m of this.list) if (m.address === to && m !== this.self) peer = m;
     this.out.packets.push({ to, messages: [{ type: 'push-pull', join, reply: false, members: this.snapshot(peer?.name) }], stream: true });
   }
 
