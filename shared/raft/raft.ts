@@ -9,7 +9,7 @@
 // changes, leadership transfer and ReadIndex.
 
 import { CairnError } from '../errors.ts';
-import { applyConfChangeTo, confChangeProblem, decodeConfChange } from './confchange.ts';
+import { applyConfChangeTo, confChangeProblem } from './confchange.ts';
 import { compileRaftConfig, type RaftConfig, type RaftOptions } from './config.ts';
 import { RaftLog } from './log.ts';
 import { isQuorum } from './quorum.ts';
@@ -170,12 +170,11 @@ export class Raft {
     this.tracker.resetVotes();
     const next = this.log.lastIndex() + 1;
     for (const [id, pr] of this.tracker.progress) {
-      pr.match = 0;
-      pr.next = next;
+      // Our own copy counts only as far as it is on disk.
+      pr.match = id === this.id ? this.log.stableLastIndex() : 0;
       pr.becomeProbe();
       pr.next = next;
       pr.recentActive = id === this.id;
-      if (id === this.id) pr.match = this.log.stableLastIndex();
     }
     this.pendingConfIndex = 0;
     this.uncommittedBytes = 0;
@@ -779,11 +778,6 @@ export class Raft {
     pr.becomeProbe();
     // Wait for the follower's next heartbeat answer before probing again.
     pr.probeSent = true;
-  }
-
-  /** Membership changes in entries the shell applies are picked up by applyConfChange; this decodes one. */
-  static confChangeOf(e: Entry): ConfChange {
-    return decodeConfChange(e.data);
   }
 
   private send(m: Message): void {
