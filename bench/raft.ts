@@ -1,0 +1,178 @@
+// Replicated masters: commit latency, throughput and failover.
+// 1. Three masters in this process, replicating over loopback WebSockets with SQLite
+//    (synchronous=FULL) underneath: commit latency of one client (p50/p99) and committed
+//    commands/s with 64 concurrent clients, both proposing registry commands on the leader
+//    and waiting for each to be durable on a quorum and applied. The same through the REST
+//    API (PUT /api/v1/roles/:role) for one client, to show what HTTP adds.
+// 2. Three master processes: SIGKILL the leader, time until the first write acknowledged
+//    by a new leader; median over 10 runs, with the default election timeout (1 s).
+
+import http from 'node:http';
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startMaster, type MasterHandle } from '../master/server.ts';
+import { silentLogger } from '../shared/logger.ts';
+import { Cleanup, freePort, startCairn, tempDir, waitFor, type CairnProcess } from '../test/harness/processes.ts';
+
+const SECRET = 'bench-secret-of-enough-bytes-0123456789';
+
+function pct(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return Number(s[Math.min(s.length - 1, Math.floor(s.length * p))].toFixed(3));
+}
+
+async function inProcessGroup(): Promise<{ masters: MasterHandle[]; dir: string }> {
+  const dir = tempDir('cairn-raft-bench-');
+  const ports = [await freePort(), await freePort(), await freePort()];
+  const members = new Map(ports.map((p, i) => [i + 1, `http://127.0.0.1:${p}`] as [number, string]));
+  const masters = await Promise.all(ports.map((port, i) =>
+    startMaster({ port, host: '127.0.0.1', dataDir: join(dir, `m${i + 1}`), logger: silentLogger(), dnsPort: null, raft: { id: i + 1, members, secret: SECRET } }),
+  ));
+  await waitFor('a leader', () => masters.find((m) => m.raft!.status().role === 'leader'), 20_000);
+  return { masters, dir };
+}
+
+const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
+function put(url: string, role: string, weight: number): Promise<number> {
+  const body = JSON.stringify({ weight });
+  return new Promise((resolve, reject) => {
+    const req = http.request(`${url}/api/v1/roles/${role}`, { method: 'PUT', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode ?? 0));
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+async function commitFigures(): Promise<unknown> {
+  const { masters, dir } = await inProcessGroup();
+  const leader = masters.find((m) => m.raft!.status().role === 'leader')!;
+  const registry = leader.context.registry;
+  const write = (i: number) => registry.submit({ type: 'role_weight_set', role: `r${i % 1000}`, weight: 1 + (i % 7) });
+
+  // Warm up, then one client, one write at a time.
+  for (let i = 0; i < 500; i++) await write(i);
+  const lat: number[] = [];
+  for (let i = 0; i < 3000; i++) {
+    const t0 = performance.now();
+    await write(i);
+    lat.push(performance.now() - t0);
+  }
+  // 64 clients, each writing as fast as its previous write commits, for 5 s.
+  let done = 0;
+  const until = performance.now() + 5000;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: 64 }, async (_, c) => {
+    let i = c;
+    while (performance.now() < until) {
+      await write(i);
+      i += 64;
+      done++;
+    }
+  }));
+  const perSecond = done / ((performance.now() - t0) / 1000);
+  // One client through the REST API.
+  const httpLat: number[] = [];
+  for (let i = 0; i < 1000; i++) {
+    const s = performance.now();
+    const code = await put(leader.url, `h${i % 100}`, 1 + (i % 5));
+    if (code !== 200) throw new Error(`PUT answered ${code}`);
+    httpLat.push(performance.now() - s);
+  }
+  for (const m of masters) await m.stop();
+  rmSync(dir, { recursive: true, force: true });
+  return {
+    oneClient: { writes: lat.length, p50Ms: pct(lat, 0.5), p99Ms: pct(lat, 0.99) },
+    clients64: { commandsPerSecond: Math.round(perSecond) },
+    oneClientRest: { writes: httpLat.length, p50Ms: pct(httpLat, 0.5), p99Ms: pct(httpLat, 0.99) },
+  };
+}
+
+/** Committed writes/s through the REST API of master processes, 64 clients at once. */
+async function restThroughput(urls: string[], leader: number, seconds: number): Promise<number> {
+  let done = 0;
+  const until = performance.now() + seconds * 1000;
+  const t0 = performance.now();
+  await Promise.all(Array.from({ length: 64 }, async (_, c) => {
+    let i = c;
+    while (performance.now() < until) {
+      const code = await put(urls[leader], `t${i % 500}`, 1 + (i % 9));
+      if (code !== 200) throw new Error(`PUT answered ${code}`);
+      i += 64;
+      done++;
+    }
+  }));
+  return Math.round(done / ((performance.now() - t0) / 1000));
+}
+
+async function failover(runs: number): Promise<unknown> {
+  const cleanup = new Cleanup();
+  const base = cleanup.dir('cairn-raft-failover-');
+  const secretFile = join(base, 'secret');
+  writeFileSync(secretFile, SECRET);
+  const ports = [await freePort(), await freePort(), await freePort()];
+  const urls = ports.map((p) => `http://127.0.0.1:${p}`);
+  const peers = urls.map((u, i) => `${i + 1}=${u}`).join(',');
+  const procs: (CairnProcess | undefined)[] = [undefined, undefined, undefined];
+  const start = async (i: number) => {
+    procs[i] = cleanup.track(startCairn(['master', '--id', String(i + 1), '--peers', peers, '--secret-file', secretFile, '--port', String(ports[i]), '--host', '127.0.0.1', '--data-dir', join(base, `m${i}`), '--dns-port', '0'], urls[i]));
+    await procs[i]!.waitHealthy();
+  };
+  const role = async (i: number) => ((await (await fetch(`${urls[i]}/api/v1/state`, { signal: AbortSignal.timeout(500) })).json()) as any).master.role as string;
+  try {
+    await Promise.all([0, 1, 2].map(start));
+    const first = await waitFor('a leader', async () => {
+      for (const i of [0, 1, 2]) if ((await role(i).catch(() => '')) === 'leader') return i + 1;
+      return undefined;
+    }, 20_000, 20).then((x) => x - 1);
+    const restCommandsPerSecond = await restThroughput(urls, first, 5);
+    const times: number[] = [];
+    for (let run = 0; run < runs; run++) {
+      const leader = await waitFor('a leader', async () => {
+        for (const i of [0, 1, 2]) if ((await role(i).catch(() => '')) === 'leader') return i + 1;
+        return undefined;
+      }, 20_000, 20).then((x) => x - 1);
+      await put(urls[leader], 'failover', 1 + run); // the leader is taking writes
+      const t0 = performance.now();
+      await procs[leader]!.kill('SIGKILL');
+      // Writers try every survivor until one acknowledges: that is the new leader serving.
+      const survivors = [0, 1, 2].filter((i) => i !== leader);
+      await waitFor('a write on a new leader', async () => {
+        for (const i of survivors) {
+          const code = await new Promise<number>((resolve) => {
+            const body = JSON.stringify({ weight: 2 + run });
+            const req = http.request(`${urls[i]}/api/v1/roles/failover`, { method: 'PUT', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }, timeout: 500 }, (res) => {
+              res.resume();
+              res.on('end', () => resolve(res.statusCode ?? 0));
+            });
+            req.on('error', () => resolve(0));
+            req.on('timeout', () => req.destroy());
+            req.end(body);
+          });
+          if (code === 200) return true;
+        }
+        return undefined;
+      }, 20_000, 10);
+      times.push(performance.now() - t0);
+      await start(leader);
+    }
+    return { restCommandsPerSecond64Clients: restCommandsPerSecond, runs, medianMs: pct(times, 0.5), minMs: pct(times, 0), maxMs: pct(times, 1), allMs: times.map((t) => Math.round(t)) };
+  } finally {
+    await cleanup.run();
+  }
+}
+
+export async function run(): Promise<unknown> {
+  const commit = await commitFigures();
+  const fail = await failover(10);
+  return {
+    bench: 'raft',
+    masters: 3,
+    commit,
+    failover: fail,
+    targets: { oneClientP50Ms: 2, commandsPerSecond: 20_000, failoverMedianMs: 1500 },
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) console.log(JSON.stringify(await run(), null, 2));
