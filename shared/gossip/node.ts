@@ -409,9 +409,9 @@ export class GossipNode {
     return this.self.incarnation;
   }
 
-  /** Whether the goodbye has been sent as often as news is (or superseded). */
+  /** Whether the goodbye has been sent as often as news is (or there is nobody to tell). */
   leaveSpread(): boolean {
-    return this.leaving && !this.queue.has(this.name);
+    return this.leaving && (!this.queue.has(this.name) || this.live <= 1);
   }
 
   hasLeft(): boolean {

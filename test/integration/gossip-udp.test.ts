@@ -3,6 +3,7 @@
 
 import { afterAll, describe, expect, it } from 'vitest';
 import { createSocket } from 'node:dgram';
+import { connect } from 'node:net';
 import { createHmac } from 'node:crypto';
 import { startGossip, type GossipMember } from '../../shared/gossip/udp-node.ts';
 import { deriveGossipKey, sealPacket } from '../../shared/gossip/wire.ts';
@@ -113,6 +114,35 @@ describe('gossip over UDP on loopback', () => {
   it('tells the others when a member leaves on purpose', async () => {
     await c.leave();
     await waitFor('agent-c left at a and b', () => [a, b].every((m) => stateAt(m, 'agent-c') === 'left'), 3_000);
+  });
+
+  it('takes a full state larger than any datagram over TCP, and refuses an oversized frame', async () => {
+    const big = await member('master-big', 'master');
+    const [host, port] = [big.address.split(':')[0], Number(big.address.split(':')[1])];
+    const members = Array.from({ length: 3_000 }, (_, i) => ({
+      name: `agent-${i}`, address: `127.0.0.2:${20_000 + i}`, role: 'agent' as const, incarnation: 0,
+      meta: { api: `http://127.0.0.2:${30_000 + i}` }, state: 'alive' as const,
+    }));
+    const frame = sealPacket(deriveGossipKey(SECRET, 'cairn'), '127.0.0.2:19999', [{ type: 'push-pull', join: false, reply: true, members }]);
+    expect(frame.length).toBeGreaterThan(150_000); // over 100 datagrams of 1,400 bytes
+    const header = Buffer.alloc(4);
+    header.writeUInt32BE(frame.length);
+    await new Promise<void>((resolve, reject) => {
+      const s = connect({ host, port }, () => s.end(Buffer.concat([header, frame])));
+      s.on('close', () => resolve());
+      s.on('error', reject);
+    });
+    await waitFor('3,000 members learned', () => big.members().length === 3_001);
+    // A stream that announces more than a state could ever need is cut off unread.
+    const huge = Buffer.alloc(4);
+    huge.writeUInt32BE(0xffffffff);
+    await new Promise<void>((resolve) => {
+      const s = connect({ host, port }, () => s.write(huge));
+      s.on('close', () => resolve());
+      s.on('error', () => resolve());
+    });
+    expect(big.counters.droppedOversized).toBe(1);
+    await big.stop();
   });
 
   it('lets a member restarted at the same address rejoin: it learns it was declared dead and refutes', async () => {

@@ -189,6 +189,8 @@ export interface LifeguardResult {
   /** Suspicion events about healthy members, per observer (10% loss makes many, all refuted). */
   falseSuspicionEvents: number;
   slowMember: { stalledFraction: number; probes: number; accusations: number; maxHealthScore: number; declaredDeadEvents: number };
+  /** From the faults stopping to every view having everyone alive. */
+  settledMs: number;
   wallMs: number;
 }
 
@@ -205,6 +207,12 @@ export function slowMemberStalls(seed: number, untilMs: number): Stalls {
   }
   return stalls;
 }
+
+/**
+ * The slow member may stand declared dead when the faults stop; it hears of it through gossip to
+ * the dead (30 s) or a reconnection (every 30 s) and refutes.
+ */
+const LIFEGUARD_SETTLE_MS = 120_000;
 
 export function lifeguard(o: LifeguardOptions): LifeguardResult {
   const t0 = performance.now();
@@ -241,6 +249,20 @@ export function lifeguard(o: LifeguardOptions): LifeguardResult {
   });
   let stalled = 0;
   for (const [a, b] of slow.stalls) stalled += Math.min(b, durationMs) - Math.min(a, durationMs);
+  // Liveness: the faults stop (no loss, the slow member keeps up); every view, the slow member
+  // included, must converge on everyone alive.
+  net.lossRate = 0;
+  slow.stalls = [];
+  const settleBy = net.nowMs + LIFEGUARD_SETTLE_MS;
+  const converged = (): boolean => members.every((m) => m.node.liveCount() === o.members && m.node.stateOf(slow.name) === 'alive');
+  while (!converged()) {
+    if (net.nowMs >= settleBy) {
+      const behind = members.filter((m) => m.node.liveCount() !== o.members).map((m) => `${m.name} sees ${m.node.liveCount()}`);
+      throw new SimFailure('lifeguard', o.seed, `views did not converge within ${LIFEGUARD_SETTLE_MS} ms of the faults stopping: ${behind.slice(0, 5).join(', ')}`);
+    }
+    net.run(net.nowMs + 500);
+  }
+  const settledMs = Math.round(net.nowMs - durationMs);
   return {
     members: o.members,
     durationMs,
@@ -259,6 +281,7 @@ export function lifeguard(o: LifeguardOptions): LifeguardResult {
       maxHealthScore: maxHealth,
       declaredDeadEvents: slowDeclaredDead,
     },
+    settledMs,
     wallMs: Math.round(performance.now() - t0),
   };
 }
