@@ -1,6 +1,6 @@
 // Gossip frames on the wire: protobuf (proto/gossip.proto) behind an HMAC-SHA256 envelope.
 //
-// Datagram: "CG" | version 1 | HMAC-SHA256(key, packet) (32 bytes) | Packet (protobuf).
+// Datagram: "CG" | version 1 | HMAC-SHA256(key, "CG" 1 packet) (32 bytes) | Packet (protobuf).
 // The key is derived from the cluster secret and the cluster name, so two clusters sharing a
 // secret by accident still cannot talk. The MAC is checked before the protobuf parser sees a
 // byte; then every field is validated. Anything wrong is a CairnError: CAIRN_UNAUTHENTICATED
@@ -32,6 +32,8 @@ const MAGIC_1 = 0x47; // 'G'
 const VERSION = 1;
 const MAC_BYTES = 32;
 export const ENVELOPE_BYTES = 3 + MAC_BYTES;
+/** Magic and version, covered by the MAC too, so that no one can relabel a packet's version. */
+const HEADER = Buffer.from([MAGIC_0, MAGIC_1, VERSION]);
 
 /** Names are short labels; anything longer is garbage or an attack. */
 const MAX_NAME_BYTES = 255;
@@ -69,7 +71,7 @@ export interface OpenedPacket {
 /** Encodes and authenticates one packet. */
 export function sealPacket(key: Uint8Array, from: string, messages: readonly GossipMessage[]): Buffer {
   const body = PacketType.encode({ from, messages: messages.map(toWire) }).finish();
-  const mac = createHmac('sha256', key).update(body).digest();
+  const mac = createHmac('sha256', key).update(HEADER).update(body).digest();
   const out = Buffer.allocUnsafe(ENVELOPE_BYTES + body.length);
   out[0] = MAGIC_0;
   out[1] = MAGIC_1;
@@ -88,7 +90,7 @@ export function openPacket(key: Uint8Array, bytes: Uint8Array): OpenedPacket {
     throw new CairnError('CAIRN_BAD_FRAME', `unknown gossip envelope version ${bytes[2]}`, 'packet.version');
   }
   const body = bytes.subarray(ENVELOPE_BYTES);
-  const expected = createHmac('sha256', key).update(body).digest();
+  const expected = createHmac('sha256', key).update(HEADER).update(body).digest();
   if (!timingSafeEqual(expected, bytes.subarray(3, ENVELOPE_BYTES))) {
     throw new CairnError('CAIRN_UNAUTHENTICATED', 'gossip packet MAC does not match (wrong secret or cluster, or altered)', 'packet');
   }

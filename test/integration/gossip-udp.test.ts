@@ -88,9 +88,10 @@ describe('gossip over UDP on loopback', () => {
     await sendDatagram(port, sealPacket(deriveGossipKey(SECRET, 'other-cluster'), '127.0.0.1:9', [{ type: 'ack', seq: 1 }]));
     await sendDatagram(port, Buffer.from('GET / HTTP/1.1\r\n\r\n'));
     // Right key, but the body is not a gossip packet.
+    const header = Buffer.from([0x43, 0x47, 1]);
     const body = Buffer.from([0x0a, 0xff, 0xff, 0xff]);
-    const mac = createHmac('sha256', deriveGossipKey(SECRET, 'cairn')).update(body).digest();
-    await sendDatagram(port, Buffer.concat([Buffer.from([0x43, 0x47, 1]), mac, body]));
+    const mac = createHmac('sha256', deriveGossipKey(SECRET, 'cairn')).update(header).update(body).digest();
+    await sendDatagram(port, Buffer.concat([header, mac, body]));
     await waitFor('four drops counted', () =>
       a.counters.droppedUnauthenticated - before.droppedUnauthenticated === 3 &&
       a.counters.droppedMalformed - before.droppedMalformed === 1);

@@ -40,8 +40,9 @@ function code(f: () => unknown): string | undefined {
 
 /** An envelope around any body, authenticated with `key`: for frames the sealer would never make. */
 function envelope(body: Uint8Array, key = KEY): Buffer {
-  const mac = createHmac('sha256', key).update(body).digest();
-  return Buffer.concat([Buffer.from([0x43, 0x47, 1]), mac, body]);
+  const header = Buffer.from([0x43, 0x47, 1]);
+  const mac = createHmac('sha256', key).update(header).update(body).digest();
+  return Buffer.concat([header, mac, body]);
 }
 
 describe('gossip wire', () => {
