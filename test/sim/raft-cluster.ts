@@ -123,7 +123,9 @@ interface Client {
   id: number;
   seq: number;
   leaderHint: NodeId;
-  busy: { reqId: string; node: NodeId; kind: 'write' | 'read'; deadline: number; invokedInLiveness: boolean } | undefined;
+  busy:
+    | { reqId: string; node: NodeId; kind: 'write' | 'read'; deadline: number; invokedInLiveness: boolean; leaderTerm: number }
+    | undefined;
 }
 
 export interface ClusterStats {
@@ -464,15 +466,16 @@ export class SimCluster {
       if (c.busy !== undefined) {
         if (this.now >= c.busy.deadline) {
           const b = c.busy;
-          // Reads sent to a node that turned out not to be leader are dropped by design (the
-          // client retries); writes made once faults stopped must all be answered.
-          if (this.liveness && b.invokedInLiveness && b.kind === 'write') {
+          // Once faults stop, a write accepted by a leader that is still leading in the same
+          // term must be answered. (A leader deposed while the group settles may take its
+          // uncommitted entries with it: their outcome stays unknown, as for any client. Reads
+          // sent to a node that was not leader are dropped by design; the client retries.)
+          const n = this.nodes.get(b.node);
+          if (this.liveness && b.invokedInLiveness && b.kind === 'write' && n?.up && n.node.role === 'leader' && n.node.term === b.leaderTerm) {
             this.livenessTimeouts++;
-            const n = this.nodes.get(b.node);
             const at = [...(n?.pendingWrites ?? [])].filter(([, ws]) => ws.some((w) => w.reqId === b.reqId)).map(([i]) => i);
             this.timeoutNotes.push(`client ${c.id} ${b.reqId} on node ${b.node} (${n?.up ? n.node.role : 'down'}, applied ${n?.applied}): write at ${at.join(',')}`);
           }
-          const n = this.nodes.get(b.node);
           if (b.kind === 'read') {
             n?.pendingReads.delete(b.reqId);
             this.complete(c.id, b.reqId, 'fail');
@@ -508,7 +511,7 @@ export class SimCluster {
     // a stale leader is only found by asking it).
     const target = hinted !== undefined && !hinted.decommissioned && this.rng.chance(0.7) ? hinted : this.rng.pick(candidates);
     this.record({ type: 'invoke', client: c.id, time: ++this.clock, input });
-    c.busy = { reqId, node: target.id, kind: input.op === 'get' ? 'read' : 'write', deadline: this.now + (this.liveness ? 1000 : this.params.clientTimeout), invokedInLiveness: this.liveness };
+    c.busy = { reqId, node: target.id, kind: input.op === 'get' ? 'read' : 'write', deadline: this.now + (this.liveness ? 1000 : this.params.clientTimeout), invokedInLiveness: this.liveness, leaderTerm: target.up ? target.node.term : 0 };
     if (!target.up) {
       // Connection refused: certainly not applied.
       this.complete(c.id, reqId, 'fail');

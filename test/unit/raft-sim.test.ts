@@ -13,6 +13,7 @@ const REGRESSIONS: Record<number, string> = {
   80: 'reads sent to a stale leader were counted as unanswered writes (harness)',
   339: 'a removed leader stepped down before the remaining voters knew the removal was committed',
   1003: 'a stale leader, elected late in an older term, was held to entries committed in a newer term (checker)',
+  2486: 'writes taken by a leader deposed while the group settled were counted as unanswered (harness)',
 };
 
 const BATCHES = 6;
