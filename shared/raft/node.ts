@@ -6,7 +6,8 @@
 //     const rd = node.ready();
 //     // 1. Persist, in one durable write (fsync): rd.snapshot (if any, first), then
 //     //    rd.entries (replacing any stored entries from rd.entries[0].index on), then
-//     //    rd.hardState (if any).
+//     //    rd.hardState (if any). SqliteRaftStorage.save(rd) does exactly this (and skips
+//     //    the fsync when rd.mustSync is false: only the commit index changed).
 //     // 2. Only then send rd.messages: votes, acknowledgements and appends in them may
 //     //    promise state that step 1 made durable.
 //     // 3. Apply rd.snapshot (if any) to the state machine, then rd.committedEntries in
@@ -128,7 +129,14 @@ export class RaftNode {
     this.raft.step(m);
   }
 
-  /** Appends a command on the leader; returns its index. Throws CAIRN_NOT_LEADER (NotLeaderError) elsewhere. */
+  /**
+   * Appends a command on the leader; returns its index. The entry's term is `node.term` at
+   * the time of the call: when the shell later applies the entry at that index, it is this
+   * command if and only if its term matches (one leader per term, one entry per index per
+   * leader); a different term means the proposal was lost. Throws CAIRN_NOT_LEADER
+   * (NotLeaderError, with the leader's id when known), CAIRN_RAFT_TRANSFERRING during a
+   * leadership transfer, CAIRN_RAFT_OVERLOADED when too much is uncommitted.
+   */
   propose(command: Uint8Array): number {
     return this.raft.propose(command);
   }
