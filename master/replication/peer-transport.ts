@@ -35,6 +35,7 @@ export class PeerTransport {
     private readonly onMessages: (messages: Message[]) => void,
     private readonly onUnreachable: (id: NodeId) => void,
     private readonly log: Logger,
+    private readonly onConnectionLost: (id: NodeId) => void = () => undefined,
   ) {
     this.wss.on('connection', (socket: WebSocket, req: IncomingMessage) => {
       const remote = req.socket.remoteAddress ?? '?';
@@ -109,9 +110,12 @@ export class PeerTransport {
     });
     ws.on('message', (data: RawData) => this.receive(ws, p.url, data));
     ws.on('error', () => undefined);
+    let opened = false;
+    ws.on('open', () => (opened = true));
     ws.on('close', () => {
       if (p.socket !== ws || this.closed || this.peers.get(p.id) !== p) return;
       p.socket = undefined;
+      if (opened) this.onConnectionLost(p.id);
       const delay = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** p.attempt++);
       p.timer = setTimeout(() => this.connect(p), delay);
       p.timer.unref();

@@ -88,6 +88,10 @@ export class RaftCommandLog implements CommandLog {
       (messages) => this.step(messages),
       (id) => this.node.reportUnreachable(id),
       opts.log.child({ component: 'raft-transport' }),
+      (id) => {
+        this.node.reportLeaderConnectionLost(id);
+        this.schedule();
+      },
     );
     this.transport.setPeers(new Map([...this.members].filter(([id]) => id !== opts.id)));
     this.timer = setInterval(() => {

@@ -169,6 +169,11 @@ export class RaftNode {
     this.raft.reportUnreachable(id);
   }
 
+  /** The connection to `id` broke; see Raft.reportLeaderConnectionLost. */
+  reportLeaderConnectionLost(id: NodeId): void {
+    this.raft.reportLeaderConnectionLost(id);
+  }
+
   reportSnapshot(id: NodeId, ok: boolean): void {
     this.raft.reportSnapshot(id, ok);
   }

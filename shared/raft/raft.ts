@@ -770,6 +770,20 @@ export class Raft {
     if (this.role === 'leader' && pr !== undefined && pr.state === 'replicate') pr.becomeProbe();
   }
 
+  /**
+   * The transport saw its connection to `id` break (a crashed process resets its sockets).
+   * If `id` is this follower's leader, the follower stops trusting it: its lease ends and it
+   * campaigns within a few ticks instead of waiting out a whole election timeout. PreVote
+   * keeps this safe: a follower that still hears the leader refuses the pre-vote, so one
+   * broken connection cannot depose a live leader.
+   */
+  reportLeaderConnectionLost(id: NodeId): void {
+    if (this.role !== 'follower' || this.leader === 0 || this.leader !== id) return;
+    this.electionElapsed = Math.max(this.electionElapsed, this.cfg.electionTicks);
+    // A small random delay, so that the followers that noticed do not all campaign at once.
+    this.randomizedElectionTimeout = this.electionElapsed + 1 + this.cfg.random.int(3);
+  }
+
   /** The transport finished sending a snapshot to `id`, successfully or not. */
   reportSnapshot(id: NodeId, ok: boolean): void {
     const pr = this.tracker.progress.get(id);

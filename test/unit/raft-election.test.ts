@@ -173,3 +173,31 @@ describe('PreVote (§9.6)', () => {
     expect(h.get(1).node.term).toBeGreaterThan(term);
   });
 });
+
+describe('a broken connection to the leader (transport hint)', () => {
+  it('lets followers that lost the leader elect a new one within a few ticks', () => {
+    const h = new RaftHarness([1, 2, 3], { seed: 3 });
+    h.elect(1);
+    h.get(1).up = false; // crashed: its sockets reset
+    for (const id of [2, 3]) h.get(id).node.reportLeaderConnectionLost(1);
+    let ticks = 0;
+    while (h.leaders().filter((l) => l !== 1).length === 0 && ticks < E) {
+      h.tick(1, [2, 3]);
+      ticks++;
+    }
+    expect(h.leaders().filter((l) => l !== 1)).toHaveLength(1);
+    expect(ticks).toBeLessThanOrEqual(4); // not a whole election timeout (≥ E ticks)
+  });
+
+  it('does not depose a live leader when only one follower lost its connection', () => {
+    const h = new RaftHarness([1, 2, 3], { seed: 4 });
+    h.elect(1);
+    const term = h.get(1).node.term;
+    h.get(2).node.reportLeaderConnectionLost(1);
+    // Node 2 cannot hear the leader any more; node 3 still does and refuses the pre-vote.
+    h.drop = (m) => (m.from === 1 && m.to === 2) || (m.from === 2 && m.to === 1);
+    h.tick(E - 1);
+    expect(h.get(1).node.role).toBe('leader');
+    expect(h.get(1).node.term).toBe(term);
+  });
+});
