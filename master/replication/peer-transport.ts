@@ -39,7 +39,16 @@ export class PeerTransport {
   ) {
     this.wss.on('connection', (socket: WebSocket, req: IncomingMessage) => {
       const remote = req.socket.remoteAddress ?? '?';
-      socket.on('message', (data: RawData) => this.receive(socket, remote, data));
+      // Which peer this is, learnt from its first authenticated frame; when its connection
+      // breaks the node hears of it (a crashed leader is noticed from either direction).
+      let peer: NodeId | undefined;
+      socket.on('message', (data: RawData) => {
+        const from = this.receive(socket, remote, data);
+        if (from !== undefined) peer = from;
+      });
+      socket.on('close', () => {
+        if (peer !== undefined && !this.closed) this.onConnectionLost(peer);
+      });
       socket.on('error', () => undefined);
     });
   }
@@ -86,7 +95,8 @@ export class PeerTransport {
     }
   }
 
-  private receive(socket: WebSocket, remote: string, data: RawData): void {
+  /** Hands the messages on; returns the sender, or undefined when the frame was refused. */
+  private receive(socket: WebSocket, remote: string, data: RawData): NodeId | undefined {
     let messages: Message[];
     try {
       const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
@@ -95,9 +105,10 @@ export class PeerTransport {
       this.badFrames++;
       this.log.warn({ remote, err: (err as Error).message }, 'refused a frame from a peer; dropping the connection');
       socket.close(1008, 'bad frame');
-      return;
+      return undefined;
     }
     this.onMessages(messages);
+    return messages[0]?.from;
   }
 
   private connect(p: Peer): void {
