@@ -425,7 +425,7 @@ export async function run(opts: { seeds: number; seed?: number }): Promise<unkno
         firstDetectionMs: d.firstDetectionMs, firstDetectionPeriods: d.firstDetectionPeriods,
         firstDeadMs: d.firstDeadMs, allDeadMs: d.allDeadMs, suspicionMinMs: d.suspicionMinMs,
       },
-      lifeguard: { falsePositives: lg.falsePositives, falseSuspicionEvents: lg.falseSuspicionEvents, slowMember: lg.slowMember },
+      lifeguard: { falsePositives: lg.falsePositives, falseSuspicionEvents: lg.falseSuspicionEvents, slowMember: lg.slowMember, settledMs: lg.settledMs },
       lifeguard1000: big,
       fixedSuspicionTimeout: {
         localHealthOn: {
