@@ -257,7 +257,14 @@ export class GossipMember extends TypedEmitter<GossipEvents> {
   // ---- output ---------------------------------------------------------------------------
 
   private apply(out: GossipOutput): void {
-    for (const p of out.packets) this.send(p);
+    for (const p of out.packets) {
+      try {
+        this.send(p);
+      } catch (err) {
+        this.counters.sendErrors++;
+        this.logger.error({ err, to: p.to }, 'gossip: a packet could not be sent');
+      }
+    }
     for (const e of out.events) {
       this.logger.debug({ member: e.member.name, state: e.member.state, event: e.type }, 'gossip: membership changed');
       try {
