@@ -616,6 +616,9 @@ export class GossipNode {
       this.nextProbeAtMs = this.nowMs + c.probeIntervalMs;
       return;
     }
+    // Both the period and the ack timeout stretch with our health score, as in the Lifeguard
+    // paper (memberlist stretches only the period): a member that is slow to read its own socket
+    // gets its acks late, and a longer wait lets them count instead of becoming accusations.
     const p: ProbeRound = {
       seq: this.nextSeq(),
       target: target.name,
