@@ -296,7 +296,8 @@ export async function run(opts: { seeds: number; seed?: number }): Promise<unkno
   const started = performance.now();
   let steps = 0;
   let operations = 0;
-  let unknown = 0;
+  // Seeds whose history was too tangled to decide within the checker's budget.
+  const unknown: number[] = [];
   let maxTerm = 0;
   let leaders = 0;
   const totals: Record<string, number> = {};
@@ -314,7 +315,7 @@ export async function run(opts: { seeds: number; seed?: number }): Promise<unkno
     operations += r.operations;
     leaders += r.leaders;
     maxTerm = Math.max(maxTerm, r.maxTerm);
-    if (r.linearizable === 'unknown') unknown++;
+    if (r.linearizable === 'unknown') unknown.push(s);
     for (const [k, v] of Object.entries(r.cluster)) {
       if (typeof v === 'number') totals[k] = (totals[k] ?? 0) + v;
       else for (const [code, n] of Object.entries(v as Record<string, number>)) totals[code] = (totals[code] ?? 0) + n;
