@@ -246,16 +246,21 @@ export class Cgroups {
     const ref = this.refFor(name);
     for (const dir of dirsOf(ref)) {
       try {
-        rmdirSync(dir);
+        mkdirSync(dir);
       } catch (err) {
-        const code = (err as NodeJS.ErrnoException).code;
-        if (code !== 'ENOENT') throw new Error(`a cgroup of an earlier run of this task is still in use (${dir}: ${code})`);
+        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+        // Left by an earlier run: replace it.
+        try {
+          rmdirSync(dir);
+        } catch (e) {
+          throw new Error(`a cgroup of an earlier run of this task is still in use (${dir}: ${(e as NodeJS.ErrnoException).code})`);
+        }
+        mkdirSync(dir);
       }
     }
     const memBytes = Math.floor(limits.memMiB * 1024 * 1024);
     const shares = cpuShares(limits.cpus);
     if (ref.version === 2) {
-      mkdirSync(ref.dir, { recursive: true });
       if (memBytes > 0) {
         writeControl(ref.dir, 'memory.max', String(memBytes));
         // Swap would let a task run past its limit, slowly; the limit is meant to be hard.
@@ -267,9 +272,6 @@ export class Cgroups {
       }
       return ref;
     }
-    mkdirSync(ref.memory, { recursive: true });
-    mkdirSync(ref.cpu, { recursive: true });
-    if (ref.cpuacct) mkdirSync(ref.cpuacct, { recursive: true });
     if (memBytes > 0) {
       writeControl(ref.memory, 'memory.limit_in_bytes', String(memBytes));
       writeControl(ref.memory, 'memory.memsw.limit_in_bytes', String(memBytes), true);

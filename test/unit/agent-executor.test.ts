@@ -2,7 +2,7 @@
 // sandbox files, spawn failures, GPU assignment and log reads.
 
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { TaskInfo } from '../../shared/agent-protocol.ts';
@@ -62,31 +62,33 @@ function readEnv(taskId: string): Record<string, string> {
   return env;
 }
 
-beforeEach(() => {
-  workDir = mkdtempSync(join(tmpdir(), 'cairn-exec-'));
-  updates = [];
-  checkpointAtRunning = new Map();
-  const checkpoints = new CheckpointStore(checkpointsDir(workDir));
-  executor = new ProcessExecutor({
-    checkpoints,
-    workDir,
-    hostname: 'node-7.example',
-    gpuIndices: [0, 1, 2],
-    agentEnv: { PATH: process.env.PATH, HOME: '/home/agent', LANG: 'C.UTF-8', SECRET_TOKEN: 'do-not-leak' },
-    defaultKillGraceMs: 3000,
-    onStatus: (u) => {
-      if (u.state === 'TASK_RUNNING') checkpointAtRunning.set(u.taskId, JSON.parse(readFileSync(checkpoints.fileFor(u.taskId), 'utf8')));
-      updates.push(u);
-    },
+// Both ways of starting supervisors: through the launcher (perl) and spawned from Node.
+describe.each(['launcher', 'spawn'] as const)('process executor (%s)', (method) => {
+  beforeEach(() => {
+    workDir = mkdtempSync(join(tmpdir(), 'cairn-exec-'));
+    updates = [];
+    checkpointAtRunning = new Map();
+    const checkpoints = new CheckpointStore(checkpointsDir(workDir));
+    executor = new ProcessExecutor({
+      launcher: method === 'launcher',
+      checkpoints,
+      workDir,
+      hostname: 'node-7.example',
+      gpuIndices: [0, 1, 2],
+      agentEnv: { PATH: process.env.PATH, HOME: '/home/agent', LANG: 'C.UTF-8', SECRET_TOKEN: 'do-not-leak' },
+      defaultKillGraceMs: 3000,
+      onStatus: (u) => {
+        if (u.state === 'TASK_RUNNING') checkpointAtRunning.set(u.taskId, JSON.parse(readFileSync(checkpoints.fileFor(u.taskId), 'utf8')));
+        updates.push(u);
+      },
+    });
   });
-});
 
-afterEach(async () => {
-  await executor.shutdown({ killTasks: true, timeoutMs: 2000 });
-  rmSync(workDir, { recursive: true, force: true });
-});
+  afterEach(async () => {
+    await executor.shutdown({ killTasks: true, timeoutMs: 2000 });
+    rmSync(workDir, { recursive: true, force: true });
+  });
 
-describe('process executor', () => {
   it('reports RUNNING once the checkpoint naming its pid is on disk, then FINISHED on exit 0', async () => {
     expect(executor.launch(task('ok', 'exit 0'))).toBe('launched');
     // Nothing is reported before the checkpoint is durable.
@@ -191,7 +193,8 @@ describe('process executor', () => {
     executor.launch(task('trap', "trap 'echo got TERM' TERM; echo ready; while true; do sleep 0.05; done"));
     // Wait until the trap is installed.
     const dir = sandboxDir(workDir, 'trap');
-    for (let i = 0; i < 100 && !readFileSync(join(dir, 'stdout'), 'utf8').includes('ready'); i++) {
+    // (The log file appears once the task's supervisor has opened it.)
+      for (let i = 0; i < 100 && !(existsSync(join(dir, 'stdout')) && readFileSync(join(dir, 'stdout'), 'utf8').includes('ready')); i++) {
       await new Promise((r) => setTimeout(r, 20));
     }
     const t0 = Date.now();

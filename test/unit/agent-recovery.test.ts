@@ -12,6 +12,7 @@ import { ProcessExecutor, type TaskStatusChange } from '../../agent/executors/pr
 import { sandboxDir } from '../../agent/executors/process/sandbox.ts';
 import { isSameProcessAlive, parseProcStat, processStartTime, usageByGroup } from '../../agent/executors/process/proc.ts';
 import { exitFromStatus, parseExitStatusFile, supervisedSpawn, taskEndFromSupervisor } from '../../agent/executors/process/supervisor.ts';
+import { decodeWaitStatus, encodeLaunchRecord } from '../../agent/executors/process/launcher.ts';
 import { CheckpointStore, checkpointsDir, parseCheckpoint, type TaskCheckpoint } from '../../agent/recovery/checkpoint.ts';
 
 let workDir: string;
@@ -159,6 +160,34 @@ describe('recovery after an agent restart', () => {
   });
 });
 
+describe('the launcher', () => {
+  it('decodes wait statuses and encodes launch records', () => {
+    expect(decodeWaitStatus(7 << 8)).toEqual({ code: 7, signal: null });
+    expect(decodeWaitStatus(9)).toEqual({ code: null, signal: 'SIGKILL' });
+    expect(decodeWaitStatus(15 | 0x80)).toEqual({ code: null, signal: 'SIGTERM' }); // core dumped
+    const rec = encodeLaunchRecord(3, { cwd: '/s', stdoutPath: '/s/stdout', stderrPath: '/s/stderr', env: { A: '1', B: 'x=y\nz' }, file: '/bin/sh', argv0: 'sh', args: ['-c', 'echo é'] });
+    const body = '3\0/s\0/s/stdout\0/s/stderr\x002\0A=1\0B=x=y\nz\0/bin/sh\0sh\0-c\0echo é';
+    expect(rec.toString('utf8')).toBe(`${Buffer.byteLength(body)}\n${body}`);
+    expect(() => encodeLaunchRecord(1, { cwd: '/s', stdoutPath: 'o', stderrPath: 'e', env: {}, file: '/bin/sh', argv0: 'sh', args: ['a\0b'] })).toThrow(/NUL/);
+  });
+
+  it('still reports a task whose launcher died, from its sandbox', async () => {
+    const updates: TaskStatusChange[] = [];
+    const { ex } = executor(updates);
+    expect(ex.launchMethod).toBe('launcher');
+    ex.launch(task('orphan', 'sleep 0.4; exit 3'));
+    await until(() => last(updates, 'orphan')?.state === 'TASK_RUNNING');
+    const launcherPid = (ex as unknown as { launcher: { child: { pid: number } } }).launcher.child.pid;
+    process.kill(launcherPid, 'SIGKILL');
+    await ex.whenEnded('orphan');
+    expect(last(updates, 'orphan')).toMatchObject({ state: 'TASK_FAILED', exitCode: 3 });
+    // The next launch starts a new launcher.
+    ex.launch(task('after', 'exit 0'));
+    await ex.whenEnded('after');
+    expect(last(updates, 'after')).toMatchObject({ state: 'TASK_FINISHED' });
+  });
+});
+
 describe('pieces of recovery', () => {
   it('parses /proc/PID/stat, names with spaces and parentheses included', () => {
     const line = '4242 (my (odd) name) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 50 0 0 20 0 1 0 987654 10000000 300 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0';
@@ -187,7 +216,7 @@ describe('pieces of recovery', () => {
   });
 
   it('starts the supervisor with sh, and with bash only for a task with its own argv[0]', () => {
-    const tools = { sh: '/bin/sh', bash: '/bin/bash', mv: '/bin/mv' };
+    const tools = { sh: '/bin/sh', bash: '/bin/bash', mv: '/bin/mv', perl: undefined };
     const shell = supervisedSpawn({ file: '/bin/sh', args: ['-c', 'echo hi'], argv0: 'sh' }, true, ['/cg/memory/cairn/t/cgroup.procs'], tools);
     expect(shell.file).toBe('/bin/sh');
     expect(shell.args.slice(2)).toEqual(['cairn-supervisor', '/bin/mv', '1', '/cg/memory/cairn/t/cgroup.procs', '/bin/sh', '-c', 'echo hi']);

@@ -129,7 +129,7 @@ describe('usage sampler and routes', () => {
     await sampler.sample();
     const spin = sampler.forTask('spin')!;
     expect(spin).toMatchObject({ source: 'proc', cpusLimit: 1, memoryLimitBytes: 64 * 1024 * 1024 });
-    expect(spin.cpusUsed).toBeGreaterThan(0.5);
+    expect(spin.cpusUsed).toBeGreaterThan(0.2); // a shared machine may give it less than a core
     expect(spin.rssBytes).toBeGreaterThan(0);
     expect(spin.gpus.map((g) => g.index)).toEqual([0, 1, 2, 3]);
     expect(spin.gpus[3]).toMatchObject({ memoryUsedMiB: 40211, utilizationPercent: 98 });

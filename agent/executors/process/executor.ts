@@ -13,7 +13,7 @@
 // terminal status is checkpointed too, and re-sent after a restart until acknowledged.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, rmSync } from 'node:fs';
+import { appendFileSync, mkdirSync, unlinkSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { isTerminal, type RunningTask, type TaskInfo, type TaskState } from '../../../shared/agent-protocol.ts';
 import { CairnError, badRequest } from '../../../shared/errors.ts';
@@ -26,12 +26,13 @@ import { spawnSpecFor } from './command.ts';
 import { buildTaskEnvironment } from './environment.ts';
 import { terminalStatusFor, type TerminalStatus } from './exit-status.ts';
 import { isSameProcessAlive, processStartTime } from './proc.ts';
+import { Launcher } from './launcher.ts';
 import {
   LOG_STREAMS,
   MAX_LOG_READ_BYTES,
   closeQuietly,
   logPath,
-  openSandbox,
+  openSandboxLogs,
   readSandboxLog,
   sandboxDir,
   sanitizeTaskId,
@@ -50,6 +51,10 @@ import {
 
 /** Used when neither the kill request nor the task names a grace period. */
 export const DEFAULT_KILL_GRACE_MS = 3000;
+
+/** A kill this soon after a task's start repeats its SIGTERM (see startKill). */
+const EARLY_KILL_WINDOW_MS = 1000;
+const EARLY_KILL_REPEATS_MS = [50, 200, 500];
 
 /** How often tasks recovered after a restart (not this process's children) are checked for exit. */
 export const DEFAULT_RECOVERED_POLL_MS = 250;
@@ -81,6 +86,8 @@ export interface ProcessExecutorOptions {
   /** sh, bash and mv for the supervisor; found on PATH by default. */
   supervisorTools?: SupervisorTools;
   recoveredPollMs?: number;
+  /** Start supervisors through the launcher (the default where perl is installed) or spawn them from Node. */
+  launcher?: boolean;
   /** Puts each task in its own cgroup with its limits; without, tasks share the agent's. */
   cgroups?: Cgroups;
   logger?: Logger;
@@ -129,6 +136,8 @@ interface TaskRecord {
   /** The task's memory limit (its `mem`), for the message of an OOM kill. */
   memMiB: number;
   launchedAtMs: number;
+  /** When its supervisor started (this agent process's clock); undefined for recovered tasks. */
+  startedAtMs: number | undefined;
   /** Started by an earlier agent process: watched by polling, not by 'exit'. */
   recovered: boolean;
   killRequested: boolean;
@@ -153,6 +162,7 @@ export class ProcessExecutor {
   private readonly defaultGraceMs: number;
   private readonly tools: SupervisorTools;
   private readonly pollMs: number;
+  private readonly launcher: Launcher | undefined;
   private pollTimer: NodeJS.Timeout | undefined;
   /** Removals of ended tasks' cgroups still going on. */
   private readonly cleanups = new Set<Promise<unknown>>();
@@ -164,6 +174,13 @@ export class ProcessExecutor {
     this.defaultGraceMs = opts.defaultKillGraceMs ?? DEFAULT_KILL_GRACE_MS;
     this.tools = opts.supervisorTools ?? findSupervisorTools();
     this.pollMs = opts.recoveredPollMs ?? DEFAULT_RECOVERED_POLL_MS;
+    const perl = this.tools.perl;
+    if (opts.launcher !== false && perl !== undefined) this.launcher = new Launcher(perl, opts.logger);
+  }
+
+  /** How supervisors are started: through the launcher, or spawned from this process. */
+  get launchMethod(): 'launcher' | 'spawn' {
+    return this.launcher ? 'launcher' : 'spawn';
   }
 
   /** The agent's GPUs, by device: which are free, held or out of service. */
@@ -209,13 +226,20 @@ export class ProcessExecutor {
 
     rec.memMiB = resources.mem;
 
-    // The sandbox and its log files.
-    let stdoutFd: number;
-    let stderrFd: number;
+    // The sandbox, and its log files when this process hands them to the child (the
+    // launcher opens them itself).
+    let logs: { stdoutFd: number; stderrFd: number } | undefined;
+    const closeLogs = () => {
+      if (logs) {
+        closeQuietly(logs.stdoutFd);
+        closeQuietly(logs.stderrFd);
+      }
+    };
     try {
-      ({ stdoutFd, stderrFd } = openSandbox(this.opts.workDir, info.taskId));
+      const created = mkdirSync(rec.sandbox, { recursive: true }) !== undefined;
       // An earlier run of the same task id must not speak for this one.
-      rmSync(`${rec.sandbox}/${EXIT_STATUS_FILE}`, { force: true });
+      if (!created) removeIfPresent(`${rec.sandbox}/${EXIT_STATUS_FILE}`);
+      if (!this.launcher) logs = openSandboxLogs(rec.sandbox);
     } catch (err) {
       return this.failLaunch(rec, `cannot create sandbox ${rec.sandbox}: ${(err as Error).message}`, 'REASON_EXECUTOR_TERMINATED');
     }
@@ -227,8 +251,7 @@ export class ProcessExecutor {
         rec.cgroup = this.opts.cgroups.create(sanitizeTaskId(info.taskId), { memMiB: resources.mem, cpus: resources.cpus });
         cgroupProcs = procsFiles(rec.cgroup);
       } catch (err) {
-        closeQuietly(stdoutFd);
-        closeQuietly(stderrFd);
+        closeLogs();
         return this.failLaunch(rec, `cannot create the task's cgroup: ${(err as Error).message}`, 'REASON_CONTAINER_LAUNCH_FAILED');
       }
     }
@@ -246,12 +269,28 @@ export class ProcessExecutor {
     const spec = spawnSpecFor({ ...info.command, arguments: info.command.arguments ?? [] });
     if (!info.command.shell && findExecutable(spec.file, env.PATH) === undefined) {
       // The supervisor would say "not found" with status 127; saying it here is clearer.
-      closeQuietly(stdoutFd);
-      closeQuietly(stderrFd);
+      closeLogs();
       return this.cannotStart(rec, `spawn ${spec.file} ENOENT (no such executable file)`);
     }
     const sup = supervisedSpawn(spec, info.command.shell, cgroupProcs, this.tools);
     if (sup.argv0Dropped) this.opts.logger?.warn({ taskId: info.taskId, argv0: spec.argv0 }, 'bash not found: the task runs with its program path as argv[0]');
+
+    if (this.launcher) {
+      this.launcher.start(
+        { cwd: rec.sandbox, stdoutPath: logPath(rec.sandbox, 'stdout'), stderrPath: logPath(rec.sandbox, 'stderr'), env, file: sup.file, argv0: sup.argv0, args: sup.args },
+        {
+          onStarted: (pid, startTimeTicks) => this.onStarted(rec, pid, startTimeTicks),
+          onFailed: (reason) => void this.cannotStart(rec, reason),
+          onExit: (code, signal) => this.onSupervisorExit(rec, taskEndFromSupervisor(code, signal)),
+          onOrphaned: () => {
+            // Its end is found the way a recovered task's is: by polling /proc and reading its sandbox.
+            rec.recovered = true;
+            this.ensurePolling();
+          },
+        },
+      );
+      return 'launched';
+    }
 
     let child: ChildProcess;
     try {
@@ -261,16 +300,14 @@ export class ProcessExecutor {
         env,
         // Its own process group, so a kill reaches everything the task started.
         detached: true,
-        stdio: ['ignore', stdoutFd, stderrFd],
+        stdio: ['ignore', logs!.stdoutFd, logs!.stderrFd],
       });
     } catch (err) {
-      closeQuietly(stdoutFd);
-      closeQuietly(stderrFd);
+      closeLogs();
       return this.cannotStart(rec, (err as Error).message);
     }
     // The child holds its own copies now.
-    closeQuietly(stdoutFd);
-    closeQuietly(stderrFd);
+    closeLogs();
 
     if (child.pid === undefined) {
       // Spawn failed (the shell missing?); Node reports why on the next tick.
@@ -278,13 +315,20 @@ export class ProcessExecutor {
       return 'failed';
     }
     rec.child = child;
-    rec.pid = child.pid;
-    // Not yet reaped (Node reaps on a later turn), so readable even if it has already exited.
-    rec.startTimeTicks = processStartTime(child.pid);
     child.once('exit', (code, signal) => this.onSupervisorExit(rec, taskEndFromSupervisor(code, signal)));
     child.on('error', (err) => this.opts.logger?.warn({ taskId: info.taskId, err: err.message }, 'task process error'));
-    void this.persist(rec, { state: 'TASK_RUNNING', message: '', hasExitCode: false, exitCode: 0, reason: '' });
+    // Not yet reaped (Node reaps on a later turn), so readable even if it has already exited.
+    this.onStarted(rec, child.pid, processStartTime(child.pid));
     return 'launched';
+  }
+
+  /** The supervisor exists: checkpoint it, then report RUNNING; carry out a kill asked for meanwhile. */
+  private onStarted(rec: TaskRecord, pid: number, startTimeTicks: number | undefined): void {
+    rec.pid = pid;
+    rec.startTimeTicks = startTimeTicks;
+    rec.startedAtMs = Date.now();
+    void this.persist(rec, { state: 'TASK_RUNNING', message: '', hasExitCode: false, exitCode: 0, reason: '' });
+    if (rec.killRequested && !rec.ending) this.startKill(rec, rec.killGraceMs ?? this.defaultGraceMs);
   }
 
   /**
@@ -298,9 +342,10 @@ export class ProcessExecutor {
     if (rec.killRequested) return 'already-killing';
     rec.killRequested = true;
     rec.killMessage = message;
-    if (rec.pid === undefined) return 'killing'; // spawn is failing; its FAILED update is on its way
     const grace = graceMs > 0 ? graceMs : rec.info.killGraceMs > 0 ? rec.info.killGraceMs : this.defaultGraceMs;
     rec.killGraceMs = grace;
+    // Not started yet: the kill is carried out when it is (or its failure is reported).
+    if (rec.pid === undefined) return 'killing';
     void this.persist(rec, undefined);
     this.startKill(rec, grace);
     return 'killing';
@@ -469,6 +514,7 @@ export class ProcessExecutor {
       for (const rec of running) if (!isTerminal(rec.state)) this.signalGroup(rec, 'SIGKILL');
     }
     this.closed = true;
+    this.launcher?.close();
     clearInterval(this.pollTimer);
     this.pollTimer = undefined;
     for (const rec of this.tasks.values()) {
@@ -502,6 +548,7 @@ export class ProcessExecutor {
       cgroup: undefined,
       memMiB: 0,
       launchedAtMs,
+      startedAtMs: undefined,
       recovered: false,
       killRequested: false,
       killGraceMs: undefined,
@@ -559,10 +606,23 @@ export class ProcessExecutor {
     if (rec.recovered && rec.pid !== undefined && !isSameProcessAlive(rec.pid, rec.startTimeTicks)) return; // the poll will see the end
     this.signalGroup(rec, 'SIGTERM');
     if (rec.killTimer) clearTimeout(rec.killTimer);
+    const startedAt = rec.startedAtMs;
     rec.killTimer = setTimeout(() => {
       rec.killTimer = undefined;
       if (!rec.ending) this.signalGroup(rec, 'SIGKILL');
     }, graceMs);
+    // A SIGTERM that reaches a supervisor which has set its trap but not yet started the
+    // task is absorbed, and the task would then run until the SIGKILL. A kill that comes
+    // within a second of the start is therefore repeated while the grace period lasts.
+    if (startedAt !== undefined && Date.now() - startedAt < EARLY_KILL_WINDOW_MS) {
+      for (const after of EARLY_KILL_REPEATS_MS) {
+        if (after >= graceMs) break;
+        const t = setTimeout(() => {
+          if (!rec.ending && rec.killTimer) this.signalGroup(rec, 'SIGTERM');
+        }, after);
+        t.unref();
+      }
+    }
   }
 
   private onSupervisorExit(rec: TaskRecord, end: ProcessEnd): void {
@@ -683,6 +743,14 @@ export class ProcessExecutor {
       const code = (err as NodeJS.ErrnoException).code;
       if (code !== 'ESRCH') this.opts.logger?.warn({ taskId: rec.info.taskId, signal, err: (err as Error).message }, 'cannot signal task');
     }
+  }
+}
+
+function removeIfPresent(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
   }
 }
 

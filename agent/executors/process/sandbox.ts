@@ -64,6 +64,11 @@ export interface OpenedSandbox {
 export function openSandbox(workDir: string, taskId: string): OpenedSandbox {
   const dir = sandboxDir(workDir, taskId);
   mkdirSync(dir, { recursive: true });
+  return { dir, ...openSandboxLogs(dir) };
+}
+
+/** Opens an existing sandbox's log files for appending; the caller closes the fds. */
+export function openSandboxLogs(dir: string): { stdoutFd: number; stderrFd: number } {
   const stdoutFd = openSync(logPath(dir, 'stdout'), 'a', 0o644);
   let stderrFd: number;
   try {
@@ -72,7 +77,7 @@ export function openSandbox(workDir: string, taskId: string): OpenedSandbox {
     closeQuietly(stdoutFd);
     throw err;
   }
-  return { dir, stdoutFd, stderrFd };
+  return { stdoutFd, stderrFd };
 }
 
 /** Closes an fd, ignoring errors (used on paths that already report a failure). */
@@ -117,7 +122,10 @@ export async function readSandboxLog(
   try {
     size = (await stat(path)).size;
   } catch {
-    throw new CairnError('CAIRN_UNKNOWN_TASK', `no ${stream} log in sandbox ${dir}`, 'taskId');
+    // A sandbox whose task has not opened its log yet (it is being started) has an empty one.
+    const sandboxExists = await stat(dir).then((st) => st.isDirectory(), () => false);
+    if (!sandboxExists) throw new CairnError('CAIRN_UNKNOWN_TASK', `no ${stream} log in sandbox ${dir}`, 'taskId');
+    size = 0;
   }
   const want = Math.max(0, Math.min(maxBytes, MAX_LOG_READ_BYTES, size - offset));
   if (want === 0) {

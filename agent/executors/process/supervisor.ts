@@ -57,6 +57,8 @@ export interface SupervisorTools {
   bash: string | undefined;
   /** An absolute path to mv. */
   mv: string;
+  /** perl, for the launcher (launcher.ts); without it tasks are spawned from Node. */
+  perl: string | undefined;
 }
 
 /** Finds an executable by name on a PATH (or checks an absolute path). */
@@ -79,6 +81,7 @@ export function findSupervisorTools(pathVar = process.env.PATH ?? '/usr/bin:/bin
     sh: '/bin/sh',
     bash: existsSync('/bin/bash') ? '/bin/bash' : findExecutable('bash', search),
     mv: findExecutable('mv', search) ?? '/bin/mv',
+    perl: findExecutable('perl', search),
   };
 }
 

@@ -1,0 +1,224 @@
+// The launcher: one small long-lived helper process that forks tasks' supervisors for the
+// agent and tells it when they exit.
+//
+// Why: starting a child from Node forks the whole Node process (its page tables, its
+// threads' memory) and blocks the event loop until the child has exec'd — about 5 ms per
+// task in the agent, which caps launches near 150/s and stalls everything else meanwhile.
+// Forking a few-megabyte perl costs a fraction of that, off the agent's thread; the agent
+// only writes one record to a pipe. perl-base is part of every Debian-family system;
+// where perl is missing the executor spawns from Node instead.
+//
+// Protocol (bytes; no field holds a NUL, as no argv or environment entry can):
+//   agent -> launcher   "<length>\n" then id NUL cwd NUL stdout NUL stderr NUL n NUL
+//                       env[0..n) NUL file NUL argv0 NUL args...
+//   launcher -> agent   "started <id> <pid> <start time>\n"   (start time: /proc/PID/stat field 22)
+//                       "failed <id> <errno text>\n"          (fork failed)
+//                       "exit <pid> <wait status>\n"          (the launcher reaps its children)
+// Each child gets its own process group (set by both sides of the fork, so a signal to
+// the group right after "started" cannot miss), /dev/null as stdin, and the given files
+// appended to as stdout/stderr. If the agent goes away the launcher sees end-of-file and
+// exits; the supervisors live on and a restarted agent re-attaches to them.
+
+import { spawn, type ChildProcess } from 'node:child_process';
+import { constants } from 'node:os';
+import type { Logger } from 'pino';
+
+export const LAUNCHER_SCRIPT = String.raw`
+use strict; no warnings; use POSIX ();
+$| = 1;
+my $chld = 0;
+$SIG{CHLD} = sub { $chld = 1 };
+sub reap { $chld = 0; while ((my $p = waitpid(-1, POSIX::WNOHANG())) > 0) { syswrite(STDOUT, "exit $p $?\n"); } }
+sub start_time { my $pid = shift; open(my $f, '<', "/proc/$pid/stat") or return 0; my $s = <$f>; close $f; $s =~ s/^.*\) //s; my @f = split / /, $s; return $f[19] // 0; }
+my $buf = '';
+while (1) {
+  reap() if $chld;
+  my $rin = ''; vec($rin, fileno(STDIN), 1) = 1;
+  my $n = select(my $rout = $rin, undef, undef, 5);
+  reap();
+  next if $n <= 0;
+  my $r = sysread(STDIN, $buf, 262144, length $buf);
+  if (!defined $r) { next if $!{EINTR}; last; }
+  last if $r == 0;
+  while ($buf =~ /^(\d+)\n/) {
+    my ($len, $hl) = ($1, length($1) + 1);
+    last if length($buf) < $hl + $len;
+    my $rec = substr($buf, $hl, $len); substr($buf, 0, $hl + $len) = '';
+    my ($id, $cwd, $out, $err, $nenv, @rest) = split /\0/, $rec, -1;
+    my @env = splice(@rest, 0, $nenv);
+    my ($file, $argv0, @args) = @rest;
+    my $pid = fork();
+    if (!defined $pid) { my $e = "$!"; $e =~ s/\n/ /g; syswrite(STDOUT, "failed $id $e\n"); next; }
+    if ($pid == 0) {
+      setpgrp(0, 0);
+      $SIG{CHLD} = 'DEFAULT';
+      chdir($cwd) or POSIX::_exit(126);
+      open(STDIN, '<', '/dev/null') or POSIX::_exit(126);
+      open(STDOUT, '>>', $out) or POSIX::_exit(126);
+      open(STDERR, '>>', $err) or POSIX::_exit(126);
+      %ENV = map { /^([^=]*)=(.*)$/s ? ($1, $2) : () } @env;
+      { exec { $file } $argv0, @args; }
+      POSIX::_exit(127);
+    }
+    setpgrp($pid, $pid);
+    syswrite(STDOUT, "started $id $pid " . start_time($pid) . "\n");
+  }
+}
+`;
+
+export interface LaunchRequest {
+  cwd: string;
+  stdoutPath: string;
+  stderrPath: string;
+  env: Record<string, string>;
+  file: string;
+  argv0: string;
+  args: string[];
+}
+
+export interface LaunchCallbacks {
+  /** The process exists, in its own process group. Called synchronously, before its exit can be. */
+  onStarted(pid: number, startTimeTicks: number | undefined): void;
+  /** It could not be started (fork failed, or the launcher is gone). */
+  onFailed(reason: string): void;
+  /** It exited; as its parent saw it. */
+  onExit(code: number | null, signal: NodeJS.Signals | null): void;
+  /** The launcher went away while it ran: its end must be found another way (/proc, its sandbox). */
+  onOrphaned(): void;
+}
+
+/** Decodes a wait(2) status (pure). */
+export function decodeWaitStatus(status: number): { code: number | null; signal: NodeJS.Signals | null } {
+  const sig = status & 0x7f;
+  if (sig === 0) return { code: (status >> 8) & 0xff, signal: null };
+  const name = Object.entries(constants.signals).find(([, n]) => n === sig)?.[0] as NodeJS.Signals | undefined;
+  return { code: null, signal: name ?? null };
+}
+
+/** Encodes one launch record (pure). Throws on a NUL inside a field. */
+export function encodeLaunchRecord(id: number, req: LaunchRequest): Buffer {
+  const env = Object.entries(req.env).map(([k, v]) => `${k}=${v}`);
+  const fields = [String(id), req.cwd, req.stdoutPath, req.stderrPath, String(env.length), ...env, req.file, req.argv0, ...req.args];
+  for (const f of fields) if (f.includes('\0')) throw new Error('a launch field holds a NUL byte');
+  const body = Buffer.from(fields.join('\0'), 'utf8');
+  return Buffer.concat([Buffer.from(`${body.length}\n`), body]);
+}
+
+export class Launcher {
+  private child: ChildProcess | undefined;
+  private nextId = 1;
+  private readonly pendingStart = new Map<number, LaunchCallbacks>();
+  private readonly running = new Map<number, LaunchCallbacks>();
+  private buffered = '';
+  private closed = false;
+
+  constructor(private readonly perl: string, private readonly logger?: Logger) {}
+
+  /** Processes started through the launcher that have not exited yet. */
+  get runningCount(): number {
+    return this.running.size;
+  }
+
+  /** Asks for a process; the callbacks say what became of it. */
+  start(req: LaunchRequest, cb: LaunchCallbacks): void {
+    if (this.closed) {
+      cb.onFailed('the launcher is closed');
+      return;
+    }
+    let record: Buffer;
+    const id = this.nextId++;
+    try {
+      record = encodeLaunchRecord(id, req);
+    } catch (err) {
+      cb.onFailed((err as Error).message);
+      return;
+    }
+    const child = this.ensureChild();
+    this.pendingStart.set(id, cb);
+    child.stdin!.write(record);
+  }
+
+  /** Stops the launcher (its children live on); callbacks of running processes get onOrphaned. */
+  close(): void {
+    this.closed = true;
+    const child = this.child;
+    this.child = undefined;
+    if (child) {
+      child.removeAllListeners('exit');
+      child.stdout?.removeAllListeners('data');
+      child.stdin?.end();
+      child.unref();
+      (child.stdout as unknown as { unref?: () => void } | null)?.unref?.();
+    }
+    this.orphanAll('the agent is stopping');
+  }
+
+  private ensureChild(): ChildProcess {
+    if (this.child) return this.child;
+    const child = spawn(this.perl, ['-e', LAUNCHER_SCRIPT], {
+      // Its own process group: a Ctrl-C meant for the agent in a terminal must not end it.
+      detached: true,
+      stdio: ['pipe', 'pipe', 'inherit'],
+    });
+    this.child = child;
+    child.stdout!.setEncoding('utf8');
+    child.stdout!.on('data', (text: string) => this.onData(text));
+    child.stdin!.on('error', () => undefined); // 'exit' says what happened
+    child.on('error', (err) => this.logger?.error({ err: err.message }, 'task launcher error'));
+    child.once('exit', (code, signal) => {
+      if (this.child !== child) return;
+      this.child = undefined;
+      this.buffered = '';
+      this.logger?.error({ code, signal }, 'the task launcher exited; its tasks are watched through /proc, and a new launcher starts with the next launch');
+      for (const [, cb] of this.pendingStart) cb.onFailed('the task launcher exited');
+      this.pendingStart.clear();
+      this.orphanAll('the task launcher exited');
+    });
+    return child;
+  }
+
+  private orphanAll(why: string): void {
+    const orphans = [...this.running.values()];
+    this.running.clear();
+    for (const cb of this.pendingStart.values()) cb.onFailed(why);
+    this.pendingStart.clear();
+    for (const cb of orphans) cb.onOrphaned();
+  }
+
+  private onData(text: string): void {
+    this.buffered += text;
+    let nl: number;
+    while ((nl = this.buffered.indexOf('\n')) >= 0) {
+      const line = this.buffered.slice(0, nl);
+      this.buffered = this.buffered.slice(nl + 1);
+      this.onLine(line);
+    }
+  }
+
+  private onLine(line: string): void {
+    const [kind, a, b, c] = line.split(' ');
+    if (kind === 'started') {
+      const cb = this.pendingStart.get(Number(a));
+      if (!cb) return;
+      this.pendingStart.delete(Number(a));
+      const pid = Number(b);
+      this.running.set(pid, cb);
+      const start = Number(c);
+      cb.onStarted(pid, Number.isInteger(start) && start > 0 ? start : undefined);
+    } else if (kind === 'exit') {
+      const pid = Number(a);
+      const cb = this.running.get(pid);
+      if (!cb) return;
+      this.running.delete(pid);
+      const end = decodeWaitStatus(Number(b));
+      cb.onExit(end.code, end.signal);
+    } else if (kind === 'failed') {
+      const cb = this.pendingStart.get(Number(a));
+      if (!cb) return;
+      this.pendingStart.delete(Number(a));
+      cb.onFailed(`fork failed: ${line.split(' ').slice(2).join(' ')}`);
+    } else if (line.trim() !== '') {
+      this.logger?.warn({ line }, 'unexpected line from the task launcher');
+    }
+  }
+}

@@ -1,0 +1,161 @@
+// Process launches on one agent: a real agent in this process (its executor, supervisor,
+// checkpoints and, where the host allows, cgroups) and a stand-in master speaking the real
+// agent protocol over a WebSocket (register, launch, status updates, acks).
+// 1. Throughput: 600 tasks sent in launch frames of 20 as fast as the socket takes them;
+//    timed from the first frame to the last TASK_RUNNING. Tasks are `sleep 2`: each is a
+//    supervisor shell plus the task's own process, alive long enough to overlap.
+// 2. Launch-to-RUNNING: one `true` task at a time, 60 times; from the launch frame
+//    leaving the master to its TASK_RUNNING arriving (the checkpoint fsync included).
+// Each is run with cgroups (where usable) and without.
+
+import { rmSync } from 'node:fs';
+import type { AddressInfo } from 'node:net';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { decodeAgentToMaster, encodeMasterToAgent, type MasterToAgent, type TaskInfo } from '../shared/agent-protocol.ts';
+import { startAgent } from '../agent/agent.ts';
+import { silentLogger } from '../shared/logger.ts';
+import { tempDir } from '../test/harness/processes.ts';
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+function percentile(xs: number[], p: number): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s[Math.min(s.length - 1, Math.floor(s.length * p))];
+}
+
+/** A master that registers the agent, acknowledges every update and tells when a task is RUNNING. */
+class StandInMaster {
+  private readonly wss: WebSocketServer;
+  private socket: WebSocket | undefined;
+  private registered!: () => void;
+  readonly ready = new Promise<void>((r) => (this.registered = r));
+  private readonly waiters = new Map<string, () => void>();
+  readonly runningAt = new Map<string, number>();
+  ended = 0;
+
+  private constructor(wss: WebSocketServer) {
+    this.wss = wss;
+    wss.on('connection', (ws) => {
+      this.socket = ws;
+      ws.on('message', (data) => {
+        const msg = decodeAgentToMaster(new Uint8Array(data as Buffer));
+        if ('register' in msg) {
+          this.send({ registered: { agentId: 'bench-agent', lostTaskIds: [], pingIntervalMs: 60_000 } });
+          this.registered();
+        } else if ('statusUpdate' in msg) {
+          const u = msg.statusUpdate;
+          this.send({ ack: { uuid: u.uuid, taskId: u.taskId } });
+          if (u.state === 'TASK_RUNNING') {
+            this.runningAt.set(u.taskId, performance.now());
+            this.waiters.get(u.taskId)?.();
+          } else {
+            this.ended++;
+          }
+        }
+      });
+    });
+  }
+
+  static async start(): Promise<StandInMaster> {
+    const wss = new WebSocketServer({ host: '127.0.0.1', port: 0, path: '/api/v1/agent' });
+    await new Promise<void>((r) => wss.once('listening', () => r()));
+    return new StandInMaster(wss);
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${(this.wss.address() as AddressInfo).port}`;
+  }
+
+  send(msg: MasterToAgent): void {
+    this.socket?.send(encodeMasterToAgent(msg), { binary: true });
+  }
+
+  running(taskId: string): Promise<void> {
+    if (this.runningAt.has(taskId)) return Promise.resolve();
+    return new Promise((r) => this.waiters.set(taskId, r));
+  }
+
+  async close(): Promise<void> {
+    for (const c of this.wss.clients) c.terminate();
+    await new Promise((r) => this.wss.close(r));
+  }
+}
+
+function task(id: string, cmd: string): TaskInfo {
+  return { taskId: id, frameworkId: 'bench', name: id, resources: 'cpus:0.01;mem:32', command: { shell: true, value: cmd, arguments: [], environment: [] }, killGraceMs: 0, labels: [] };
+}
+
+interface Figures {
+  isolation: string;
+  throughput: { tasks: number; seconds: number; launchesPerSecond: number };
+  launchToRunning: { samples: number; medianMs: number; p90Ms: number; minMs: number };
+}
+
+async function measure(cgroups: boolean): Promise<Figures> {
+  const dir = tempDir('cairn-bench-exec-');
+  const master = await StandInMaster.start();
+  const agent = await startAgent({
+    masterUrl: master.url, workDir: dir, httpPort: 0, hostname: 'localhost', resources: 'cpus:2;mem:2048', logger: silentLogger(), cgroups,
+  });
+  try {
+    await master.ready;
+    const health = (await (await fetch(`${agent.httpUrl}/health`)).json()) as { isolation: { cgroups: boolean; version?: number; reason?: string } };
+    const isolation = health.isolation.cgroups ? `cgroups v${health.isolation.version}` : `none (${health.isolation.reason})`;
+
+    // Throughput.
+    const total = 600;
+    const frame = 20;
+    const ids = Array.from({ length: total }, (_, i) => `burst-${i}`);
+    const t0 = performance.now();
+    for (let i = 0; i < total; i += frame) {
+      master.send({ launch: { tasks: ids.slice(i, i + frame).map((id) => task(id, 'sleep 2')) } });
+      // Let the socket drain between frames, as a master sending to many agents would.
+      await new Promise((r) => setImmediate(r));
+    }
+    await Promise.all(ids.map((id) => master.running(id)));
+    const seconds = (Math.max(...ids.map((id) => master.runningAt.get(id)!)) - t0) / 1000;
+    // Let the burst end before timing single launches.
+    while (master.ended < total) await new Promise((r) => setTimeout(r, 100));
+
+    // Launch-to-RUNNING, one at a time.
+    const latencies: number[] = [];
+    for (let i = 0; i < 60; i++) {
+      const id = `one-${i}`;
+      const sent = performance.now();
+      master.send({ launch: { tasks: [task(id, 'true')] } });
+      await master.running(id);
+      latencies.push(master.runningAt.get(id)! - sent);
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    return {
+      isolation,
+      throughput: { tasks: total, seconds: Number(seconds.toFixed(3)), launchesPerSecond: Math.round(total / seconds) },
+      launchToRunning: {
+        samples: latencies.length,
+        medianMs: Number(median(latencies).toFixed(2)),
+        p90Ms: Number(percentile(latencies, 0.9).toFixed(2)),
+        minMs: Number(Math.min(...latencies).toFixed(2)),
+      },
+    };
+  } finally {
+    await agent.stop({ killTasks: true });
+    await master.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+export async function run(): Promise<unknown> {
+  const withCgroups = await measure(true);
+  const without = await measure(false);
+  return {
+    bench: 'executor',
+    targets: { launchesPerSecond: 200, launchToRunningMedianMs: 50 },
+    withCgroups,
+    withoutCgroups: without,
+  };
+}
+
+if (import.meta.url === `file://${process.argv[1]}`) console.log(JSON.stringify(await run(), null, 2));
