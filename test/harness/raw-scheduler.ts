@@ -63,8 +63,13 @@ export class RawScheduler {
     });
   }
 
-  /** Calls `fn` on every event as it arrives. */
+  /**
+   * Calls `fn` on every event: first on those already received (an OFFERS event can arrive
+   * in the same read as SUBSCRIBED, before the caller had a chance to listen), then on each
+   * as it arrives.
+   */
   onEvent(fn: (e: RawEvent) => void): void {
+    for (const e of this.events) fn(e);
     this.listeners.push(fn);
   }
 
