@@ -170,7 +170,7 @@ export class RaftCommandLog implements CommandLog {
     while (!this.closed && this.node.hasReady()) {
       const rd = this.node.ready();
       if (rd.snapshot || rd.entries.length > 0 || rd.hardState) {
-        this.storage.save({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState });
+        this.storage.save({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState, mustSync: rd.mustSync });
       }
       if (rd.messages.length > 0) this.transport.send(rd.messages);
       if (rd.snapshot) {
