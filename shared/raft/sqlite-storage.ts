@@ -93,23 +93,28 @@ function snapshotCrc(index: number, term: number, conf: string, data: Uint8Array
 interface EntryRow { idx: number; term: number; type: number; data: Uint8Array; crc: number }
 interface SnapshotRow { idx: number; term: number; conf: string; data: Uint8Array; crc: number }
 
+function rowToEntry(row: EntryRow): Entry {
+  return { index: row.idx, term: row.term, type: row.type === 1 ? 'confChange' : 'normal', data: new Uint8Array(row.data) };
+}
+
 export class SqliteRaftStorage implements RaftStorage {
   private readonly db: Database.Database;
   readonly recovery: RecoveryReport = { truncatedFrom: undefined, droppedEntries: 0, reason: undefined, commitClamped: false };
   private hard: HardState = EMPTY_HARD_STATE;
   private snap: Snapshot = emptySnapshot();
-  // The log held: terms[i] is the term of entry baseIndex + 1 + i. (baseIndex, baseTerm) is
-  // the last compacted entry, covered by the snapshot.
+  // The log held, mirrored in memory: log[i] is entry baseIndex + 1 + i. (baseIndex,
+  // baseTerm) is the last compacted entry, covered by the snapshot. Reads are served from
+  // here, so sending entries to followers costs no disk read; compaction bounds its size.
+  // Every entry was checksum-verified when it was loaded or written.
   private baseIndex = 0;
   private baseTerm = 0;
-  private terms: number[] = [];
+  private log: Entry[] = [];
   private syncing = true;
   private readonly stmt: {
     insertEntry: Database.Statement;
     deleteFrom: Database.Statement;
     deleteUpTo: Database.Statement;
     deleteAll: Database.Statement;
-    range: Database.Statement;
     putHard: Database.Statement;
     putSnapshot: Database.Statement;
     putBase: Database.Statement;
@@ -134,7 +139,6 @@ export class SqliteRaftStorage implements RaftStorage {
         deleteFrom: this.db.prepare('DELETE FROM entries WHERE idx >= ?'),
         deleteUpTo: this.db.prepare('DELETE FROM entries WHERE idx <= ?'),
         deleteAll: this.db.prepare('DELETE FROM entries'),
-        range: this.db.prepare('SELECT idx, term, type, data, crc FROM entries WHERE idx >= ? AND idx < ? ORDER BY idx'),
         putHard: this.db.prepare('INSERT OR REPLACE INTO hard_state (id, term, vote, commit_index, crc) VALUES (1, ?, ?, ?, ?)'),
         putSnapshot: this.db.prepare('INSERT OR REPLACE INTO snapshot (id, idx, term, conf, data, crc) VALUES (1, ?, ?, ?, ?, ?)'),
         putBase: this.db.prepare('INSERT OR REPLACE INTO log_base (id, idx, term) VALUES (1, ?, ?)'),
@@ -181,7 +185,7 @@ export class SqliteRaftStorage implements RaftStorage {
         cut = expected;
         break;
       }
-      this.terms.push(row.term);
+      this.log.push(rowToEntry(row));
       lastTerm = row.term;
       expected++;
     }
@@ -236,13 +240,13 @@ export class SqliteRaftStorage implements RaftStorage {
   }
 
   lastIndex(): number {
-    return this.baseIndex + this.terms.length;
+    return this.baseIndex + this.log.length;
   }
 
   term(index: number): number | undefined {
     if (index === this.baseIndex) return this.baseTerm;
     if (index < this.baseIndex || index > this.lastIndex()) return undefined;
-    return this.terms[index - this.baseIndex - 1];
+    return this.log[index - this.baseIndex - 1].term;
   }
 
   entries(lo: number, hi: number, maxBytes: number): Entry[] | undefined {
@@ -250,11 +254,8 @@ export class SqliteRaftStorage implements RaftStorage {
     if (hi > this.lastIndex() + 1) throw new Error(`entries(${lo}, ${hi}) beyond last index ${this.lastIndex()}`);
     const out: Entry[] = [];
     let size = 0;
-    for (const row of this.stmt.range.iterate(lo, hi) as IterableIterator<EntryRow>) {
-      if (entryCrc(row.idx, row.term, row.type, row.data) !== row.crc) {
-        throw this.corrupt(`entry ${row.idx} fails its checksum (changed on disk after it was written)`);
-      }
-      const e: Entry = { index: row.idx, term: row.term, type: row.type === 1 ? 'confChange' : 'normal', data: new Uint8Array(row.data) };
+    for (let i = lo; i < hi; i++) {
+      const e = this.log[i - this.baseIndex - 1];
       size += entrySize(e);
       if (out.length > 0 && size > maxBytes) break;
       out.push(e);
@@ -283,7 +284,10 @@ export class SqliteRaftStorage implements RaftStorage {
       this.syncing = sync;
     }
     let base = { index: this.baseIndex, term: this.baseTerm };
-    let terms = this.terms;
+    // What the log in memory becomes once the write is durable: `keep` of its entries
+    // (all of them when nothing is replaced), then `appended`.
+    let keep = this.log.length;
+    const appended: Entry[] = [];
     this.db.transaction(() => {
       if (w.snapshot !== undefined && w.snapshot.metadata.index > this.snap.metadata.index) {
         const { index, term, confState } = w.snapshot.metadata;
@@ -292,19 +296,22 @@ export class SqliteRaftStorage implements RaftStorage {
         this.stmt.deleteAll.run();
         this.stmt.putBase.run(index, term);
         base = { index, term };
-        terms = [];
+        keep = 0;
       }
       if (entries.length > 0) {
         const first = entries[0].index;
-        const last = base.index + terms.length;
+        const last = base.index + keep;
         if (first > last + 1) throw new Error(`save: gap between last index ${last} and ${first}`);
-        this.stmt.deleteFrom.run(first);
-        terms = terms.slice(0, Math.max(0, first - base.index - 1));
+        // Entries from `first` on are replaced; a plain append has none to delete.
+        if (first <= last) {
+          this.stmt.deleteFrom.run(first);
+          keep = Math.max(0, first - base.index - 1);
+        }
         for (const e of entries) {
           if (e.index <= base.index) continue;
           const type = TYPE_CODE[e.type];
           this.stmt.insertEntry.run(e.index, e.term, type, e.data, entryCrc(e.index, e.term, type, e.data));
-          terms.push(e.term);
+          appended.push(e);
         }
       }
       if (w.hardState !== undefined) {
@@ -316,7 +323,8 @@ export class SqliteRaftStorage implements RaftStorage {
     if (w.snapshot !== undefined && w.snapshot.metadata.index > this.snap.metadata.index) this.snap = w.snapshot;
     this.baseIndex = base.index;
     this.baseTerm = base.term;
-    this.terms = terms;
+    if (keep < this.log.length) this.log.length = keep;
+    for (const e of appended) this.log.push(e);
     if (w.hardState !== undefined) this.hard = w.hardState;
   }
 
@@ -345,7 +353,7 @@ export class SqliteRaftStorage implements RaftStorage {
       this.stmt.deleteUpTo.run(index);
       this.stmt.putBase.run(index, term);
     })();
-    this.terms = this.terms.slice(index - this.baseIndex);
+    this.log = this.log.slice(index - this.baseIndex);
     this.baseIndex = index;
     this.baseTerm = term;
   }
