@@ -4,8 +4,9 @@
 //    commands/s with 64 concurrent clients, both proposing registry commands on the leader
 //    and waiting for each to be durable on a quorum and applied. The same through the REST
 //    API (PUT /api/v1/roles/:role) for one client, to show what HTTP adds.
-// 2. Three master processes: SIGKILL the leader, time until the first write acknowledged
-//    by a new leader; median over 10 runs, with the default election timeout (1 s).
+// 2. Three master processes: one client's write latency and 64 clients' writes/s through
+//    REST; then SIGKILL the leader and time until the first write acknowledged by a new
+//    leader; median over 10 runs, with the default election timeout (1 s).
 
 import http from 'node:http';
 import { rmSync, writeFileSync } from 'node:fs';
@@ -126,6 +127,13 @@ async function failover(runs: number): Promise<unknown> {
       for (const i of [0, 1, 2]) if ((await role(i).catch(() => '')) === 'leader') return i + 1;
       return undefined;
     }, 20_000, 20).then((x) => x - 1);
+    const restLat: number[] = [];
+    for (let i = 0; i < 1000; i++) {
+      const s = performance.now();
+      const code = await put(urls[first], `p${i % 100}`, 1 + (i % 5));
+      if (code !== 200) throw new Error(`PUT answered ${code}`);
+      restLat.push(performance.now() - s);
+    }
     const restCommandsPerSecond = await restThroughput(urls, first, 5);
     const times: number[] = [];
     for (let run = 0; run < runs; run++) {
@@ -157,7 +165,7 @@ async function failover(runs: number): Promise<unknown> {
       times.push(performance.now() - t0);
       await start(leader);
     }
-    return { restCommandsPerSecond64Clients: restCommandsPerSecond, runs, medianMs: pct(times, 0.5), minMs: pct(times, 0), maxMs: pct(times, 1), allMs: times.map((t) => Math.round(t)) };
+    return { restOneClient: { writes: restLat.length, p50Ms: pct(restLat, 0.5), p99Ms: pct(restLat, 0.99) }, restCommandsPerSecond64Clients: restCommandsPerSecond, runs, medianMs: pct(times, 0.5), minMs: pct(times, 0), maxMs: pct(times, 1), allMs: times.map((t) => Math.round(t)) };
   } finally {
     await cleanup.run();
   }

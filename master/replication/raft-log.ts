@@ -165,14 +165,21 @@ export class RaftCommandLog implements CommandLog {
     });
   }
 
-  /** The Ready loop: persist, then send, then apply, then advance. */
+  /** The Ready loop: persist, then send (a leader's appends first), then apply, then advance. */
   private process(): void {
     while (!this.closed && this.node.hasReady()) {
       const rd = this.node.ready();
+      // A leader's appends promise nothing about its own disk (its copy counts towards a
+      // quorum only once persisted() says so), so they go out before its fsync and the
+      // followers write in parallel with it (Raft thesis §10.2.1). Everything else (votes,
+      // acknowledgements) speaks for what this write makes durable and waits for it.
+      const early = rd.messages.filter((m) => m.type === 'append');
+      const late = early.length === 0 ? rd.messages : rd.messages.filter((m) => m.type !== 'append');
+      if (early.length > 0) this.transport.send(early);
       if (rd.snapshot || rd.entries.length > 0 || rd.hardState) {
         this.storage.save({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState, mustSync: rd.mustSync });
       }
-      if (rd.messages.length > 0) this.transport.send(rd.messages);
+      if (late.length > 0) this.transport.send(late);
       if (rd.snapshot) {
         const snap = decodeSnapshot(rd.snapshot.data);
         this.registry.restore(snap ?? { agents: [], frameworks: [], tasks: [] });

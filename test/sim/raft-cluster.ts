@@ -241,6 +241,9 @@ export class SimCluster {
       }
       if (!n.node.hasReady()) continue;
       n.writing = n.node.ready();
+      // As the master's shell does: a leader's appends leave before its own write is
+      // durable (a crash meanwhile loses the write, not the sends).
+      for (const m of n.writing.messages) if (m.type === 'append') this.network.send(m, this.now);
       if (this.rng.chance(this.params.syncChance)) this.sync(n);
     }
   }
@@ -260,7 +263,7 @@ export class SimCluster {
     const rd = n.writing!;
     n.writing = undefined;
     this.persist(n, rd);
-    for (const m of rd.messages) this.network.send(m, this.now);
+    for (const m of rd.messages) if (m.type !== 'append') this.network.send(m, this.now);
     if (rd.snapshot !== undefined) {
       const meta = rd.snapshot.metadata;
       n.kv = KvStore.restore(rd.snapshot.data);
