@@ -13,7 +13,7 @@ import { RaftWire } from '../../shared/raft/wire.ts';
 
 export const RAFT_PATH = '/api/v1/raft';
 const RECONNECT_MIN_MS = 50;
-const RECONNECT_MAX_MS = 1000;
+const RECONNECT_MAX_MS = 500;
 
 interface Peer {
   id: NodeId;
@@ -36,9 +36,12 @@ export class PeerTransport {
     private readonly onUnreachable: (id: NodeId) => void,
     private readonly log: Logger,
     private readonly onConnectionLost: (id: NodeId) => void = () => undefined,
+    /** This master's id, sent as a hint when dialling so that the peer dials back at once. */
+    private readonly selfId?: NodeId,
   ) {
     this.wss.on('connection', (socket: WebSocket, req: IncomingMessage) => {
       const remote = req.socket.remoteAddress ?? '?';
+      this.redialIfWaiting(req.url);
       // Which peer this is, learnt from its first authenticated frame; when its connection
       // breaks the node hears of it (a crashed leader is noticed from either direction).
       let peer: NodeId | undefined;
@@ -111,9 +114,27 @@ export class PeerTransport {
     return messages[0]?.from;
   }
 
+  /**
+   * A peer that dials in has (re)started: if our own connection to it is waiting out a
+   * reconnect back-off, dial now. Otherwise a restarted master would hear nothing from us
+   * (votes included) for up to the back-off, and an election needing it would stall. The
+   * `from` hint is unauthenticated; all it can cause is one connection attempt.
+   */
+  private redialIfWaiting(url: string | undefined): void {
+    const from = Number(new URL(url ?? '/', 'http://x').searchParams.get('from'));
+    const p = this.peers.get(from);
+    if (p === undefined || p.socket !== undefined || p.timer === undefined) return;
+    clearTimeout(p.timer);
+    p.timer = undefined;
+    p.attempt = 0;
+    this.connect(p);
+  }
+
   private connect(p: Peer): void {
     if (this.closed) return;
-    const ws = new WebSocket(p.url.replace(/^http/, 'ws') + RAFT_PATH, { perMessageDeflate: false });
+    p.timer = undefined;
+    const query = this.selfId !== undefined ? `?from=${this.selfId}` : '';
+    const ws = new WebSocket(p.url.replace(/^http/, 'ws') + RAFT_PATH + query, { perMessageDeflate: false });
     p.socket = ws;
     ws.on('open', () => {
       p.attempt = 0;

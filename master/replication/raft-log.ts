@@ -92,6 +92,7 @@ export class RaftCommandLog implements CommandLog {
         this.node.reportLeaderConnectionLost(id);
         this.schedule();
       },
+      opts.id,
     );
     this.transport.setPeers(new Map([...this.members].filter(([id]) => id !== opts.id)));
     this.timer = setInterval(() => {
