@@ -88,6 +88,29 @@ export function defaultGossipConfig(): GossipConfig {
   };
 }
 
+/**
+ * The defaults with every period scaled to a probe interval of `probeIntervalMs` (the LAN
+ * profile has 1,000): the probe timeout stays half a period, gossip five times a period,
+ * rejoin every 5 periods, push/pull and reconnection every 30. Suspicion timeouts follow by
+ * themselves, being counted in periods. Short periods detect failures sooner at the cost of
+ * more packets; tests and small clusters on one switch use them.
+ */
+export function gossipConfigForPeriod(probeIntervalMs: number): GossipConfigOptions {
+  if (!Number.isInteger(probeIntervalMs) || probeIntervalMs < 10) {
+    throw new CairnError('CAIRN_BAD_REQUEST', `must be a whole number of milliseconds of at least 10, got ${String(probeIntervalMs)}`, 'gossip.probeIntervalMs');
+  }
+  const base = defaultGossipConfig();
+  const scale = (ms: number) => Math.max(1, Math.round((ms * probeIntervalMs) / base.probeIntervalMs));
+  return {
+    probeIntervalMs,
+    probeTimeoutMs: scale(base.probeTimeoutMs),
+    gossipIntervalMs: scale(base.gossipIntervalMs),
+    rejoinIntervalMs: scale(base.rejoinIntervalMs),
+    pushPullIntervalMs: scale(base.pushPullIntervalMs),
+    reconnectIntervalMs: scale(base.reconnectIntervalMs),
+  };
+}
+
 const POSITIVE_INTEGERS: ReadonlyArray<keyof GossipConfig> = [
   'probeIntervalMs', 'probeTimeoutMs', 'suspicionMult', 'suspicionMaxTimeoutMult', 'retransmitMult',
   'gossipIntervalMs', 'awarenessMaxMultiplier', 'maxPacketBytes', 'maxMetaBytes', 'rejoinIntervalMs',
