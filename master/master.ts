@@ -11,12 +11,14 @@ import type { OfferJson, SchedulerEvent, TaskStatusJson } from '../shared/mesos-
 import { Resources } from '../shared/resources.ts';
 import { Allocator } from './allocator/allocator.ts';
 import type { AgentLink } from './agents/agent-link.ts';
+import { judgeAgent, livenessPolicy, type LivenessPolicy } from './agents/liveness.ts';
 import type { EventStream } from './frameworks/event-stream.ts';
 import { OfferBook, type OutstandingOffer } from './offers.ts';
 import type { FrameworkSpec, SchedulerCallParsed } from './api/scheduler-calls.ts';
 import type { PendingUpdate, TaskRecord } from './registry/commands.ts';
 import type { Registry } from './registry/registry.ts';
 import type { RegistryEvent } from './registry/state-machine.ts';
+import type { MemberState } from '../shared/gossip/messages.ts';
 import { MasterMetrics } from './metrics.ts';
 
 export interface MasterConfig {
@@ -50,6 +52,12 @@ export const DEFAULT_MASTER_CONFIG: Omit<MasterConfig, 'dataDir'> = {
   roleWeights: {},
 };
 
+/** Gossip's opinion of agents, for the leader's liveness checks (see agents/liveness.ts). */
+export interface AgentGossipView {
+  /** The agent's state in gossip; undefined when gossip does not know it. */
+  agentState(agentId: string): MemberState | undefined;
+}
+
 interface FrameworkSession {
   stream: EventStream;
   heartbeat: NodeJS.Timeout;
@@ -80,6 +88,9 @@ export class Master {
   /** Task ids of launches proposed and not yet durable: a second launch must not reuse them. */
   private readonly launching = new Set<string>();
   private readonly timers: NodeJS.Timeout[] = [];
+  /** Agents gossip declared dead, and when a ping went out to confirm it. */
+  private readonly confirmations = new Map<string, { sentAtMs: number; timer: NodeJS.Timeout }>();
+  private readonly liveness: LivenessPolicy;
   private allocationScheduled = false;
   private stopped = false;
 
@@ -87,8 +98,10 @@ export class Master {
     readonly config: MasterConfig,
     readonly log: Logger,
     registry: Registry,
+    private readonly gossip?: AgentGossipView,
   ) {
     this.registry = registry;
+    this.liveness = livenessPolicy(config.pingIntervalMs, config.maxMissedPings);
     this.allocator = new Allocator({ roleWeights: { ...config.roleWeights, ...Object.fromEntries(this.registry.state.roleWeights) } });
     const now = Date.now();
     // Frameworks from before a restart are known but disconnected until they resubscribe.
@@ -225,27 +238,64 @@ export class Master {
     this.forwardEvents(events);
   }
 
-  /** Pings connected agents; marks unreachable those silent for the whole ping window. */
+  /** Pings connected agents, then judges every reachable agent (agents/liveness.ts). */
   private checkAgents(): void {
     const now = Date.now();
-    const windowMs = this.config.pingIntervalMs * this.config.maxMissedPings;
-    for (const [agentId, link] of this.links) {
-      if (link.ping(now) >= this.config.maxMissedPings) {
+    for (const link of this.links.values()) link.ping(now);
+    this.judgeAgents(undefined, now);
+  }
+
+  /**
+   * Applies the liveness verdict to the given agents (default: every reachable one): pings
+   * and, when there is one, gossip's opinion. Called on each ping round and by the gossip
+   * shell when an agent's gossip state changes.
+   */
+  judgeAgents(agentIds?: Iterable<string>, now = Date.now()): void {
+    const ids = agentIds ?? [...this.registry.state.agents.keys()];
+    for (const agentId of ids) {
+      if (this.stopped || !this.registry.state.agents.get(agentId)?.reachable) continue;
+      const link = this.links.get(agentId);
+      const gossip = this.gossip?.agentState(agentId);
+      if (gossip !== 'dead' && gossip !== 'left') this.clearConfirmation(agentId);
+      const verdict = judgeAgent({
+        nowMs: now,
+        gossip,
+        connected: link !== undefined,
+        missedPings: link?.missedPings ?? 0,
+        lastHeardMs: this.lastSeenMs.get(agentId) ?? now,
+        confirmSentAtMs: this.confirmations.get(agentId)?.sentAtMs,
+      }, this.liveness);
+      if (verdict.action === 'confirm') {
+        link?.send({ ping: { sentMs: now } });
+        const timer = setTimeout(() => this.judgeAgents([agentId]), this.liveness.confirmMs + 10);
+        timer.unref();
+        this.confirmations.set(agentId, { sentAtMs: now, timer });
+      } else if (verdict.action === 'disconnect' && link) {
+        this.log.warn({ agentId }, 'agent silent on its connection but alive in gossip: closing the connection for it to reconnect');
         link.close(1000, 'missed too many pings');
         this.links.delete(agentId);
-        this.background(this.markUnreachable(agentId));
+      } else if (verdict.action === 'unreachable') {
+        if (link) {
+          link.close(1000, 'missed too many pings');
+          this.links.delete(agentId);
+        }
+        this.clearConfirmation(agentId);
+        this.background(this.markUnreachable(agentId, verdict.reason));
       }
-    }
-    for (const agent of this.registry.state.agents.values()) {
-      if (!agent.reachable || this.links.has(agent.id)) continue;
-      if (now - (this.lastSeenMs.get(agent.id) ?? now) >= windowMs) this.background(this.markUnreachable(agent.id));
     }
   }
 
-  private async markUnreachable(agentId: string): Promise<void> {
+  private clearConfirmation(agentId: string): void {
+    const c = this.confirmations.get(agentId);
+    if (c === undefined) return;
+    clearTimeout(c.timer);
+    this.confirmations.delete(agentId);
+  }
+
+  private async markUnreachable(agentId: string, reason: string): Promise<void> {
     const agent = this.registry.state.agents.get(agentId);
     if (!agent?.reachable) return;
-    this.log.warn({ agentId, hostname: agent.hostname }, 'agent unreachable');
+    this.log.warn({ agentId, hostname: agent.hostname, reason }, 'agent unreachable');
     this.rescindOffers((o) => o.agentId === agentId);
     if (this.allocator.hasAgent(agentId)) this.allocator.setAgentActive(agentId, false);
     const n = this.registry.state.activeTasksOn(agentId).length;
@@ -678,6 +728,7 @@ export class Master {
     this.stopped = true;
     for (const t of this.timers) clearInterval(t);
     for (const t of this.failoverTimers.values()) clearTimeout(t);
+    for (const id of [...this.confirmations.keys()]) this.clearConfirmation(id);
     for (const id of [...this.sessions.keys()]) this.endSession(id);
     for (const link of this.links.values()) link.close(1001, 'master stopping');
     this.links.clear();

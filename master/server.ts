@@ -7,6 +7,7 @@
 
 import { randomUUID } from 'node:crypto';
 import { isIP } from 'node:net';
+import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { CairnError } from '../shared/errors.ts';
@@ -20,6 +21,7 @@ import { compileDnsConfig } from './dns/config.ts';
 import { registerDnsApi } from './dns/http-api.ts';
 import { DnsService } from './dns/service.ts';
 import { DEFAULT_MASTER_CONFIG, Master, type MasterConfig } from './master.ts';
+import { MasterMembership, type MasterGossipOptions } from './membership.ts';
 import { LocalCommandLog } from './registry/local-log.ts';
 import type { Registry } from './registry/registry.ts';
 import { RAFT_PATH } from './replication/peer-transport.ts';
@@ -50,6 +52,8 @@ export interface MasterOptions extends Partial<Omit<MasterConfig, 'dataDir'>> {
    * included). Left out: a single master with its registry in local SQLite.
    */
   raft?: { id: number; members: ReadonlyMap<number, string>; secret: string; clusterId?: string; tickMs?: number; electionTicks?: number };
+  /** Gossip membership (see membership.ts); left out, this master runs no gossip member. */
+  gossip?: MasterGossipOptions;
 }
 
 export interface MasterHandle {
@@ -61,6 +65,8 @@ export interface MasterHandle {
   raft: RaftCommandLog | undefined;
   /** The DNS server's port; 0 when it is not serving. */
   dnsPort: number;
+  /** This master's gossip member, when it runs one. */
+  gossip: MasterMembership | undefined;
   stop(): Promise<void>;
 }
 
@@ -109,6 +115,27 @@ export async function startMaster(opts: MasterOptions): Promise<MasterHandle> {
 
   let core: Master | undefined;
   let selfUrl = '';
+  let membership: MasterMembership | undefined;
+  // What gossip says of this master: where its API and DNS are, and the leader as it knows it.
+  const apiUrl = (): string => {
+    if (opts.raft) return opts.raft.members.get(opts.raft.id) ?? selfUrl;
+    if (host !== '0.0.0.0' && host !== '::' || !membership) return selfUrl;
+    return `http://${membership.member.address.replace(/:\d+$/, '')}:${new URL(selfUrl).port}`;
+  };
+  const gossipMeta = () => {
+    const s = raft?.status();
+    const api = apiUrl();
+    const dnsHost = new URL(api).hostname;
+    return {
+      api,
+      term: s?.term ?? 0,
+      leaderId: s?.leader ?? 0,
+      leaderUrl: s ? (s.leader !== 0 ? s.leaderUrl ?? '' : '') : api,
+      dns: dns && dns.port > 0 ? `${dnsHost}:${dns.port}` : undefined,
+      domain: dnsConfig?.domain,
+    };
+  };
+  const announce = () => membership?.announce(gossipMeta());
   const ctx: MasterContext = {
     registry,
     core: () => core,
@@ -123,7 +150,8 @@ export async function startMaster(opts: MasterOptions): Promise<MasterHandle> {
   const dns = dnsConfig ? new DnsService(dnsConfig, registry, log.child({ component: 'dns' })) : undefined;
   const lead = () => {
     if (!core) {
-      core = new Master(config, log, registry);
+      core = new Master(config, log, registry, { agentState: (id) => membership?.agentState(id) });
+      if (membership) core.judgeAgents();
       log.info({ id: opts.raft?.id }, 'leading: allocator, offers and scheduler API are up');
     }
   };
@@ -143,6 +171,7 @@ export async function startMaster(opts: MasterOptions): Promise<MasterHandle> {
         const u = new URL(leaderUrl);
         dns.zone.setLeader({ ip: isIP(u.hostname) ? u.hostname : advertiseIp, port: Number(u.port) || 5050 });
       }
+      announce();
     });
   } else {
     lead();
@@ -158,6 +187,7 @@ export async function startMaster(opts: MasterOptions): Promise<MasterHandle> {
   registerSchedulerApi(app, ctx);
   if (dns) registerDnsApi(app, dns);
   if (raft) app.get('/api/v1/replication', async () => raft!.status());
+  app.get('/api/v1/members', async (_req, reply) => membership?.view() ?? reply.code(404).send({ code: 'CAIRN_GOSSIP_OFF', message: 'this master runs no gossip member (it needs --secret-file)' }));
   const agents = new AgentEndpoint(ctx);
   app.server.on('upgrade', (req, socket, head) => {
     const path = req.url?.split('?')[0];
@@ -193,7 +223,21 @@ export async function startMaster(opts: MasterOptions): Promise<MasterHandle> {
       log.warn({ err: (err as Error).message, port: dnsConfig!.port }, 'the default DNS port is not free; running without a DNS server (give --dns-port)');
     }
   }
-  log.info({ url: selfUrl, dataDir: config.dataDir, raftId: opts.raft?.id }, 'master started');
+  if (opts.gossip) {
+    try {
+      // Unique and stable: the API's address, or the host's name where the API listens on all interfaces.
+      const name = `master@${opts.raft || (host !== '0.0.0.0' && host !== '::') ? new URL(apiUrl()).host : `${hostname()}:${new URL(selfUrl).port}`}`;
+      membership = await MasterMembership.start(opts.gossip, name, host, gossipMeta(), log.child({ component: 'gossip' }));
+      membership.onAgentChange((agentId) => core?.judgeAgents([agentId]));
+      announce();
+    } catch (err) {
+      await dns?.stop();
+      closeAll();
+      await app.close();
+      throw err;
+    }
+  }
+  log.info({ url: selfUrl, dataDir: config.dataDir, raftId: opts.raft?.id, gossip: membership?.member.address }, 'master started');
   let stopping: Promise<void> | undefined;
   return {
     url: selfUrl,
@@ -205,8 +249,13 @@ export async function startMaster(opts: MasterOptions): Promise<MasterHandle> {
     context: ctx,
     raft,
     dnsPort: dns?.port ?? 0,
+    get gossip() {
+      return membership;
+    },
     stop: () =>
       (stopping ??= (async () => {
+        // Saying goodbye lets the others drop this master at once instead of suspecting it.
+        await membership?.member.leave(1_000);
         await dns?.stop();
         closeAll();
         app.server.closeAllConnections?.();
