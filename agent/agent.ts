@@ -20,6 +20,7 @@ import { Disposer } from './disposer.ts';
 import { ProcessExecutor, type TaskStatusChange } from './executors/process/executor.ts';
 import { startAgentHttp } from './http.ts';
 import { MasterLink } from './master-link.ts';
+import { AgentMembership } from './membership.ts';
 import { compileAgentOptions, type AgentConfig, type AgentOptions } from './options.ts';
 import { discoverResources } from './resources/discover.ts';
 import { PendingUpdates } from './status-updates.ts';
@@ -112,6 +113,9 @@ class Agent {
   /** The connection generation on which `registered` was received; undefined when not registered. */
   private registeredOn: number | undefined;
   private stopping: Promise<void> | undefined;
+  /** The gossip member, when the agent runs one; it also says where the leader is. */
+  private membership: AgentMembership | undefined;
+  private leaveOnStop = false;
 
   constructor(
     private readonly cfg: AgentConfig,
@@ -139,6 +143,7 @@ class Agent {
     this.link = new MasterLink({
       url: cfg.masterWsUrl,
       alternates: cfg.masterWsUrls,
+      leaderHint: () => this.membership?.leader(),
       logger: log.child({ component: 'master-link' }),
       reconnectMinMs: cfg.reconnectMinMs,
       reconnectMaxMs: cfg.reconnectMaxMs,
@@ -200,6 +205,7 @@ class Agent {
       port: this.cfg.httpPort,
       executor: this.executor,
       agentId: () => this.agentId,
+      members: () => this.membership?.view(),
       health: () => ({ isolation: isolationReport(this.isolation.support), draining: this.drainReport() }),
       drain: {
         start: (deadlineAtMs) => this.drain(deadlineAtMs),
@@ -210,6 +216,8 @@ class Agent {
     this.owner.add('http server', () => http.close());
     this.httpUrl = `http://${this.cfg.ip.includes(':') ? `[${this.cfg.ip}]` : this.cfg.ip}:${http.port}`;
 
+    if (this.cfg.gossip) await this.startGossip(this.cfg.gossip);
+
     const resend = setInterval(() => this.resendPending(), this.cfg.statusResendMs);
     this.owner.add('status resend timer', () => clearInterval(resend));
 
@@ -217,6 +225,23 @@ class Agent {
     this.owner.add('master connection', () => this.link.stop());
     this.armDrainDeadline();
     this.owner.add('drain deadline', () => clearTimeout(this.drainTimer));
+  }
+
+  private async startGossip(g: NonNullable<AgentConfig['gossip']>): Promise<void> {
+    const port = new URL(this.httpUrl).port;
+    const membership = await AgentMembership.start(g, {
+      name: `agent@${this.cfg.ip.includes(':') ? `[${this.cfg.ip}]` : this.cfg.ip}:${port}`,
+      bindHost: this.cfg.httpHost,
+      advertiseHost: this.cfg.ip,
+      api: this.httpUrl,
+      hostname: this.cfg.hostname,
+      agentId: this.agentId,
+    }, this.log.child({ component: 'gossip' }));
+    this.membership = membership;
+    // Going away for good (tasks killed): say goodbye; a plain restart comes back in time.
+    this.owner.add('gossip member', () => membership.stop(this.leaveOnStop));
+    membership.onLeaderChange(() => this.link.leaderMoved());
+    if ((g.join ?? []).length === 0) membership.seedFromMasters(this.cfg.masterUrl.split(',').map((u) => u.trim()).filter((u) => u !== ''));
   }
 
   /**
@@ -269,6 +294,7 @@ class Agent {
 
   private async doStop(opts: { killTasks: boolean }): Promise<void> {
     this.log.info({ killTasks: opts.killTasks }, 'agent stopping');
+    this.leaveOnStop = opts.killTasks;
     // Tasks first, while the connection can still carry their terminal updates.
     await this.executor.shutdown({ killTasks: opts.killTasks });
     if (opts.killTasks && this.executor.runningCount() === 0) this.isolation.cgroups?.removeAgentDirs();
@@ -362,6 +388,7 @@ class Agent {
       this.log.warn({ lostTaskIds: reg.lostTaskIds }, 'master marked tasks of this agent lost');
     }
     this.log.info({ agentId: this.agentId, pending: this.pending.size }, 'registered with master');
+    this.membership?.announce({ api: this.httpUrl, hostname: this.cfg.hostname, agentId: this.agentId });
     this.resendPending();
   }
 

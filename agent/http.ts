@@ -4,6 +4,7 @@
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { AddressInfo } from 'node:net';
 import { CairnError } from '../shared/errors.ts';
+import type { MembersJson } from '../shared/gossip/cluster.ts';
 import { isTerminal } from '../shared/agent-protocol.ts';
 import type { ProcessExecutor } from './executors/process/executor.ts';
 import type { UsageSampler } from './usage/sampler.ts';
@@ -15,6 +16,8 @@ export interface AgentHttpOptions {
   port: number;
   executor: ProcessExecutor;
   agentId: () => string | undefined;
+  /** The gossip view (GET /api/v1/members); undefined when the agent runs no gossip member. */
+  members?: () => MembersJson | undefined;
   /** More of /health (isolation, draining). */
   health?: () => Record<string, unknown>;
   /** Usage samples; without, the usage routes answer 404. */
@@ -77,6 +80,11 @@ export function buildAgentHttp(opts: Omit<AgentHttpOptions, 'host' | 'port'>): F
       if (err instanceof CairnError) return sendError(reply, err.code === 'CAIRN_UNKNOWN_TASK' ? 404 : 400, err);
       throw err;
     }
+  });
+
+  app.get('/api/v1/members', async (_req, reply) => {
+    const view = opts.members?.();
+    return view ?? sendError(reply, 404, new CairnError('CAIRN_GOSSIP_OFF', 'this agent runs no gossip member (it needs --secret-file)'));
   });
 
   app.post('/api/v1/drain', async (req, reply) => {

@@ -2,6 +2,9 @@
 // master (socket closed, or silence past the liveness deadline) and reconnect with
 // exponential backoff. What to say on a fresh connection is the agent's business
 // (onOpen); this file only keeps a connection alive.
+//
+// Where a connection goes: where a follower said the leader is (close code 4001), else where
+// gossip says the leader is (`leaderHint`), else the next of the masters given in turn.
 
 import WebSocket from 'ws';
 import type { Logger } from 'pino';
@@ -21,9 +24,12 @@ export function backoffDelayMs(attempt: number, minMs: number, maxMs: number): n
 export const NOT_LEADER_CLOSE_CODE = 4001;
 
 export interface MasterLinkOptions {
+  /** The first master to try; '' to wait for `leaderHint`. */
   url: string;
   /** All masters' agent endpoints: tried in turn when one cannot be reached. */
   alternates?: readonly string[];
+  /** The leader's agent endpoint as gossip knows it (ws://…/api/v1/agent), if it does. */
+  leaderHint?: () => string | undefined;
   logger: Logger;
   reconnectMinMs: number;
   reconnectMaxMs: number;
@@ -85,6 +91,19 @@ export class MasterLink {
     this.attempt = 0;
   }
 
+  /**
+   * The leader may have moved (gossip says so): when no connection is open, stop waiting out
+   * the backoff and connect now to the new leader.
+   */
+  leaderMoved(): void {
+    if (this.stopped || this.ws !== undefined || this.reconnectTimer === undefined) return;
+    clearTimeout(this.reconnectTimer);
+    this.reconnectTimer = undefined;
+    this.attempt = 0;
+    this.target = '';
+    this.connect();
+  }
+
   /** Closes the current connection and connects again (after backoff). */
   drop(reason: string): void {
     const ws = this.ws;
@@ -118,6 +137,13 @@ export class MasterLink {
 
   private connect(): void {
     if (this.stopped) return;
+    if (this.target === '') this.target = this.opts.leaderHint?.() ?? '';
+    if (this.target === '') {
+      // Started with only gossip to go by, and it names no leader yet.
+      if (this.attempt === 0) this.opts.logger.info('waiting for gossip to name the leader');
+      this.scheduleReconnect();
+      return;
+    }
     const generation = ++this.generation;
     const url = this.target;
     const ws = new WebSocket(url, { perMessageDeflate: false, handshakeTimeout: 5000 });
@@ -178,6 +204,11 @@ export class MasterLink {
       this.target = `${leader.protocol === 'https:' ? 'wss:' : 'ws:'}//${leader.host}/api/v1/agent`;
       this.attempt = 0; // not a failure: go there at once
       this.opts.logger.info({ leader: reason }, 'master is not the leader; following it to the leader');
+      return;
+    }
+    const hint = this.opts.leaderHint?.();
+    if (hint !== undefined) {
+      this.target = hint;
       return;
     }
     const all = this.opts.alternates ?? [];

@@ -7,12 +7,20 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { CairnError } from '../shared/errors.ts';
+import { tryParseAddress } from '../shared/gossip/address.ts';
+import type { DaemonGossipOptions } from '../shared/gossip/cluster.ts';
 import { validateResourcesOverride } from './resources/discover.ts';
 import type { RecoverMode } from './executors/process/executor.ts';
 
+/** The agent's gossip member (see membership.ts); without `join`, the masters are asked for members. */
+export type AgentGossipOptions = DaemonGossipOptions;
+
 export interface AgentOptions {
-  /** The master's HTTP address, e.g. http://10.0.0.1:5050. */
-  masterUrl: string;
+  /**
+   * The masters' HTTP addresses, comma-separated, e.g. http://10.0.0.1:5050. May be left out
+   * when gossip has `join` addresses: the leader is then learnt from gossip.
+   */
+  masterUrl?: string;
   workDir: string;
   /** Mesos text form; each resource named here replaces what was measured. */
   resources?: string;
@@ -53,6 +61,8 @@ export interface AgentOptions {
   sandboxGcDiskPercent?: number;
   /** How often sandboxes are checked (default 60 s). */
   sandboxGcIntervalMs?: number;
+  /** Run a gossip member; left out, none runs. */
+  gossip?: AgentGossipOptions;
 }
 
 export interface Attribute {
@@ -61,8 +71,9 @@ export interface Attribute {
 }
 
 export interface AgentConfig {
+  /** As given; '' when the leader is learnt from gossip only. */
   masterUrl: string;
-  /** ws://HOST:PORT/api/v1/agent */
+  /** ws://HOST:PORT/api/v1/agent of the first master; '' when none is given. */
   masterWsUrl: string;
   /** Every master given (`--master a,b,c`); the agent tries them in turn and follows redirects to the leader. */
   masterWsUrls: string[];
@@ -96,6 +107,7 @@ export interface AgentConfig {
   sandboxGcAgeMs: number;
   sandboxGcDiskPercent: number;
   sandboxGcIntervalMs: number;
+  gossip: AgentGossipOptions | undefined;
 }
 
 export const RECOVER_MODES: readonly RecoverMode[] = ['reconnect', 'cleanup'];
@@ -170,10 +182,26 @@ function positiveMs(value: number | undefined, fallback: number, field: string):
   return value;
 }
 
+/** Checks the gossip options once, naming the field at fault. */
+function checkGossip(g: AgentGossipOptions | undefined): AgentGossipOptions | undefined {
+  if (g === undefined) return undefined;
+  if (!Number.isInteger(g.port) || g.port < 0 || g.port > 65535) throw new CairnError('CAIRN_BAD_FLAG', `must be a port number 0-65535, got ${g.port}`, 'gossipPort');
+  for (const a of g.join ?? []) {
+    if (tryParseAddress(a) === undefined) throw new CairnError('CAIRN_BAD_FLAG', `'${a}' is not host:port`, 'join');
+  }
+  if (typeof g.secret !== 'string' || Buffer.byteLength(g.secret) < 16) throw new CairnError('CAIRN_BAD_FLAG', 'the cluster secret must be at least 16 bytes', 'secret');
+  return g;
+}
+
 export function compileAgentOptions(opts: AgentOptions): AgentConfig {
-  const masterWsUrls = String(opts.masterUrl ?? '').split(',').map((u) => u.trim()).filter((u) => u !== '').map((u) => masterWebSocketUrl(u));
-  if (masterWsUrls.length === 0) throw new CairnError('CAIRN_BAD_FLAG', 'at least one master URL is required', 'masterUrl');
-  const masterWsUrl = masterWsUrls[0];
+  const masterUrl = opts.masterUrl ?? '';
+  const masterWsUrls = masterUrl.split(',').map((u) => u.trim()).filter((u) => u !== '').map((u) => masterWebSocketUrl(u));
+  const gossip = checkGossip(opts.gossip);
+  const join = gossip?.join ?? [];
+  if (masterWsUrls.length === 0 && join.length === 0) throw new CairnError('CAIRN_BAD_FLAG', 'at least one master URL (or a gossip member to join through) is required', 'masterUrl');
+  const masterWsUrl = masterWsUrls[0] ?? '';
+  // What the advertised address is chosen against: the first master, else the first member joined through.
+  const reference = masterWsUrls.length > 0 ? masterUrl.split(',')[0].trim() : `http://${join[0]}`;
   if (typeof opts.workDir !== 'string' || opts.workDir.trim() === '') {
     throw new CairnError('CAIRN_BAD_FLAG', 'a work directory is required', 'workDir');
   }
@@ -197,14 +225,14 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     throw new CairnError('CAIRN_BAD_FLAG', `must be one of ${RECOVER_MODES.join(', ')}, got '${String(recover)}'`, 'recover');
   }
   return {
-    masterUrl: opts.masterUrl,
+    masterUrl,
     masterWsUrl,
     masterWsUrls,
     workDir: resolve(opts.workDir),
     resourcesText: opts.resources,
     attributes,
     hostname: opts.hostname ?? osHostname(),
-    ip: opts.ip ?? defaultAdvertisedIp(opts.masterUrl.split(',')[0].trim()),
+    ip: opts.ip ?? defaultAdvertisedIp(reference),
     // Listen where we advertise when told; otherwise on every interface, as Mesos does.
     httpHost: opts.ip ?? '0.0.0.0',
     httpPort,
@@ -226,5 +254,6 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     sandboxGcAgeMs: positiveMs(opts.sandboxGcAgeMs, 7 * 24 * 3600 * 1000, 'sandboxGcAgeMs'),
     sandboxGcDiskPercent,
     sandboxGcIntervalMs: positiveMs(opts.sandboxGcIntervalMs, 60_000, 'sandboxGcIntervalMs'),
+    gossip,
   };
 }

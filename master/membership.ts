@@ -5,25 +5,13 @@
 // metadata), and it answers `GET /api/v1/members`.
 
 import type { Logger } from 'pino';
-import { agentStateInView, masterMeta, META_AGENT_ID, membersJson, type MasterMetaInput, type MembersJson } from '../shared/gossip/cluster.ts';
-import type { GossipConfigOptions } from '../shared/gossip/config.ts';
+import { agentStateInView, masterMeta, META_AGENT_ID, membersJson, type DaemonGossipOptions, type MasterMetaInput, type MembersJson } from '../shared/gossip/cluster.ts';
 import type { MemberState } from '../shared/gossip/messages.ts';
 import { startGossip, type GossipMember } from '../shared/gossip/udp-node.ts';
 import type { AgentGossipView } from './master.ts';
 
-export interface MasterGossipOptions {
-  /** UDP and TCP port; 0 picks a free one. */
-  port: number;
-  /** Bind address; default the master's listen address. */
-  host?: string;
-  /** `host` or `host:port` others reach this member at; default the bind address (or the first external IPv4). */
-  advertise?: string;
-  /** Members (`host:port`) to join through; masters and agents alike. */
-  join?: readonly string[];
-  /** The cluster secret that authenticates every packet (at least 16 bytes). */
-  secret: string;
-  config?: GossipConfigOptions;
-}
+/** The master's gossip options (see DaemonGossipOptions). */
+export type MasterGossipOptions = DaemonGossipOptions;
 
 export class MasterMembership implements AgentGossipView {
   private metaKey = '';

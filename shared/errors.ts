@@ -17,6 +17,8 @@ export type CairnErrorCode =
   | 'CAIRN_BAD_FLAG'
   | 'CAIRN_AGENT_UNAVAILABLE'
   | 'CAIRN_INTERNAL'
+  // Gossip membership
+  | 'CAIRN_GOSSIP_OFF'
   // Raft-replicated masters
   | 'CAIRN_NOT_LEADER'
   | 'CAIRN_UNAUTHENTICATED'

@@ -6,7 +6,23 @@
 // and its host name. These helpers are pure: they read a view (a list of members), so agents,
 // masters and tests agree on what the view says.
 
+import type { GossipConfigOptions } from './config.ts';
 import type { MemberMeta, MemberRole, MemberSnapshot, MemberState } from './messages.ts';
+
+/** How a master or an agent runs its gossip member (`--gossip-port`, `--gossip-addr`, `--join`). */
+export interface DaemonGossipOptions {
+  /** UDP and TCP port; 0 picks a free one. */
+  port: number;
+  /** Bind address; default where the daemon's HTTP endpoint listens. */
+  host?: string;
+  /** `host` or `host:port` others reach this member at; default the daemon's advertised address. */
+  advertise?: string;
+  /** Members (`host:port`) to join through, masters and agents alike; one live one is enough. */
+  join?: readonly string[];
+  /** The cluster secret that authenticates every packet (at least 16 bytes). */
+  secret: string;
+  config?: GossipConfigOptions;
+}
 
 /** Metadata keys. Short: metadata rides in every alive message. */
 export const META_API = 'api';

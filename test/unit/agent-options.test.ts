@@ -66,6 +66,17 @@ describe('compileAgentOptions', () => {
     expect(() => compileAgentOptions({ ...base, workDir: '' })).toThrow(expect.objectContaining({ field: 'workDir' }));
     expect(() => compileAgentOptions({ ...base, reconnectMaxMs: 0 })).toThrow(expect.objectContaining({ field: 'reconnectMaxMs' }));
   });
+
+  it('needs no master URL when gossip has members to join through; checks the gossip options', () => {
+    const secret = 'a-secret-of-16-bytes-at-least';
+    const cfg = compileAgentOptions({ workDir: '/tmp/x', gossip: { port: 0, secret, join: ['127.0.0.1:7946'] } });
+    expect(cfg).toMatchObject({ masterUrl: '', masterWsUrl: '', masterWsUrls: [], ip: '127.0.0.1' });
+    expect(() => compileAgentOptions({ workDir: '/tmp/x' })).toThrow(expect.objectContaining({ field: 'masterUrl' }));
+    expect(() => compileAgentOptions({ workDir: '/tmp/x', gossip: { port: 0, secret } })).toThrow(expect.objectContaining({ field: 'masterUrl' }));
+    expect(() => compileAgentOptions({ workDir: '/tmp/x', gossip: { port: 0, secret, join: ['nowhere'] } })).toThrow(expect.objectContaining({ field: 'join' }));
+    expect(() => compileAgentOptions({ workDir: '/tmp/x', gossip: { port: 0, secret: 'short', join: ['127.0.0.1:7946'] } })).toThrow(expect.objectContaining({ field: 'secret' }));
+    expect(() => compileAgentOptions({ workDir: '/tmp/x', gossip: { port: 65536, secret, join: ['127.0.0.1:7946'] } })).toThrow(expect.objectContaining({ field: 'gossipPort' }));
+  });
 });
 
 describe('backoffDelayMs', () => {
