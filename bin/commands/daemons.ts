@@ -9,8 +9,10 @@ import pino, { type Logger } from 'pino';
 import { startMaster } from '../../master/server.ts';
 import { startAgent } from '../../agent/agent.ts';
 import { MasterClient } from '../../shared/sdk/master-client.ts';
+import type { DaemonGossipOptions } from '../../shared/gossip/cluster.ts';
+import { gossipConfigForPeriod } from '../../shared/gossip/config.ts';
 import { nextInterrupt, type CliIo } from './io.ts';
-import type { AgentOptions, DnsFlags, MasterOptions, UpOptions } from './options.ts';
+import type { AgentOptions, DnsFlags, GossipFlags, MasterOptions, UpOptions } from './options.ts';
 
 /** How long `cairn up` waits for its agent to register before printing the URL anyway. */
 const REGISTRATION_WAIT_MS = 15_000;
@@ -71,9 +73,11 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
   const interrupted = nextInterrupt(io);
 
   // One master keeps the single-master layout (dir/master); a group gets dir/master-N each,
-  // on consecutive ports, with a secret generated once and kept in dir/secret.
+  // on consecutive ports. A secret generated once is kept in dir/secret.
   const members = new Map(Array.from({ length: count }, (_, i) => [i + 1, `http://127.0.0.1:${o.port + i}`] as [number, string]));
-  const secret = count > 1 ? await groupSecret(join(o.dataDir, 'secret')) : undefined;
+  // The secret also authenticates gossip, which `up` always runs (on loopback, on free ports).
+  const secret = await groupSecret(join(o.dataDir, 'secret'));
+  const gossip = (joinThrough: string[]): DaemonGossipOptions => ({ port: 0, host: '127.0.0.1', secret, join: joinThrough });
   const masters: Awaited<ReturnType<typeof startMaster>>[] = [];
   try {
     for (const [id] of members) {
@@ -86,7 +90,8 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
         logger: log.child({ component: 'master', id }),
         // One DNS server is enough on one host; the others would only contend for its port.
         ...(id === 1 ? dnsOptions(o) : { dnsPort: null }),
-        ...(secret ? { raft: { id, members, secret } } : {}),
+        ...(count > 1 ? { raft: { id, members, secret } } : {}),
+        gossip: gossip(masters.length > 0 ? [masters[0].gossip!.member.address] : []),
       }));
     }
   } catch (err) {
@@ -102,6 +107,7 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
       workDir: agentDir,
       httpPort: o.agentPort,
       logger: log,
+      gossip: gossip([master.gossip!.member.address]),
       ...(o.resources !== undefined ? { resources: o.resources } : {}),
     });
   } catch (err) {
@@ -151,6 +157,17 @@ async function waitForAgent(masterUrl: string, agentId: () => string | undefined
   return false;
 }
 
+/** The gossip flags as options, with the secret read from its file. */
+async function gossipOptions(g: GossipFlags): Promise<DaemonGossipOptions> {
+  return {
+    port: g.port,
+    secret: await readSecret(g.secretFile),
+    join: g.join,
+    ...(g.advertise !== undefined ? { advertise: g.advertise } : {}),
+    ...(g.probeIntervalMs !== undefined ? { config: gossipConfigForPeriod(g.probeIntervalMs) } : {}),
+  };
+}
+
 /** The cluster secret from --secret-file; a lone master without one gets a throwaway. */
 async function readSecret(path: string | undefined): Promise<string> {
   if (!path) return randomBytes(32).toString('hex');
@@ -175,6 +192,7 @@ export async function runMaster(o: MasterOptions, io: CliIo): Promise<number> {
       ...(o.offerTimeoutMs !== undefined ? { offerTimeoutMs: o.offerTimeoutMs } : {}),
       ...dnsOptions(o),
       ...(o.raft ? { raft: { id: o.raft.id, members: o.raft.peers, secret: await readSecret(o.raft.secretFile) } } : {}),
+      ...(o.gossip ? { gossip: await gossipOptions(o.gossip) } : {}),
     });
   } catch (err) {
     io.stderr.write(`cairn master: did not start: ${describe(err)}\n`);
@@ -196,7 +214,8 @@ export async function runAgent(o: AgentOptions, io: CliIo): Promise<number> {
   let agent;
   try {
     agent = await startAgent({
-      masterUrl: o.masterUrl,
+      ...(o.masterUrl !== '' ? { masterUrl: o.masterUrl } : {}),
+      ...(o.gossip ? { gossip: await gossipOptions(o.gossip) } : {}),
       workDir: o.workDir,
       httpPort: o.port,
       logger: log,

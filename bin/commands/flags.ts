@@ -5,6 +5,7 @@ import { isIP } from 'node:net';
 import { InvalidArgumentError } from 'commander';
 import { Resources } from '../../shared/resources.ts';
 import { CairnError } from '../../shared/errors.ts';
+import { tryParseAddress } from '../../shared/gossip/address.ts';
 import { DEFAULT_MASTER_URL } from './options.ts';
 
 export function integerFlag(min: number, max: number): (value: string) => number {
@@ -135,4 +136,22 @@ export function peersFlag(value: string): Map<number, string> {
 export function mastersFlag(value: string): number {
   if (!['1', '3', '5'].includes(value.trim())) throw new InvalidArgumentError('must be 1, 3 or 5.');
   return Number(value);
+}
+
+/** One or more `--join host:port` (comma-separated or repeated), collected in order. */
+export function joinFlag(value: string, previous: string[] | undefined): string[] {
+  const list = value.split(',').map((a) => a.trim()).filter((a) => a !== '');
+  for (const a of list) {
+    if (tryParseAddress(a) === undefined) throw new InvalidArgumentError(`'${a}' is not host:port (e.g. 10.0.0.5:7946; IPv6 as [::1]:7946).`);
+  }
+  if (list.length === 0) throw new InvalidArgumentError('names no member.');
+  return [...(previous ?? []), ...list];
+}
+
+/** `--gossip-addr`: `host` or `host:port`. */
+export function gossipAddrFlag(value: string): string {
+  const v = value.trim();
+  const bare = v !== '' && (!v.includes(':') || isIP(v) === 6);
+  if (!bare && tryParseAddress(v) === undefined) throw new InvalidArgumentError('must be host or host:port (e.g. 10.0.0.5 or 10.0.0.5:7946).');
+  return v;
 }

@@ -1,6 +1,7 @@
-// The client commands: `cairn agents`, `tasks`, `state`, `logs`, `kill`. Each reads the
+// The client commands: `cairn agents`, `tasks`, `state`, `members`, `logs`, `kill`. Each reads the
 // master's REST API once (logs: until done) and exits 0, or prints why not and exits 1.
 
+import type { MembersJson } from '../../shared/gossip/cluster.ts';
 import type { AgentView, StateView, TaskView } from '../../shared/master-state.ts';
 import { MasterClient } from '../../shared/sdk/master-client.ts';
 import type { CliIo } from './io.ts';
@@ -47,6 +48,26 @@ export function tasksTable(state: StateView, nowMs: number): string {
     age(t.launchedAtMs, nowMs),
   ]);
   return formatTable(['ID', 'STATE', 'EXIT', 'AGENT', 'FRAMEWORK', 'RESOURCES', 'AGE'], rows);
+}
+
+/** The gossip view: one row per member; the metadata other than the API URL as key=value. */
+export function membersTable(view: MembersJson): string {
+  const rows = view.members.map((m) => [
+    m.name === view.self ? `${m.name} *` : m.name,
+    m.role,
+    m.state,
+    m.address,
+    String(m.incarnation),
+    m.meta.api ?? '-',
+    Object.entries(m.meta).filter(([k]) => k !== 'api').map(([k, v]) => `${k}=${v === '' ? '-' : v}`).join(' ') || '-',
+  ]);
+  return formatTable(['NAME', 'ROLE', 'STATE', 'ADDRESS', 'INCARNATION', 'API', 'METADATA'], rows);
+}
+
+export function runMembers(o: MasterClientCommandOptions, io: CliIo): Promise<number> {
+  return withMaster('members', o, io, async (client) => {
+    io.stdout.write(membersTable(await client.members()));
+  });
 }
 
 export function runAgents(o: MasterClientCommandOptions, io: CliIo): Promise<number> {

@@ -10,6 +10,25 @@ export interface DnsFlags {
   dnsResolvers?: string[];
 }
 
+/**
+ * Gossip flags of `cairn master` and `cairn agent`. Gossip runs only with a cluster secret
+ * (`--secret-file`): packets are authenticated with it, and there is no unauthenticated mode.
+ */
+export interface GossipFlags {
+  secretFile: string;
+  port: number;
+  /** `--gossip-addr`: host or host:port others reach this member at. */
+  advertise?: string;
+  /** `--join`, in the order given. */
+  join: string[];
+  /** `--gossip-interval-ms`: the probe period every other gossip period scales with. */
+  probeIntervalMs?: number;
+}
+
+/** Default gossip ports: a master and an agent on one host each get their own. */
+export const DEFAULT_MASTER_GOSSIP_PORT = 7946;
+export const DEFAULT_AGENT_GOSSIP_PORT = 7947;
+
 export interface UpOptions extends DnsFlags {
   dataDir: string;
   port: number;
@@ -28,9 +47,11 @@ export interface MasterOptions extends DnsFlags {
   pingIntervalMs?: number;
   maxMissedPings?: number;
   offerTimeoutMs?: number;
+  gossip?: GossipFlags;
 }
 
 export interface AgentOptions {
+  /** '' when the agent learns the leader from gossip only (`--join` without `--master`). */
   masterUrl: string;
   workDir: string;
   port: number;
@@ -45,6 +66,7 @@ export interface AgentOptions {
   usageIntervalMs: number;
   sandboxGcAgeMs: number;
   sandboxGcDiskPercent: number;
+  gossip?: GossipFlags;
 }
 
 export interface RunOptions {

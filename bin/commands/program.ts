@@ -9,8 +9,11 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { parseDurationMs } from '../../agent/duration.ts';
 import type { CliIo } from './io.ts';
 import {
+  DEFAULT_AGENT_GOSSIP_PORT,
+  DEFAULT_MASTER_GOSSIP_PORT,
   DEFAULT_MASTER_URL,
   type AgentOptions,
+  type GossipFlags,
   type DnsFlags,
   type KillOptions,
   type LogsOptions,
@@ -20,7 +23,7 @@ import {
   type TopOptions,
   type UpOptions,
 } from './options.ts';
-import { attributesFlag, checkMasterUrl, domainFlag, envFlag, integerFlag, mastersFlag, nameFlag, numberFlag, peersFlag, resolversFlag, resourcesFlag, roleFlag } from './flags.ts';
+import { attributesFlag, checkMasterUrl, domainFlag, envFlag, gossipAddrFlag, integerFlag, joinFlag, mastersFlag, nameFlag, numberFlag, peersFlag, resolversFlag, resourcesFlag, roleFlag } from './flags.ts';
 
 /** Each handler runs one command and resolves with the process exit code. */
 export interface CommandHandlers {
@@ -34,6 +37,7 @@ export interface CommandHandlers {
   logs(options: LogsOptions, io: CliIo): Promise<number>;
   kill(options: KillOptions, io: CliIo): Promise<number>;
   top(options: TopOptions, io: CliIo): Promise<number>;
+  members(options: MasterClientCommandOptions, io: CliIo): Promise<number>;
 }
 
 const realHandlers: CommandHandlers = {
@@ -47,6 +51,7 @@ const realHandlers: CommandHandlers = {
   logs: async (o, io) => (await import('./inspect.ts')).runLogs(o, io),
   kill: async (o, io) => (await import('./inspect.ts')).runKill(o, io),
   top: async (o, io) => (await import('./top.ts')).runTop(o, io),
+  members: async (o, io) => (await import('./inspect.ts')).runMembers(o, io),
 };
 
 /** Exit code of a command line that could not be understood. */
@@ -106,6 +111,41 @@ function dnsFlags(o: DnsFlags): DnsFlags {
   };
 }
 
+/** The gossip flags, shared by `master` and `agent`. */
+function addGossipOptions(cmd: Command, defaultPort: number): Command {
+  return cmd
+    .addOption(new Option('--gossip-port <port>', `gossip port, UDP and TCP (default: ${defaultPort}; 0: any free port)`).argParser(PORT))
+    .addOption(new Option('--gossip-addr <host[:port]>', 'the address other members reach this one at (default: the advertised address)').argParser(gossipAddrFlag))
+    .addOption(new Option('--join <host:port>', 'a gossip member (master or agent) to join through; repeatable, one live one is enough').argParser(joinFlag))
+    .addOption(new Option('--gossip-interval-ms <ms>', 'gossip probe period; the other gossip periods scale with it (default: 1000)').argParser(integerFlag(10, 60_000)));
+}
+
+interface GossipFlagValues {
+  secretFile?: string;
+  gossipPort?: number;
+  gossipAddr?: string;
+  join?: string[];
+  gossipIntervalMs?: number;
+}
+
+/** Gossip runs with a cluster secret only; other gossip flags without one are a usage error. */
+function gossipFlags(o: GossipFlagValues, cmd: Command, defaultPort: number): GossipFlags | undefined {
+  if (!o.secretFile) {
+    const given = [o.join && '--join', o.gossipPort !== undefined && '--gossip-port', o.gossipAddr && '--gossip-addr', o.gossipIntervalMs !== undefined && '--gossip-interval-ms'].filter(Boolean);
+    if (given.length > 0) {
+      return cmd.error(`error: option '--secret-file' is required for gossip (${given.join(', ')}): gossip packets are authenticated with the cluster secret`, { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
+    }
+    return undefined;
+  }
+  return {
+    secretFile: resolve(o.secretFile),
+    port: o.gossipPort ?? defaultPort,
+    join: o.join ?? [],
+    ...(o.gossipAddr !== undefined ? { advertise: o.gossipAddr } : {}),
+    ...(o.gossipIntervalMs !== undefined ? { probeIntervalMs: o.gossipIntervalMs } : {}),
+  };
+}
+
 /**
  * Builds the program. Nothing runs until it parses; each command stores its handler's exit
  * code in `result.exitCode`.
@@ -149,9 +189,9 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--offer-timeout-ms <ms>', 'how long an offer stays outstanding before it is rescinded').argParser(integerFlag(1, 86_400_000)))
     .addOption(new Option('--id <n>', "this master's id in a replicated group (with --peers)").argParser(integerFlag(1, 1_000_000)))
     .addOption(new Option('--peers <list>', 'every master of the group, this one included: "1=http://h1:5050,2=http://h2:5050,3=http://h3:5050"').argParser(peersFlag))
-    .option('--secret-file <path>', 'file holding the cluster secret masters authenticate each other with (at least 16 bytes)');
-  addDnsOptions(master)
-    .action(async (o: { port: number; host: string; dataDir: string; pingIntervalMs?: number; maxMissedPings?: number; offerTimeoutMs?: number; id?: number; peers?: Map<number, string>; secretFile?: string } & DnsFlags, cmd: Command) => {
+    .option('--secret-file <path>', 'file holding the cluster secret that masters and gossip members authenticate each other with (at least 16 bytes); with it, the master runs a gossip member');
+  addGossipOptions(addDnsOptions(master), DEFAULT_MASTER_GOSSIP_PORT)
+    .action(async (o: { port: number; host: string; dataDir: string; pingIntervalMs?: number; maxMissedPings?: number; offerTimeoutMs?: number; id?: number; peers?: Map<number, string> } & GossipFlagValues & DnsFlags, cmd: Command) => {
       if ((o.id === undefined) !== (o.peers === undefined)) {
         return cmd.error("error: options '--id' and '--peers' go together", { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
       }
@@ -161,6 +201,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
       if (o.peers && o.peers.size > 1 && !o.secretFile) {
         return cmd.error("error: option '--secret-file' is required for a group of masters", { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
       }
+      const gossip = gossipFlags(o, cmd, DEFAULT_MASTER_GOSSIP_PORT);
       result.exitCode = await h.master(
         {
           port: o.port,
@@ -170,16 +211,17 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
           ...(o.pingIntervalMs !== undefined ? { pingIntervalMs: o.pingIntervalMs } : {}),
           ...(o.maxMissedPings !== undefined ? { maxMissedPings: o.maxMissedPings } : {}),
           ...(o.offerTimeoutMs !== undefined ? { offerTimeoutMs: o.offerTimeoutMs } : {}),
+          ...(gossip ? { gossip } : {}),
           ...dnsFlags(o),
         },
         io,
       );
     });
 
-  program
+  const agent = program
     .command('agent')
     .description('run an agent until SIGINT/SIGTERM (its tasks keep running when it stops)')
-    .addOption(masterOption())
+    .addOption(new Option('--master <url>', `masters' URLs, comma-separated (default: $CAIRN_MASTER or ${DEFAULT_MASTER_URL}; none needed with --join: the leader is learnt from gossip)`))
     .option('--work-dir <dir>', "the agent's work directory (sandboxes, state)", './.cairn/agent')
     .addOption(new Option('--resources <resources>', 'resources to offer instead of measuring the host, e.g. "cpus:4;mem:8192;gpus:1;ports:[31000-32000]"').argParser(resourcesFlag))
     .addOption(new Option('--attributes <attributes>', 'agent attributes, e.g. "rack:r1;zone:a"').argParser(attributesFlag))
@@ -192,10 +234,15 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--usage-interval-ms <ms>', "how often tasks' CPU, memory and GPU use is sampled").argParser(integerFlag(100, 3_600_000)).default(5000))
     .addOption(new Option('--sandbox-gc-age <duration>', "how long a finished task's sandbox is kept, e.g. 7d, 12h, 30m").argParser(durationFlag).default(7 * 86_400_000, '7d'))
     .addOption(new Option('--sandbox-gc-disk-percent <percent>', 'above this much of the work dir\'s disk in use, finished sandboxes go sooner, oldest first').argParser(integerFlag(1, 100)).default(90))
-    .action(async (o: { master?: string; workDir: string; resources?: string; attributes?: string; port: number; hostname?: string; recover: 'reconnect' | 'cleanup'; cgroups: boolean; cgroupsRoot: string; cgroupsCpuQuota: boolean; usageIntervalMs: number; sandboxGcAge: number; sandboxGcDiskPercent: number }, cmd: Command) => {
+    .option('--secret-file <path>', 'file holding the cluster secret (at least 16 bytes); with it, the agent runs a gossip member');
+  addGossipOptions(agent, DEFAULT_AGENT_GOSSIP_PORT)
+    .action(async (o: { master?: string; workDir: string; resources?: string; attributes?: string; port: number; hostname?: string; recover: 'reconnect' | 'cleanup'; cgroups: boolean; cgroupsRoot: string; cgroupsCpuQuota: boolean; usageIntervalMs: number; sandboxGcAge: number; sandboxGcDiskPercent: number } & GossipFlagValues, cmd: Command) => {
+      const gossip = gossipFlags(o, cmd, DEFAULT_AGENT_GOSSIP_PORT);
+      // With members to join through and no master named anywhere, gossip says where the leader is.
+      const gossipOnly = gossip !== undefined && gossip.join.length > 0 && o.master === undefined && !io.env.CAIRN_MASTER;
       result.exitCode = await h.agent(
         {
-          masterUrl: masterUrlOf(o.master, io, cmd, true),
+          masterUrl: gossipOnly ? '' : masterUrlOf(o.master, io, cmd, true),
           workDir: resolve(o.workDir),
           port: o.port,
           recover: o.recover,
@@ -208,6 +255,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
           ...(o.resources !== undefined ? { resources: o.resources } : {}),
           ...(o.attributes !== undefined ? { attributes: o.attributes } : {}),
           ...(o.hostname !== undefined ? { hostname: o.hostname } : {}),
+          ...(gossip ? { gossip } : {}),
         },
         io,
       );
@@ -292,6 +340,14 @@ Examples:
     .action(async (o: { master?: string; interval: number; once: boolean }, cmd: Command) => {
       const tty = (io.stdout as { isTTY?: boolean }).isTTY === true;
       result.exitCode = await h.top({ masterUrl: masterUrlOf(o.master, io, cmd), intervalMs: o.interval, once: o.once, clear: tty && !o.once }, io);
+    });
+
+  program
+    .command('members')
+    .description("list the gossip members as one master or agent sees them (GET /api/v1/members)")
+    .addOption(new Option('--master <url>', `a master's or an agent's URL (default: $CAIRN_MASTER or ${DEFAULT_MASTER_URL})`))
+    .action(async (o: { master?: string }, cmd: Command) => {
+      result.exitCode = await h.members({ masterUrl: masterUrlOf(o.master, io, cmd) }, io);
     });
 
   program

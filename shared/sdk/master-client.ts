@@ -3,6 +3,7 @@
 // speaks plain fetch, which follows a follower master's redirect to the leader.
 
 import { CairnError } from '../errors.ts';
+import type { MembersJson } from '../gossip/cluster.ts';
 import type { LogChunk, StateView, TaskView } from '../master-state.ts';
 import { errorFromResponse } from './http-error.ts';
 
@@ -45,6 +46,11 @@ export class MasterClient {
   logs(taskId: string, stream: LogStream, offset: number): Promise<LogChunk> {
     const query = new URLSearchParams({ stream, offset: String(offset) });
     return this.json<LogChunk>('GET', `/api/v1/tasks/${encodeURIComponent(taskId)}/logs?${query}`, `reading the ${stream} of task ${taskId}`);
+  }
+
+  /** `GET /api/v1/members`: the gossip view of this master (or agent: it answers the same path). */
+  members(): Promise<MembersJson> {
+    return this.json<MembersJson>('GET', '/api/v1/members', 'reading the gossip members');
   }
 
   /** `POST /api/v1/tasks/:id/kill`; resolves once the master accepted the kill (202). */

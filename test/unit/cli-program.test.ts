@@ -41,6 +41,7 @@ function recorder(exitCode = 0): { handlers: CommandHandlers; calls: { command: 
     logs: make('logs'),
     kill: make('kill'),
     top: make('top'),
+    members: make('members'),
   } as CommandHandlers;
   return { handlers, calls };
 }
@@ -198,6 +199,40 @@ describe('daemon commands: parsing', () => {
   });
 });
 
+describe('gossip flags', () => {
+  it('master: gossip runs with --secret-file, on 7946 unless told', async () => {
+    expect((await parse(['master'])).options.gossip).toBeUndefined();
+    expect((await parse(['master', '--secret-file', '/tmp/s'])).options.gossip).toEqual({ secretFile: '/tmp/s', port: 7946, join: [] });
+    const r = await parse(['master', '--secret-file', '/tmp/s', '--gossip-port', '0', '--gossip-addr', '10.0.0.1', '--join', '10.0.0.2:7946', '--join', '10.0.0.3:7947,[::1]:7946', '--gossip-interval-ms', '200']);
+    expect(r.options.gossip).toEqual({ secretFile: '/tmp/s', port: 0, advertise: '10.0.0.1', join: ['10.0.0.2:7946', '10.0.0.3:7947', '[::1]:7946'], probeIntervalMs: 200 });
+  });
+
+  it('agent: --join alone (no --master, no CAIRN_MASTER) means the leader comes from gossip', async () => {
+    const r = await parse(['agent', '--secret-file', '/tmp/s', '--join', '10.0.0.2:7946']);
+    expect(r.options).toMatchObject({ masterUrl: '', gossip: { secretFile: '/tmp/s', port: 7947, join: ['10.0.0.2:7946'] } });
+    expect((await parse(['agent', '--secret-file', '/tmp/s', '--join', '10.0.0.2:7946'], { CAIRN_MASTER: 'http://m:1' })).options.masterUrl).toBe('http://m:1');
+    expect((await parse(['agent', '--secret-file', '/tmp/s'])).options).toMatchObject({ masterUrl: 'http://127.0.0.1:5050', gossip: { join: [] } });
+  });
+
+  it('refuses gossip flags without a secret, and bad addresses', async () => {
+    for (const argv of [['agent', '--join', '10.0.0.2:7946'], ['master', '--gossip-port', '7000'], ['master', '--gossip-interval-ms', '100']]) {
+      const r = await parse(argv);
+      expect(r.code).toBe(2);
+      expect(r.err).toMatch(/--secret-file/);
+    }
+    for (const [flag, value] of [['--join', '10.0.0.2'], ['--join', ''], ['--gossip-addr', 'a:b'], ['--gossip-interval-ms', '5']]) {
+      const r = await parse(['agent', '--secret-file', '/tmp/s', flag, value]);
+      expect(r.code).toBe(2);
+      expect(r.err).toContain(flag);
+    }
+  });
+
+  it('members: asks --master, else CAIRN_MASTER', async () => {
+    expect((await parse(['members'])).options).toEqual({ masterUrl: 'http://127.0.0.1:5050' });
+    expect((await parse(['members', '--master', 'http://10.0.0.5:5051'])).options).toEqual({ masterUrl: 'http://10.0.0.5:5051' });
+  });
+});
+
 describe('client commands: parsing', () => {
   it('logs: stdout by default, --stderr, --follow', async () => {
     expect((await parse(['logs', 't1'])).options).toEqual({ masterUrl: 'http://127.0.0.1:5050', taskId: 't1', stream: 'stdout', follow: false });
@@ -221,8 +256,8 @@ describe('the program', () => {
   it('--help prints to stdout and exits 0, on the program and on each command', async () => {
     const top = await parse(['--help']);
     expect(top.code).toBe(0);
-    for (const name of ['up', 'master', 'agent', 'run', 'agents', 'tasks', 'state', 'logs', 'kill']) expect(top.out).toContain(name);
-    for (const name of ['up', 'master', 'agent', 'run', 'agents', 'tasks', 'state', 'logs', 'kill']) {
+    for (const name of ['up', 'master', 'agent', 'run', 'agents', 'tasks', 'state', 'members', 'logs', 'kill']) expect(top.out).toContain(name);
+    for (const name of ['up', 'master', 'agent', 'run', 'agents', 'tasks', 'state', 'members', 'logs', 'kill']) {
       const r = await parse([name, '--help']);
       expect(r.code).toBe(0);
       expect(r.out).toContain(`Usage: cairn ${name}`);

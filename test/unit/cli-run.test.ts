@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { buildTaskInfo, commandInfo, describeEnding, exitCodeFor, runFrameworkInfo, taskEnvironment, taskIds } from '../../bin/commands/run-tasks.ts';
 import { followLog, LinePrefixer } from '../../bin/commands/log-relay.ts';
 import { runRun } from '../../bin/commands/run.ts';
-import { agentsTable, tasksTable, runKill, runLogs } from '../../bin/commands/inspect.ts';
+import { agentsTable, membersTable, tasksTable, runKill, runLogs } from '../../bin/commands/inspect.ts';
 import { formatTable } from '../../bin/commands/table.ts';
 import type { CliIo } from '../../bin/commands/io.ts';
 import type { RunOptions } from '../../bin/commands/options.ts';
@@ -205,6 +205,20 @@ describe('tables', () => {
     );
     expect(tasksTable(state, 3 * 3600_000)).toBe(
       'ID       STATE   EXIT  AGENT  FRAMEWORK    RESOURCES  AGE\n' + 'x-0-abc  FAILED  3     h1     cairn-run:x  cpus:1     3h\n',
+    );
+  });
+
+  it('lists gossip members, marking the one that answered', () => {
+    expect(membersTable({
+      self: 'agent@10.0.0.5:5051',
+      members: [
+        { name: 'master@10.0.0.1:5050', address: '10.0.0.1:7946', role: 'master', state: 'alive', incarnation: 3, meta: { api: 'http://10.0.0.1:5050', term: '2', leader: '' } },
+        { name: 'agent@10.0.0.5:5051', address: '10.0.0.5:7947', role: 'agent', state: 'suspect', incarnation: 0, meta: {} },
+      ],
+    })).toBe(
+      'NAME                   ROLE    STATE    ADDRESS        INCARNATION  API                   METADATA\n' +
+      'master@10.0.0.1:5050   master  alive    10.0.0.1:7946  3            http://10.0.0.1:5050  term=2 leader=-\n' +
+      'agent@10.0.0.5:5051 *  agent   suspect  10.0.0.5:7947  0            -                     -\n',
     );
   });
 });
