@@ -241,6 +241,9 @@ class Agent {
     // Going away for good (tasks killed): say goodbye; a plain restart comes back in time.
     this.owner.add('gossip member', () => membership.stop(this.leaveOnStop));
     membership.onLeaderChange(() => this.link.leaderMoved());
+    membership.onMasterDown((ws) => {
+      if (this.link.connectedUrl === ws) this.link.drop('gossip declared this master dead');
+    });
     if ((g.join ?? []).length === 0) membership.seedFromMasters(this.cfg.masterUrl.split(',').map((u) => u.trim()).filter((u) => u !== ''));
   }
 

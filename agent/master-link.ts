@@ -67,6 +67,11 @@ export class MasterLink {
     return this.ws?.readyState === WebSocket.OPEN;
   }
 
+  /** Where the open connection goes; undefined when none is open. */
+  get connectedUrl(): string | undefined {
+    return this.isOpen ? this.ws?.url : undefined;
+  }
+
   /** The connection now open (or being opened). */
   get currentGeneration(): number {
     return this.generation;

@@ -77,6 +77,23 @@ export class AgentMembership {
     this.leaderListeners.push(listener);
   }
 
+  /**
+   * Calls `listener` with a master's agent endpoint when gossip declares that master dead or
+   * gone. An agent cut off from the cluster declares every master dead this way, and drops its
+   * connection to the leader instead of waiting out a long ping window, so that it reconnects
+   * (and the leader, which has marked it unreachable meanwhile, takes it back) once healed.
+   */
+  onMasterDown(listener: (wsUrl: string) => void): void {
+    this.member.on('change', (e) => {
+      if (e.member.role !== 'master' || (e.type !== 'dead' && e.type !== 'leave') || !e.member.meta.api) return;
+      try {
+        listener(masterWebSocketUrl(e.member.meta.api));
+      } catch {
+        // not a URL: nothing to compare with
+      }
+    });
+  }
+
   dns(): ClusterDns {
     const members = this.member.members();
     return { servers: dnsServersFromView(members), domain: domainFromView(members) };

@@ -42,6 +42,26 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined> 
   throw new Error(`timed out waiting for ${what}${lastErr ? `: ${(lastErr as Error).message}` : ''}`);
 }
 
+/** GETs `url` and parses its JSON body (2 s timeout). */
+export async function getJson(url: string): Promise<any> {
+  const r = await fetch(url, { signal: AbortSignal.timeout(2000) });
+  return r.json();
+}
+
+/** The first of `masters` that says it leads (GET /api/v1/state), waiting until one does. */
+export function waitForLeader<T extends { url: string }>(masters: readonly T[], timeoutMs = 20_000): Promise<T> {
+  return waitFor('a leader', async () => {
+    for (const m of masters) {
+      try {
+        if ((await getJson(`${m.url}/api/v1/state`)).master.role === 'leader') return m;
+      } catch {
+        // down or starting
+      }
+    }
+    return undefined;
+  }, timeoutMs);
+}
+
 export class CairnProcess {
   output = '';
   private exited: Promise<number | null>;

@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
-import { Cleanup, freePort, startCairn, waitFor, type CairnProcess } from '../harness/processes.ts';
+import { Cleanup, freePort, getJson, startCairn, waitFor, waitForLeader, type CairnProcess } from '../harness/processes.ts';
 import type { MembersJson } from '../../shared/gossip/cluster.ts';
 
 const cleanup = new Cleanup();
@@ -22,11 +22,6 @@ const PING_ARGS = ['--ping-interval-ms', '20000', '--max-missed-pings', '5'];
 const GOSSIP_INTERVAL = ['--gossip-interval-ms', '200'];
 
 interface Node { name: string; url: string; gossip: string; proc: CairnProcess }
-
-async function json(url: string): Promise<any> {
-  const r = await fetch(url, { signal: AbortSignal.timeout(2000) });
-  return r.json();
-}
 
 describe('gossip control plane on loopback', () => {
   it('agents started with only --join find the leader, follow a new one, and a killed agent is marked by gossip', async () => {
@@ -62,18 +57,9 @@ describe('gossip control plane on loopback', () => {
     // The second agent knows only the first agent's gossip address.
     const a2 = await startAgent('agent-2', a1.gossip);
 
-    const leader = (among: Node[]) => waitFor('a leader', async () => {
-      for (const m of among) {
-        try {
-          if ((await json(`${m.url}/api/v1/state`)).master.role === 'leader') return m;
-        } catch {
-          // down or starting
-        }
-      }
-      return undefined;
-    }, 20_000);
+    const leader = (among: Node[]) => waitForLeader(among);
     const connectedAt = (m: Node, names: string[]) => waitFor(`${names.join(', ')} connected to ${m.name}`, async () => {
-      const st = await json(`${m.url}/api/v1/state`);
+      const st = await getJson(`${m.url}/api/v1/state`);
       return names.every((n) => st.agents.some((a: any) => a.hostname === n && a.connected && a.reachable)) ? st : undefined;
     }, 20_000);
 
@@ -82,7 +68,7 @@ describe('gossip control plane on loopback', () => {
 
     // Every member sees all five, with the leader hint in the masters' metadata.
     const view: MembersJson = await waitFor('five alive members at agent-2', async () => {
-      const v: MembersJson = await json(`${a2.url}/api/v1/members`);
+      const v: MembersJson = await getJson(`${a2.url}/api/v1/members`);
       return v.members.filter((m) => m.state === 'alive').length === 5 ? v : undefined;
     });
     expect(view.self).toMatch(/^agent@127\.0\.0\.1:/);
@@ -103,17 +89,17 @@ describe('gossip control plane on loopback', () => {
     expect(followMs).toBeLessThan(15_000);
 
     // SIGKILL an agent: unreachable long before 5 missed pings of 20 s.
-    const agentId = (await json(`${second.url}/api/v1/state`)).agents.find((a: any) => a.hostname === 'agent-2').id;
+    const agentId = (await getJson(`${second.url}/api/v1/state`)).agents.find((a: any) => a.hostname === 'agent-2').id;
     const agentKilledAt = Date.now();
     await a2.proc.kill('SIGKILL');
     await waitFor('agent-2 unreachable', async () => {
-      const st = await json(`${second.url}/api/v1/state`);
+      const st = await getJson(`${second.url}/api/v1/state`);
       return st.agents.find((a: any) => a.id === agentId)?.reachable === false ? true : undefined;
     }, 20_000);
     const markMs = Date.now() - agentKilledAt;
     expect(markMs).toBeLessThan(10_000);
     // The other agent stays reachable.
-    const st = await json(`${second.url}/api/v1/state`);
+    const st = await getJson(`${second.url}/api/v1/state`);
     expect(st.agents.find((a: any) => a.hostname === 'agent-1')).toMatchObject({ reachable: true, connected: true });
     console.log(`gossip loopback: agents followed the new leader ${followMs} ms after the kill; a killed agent was unreachable after ${markMs} ms (ping window 100 s)`);
   });
