@@ -136,6 +136,7 @@ class Agent {
       hostname: cfg.hostname,
       gpuIndices,
       agentEnv: cfg.taskBaseEnv,
+      dns: () => this.membership?.dns(),
       defaultKillGraceMs: cfg.defaultKillGraceMs,
       onStatus: (change) => this.statusUpdate(change),
       logger: log.child({ component: 'executor' }),

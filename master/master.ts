@@ -58,6 +58,13 @@ export interface AgentGossipView {
   agentState(agentId: string): MemberState | undefined;
 }
 
+/** What the master's shell lends the leader's services besides the registry. */
+export interface MasterHooks {
+  readonly gossip?: AgentGossipView;
+  /** A task's DNS name (task.framework.domain), given to its agent at launch; '' for none. */
+  readonly taskDnsName?: (taskName: string, frameworkName: string) => string;
+}
+
 interface FrameworkSession {
   stream: EventStream;
   heartbeat: NodeJS.Timeout;
@@ -98,7 +105,7 @@ export class Master {
     readonly config: MasterConfig,
     readonly log: Logger,
     registry: Registry,
-    private readonly gossip?: AgentGossipView,
+    private readonly hooks: MasterHooks = {},
   ) {
     this.registry = registry;
     this.liveness = livenessPolicy(config.pingIntervalMs, config.maxMissedPings);
@@ -255,7 +262,7 @@ export class Master {
     for (const agentId of ids) {
       if (this.stopped || !this.registry.state.agents.get(agentId)?.reachable) continue;
       const link = this.links.get(agentId);
-      const gossip = this.gossip?.agentState(agentId);
+      const gossip = this.hooks.gossip?.agentState(agentId);
       if (gossip !== 'dead' && gossip !== 'left') this.clearConfirmation(agentId);
       const verdict = judgeAgent({
         nowMs: now,
@@ -524,6 +531,7 @@ export class Master {
         for (const t of call.tasks) this.background(this.masterUpdate(t.taskId, 'TASK_LOST', 'agent is not connected', 'REASON_AGENT_DISCONNECTED'));
         return;
       }
+      const frameworkName = this.registry.state.frameworks.get(call.frameworkId)?.name ?? '';
       const infos: TaskInfo[] = call.tasks.map((t) => ({
         taskId: t.taskId,
         frameworkId: call.frameworkId,
@@ -533,6 +541,7 @@ export class Master {
         killGraceMs: t.killGraceMs,
         labels: t.labels,
         container: t.container ?? null,
+        dnsName: this.hooks.taskDnsName?.(t.name, frameworkName) ?? '',
       }));
       link.send({ launch: { tasks: infos } });
     }).catch((err) => this.log.warn({ err: (err as Error).message, frameworkId: call.frameworkId }, 'launch not recorded; tasks not started'))

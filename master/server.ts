@@ -19,6 +19,7 @@ import { registerSchedulerApi } from './api/scheduler-http.ts';
 import type { MasterContext } from './context.ts';
 import { compileDnsConfig } from './dns/config.ts';
 import { registerDnsApi } from './dns/http-api.ts';
+import { taskDnsName } from './dns/names.ts';
 import { DnsService } from './dns/service.ts';
 import { DEFAULT_MASTER_CONFIG, Master, type MasterConfig } from './master.ts';
 import { MasterMembership, type MasterGossipOptions } from './membership.ts';
@@ -150,7 +151,10 @@ export async function startMaster(opts: MasterOptions): Promise<MasterHandle> {
   const dns = dnsConfig ? new DnsService(dnsConfig, registry, log.child({ component: 'dns' })) : undefined;
   const lead = () => {
     if (!core) {
-      core = new Master(config, log, registry, { agentState: (id) => membership?.agentState(id) });
+      core = new Master(config, log, registry, {
+        gossip: { agentState: (id) => membership?.agentState(id) },
+        taskDnsName: dnsConfig ? (task, framework) => taskDnsName(task, framework, dnsConfig.domain) : undefined,
+      });
       if (membership) core.judgeAgents();
       log.info({ id: opts.raft?.id }, 'leading: allocator, offers and scheduler API are up');
     }

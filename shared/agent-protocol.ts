@@ -41,6 +41,8 @@ export interface TaskInfo {
   labels: EnvVar[];
   /** Absent (or null off the wire): a plain process. */
   container?: ContainerSpec | null;
+  /** The task's DNS name (task.framework.domain) as the masters serve it; '' or absent when none. */
+  dnsName?: string;
 }
 export interface StatusUpdate {
   uuid: Uint8Array;

@@ -114,3 +114,14 @@ export function addressOf(ip: string): { family: AddressFamily; address: string 
 export function fitsInDns(name: string): boolean {
   return name.length <= MAX_NAME;
 }
+
+/**
+ * A task's plain name, `task.framework.domain`, as the zone serves it for a RUNNING task (see
+ * zone.ts taskRecords); '' when its name or its framework's leaves no label or it is too long.
+ */
+export function taskDnsName(taskName: string, frameworkName: string, domain: string): string {
+  const label = toLabel(taskName);
+  const fragment = toDomainFragment(frameworkName);
+  const name = `${label}.${fragment}.${domain}`;
+  return label === '' || fragment === '' || !fitsInDns(name) ? '' : name;
+}

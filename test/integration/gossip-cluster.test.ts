@@ -2,15 +2,18 @@
 // given no master URL at all. One agent joins through the masters' gossip addresses, the other
 // only through the first agent's. Both find the leader and register; when the leader is
 // SIGKILLed they follow the new one with no flag changed; an agent killed with SIGKILL is
-// marked unreachable by gossip long before the ping window (set to 100 s here) would.
+// marked unreachable by gossip long before the ping window (set to 100 s here) would. A
+// process task learns the masters' DNS servers (from gossip) and its own name there.
 
 import { afterAll, describe, expect, it } from 'vitest';
 import { execFile } from 'node:child_process';
+import { Resolver } from 'node:dns/promises';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import { Cleanup, freePort, getJson, startCairn, waitFor, waitForLeader, type CairnProcess } from '../harness/processes.ts';
+import { RawScheduler, taskInfo } from '../harness/raw-scheduler.ts';
 import type { MembersJson } from '../../shared/gossip/cluster.ts';
 
 const cleanup = new Cleanup();
@@ -78,6 +81,25 @@ describe('gossip control plane on loopback', () => {
     // `cairn members` prints the same view.
     const cli = await promisify(execFile)(process.execPath, [fileURLToPath(new URL('../../bin/cairn.js', import.meta.url)), 'members', '--master', a1.url]);
     expect(cli.stdout.split('\n').filter((l) => / alive /.test(l))).toHaveLength(5);
+
+    // A process task gets CAIRN_DNS (every master's DNS server) and its own name, which resolves there.
+    const fw = new RawScheduler(first.url);
+    await fw.subscribe({ user: 't', name: 'web', failover_timeout: 60 });
+    const offer = (await fw.next((e) => e.type === 'OFFERS')).offers.offers[0];
+    const cmd = 'echo "$CAIRN_DNS|$CAIRN_DNS_NAME|$CAIRN_DNS_FRAMEWORK|$CAIRN_DNS_DOMAIN"; sleep 60';
+    await fw.call({ type: 'ACCEPT', accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: [taskInfo('probe', offer.agent_id.value, { cpus: 0.1, mem: 16 }, cmd)] } }] } });
+    await fw.next((e) => e.type === 'UPDATE' && e.update.status.state === 'TASK_RUNNING');
+    fw.close();
+    const line: string = await waitFor('the task output', async () => {
+      const chunk = await getJson(`${first.url}/api/v1/tasks/probe/logs`);
+      return chunk.data?.includes('\n') ? chunk.data.trim() : undefined;
+    });
+    const [servers, name, framework, domain] = line.split('|');
+    expect(servers.split(',')).toHaveLength(3);
+    expect([name, framework, domain]).toEqual(['probe.web.cairn', 'web.cairn', 'cairn']);
+    const resolver = new Resolver({ timeout: 1000, tries: 2 });
+    resolver.setServers([servers.split(',')[0]]);
+    expect(await resolver.resolve4(name)).toEqual(['127.0.0.1']);
 
     // SIGKILL the leader: both agents re-register with the new one, with no flag changed.
     const killedAt = Date.now();

@@ -333,6 +333,15 @@ describe('executor helpers', () => {
     expect(env.PATH).toContain('/usr/bin');
     expect(env.PORT).toBeUndefined();
     expect(env.PORTS).toBeUndefined();
+    expect(Object.keys(env).filter((k) => k.startsWith('CAIRN_DNS'))).toEqual([]);
+  });
+
+  it("gives the masters' DNS servers and the task's own name; the task's env wins", () => {
+    const base = { taskId: 't', frameworkId: 'f', hostname: 'h', sandbox: '/s', ports: [], gpuIndices: [], agentEnv: {} };
+    const env = buildTaskEnvironment({ ...base, taskEnv: [{ name: 'CAIRN_DNS_DOMAIN', value: 'mine' }], dns: { servers: ['10.0.0.1:53', '10.0.0.2:53'], domain: 'cairn', name: 'ps.train.prod.cairn' } });
+    expect(env).toMatchObject({ CAIRN_DNS: '10.0.0.1:53,10.0.0.2:53', CAIRN_DNS_NAME: 'ps.train.prod.cairn', CAIRN_DNS_FRAMEWORK: 'train.prod.cairn', CAIRN_DNS_DOMAIN: 'mine' });
+    const none = buildTaskEnvironment({ ...base, taskEnv: [], dns: { servers: [], name: '' } });
+    expect(Object.keys(none).filter((k) => k.startsWith('CAIRN_DNS'))).toEqual([]);
   });
 
   it('assigns GPUs lowest first and takes them back', () => {

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { compileDnsConfig, parseResolvConf, parseUpstream } from '../../master/dns/config.ts';
-import { addressOf, agentIdTail, ancestorsWithin, canonicalDomain, inDomain, taskIdHash, toDomainFragment, toLabel, zbase32 } from '../../master/dns/names.ts';
+import { addressOf, agentIdTail, ancestorsWithin, canonicalDomain, inDomain, taskDnsName, taskIdHash, toDomainFragment, toLabel, zbase32 } from '../../master/dns/names.ts';
 
 describe('labels', () => {
   it.each([
@@ -32,6 +32,13 @@ describe('labels', () => {
     expect(toDomainFragment('chronos with a space AND MIXED')).toBe('chronoswithaspaceandmixed');
     expect(toDomainFragment('a..b.')).toBe('a.b');
     expect(toDomainFragment('my_framework')).toBe('my-framework');
+  });
+
+  it('names a task task.framework.domain, or nothing when a part leaves no label', () => {
+    expect(taskDnsName('PS_0', 'Train.Prod', 'cairn')).toBe('ps-0.train.prod.cairn');
+    expect(taskDnsName('***', 'train', 'cairn')).toBe('');
+    expect(taskDnsName('ps', '...', 'cairn')).toBe('');
+    expect(taskDnsName('ps', 'x'.repeat(63).concat('.').repeat(4), 'cairn')).toBe('');
   });
 });
 

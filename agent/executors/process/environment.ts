@@ -10,6 +10,16 @@ export const INHERITED_ENV = ['PATH', 'HOME', 'LANG', 'LANGUAGE', 'LC_ALL', 'LC_
 /** Used when the agent itself runs without PATH (some init systems). */
 export const DEFAULT_PATH = '/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin';
 
+/** Where a task finds the cluster's DNS (from gossip) and its own name there (from its launch). */
+export interface TaskDnsInfo {
+  /** The masters' DNS servers, `host:port`. */
+  servers: readonly string[];
+  /** The zone, e.g. `cairn`. */
+  domain?: string;
+  /** The task's own name, `task.framework.domain`; '' when it has none. */
+  name?: string;
+}
+
 export interface TaskEnvironmentInput {
   taskId: string;
   frameworkId: string;
@@ -24,6 +34,7 @@ export interface TaskEnvironmentInput {
   taskEnv: readonly EnvVar[];
   /** The agent's environment (process.env in production). */
   agentEnv: Readonly<Record<string, string | undefined>>;
+  dns?: TaskDnsInfo;
 }
 
 export function buildTaskEnvironment(input: TaskEnvironmentInput): Record<string, string> {
@@ -46,6 +57,15 @@ export function buildTaskEnvironment(input: TaskEnvironmentInput): Record<string
   env.CAIRN_FRAMEWORK_ID = input.frameworkId;
   env.CAIRN_SANDBOX = input.sandbox;
   env.MESOS_SANDBOX = input.sandbox;
+  // CAIRN_DNS: the masters' DNS servers. CAIRN_DNS_NAME: this task's name; its framework's
+  // other tasks are NAME.$CAIRN_DNS_FRAMEWORK (as RUNNING tasks, on the masters' DNS).
+  const dns = input.dns;
+  if (dns && dns.servers.length > 0) env.CAIRN_DNS = dns.servers.join(',');
+  if (dns?.domain) env.CAIRN_DNS_DOMAIN = dns.domain;
+  if (dns?.name) {
+    env.CAIRN_DNS_NAME = dns.name;
+    env.CAIRN_DNS_FRAMEWORK = dns.name.slice(dns.name.indexOf('.') + 1);
+  }
   if (input.gpuIndices.length > 0) {
     const devices = input.gpuIndices.join(',');
     env.CUDA_VISIBLE_DEVICES = devices;

@@ -78,6 +78,8 @@ export interface ProcessExecutorOptions {
   gpuIndices?: readonly number[];
   /** Where the inherited basics (PATH, HOME, ...) come from; process.env by default. */
   agentEnv?: Readonly<Record<string, string | undefined>>;
+  /** The masters' DNS servers and zone as the agent knows them now (gossip), for CAIRN_DNS. */
+  dns?: () => { servers: readonly string[]; domain?: string } | undefined;
   defaultKillGraceMs?: number;
   /** Called on every state change, in order per task. */
   onStatus: (change: TaskStatusChange) => void;
@@ -265,6 +267,7 @@ export class ProcessExecutor {
       gpuIndices: gpus,
       taskEnv: info.command.environment ?? [],
       agentEnv: this.agentEnv,
+      dns: { servers: [], ...this.opts.dns?.(), name: info.dnsName ?? '' },
     });
     const spec = spawnSpecFor({ ...info.command, arguments: info.command.arguments ?? [] });
     if (!info.command.shell && findExecutable(spec.file, env.PATH) === undefined) {
