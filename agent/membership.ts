@@ -50,6 +50,7 @@ export class AgentMembership {
       role: 'agent',
       bindHost: opts.host ?? self.bindHost,
       bindPort: opts.port,
+      anyPortIfTaken: opts.anyPortIfTaken,
       advertise: opts.advertise ?? self.advertiseHost,
       join: opts.join,
       secret: opts.secret,

@@ -28,6 +28,7 @@ export class MasterMembership implements AgentGossipView {
       role: 'master',
       bindHost: opts.host ?? bindHost,
       bindPort: opts.port,
+      anyPortIfTaken: opts.anyPortIfTaken,
       advertise: opts.advertise,
       join: opts.join,
       secret: opts.secret,

@@ -12,7 +12,7 @@ import { MasterClient } from '../../shared/sdk/master-client.ts';
 import type { DaemonGossipOptions } from '../../shared/gossip/cluster.ts';
 import { gossipConfigForPeriod } from '../../shared/gossip/config.ts';
 import { nextInterrupt, type CliIo } from './io.ts';
-import type { AgentOptions, DnsFlags, GossipFlags, MasterOptions, UpOptions } from './options.ts';
+import { DEFAULT_AGENT_GOSSIP_PORT, DEFAULT_MASTER_GOSSIP_PORT, type AgentOptions, type DnsFlags, type GossipFlags, type MasterOptions, type UpOptions } from './options.ts';
 
 /** How long `cairn up` waits for its agent to register before printing the URL anyway. */
 const REGISTRATION_WAIT_MS = 15_000;
@@ -158,9 +158,11 @@ async function waitForAgent(masterUrl: string, agentId: () => string | undefined
 }
 
 /** The gossip flags as options, with the secret read from its file. */
-async function gossipOptions(g: GossipFlags): Promise<DaemonGossipOptions> {
+async function gossipOptions(g: GossipFlags, defaultPort: number): Promise<DaemonGossipOptions> {
   return {
-    port: g.port,
+    port: g.port ?? defaultPort,
+    // A second master or agent on a host where the default port is taken still starts.
+    anyPortIfTaken: g.port === undefined,
     secret: await readSecret(g.secretFile),
     join: g.join,
     ...(g.advertise !== undefined ? { advertise: g.advertise } : {}),
@@ -192,7 +194,7 @@ export async function runMaster(o: MasterOptions, io: CliIo): Promise<number> {
       ...(o.offerTimeoutMs !== undefined ? { offerTimeoutMs: o.offerTimeoutMs } : {}),
       ...dnsOptions(o),
       ...(o.raft ? { raft: { id: o.raft.id, members: o.raft.peers, secret: await readSecret(o.raft.secretFile) } } : {}),
-      ...(o.gossip ? { gossip: await gossipOptions(o.gossip) } : {}),
+      ...(o.gossip ? { gossip: await gossipOptions(o.gossip, DEFAULT_MASTER_GOSSIP_PORT) } : {}),
     });
   } catch (err) {
     io.stderr.write(`cairn master: did not start: ${describe(err)}\n`);
@@ -215,7 +217,7 @@ export async function runAgent(o: AgentOptions, io: CliIo): Promise<number> {
   try {
     agent = await startAgent({
       ...(o.masterUrl !== '' ? { masterUrl: o.masterUrl } : {}),
-      ...(o.gossip ? { gossip: await gossipOptions(o.gossip) } : {}),
+      ...(o.gossip ? { gossip: await gossipOptions(o.gossip, DEFAULT_AGENT_GOSSIP_PORT) } : {}),
       workDir: o.workDir,
       httpPort: o.port,
       logger: log,

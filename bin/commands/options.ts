@@ -16,7 +16,8 @@ export interface DnsFlags {
  */
 export interface GossipFlags {
   secretFile: string;
-  port: number;
+  /** `--gossip-port`; undefined: the default, or a free port if that is taken. */
+  port?: number;
   /** `--gossip-addr`: host or host:port others reach this member at. */
   advertise?: string;
   /** `--join`, in the order given. */

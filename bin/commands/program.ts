@@ -129,7 +129,7 @@ interface GossipFlagValues {
 }
 
 /** Gossip runs with a cluster secret only; other gossip flags without one are a usage error. */
-function gossipFlags(o: GossipFlagValues, cmd: Command, defaultPort: number): GossipFlags | undefined {
+function gossipFlags(o: GossipFlagValues, cmd: Command): GossipFlags | undefined {
   if (!o.secretFile) {
     const given = [o.join && '--join', o.gossipPort !== undefined && '--gossip-port', o.gossipAddr && '--gossip-addr', o.gossipIntervalMs !== undefined && '--gossip-interval-ms'].filter(Boolean);
     if (given.length > 0) {
@@ -139,8 +139,8 @@ function gossipFlags(o: GossipFlagValues, cmd: Command, defaultPort: number): Go
   }
   return {
     secretFile: resolve(o.secretFile),
-    port: o.gossipPort ?? defaultPort,
     join: o.join ?? [],
+    ...(o.gossipPort !== undefined ? { port: o.gossipPort } : {}),
     ...(o.gossipAddr !== undefined ? { advertise: o.gossipAddr } : {}),
     ...(o.gossipIntervalMs !== undefined ? { probeIntervalMs: o.gossipIntervalMs } : {}),
   };
@@ -201,7 +201,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
       if (o.peers && o.peers.size > 1 && !o.secretFile) {
         return cmd.error("error: option '--secret-file' is required for a group of masters", { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
       }
-      const gossip = gossipFlags(o, cmd, DEFAULT_MASTER_GOSSIP_PORT);
+      const gossip = gossipFlags(o, cmd);
       result.exitCode = await h.master(
         {
           port: o.port,
@@ -237,7 +237,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .option('--secret-file <path>', 'file holding the cluster secret (at least 16 bytes); with it, the agent runs a gossip member');
   addGossipOptions(agent, DEFAULT_AGENT_GOSSIP_PORT)
     .action(async (o: { master?: string; workDir: string; resources?: string; attributes?: string; port: number; hostname?: string; recover: 'reconnect' | 'cleanup'; cgroups: boolean; cgroupsRoot: string; cgroupsCpuQuota: boolean; usageIntervalMs: number; sandboxGcAge: number; sandboxGcDiskPercent: number } & GossipFlagValues, cmd: Command) => {
-      const gossip = gossipFlags(o, cmd, DEFAULT_AGENT_GOSSIP_PORT);
+      const gossip = gossipFlags(o, cmd);
       // With members to join through and no master named anywhere, gossip says where the leader is.
       const gossipOnly = gossip !== undefined && gossip.join.length > 0 && o.master === undefined && !io.env.CAIRN_MASTER;
       result.exitCode = await h.agent(

@@ -13,6 +13,8 @@ import type { MemberMeta, MemberRole, MemberSnapshot, MemberState } from './mess
 export interface DaemonGossipOptions {
   /** UDP and TCP port; 0 picks a free one. */
   port: number;
+  /** The port is a default: if it is taken, use a free one (see StartGossipOptions). */
+  anyPortIfTaken?: boolean;
   /** Bind address; default where the daemon's HTTP endpoint listens. */
   host?: string;
   /** `host` or `host:port` others reach this member at; default the daemon's advertised address. */

@@ -32,6 +32,12 @@ export interface StartGossipOptions {
   readonly bindHost?: string;
   /** UDP and TCP port; 0 picks a free one. */
   readonly bindPort: number;
+  /**
+   * When `bindPort` is taken, take a free port instead (with a warning) rather than fail: for
+   * a default port, where a second daemon on the same host must still start. Others learn the
+   * address through gossip once this member joins them.
+   */
+  readonly anyPortIfTaken?: boolean;
   /** `host` or `host:port` others reach us at; default the bind address (or the first non-loopback IPv4 when bound to all). */
   readonly advertise?: string;
   readonly role: MemberRole;
@@ -347,7 +353,15 @@ export async function startGossip(options: StartGossipOptions): Promise<GossipMe
   const bindHost = options.bindHost ?? '0.0.0.0';
   if (isIP(bindHost) === 0) throw new CairnError('CAIRN_BAD_REQUEST', `'${bindHost}' is not an IP address`, 'bindHost');
 
-  const { udp, tcp, boundPort } = await bindBoth(bindHost, port);
+  let bound: Awaited<ReturnType<typeof bindBoth>>;
+  try {
+    bound = await bindBoth(bindHost, port);
+  } catch (err) {
+    if (!options.anyPortIfTaken || port === 0) throw err;
+    bound = await bindBoth(bindHost, 0);
+    logger.warn({ port, bound: bound.boundPort, err: (err as Error).message }, 'gossip: the port is taken; using a free one (give --gossip-port to choose)');
+  }
+  const { udp, tcp, boundPort } = bound;
   let advertise: string;
   try {
     advertise = advertiseAddress(options.advertise, bindHost, boundPort);

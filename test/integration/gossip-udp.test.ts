@@ -155,4 +155,13 @@ describe('gossip over UDP on loopback', () => {
     expect(again.member('agent-d')!.incarnation).toBeGreaterThan(0);
     expect(a.member('agent-d')!.address).toBe(again.address);
   });
+
+  it('fails on a taken port, or takes a free one when told to (a default port on a shared host)', async () => {
+    const port = Number(a.address.split(':')[1]);
+    const opts = { name: 'second', role: 'master' as const, bindHost: '127.0.0.1', bindPort: port, secret: SECRET, config: CONFIG };
+    await expect(startGossip(opts)).rejects.toMatchObject({ code: 'CAIRN_BAD_REQUEST', field: 'bindPort' });
+    const second = await startGossip({ ...opts, anyPortIfTaken: true });
+    started.push(second);
+    expect(Number(second.address.split(':')[1])).not.toBe(port);
+  });
 });

@@ -200,16 +200,16 @@ describe('daemon commands: parsing', () => {
 });
 
 describe('gossip flags', () => {
-  it('master: gossip runs with --secret-file, on 7946 unless told', async () => {
+  it('master: gossip runs with --secret-file, on the default port unless told', async () => {
     expect((await parse(['master'])).options.gossip).toBeUndefined();
-    expect((await parse(['master', '--secret-file', '/tmp/s'])).options.gossip).toEqual({ secretFile: '/tmp/s', port: 7946, join: [] });
+    expect((await parse(['master', '--secret-file', '/tmp/s'])).options.gossip).toEqual({ secretFile: '/tmp/s', join: [] });
     const r = await parse(['master', '--secret-file', '/tmp/s', '--gossip-port', '0', '--gossip-addr', '10.0.0.1', '--join', '10.0.0.2:7946', '--join', '10.0.0.3:7947,[::1]:7946', '--gossip-interval-ms', '200']);
     expect(r.options.gossip).toEqual({ secretFile: '/tmp/s', port: 0, advertise: '10.0.0.1', join: ['10.0.0.2:7946', '10.0.0.3:7947', '[::1]:7946'], probeIntervalMs: 200 });
   });
 
   it('agent: --join alone (no --master, no CAIRN_MASTER) means the leader comes from gossip', async () => {
     const r = await parse(['agent', '--secret-file', '/tmp/s', '--join', '10.0.0.2:7946']);
-    expect(r.options).toMatchObject({ masterUrl: '', gossip: { secretFile: '/tmp/s', port: 7947, join: ['10.0.0.2:7946'] } });
+    expect(r.options).toMatchObject({ masterUrl: '', gossip: { secretFile: '/tmp/s', join: ['10.0.0.2:7946'] } });
     expect((await parse(['agent', '--secret-file', '/tmp/s', '--join', '10.0.0.2:7946'], { CAIRN_MASTER: 'http://m:1' })).options.masterUrl).toBe('http://m:1');
     expect((await parse(['agent', '--secret-file', '/tmp/s'])).options).toMatchObject({ masterUrl: 'http://127.0.0.1:5050', gossip: { join: [] } });
   });
