@@ -13,11 +13,15 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import pino, { type Logger } from 'pino';
-import { isTerminal, type MasterToAgent, type StatusUpdate } from '../shared/agent-protocol.ts';
+import { isTerminal, type DrainOrder, type MasterToAgent, type StatusUpdate } from '../shared/agent-protocol.ts';
 import type { Resources } from '../shared/resources.ts';
 import { readAgentId, writeAgentId } from './agent-id.ts';
 import { Disposer } from './disposer.ts';
 import { ProcessExecutor, type TaskStatusChange } from './executors/process/executor.ts';
+import { DockerExecutor } from './executors/docker/docker-executor.ts';
+import { TaskExecutors, type ContainerSupport } from './executors/executors.ts';
+import { GpuPool } from './resources/gpu-pool.ts';
+import Docker from 'dockerode';
 import { startAgentHttp } from './http.ts';
 import { MasterLink } from './master-link.ts';
 import { AgentMembership } from './membership.ts';
@@ -28,6 +32,7 @@ import { CheckpointStore, checkpointsDir } from './recovery/checkpoint.ts';
 import { Cgroups, type CgroupSupport } from './isolation/cgroups.ts';
 import type { NvidiaGpu } from './resources/nvidia-smi.ts';
 import { UsageSampler } from './usage/sampler.ts';
+import { usageReport } from './usage/usage.ts';
 import { SandboxGc } from './sandbox-gc.ts';
 import { readDrainState, writeDrainState, type DrainState } from './drain.ts';
 
@@ -54,9 +59,10 @@ export interface AgentHandle {
 interface Isolation {
   cgroups: Cgroups | undefined;
   support: CgroupSupport;
+  containers: ContainerSupport;
 }
 
-function detectIsolation(cfg: AgentConfig, log: Logger): Isolation {
+function detectIsolation(cfg: AgentConfig, log: Logger): Omit<Isolation, 'containers'> {
   if (!cfg.cgroups) {
     const support: CgroupSupport = { enabled: false, reason: 'turned off (--no-cgroups)' };
     log.warn('cgroup isolation is off (--no-cgroups): tasks are not limited to their memory and cpus');
@@ -73,6 +79,30 @@ export function isolationReport(support: CgroupSupport): Record<string, unknown>
   return support.enabled ? { cgroups: true, version: support.version, paths: support.paths } : { cgroups: false, reason: support.reason };
 }
 
+/** Whether the Docker daemon answers on its socket; said once at start, not at each launch. */
+async function detectContainers(cfg: AgentConfig, log: Logger): Promise<ContainerSupport> {
+  if (!cfg.docker) {
+    log.warn('container tasks are off (--no-docker): they fail at launch');
+    return { enabled: false, reason: 'turned off (--no-docker)' };
+  }
+  try {
+    const v = await new Docker({ socketPath: cfg.dockerSocket, timeout: 5000 }).version();
+    log.info({ docker: v.Version, socket: cfg.dockerSocket }, 'container tasks run through the Docker daemon');
+    return { enabled: true, version: v.Version };
+  } catch (err) {
+    const reason = `no Docker daemon answers at ${cfg.dockerSocket}: ${(err as Error).message}`;
+    log.warn({ reason }, 'container tasks are unavailable: they fail at launch');
+    return { enabled: false, reason };
+  }
+}
+
+/** The one-line account of how tasks are isolated here, sent to the master and shown in its state. */
+export function isolationSummary(cgroups: CgroupSupport, containers: ContainerSupport): string {
+  const c = cgroups.enabled ? `processes in cgroups v${cgroups.version}` : `processes not isolated (${cgroups.reason})`;
+  const d = containers.enabled ? `containers through Docker ${containers.version}` : `no containers (${containers.reason})`;
+  return `${c}; ${d}`;
+}
+
 export async function startAgent(opts: AgentOptions): Promise<AgentHandle> {
   // Flags are checked before anything is measured, bound or connected.
   const cfg = compileAgentOptions(opts);
@@ -84,7 +114,8 @@ export async function startAgent(opts: AgentOptions): Promise<AgentHandle> {
   const storedId = await readAgentId(cfg.workDir);
   const checkpoints = new CheckpointStore(checkpointsDir(cfg.workDir));
   const isolation = detectIsolation(cfg, log);
-  const agent = new Agent(cfg, log, discovered.resources, discovered.gpuIndices, storedId, checkpoints, isolation, discovered.facts.gpus);
+  const containers = await detectContainers(cfg, log);
+  const agent = new Agent(cfg, log, discovered.resources, discovered.gpuIndices, storedId, checkpoints, { ...isolation, containers }, discovered.facts.gpus);
   try {
     await agent.recover();
     await agent.start();
@@ -106,7 +137,7 @@ class Agent {
   httpUrl = '';
   private readonly owner = new Disposer();
   private readonly pending = new PendingUpdates();
-  private readonly executor: ProcessExecutor;
+  private readonly executor: TaskExecutors;
   private readonly link: MasterLink;
   private drainState: DrainState | undefined;
   private drainTimer: NodeJS.Timeout | undefined;
@@ -128,19 +159,35 @@ class Agent {
     private readonly knownGpus: readonly NvidiaGpu[],
   ) {
     this.agentId = storedId !== '' ? storedId : undefined;
-    this.executor = new ProcessExecutor({
+    const gpuPool = new GpuPool(gpuIndices);
+    const onStatus = (change: TaskStatusChange) => this.statusUpdate(change);
+    const processes = new ProcessExecutor({
       workDir: cfg.workDir,
+      gpuPool,
       checkpoints,
       ...(isolation.cgroups ? { cgroups: isolation.cgroups } : {}),
       recoveredPollMs: cfg.recoveredPollMs,
       hostname: cfg.hostname,
-      gpuIndices,
       agentEnv: cfg.taskBaseEnv,
       dns: () => this.membership?.dns(),
       defaultKillGraceMs: cfg.defaultKillGraceMs,
-      onStatus: (change) => this.statusUpdate(change),
+      onStatus,
       logger: log.child({ component: 'executor' }),
     });
+    const containers = isolation.containers.enabled
+      ? new DockerExecutor({
+          workDir: cfg.workDir,
+          hostname: cfg.hostname,
+          agentId: () => this.agentId ?? '',
+          socketPath: cfg.dockerSocket,
+          dnsServers: () => dockerDnsServers(this.membership?.dns()?.servers ?? []),
+          gpuPool,
+          defaultKillGraceMs: cfg.defaultKillGraceMs,
+          onStatus,
+          logger: log.child({ component: 'docker' }),
+        })
+      : undefined;
+    this.executor = new TaskExecutors(processes, containers, isolation.containers, onStatus);
     this.link = new MasterLink({
       url: cfg.masterWsUrl,
       alternates: cfg.masterWsUrls,
@@ -173,8 +220,10 @@ class Agent {
     if (this.drainState) this.log.warn({ drain: this.drainState }, 'the agent is draining (since before it restarted)');
     const { checkpoints, problems } = await this.checkpoints.loadAll();
     for (const p of problems) this.log.error(p);
+    const found = await this.executor.recoverContainers(this.cfg.recover);
+    if (found.length > 0) this.log.info({ mode: this.cfg.recover, containers: found.map((t) => t.taskId) }, 'found the containers of the previous agent process');
     if (checkpoints.length === 0) return;
-    const summary = this.executor.recover(checkpoints, this.cfg.recover);
+    const summary = this.executor.processes.recover(checkpoints, this.cfg.recover);
     this.log.info({ mode: this.cfg.recover, ...summary }, 'recovered the tasks of the previous agent process');
   }
 
@@ -184,6 +233,9 @@ class Agent {
       intervalMs: this.cfg.usageIntervalMs,
       agentId: () => this.agentId,
       knownGpus: this.knownGpus,
+      onSample: (u) => {
+        if (this.registered) this.link.send({ usage: usageReport(u) });
+      },
       logger: this.log.child({ component: 'usage' }),
     });
     usage.start();
@@ -207,12 +259,7 @@ class Agent {
       executor: this.executor,
       agentId: () => this.agentId,
       members: () => this.membership?.view(),
-      health: () => ({ isolation: isolationReport(this.isolation.support), draining: this.drainReport() }),
-      drain: {
-        start: (deadlineAtMs) => this.drain(deadlineAtMs),
-        stop: () => this.undrain(),
-        report: () => this.drainReport(),
-      },
+      health: () => ({ isolation: { ...isolationReport(this.isolation.support), containers: this.isolation.containers }, draining: this.drainReport() }),
     });
     this.owner.add('http server', () => http.close());
     this.httpUrl = `http://${this.cfg.ip.includes(':') ? `[${this.cfg.ip}]` : this.cfg.ip}:${http.port}`;
@@ -327,6 +374,7 @@ class Agent {
         attributes: this.cfg.attributes,
         tasks: this.executor.activeTasks(),
         version: this.cfg.version,
+        isolation: isolationSummary(this.isolation.support, this.isolation.containers),
       },
     });
     this.log.debug({ generation, sent }, 'register sent');
@@ -363,12 +411,27 @@ class Agent {
     } else if ('ack' in msg) {
       const acked = this.pending.ack(msg.ack.uuid);
       if (acked && isTerminal(acked.state)) this.executor.release(acked.taskId);
+    } else if ('drain' in msg) {
+      void this.applyDrain(msg.drain);
     } else if ('error' in msg) {
       this.log.error({ code: msg.error.code, message: msg.error.message }, 'master reported an error');
     }
   }
 
-  private async onRegistered(reg: { agentId: string; lostTaskIds: string[]; pingIntervalMs: number }, generation: number): Promise<void> {
+  private async applyDrain(order: DrainOrder): Promise<void> {
+    try {
+      if (order.draining) {
+        const deadlineAtMs = order.hasDeadline ? order.deadlineAtMs : null;
+        if (this.drainState?.deadlineAtMs !== deadlineAtMs) await this.drain(deadlineAtMs);
+      } else if (this.drainState) {
+        await this.undrain();
+      }
+    } catch (err) {
+      this.log.error({ err: (err as Error).message }, 'cannot record the drain');
+    }
+  }
+
+  private async onRegistered(reg: { agentId: string; lostTaskIds: string[]; pingIntervalMs: number; drain?: DrainOrder | null }, generation: number): Promise<void> {
     if (reg.agentId === '') {
       this.log.error('master registered this agent without an id; reconnecting');
       this.link.drop('registered without an agent id');
@@ -392,6 +455,9 @@ class Agent {
       this.log.warn({ lostTaskIds: reg.lostTaskIds }, 'master marked tasks of this agent lost');
     }
     this.log.info({ agentId: this.agentId, pending: this.pending.size }, 'registered with master');
+    // The registry's word on draining wins over what this agent remembers (it may have
+    // been drained or undrained while the agent was away).
+    await this.applyDrain(reg.drain ?? { draining: false, hasDeadline: false, deadlineAtMs: 0 });
     this.membership?.announce({ api: this.httpUrl, hostname: this.cfg.hostname, agentId: this.agentId });
     this.resendPending();
   }
@@ -406,4 +472,17 @@ class Agent {
     if (!this.registered) return;
     for (const update of this.pending.list()) this.link.send({ statusUpdate: update });
   }
+}
+
+/**
+ * The masters' DNS servers as Docker takes them: bare addresses, which it asks on port 53.
+ * A master serving DNS on another port (not root) cannot be given to containers this way.
+ */
+export function dockerDnsServers(servers: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const s of servers) {
+    const m = /^\[?([^\]]+?)\]?:(\d+)$/.exec(s);
+    if (m && m[2] === '53') out.push(m[1]!);
+  }
+  return out;
 }

@@ -1,37 +1,17 @@
-// Draining an agent before maintenance: from the drain on it accepts no new task
-// (launches are answered TASK_DROPPED), lets running tasks finish, and kills those still
-// running at the deadline. The drain is checkpointed (`<workDir>/meta/drain.json`), so an
-// agent restarted while draining goes on draining with the same deadline.
+// Draining an agent before maintenance, as the master orders it: from the drain on it
+// accepts no new task (launches are answered TASK_DROPPED), lets running tasks finish, and
+// kills those still running at the deadline. The drain is checkpointed
+// (`<workDir>/meta/drain.json`), so an agent restarted while draining goes on draining
+// with the same deadline until the master says otherwise.
 
 import { open, readFile, rename, unlink } from 'node:fs/promises';
 import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
-import { CairnError } from '../shared/errors.ts';
 
 export interface DrainState {
   sinceMs: number;
   /** When tasks still running are killed; null: they may run until they finish. */
   deadlineAtMs: number | null;
-}
-
-/** The longest deadline accepted: a drain is for maintenance, not a way of life. */
-export const MAX_DRAIN_DEADLINE_MS = 7 * 24 * 3600 * 1000;
-
-/**
- * Checks a drain request body `{ deadlineMs? }` (milliseconds from now; absent: no
- * deadline) and returns the absolute deadline. Throws CAIRN_BAD_REQUEST naming the field.
- */
-export function parseDrainRequest(body: unknown, nowMs: number): { deadlineAtMs: number | null } {
-  if (body === undefined || body === null || body === '') return { deadlineAtMs: null };
-  if (typeof body !== 'object' || Array.isArray(body)) throw new CairnError('CAIRN_BAD_REQUEST', 'the body must be a JSON object like {"deadlineMs": 60000}', 'body');
-  const extra = Object.keys(body).filter((k) => k !== 'deadlineMs');
-  if (extra.length > 0) throw new CairnError('CAIRN_BAD_REQUEST', `unknown field '${extra[0]}'`, extra[0]);
-  const d = (body as { deadlineMs?: unknown }).deadlineMs;
-  if (d === undefined || d === null) return { deadlineAtMs: null };
-  if (typeof d !== 'number' || !Number.isInteger(d) || d < 0 || d > MAX_DRAIN_DEADLINE_MS) {
-    throw new CairnError('CAIRN_BAD_REQUEST', `must be a whole number of milliseconds from 0 to ${MAX_DRAIN_DEADLINE_MS}, got ${JSON.stringify(d)}`, 'deadlineMs');
-  }
-  return { deadlineAtMs: nowMs + d };
 }
 
 export function drainPath(workDir: string): string {

@@ -1,20 +1,26 @@
 // The agent's own HTTP endpoint: health, task logs read straight from sandboxes (the
-// master's log API and `cairn logs` fetch from here), usage samples, and drain.
+// master's log API and `cairn logs` fetch from here, one chunk or followed as an NDJSON
+// stream) and usage samples. Drains come from the master (an operator's `cairn agent
+// drain`), not from here.
 
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
+import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CairnError } from '../shared/errors.ts';
 import type { MembersJson } from '../shared/gossip/cluster.ts';
 import { isTerminal } from '../shared/agent-protocol.ts';
+import { LOG_FOLLOW_KEEPALIVE_MS, parseLogQuery, type LogQuery } from '../shared/log-query.ts';
+import type { LogChunk } from '../shared/master-state.ts';
 import type { ProcessExecutor } from './executors/process/executor.ts';
 import type { UsageSampler } from './usage/sampler.ts';
-import { parseDrainRequest } from './drain.ts';
-import { LOG_STREAMS, MAX_LOG_READ_BYTES, type LogStream } from './executors/process/sandbox.ts';
+import { MAX_LOG_READ_BYTES } from './executors/process/sandbox.ts';
+import { followLog, LOG_FOLLOW_POLL_MS } from './log-follow.ts';
 
 export interface AgentHttpOptions {
   host: string;
   port: number;
-  executor: ProcessExecutor;
+  /** The agent's executors (or one of them, in tests): logs and task lookups. */
+  executor: Pick<ProcessExecutor, 'readLog' | 'snapshot'>;
   agentId: () => string | undefined;
   /** The gossip view (GET /api/v1/members); undefined when the agent runs no gossip member. */
   members?: () => MembersJson | undefined;
@@ -22,12 +28,6 @@ export interface AgentHttpOptions {
   health?: () => Record<string, unknown>;
   /** Usage samples; without, the usage routes answer 404. */
   usage?: UsageSampler;
-  /** Draining; without, the drain routes answer 404. */
-  drain?: {
-    start(deadlineAtMs: number | null): Promise<unknown>;
-    stop(): Promise<void>;
-    report(): unknown;
-  };
 }
 
 export interface AgentHttpServer {
@@ -40,17 +40,18 @@ function sendError(reply: FastifyReply, status: number, err: CairnError): Fastif
   return reply.code(status).send({ code: err.code, message: err.message, field: err.field });
 }
 
-function badQuery(field: string, message: string): CairnError {
-  return new CairnError('CAIRN_BAD_REQUEST', message, field);
-}
-
-/** A non-negative integer query parameter, or undefined when absent. */
-function intParam(value: unknown, field: string, min: number): number | undefined {
-  if (value === undefined || value === '') return undefined;
-  if (typeof value !== 'string' || !/^\d+$/.test(value) || !Number.isSafeInteger(Number(value)) || Number(value) < min) {
-    throw badQuery(field, `must be an integer >= ${min}, got '${String(value)}'`);
-  }
-  return Number(value);
+/** Writes one chunk as an NDJSON line; resolves once the socket takes more (or is gone). */
+function sendLine(res: ServerResponse, chunk: LogChunk, signal: AbortSignal): Promise<void> {
+  if (res.write(`${JSON.stringify(chunk)}\n`) || signal.aborted) return Promise.resolve();
+  return new Promise((resolve) => {
+    const done = () => {
+      res.off('drain', done);
+      signal.removeEventListener('abort', done);
+      resolve();
+    };
+    res.once('drain', done);
+    signal.addEventListener('abort', done, { once: true });
+  });
 }
 
 export function buildAgentHttp(opts: Omit<AgentHttpOptions, 'host' | 'port'>): FastifyInstance {
@@ -58,51 +59,83 @@ export function buildAgentHttp(opts: Omit<AgentHttpOptions, 'host' | 'port'>): F
 
   app.get('/health', async () => ({ status: 'ok', agentId: opts.agentId() ?? null, ...(opts.health?.() ?? {}) }));
 
+  // Followed logs in flight, each ended when its client goes away or the server closes
+  // (close() would otherwise wait on them forever).
+  // Each is stopped and waited for before the server closes its idle connections, so the
+  // connections they used are idle by then rather than left open for the keep-alive timeout.
+  const follows = new Map<AbortController, Promise<void>>();
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+    for (const f of follows.keys()) f.abort();
+    await Promise.all(follows.values());
+  });
+
   app.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>('/api/v1/tasks/:id/logs', async (req, reply) => {
-    let stream: LogStream;
-    let offset: number;
-    let length: number;
+    let q: LogQuery;
     try {
-      const s = req.query.stream ?? 'stdout';
-      if (typeof s !== 'string' || !(LOG_STREAMS as readonly string[]).includes(s)) {
-        throw badQuery('stream', `must be stdout or stderr, got '${String(s)}'`);
-      }
-      stream = s as LogStream;
-      offset = intParam(req.query.offset, 'offset', 0) ?? 0;
-      // Larger requests are served in 1 MiB pieces; the caller pages with nextOffset.
-      length = Math.min(intParam(req.query.length, 'length', 1) ?? MAX_LOG_READ_BYTES, MAX_LOG_READ_BYTES);
+      q = parseLogQuery(req.query);
     } catch (err) {
       return sendError(reply, 400, err as CairnError);
     }
+    // Larger requests are served in 1 MiB pieces; the caller pages with nextOffset.
+    const length = Math.min(q.length ?? MAX_LOG_READ_BYTES, MAX_LOG_READ_BYTES);
+    const read = (offset: number) => opts.executor.readLog(req.params.id, q.stream, offset, length);
+    let first: LogChunk;
     try {
-      return await opts.executor.readLog(req.params.id, stream, offset, length);
+      first = await read(q.offset);
     } catch (err) {
       if (err instanceof CairnError) return sendError(reply, err.code === 'CAIRN_UNKNOWN_TASK' ? 404 : 400, err);
       throw err;
     }
+    if (!q.follow) return first;
+
+    const stop = new AbortController();
+    const onClose = () => stop.abort();
+    // A follow that starts while the server is closing sends what it has and ends.
+    if (closing) stop.abort();
+    let finished!: () => void;
+    follows.set(stop, new Promise<void>((r) => (finished = r)));
+    req.raw.once('close', onClose);
+    reply.raw.once('close', onClose);
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { 'content-type': 'application/x-ndjson; charset=utf-8', 'cache-control': 'no-store' });
+    try {
+      await followLog({
+        first,
+        read,
+        send: (chunk) => sendLine(res, chunk, stop.signal),
+        signal: stop.signal,
+        pollMs: LOG_FOLLOW_POLL_MS,
+        keepaliveMs: LOG_FOLLOW_KEEPALIVE_MS,
+        now: Date.now,
+      });
+      // Without eof (the server is stopping) the client sees the stream end early and
+      // follows again from its last nextOffset.
+      // A response whose client has gone (closed already) never finishes: nothing to wait for.
+      if (!res.destroyed && !res.closed) {
+        await new Promise<void>((r) => {
+          res.once('close', () => r());
+          res.end(() => r());
+        });
+      }
+    } catch (err) {
+      // A read failed mid-stream (the sandbox was removed): break the stream rather than
+      // end it cleanly, so the client does not take it for a whole answer.
+      res.destroy(err as Error);
+    } finally {
+      follows.delete(stop);
+      finished();
+      req.raw.off('close', onClose);
+      res.off('close', onClose);
+    }
+    return reply;
   });
 
   app.get('/api/v1/members', async (_req, reply) => {
     const view = opts.members?.();
     return view ?? sendError(reply, 404, new CairnError('CAIRN_GOSSIP_OFF', 'this agent runs no gossip member (it needs --secret-file)'));
-  });
-
-  app.post('/api/v1/drain', async (req, reply) => {
-    if (!opts.drain) return sendError(reply, 404, new CairnError('CAIRN_UNKNOWN_CALL', 'this agent cannot be drained'));
-    let deadlineAtMs: number | null;
-    try {
-      ({ deadlineAtMs } = parseDrainRequest(req.body, Date.now()));
-    } catch (err) {
-      if (err instanceof CairnError) return sendError(reply, 400, err);
-      throw err;
-    }
-    return { draining: await opts.drain.start(deadlineAtMs) };
-  });
-
-  app.delete('/api/v1/drain', async (_req, reply) => {
-    if (!opts.drain) return sendError(reply, 404, new CairnError('CAIRN_UNKNOWN_CALL', 'this agent cannot be drained'));
-    await opts.drain.stop();
-    return { draining: false };
   });
 
   app.get('/api/v1/usage', async (_req, reply) => {

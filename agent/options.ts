@@ -55,6 +55,10 @@ export interface AgentOptions {
   cgroupsCpuQuota?: boolean;
   /** How often tasks' CPU, memory and GPU use is sampled (default 5 s). */
   usageIntervalMs?: number;
+  /** Run container tasks through the Docker daemon (default true, where one answers). */
+  docker?: boolean;
+  /** The Docker daemon's socket (default /var/run/docker.sock). */
+  dockerSocket?: string;
   /** How long a finished task's sandbox is kept after it was last written (default 7 days). */
   sandboxGcAgeMs?: number;
   /** Above this percentage of the work dir's disk in use, finished sandboxes go sooner, oldest first (default 90). */
@@ -104,6 +108,8 @@ export interface AgentConfig {
   cgroupsRoot: string;
   cgroupsCpuQuota: boolean;
   usageIntervalMs: number;
+  docker: boolean;
+  dockerSocket: string;
   sandboxGcAgeMs: number;
   sandboxGcDiskPercent: number;
   sandboxGcIntervalMs: number;
@@ -174,6 +180,13 @@ function readVersion(): string {
   } catch {
     return '0.0.0';
   }
+}
+
+export const DEFAULT_DOCKER_SOCKET = '/var/run/docker.sock';
+
+function checkSocketPath(path: string): string {
+  if (typeof path !== 'string' || !path.startsWith('/')) throw new CairnError('CAIRN_BAD_FLAG', `must be an absolute path to the Docker daemon's socket, got '${String(path)}'`, 'dockerSocket');
+  return path;
 }
 
 function positiveMs(value: number | undefined, fallback: number, field: string): number {
@@ -251,6 +264,8 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     cgroupsRoot,
     cgroupsCpuQuota: opts.cgroupsCpuQuota ?? false,
     usageIntervalMs: positiveMs(opts.usageIntervalMs, 5000, 'usageIntervalMs'),
+    docker: opts.docker ?? true,
+    dockerSocket: checkSocketPath(opts.dockerSocket ?? DEFAULT_DOCKER_SOCKET),
     sandboxGcAgeMs: positiveMs(opts.sandboxGcAgeMs, 7 * 24 * 3600 * 1000, 'sandboxGcAgeMs'),
     sandboxGcDiskPercent,
     sandboxGcIntervalMs: positiveMs(opts.sandboxGcIntervalMs, 60_000, 'sandboxGcIntervalMs'),

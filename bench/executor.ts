@@ -7,6 +7,9 @@
 // 2. Launch-to-RUNNING: one `true` task at a time, 60 times; from the launch frame
 //    leaving the master to its TASK_RUNNING arriving (the checkpoint fsync included).
 // Each is run with cgroups (where usable) and without.
+// 3. Containers, where a Docker daemon answers: 60 container tasks (the locally imported
+//    busybox image, host network, `sleep 5`) sent in frames of 20, timed to the last
+//    TASK_RUNNING; then 20 single launches, launch frame to TASK_RUNNING.
 
 import { rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -15,6 +18,7 @@ import { decodeAgentToMaster, encodeMasterToAgent, type MasterToAgent, type Task
 import { startAgent } from '../agent/agent.ts';
 import { silentLogger } from '../shared/logger.ts';
 import { tempDir } from '../test/harness/processes.ts';
+import { dockerUnavailable, ensureTestImage, TEST_IMAGE } from '../test/harness/docker.ts';
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -84,8 +88,11 @@ class StandInMaster {
   }
 }
 
-function task(id: string, cmd: string): TaskInfo {
-  return { taskId: id, frameworkId: 'bench', name: id, resources: 'cpus:0.01;mem:32', command: { shell: true, value: cmd, arguments: [], environment: [] }, killGraceMs: 0, labels: [] };
+function task(id: string, cmd: string, container = false): TaskInfo {
+  return {
+    taskId: id, frameworkId: 'bench', name: id, resources: 'cpus:0.01;mem:32', command: { shell: true, value: cmd, arguments: [], environment: [] }, killGraceMs: 0, labels: [],
+    ...(container ? { container: { type: 'docker' as const, docker: { image: TEST_IMAGE, network: 'host' as const, portMappings: [], pullPolicy: 'never' as const }, volumes: [] } } : {}),
+  };
 }
 
 interface Figures {
@@ -94,7 +101,7 @@ interface Figures {
   launchToRunning: { samples: number; medianMs: number; p90Ms: number; minMs: number };
 }
 
-async function measure(cgroups: boolean): Promise<Figures> {
+async function measure(cgroups: boolean, container = false): Promise<Figures> {
   const dir = tempDir('cairn-bench-exec-');
   const master = await StandInMaster.start();
   const agent = await startAgent({
@@ -106,12 +113,12 @@ async function measure(cgroups: boolean): Promise<Figures> {
     const isolation = health.isolation.cgroups ? `cgroups v${health.isolation.version}` : `none (${health.isolation.reason})`;
 
     // Throughput.
-    const total = 600;
+    const total = container ? 60 : 600;
     const frame = 20;
     const ids = Array.from({ length: total }, (_, i) => `burst-${i}`);
     const t0 = performance.now();
     for (let i = 0; i < total; i += frame) {
-      master.send({ launch: { tasks: ids.slice(i, i + frame).map((id) => task(id, 'sleep 2')) } });
+      master.send({ launch: { tasks: ids.slice(i, i + frame).map((id) => task(id, container ? 'sleep 5' : 'sleep 2', container)) } });
       // Let the socket drain between frames, as a master sending to many agents would.
       await new Promise((r) => setImmediate(r));
     }
@@ -122,16 +129,18 @@ async function measure(cgroups: boolean): Promise<Figures> {
 
     // Launch-to-RUNNING, one at a time.
     const latencies: number[] = [];
-    for (let i = 0; i < 60; i++) {
+    for (let i = 0; i < (container ? 20 : 60); i++) {
       const id = `one-${i}`;
       const sent = performance.now();
-      master.send({ launch: { tasks: [task(id, 'true')] } });
+      master.send({ launch: { tasks: [task(id, 'true', container)] } });
       await master.running(id);
       latencies.push(master.runningAt.get(id)! - sent);
       await new Promise((r) => setTimeout(r, 20));
     }
+    // Containers end (and are removed) after RUNNING; let them go before stopping.
+    if (container) while (master.ended < total + latencies.length) await new Promise((r) => setTimeout(r, 100));
     return {
-      isolation,
+      isolation: container ? 'containers' : isolation,
       throughput: { tasks: total, seconds: Number(seconds.toFixed(3)), launchesPerSecond: Math.round(total / seconds) },
       launchToRunning: {
         samples: latencies.length,
@@ -150,11 +159,20 @@ async function measure(cgroups: boolean): Promise<Figures> {
 export async function run(): Promise<unknown> {
   const withCgroups = await measure(true);
   const without = await measure(false);
+  const why = await dockerUnavailable();
+  let containers: Figures | { skipped: string };
+  if (why) {
+    containers = { skipped: why };
+  } else {
+    await ensureTestImage();
+    containers = await measure(true, true);
+  }
   return {
     bench: 'executor',
-    targets: { launchesPerSecond: 200, launchToRunningMedianMs: 50 },
+    targets: { processLaunchesPerSecond: 200, containerLaunchesPerSecond: 30, containerLaunchToRunningMedianMs: 300 },
     withCgroups,
     withoutCgroups: without,
+    containers,
   };
 }
 

@@ -5,7 +5,7 @@
 # same flags changes nothing; with other flags it rewrites what they change.
 #
 #   deploy/install.sh --master http://10.0.0.1:5050 --resources 'cpus:16;mem:61440;gpus:8'
-#   deploy/install.sh --join 10.0.0.1:5050 --enable agent
+#   deploy/install.sh --secret-file ./cluster.secret --join 10.0.0.1:7946 --enable agent
 #   deploy/install.sh --enable master --master-id 1 \
 #       --peers 1=http://m1:5050,2=http://m2:5050,3=http://m3:5050 --secret-file ./cluster.secret
 #   deploy/install.sh --root /tmp/stage ...   # everything under a staging root; no apt, no systemctl
@@ -18,8 +18,10 @@ usage() {
   cat <<'EOF'
 usage: deploy/install.sh [options]
   --master URL[,URL...]   the masters the agent registers with (default http://127.0.0.1:5050)
-  --join HOST:PORT        join through any one master (it points the agent to the leader)
-  --secret-file PATH      the cluster secret (installed as /etc/cairn/secret, mode 0600)
+  --join HOST:PORT        with --secret-file: any live gossip member (master or agent); gossip
+                          tells the agent where the leader is. Without: a master's HTTP address
+  --secret-file PATH      the cluster secret (installed as /etc/cairn/secret, mode 0600); with
+                          it the agent and the master run gossip
   --work-dir DIR          the agent's work directory (default /var/lib/cairn/agent)
   --data-dir DIR          the master's data directory (default /var/lib/cairn/master)
   --resources TEXT        what the agent offers instead of measuring, e.g. 'cpus:8;mem:30720;gpus:2'
@@ -87,14 +89,20 @@ case "$WORK_DIR" in /*) ;; *) die "--work-dir must be an absolute path" ;; esac
 case "$DATA_DIR" in /*) ;; *) die "--data-dir must be an absolute path" ;; esac
 [[ "$AGENT_PORT" =~ ^[0-9]+$ ]] && [ "$AGENT_PORT" -le 65535 ] || die "--agent-port must be a port number"
 [[ "$MASTER_PORT" =~ ^[0-9]+$ ]] && [ "$MASTER_PORT" -le 65535 ] || die "--master-port must be a port number"
+GOSSIP_JOIN=''
 if [ -n "$JOIN" ]; then
-  [[ "$JOIN" =~ ^[A-Za-z0-9.:_\[\]-]+:[0-9]+$ ]] || die "--join must be HOST:PORT, got '$JOIN'"
-  # Any master will do: a follower answers the agent with the leader's address.
-  MASTERS=${MASTERS:+$MASTERS,}http://$JOIN
+  [[ "$JOIN" =~ ^[][A-Za-z0-9.:_-]+:[0-9]+$ ]] || die "--join must be HOST:PORT, got '$JOIN'"
+  if [ -n "$SECRET_FILE" ]; then
+    # A gossip member: the agent learns the leader from gossip and needs no master address.
+    GOSSIP_JOIN=$JOIN
+  else
+    # Any master will do: a follower answers the agent with the leader's address.
+    MASTERS=${MASTERS:+$MASTERS,}http://$JOIN
+  fi
 fi
-MASTERS=${MASTERS:-http://127.0.0.1:5050}
+[ -n "$GOSSIP_JOIN" ] || MASTERS=${MASTERS:-http://127.0.0.1:5050}
 IFS=',' read -r -a master_list <<<"$MASTERS"
-for m in "${master_list[@]}"; do
+for m in ${MASTERS:+"${master_list[@]}"}; do
   [[ "$m" =~ ^https?://[^[:space:]/]+(/.*)?$ ]] || die "--master: '$m' is not a URL like http://host:5050"
 done
 if [ -n "$MASTER_ID$PEERS" ]; then
@@ -219,12 +227,17 @@ fi
 
 # ------------------------------------------------------------------ units
 
-agent_cmd="$NODE_BIN /opt/cairn/bin/cairn.js agent --master $(sd_quote "$MASTERS") --work-dir $(sd_quote "$WORK_DIR") --port $AGENT_PORT"
+agent_cmd="$NODE_BIN /opt/cairn/bin/cairn.js agent --work-dir $(sd_quote "$WORK_DIR") --port $AGENT_PORT"
+[ -n "$MASTERS" ] && agent_cmd+=" --master $(sd_quote "$MASTERS")"
+[ -n "$SECRET_FILE" ] && agent_cmd+=" --secret-file $SECRET_DEST"
+[ -n "$GOSSIP_JOIN" ] && agent_cmd+=" --join $(sd_quote "$GOSSIP_JOIN")"
 [ -n "$RESOURCES" ] && agent_cmd+=" --resources $(sd_quote "$RESOURCES")"
 [ -n "$ATTRIBUTES" ] && agent_cmd+=" --attributes $(sd_quote "$ATTRIBUTES")"
 
 master_cmd="$NODE_BIN /opt/cairn/bin/cairn.js master --host 0.0.0.0 --port $MASTER_PORT --data-dir $(sd_quote "$DATA_DIR")"
-[ -n "$PEERS" ] && master_cmd+=" --id $MASTER_ID --peers $(sd_quote "$PEERS") --secret-file $SECRET_DEST"
+[ -n "$PEERS" ] && master_cmd+=" --id $MASTER_ID --peers $(sd_quote "$PEERS")"
+# The secret authenticates the masters' Raft traffic and turns on gossip.
+[ -n "$PEERS" ] || [ -n "$SECRET_FILE" ] && master_cmd+=" --secret-file $SECRET_DEST"
 
 changed_units=()
 write_if_changed "$ROOT/etc/systemd/system/cairn-agent.service" 0644 <<EOF && changed_units+=(agent) || true

@@ -5,7 +5,7 @@
 
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { isTerminal, type Register, type StatusUpdate, type TaskInfo, type TaskState } from '../shared/agent-protocol.ts';
+import { isTerminal, type DrainOrder, type Register, type StatusUpdate, type TaskInfo, type TaskState, type UsageReport } from '../shared/agent-protocol.ts';
 import { CairnError } from '../shared/errors.ts';
 import type { OfferJson, SchedulerEvent, TaskStatusJson } from '../shared/mesos-v1.ts';
 import { Resources } from '../shared/resources.ts';
@@ -15,7 +15,7 @@ import { judgeAgent, livenessPolicy, type LivenessPolicy } from './agents/livene
 import type { EventStream } from './frameworks/event-stream.ts';
 import { OfferBook, type OutstandingOffer } from './offers.ts';
 import type { FrameworkSpec, SchedulerCallParsed } from './api/scheduler-calls.ts';
-import type { PendingUpdate, TaskRecord } from './registry/commands.ts';
+import type { AgentDrain, PendingUpdate, TaskRecord } from './registry/commands.ts';
 import type { Registry } from './registry/registry.ts';
 import type { RegistryEvent } from './registry/state-machine.ts';
 import type { MemberState } from '../shared/gossip/messages.ts';
@@ -86,6 +86,8 @@ export class Master {
   private readonly links = new Map<string, AgentLink>();
   private readonly sessions = new Map<string, FrameworkSession>();
   private readonly failoverTimers = new Map<string, NodeJS.Timeout>();
+  /** The latest usage sums each connected agent sent (soft state, gone with its socket). */
+  private readonly usage = new Map<string, UsageReport>();
   /** Last time each agent was heard from, for agents without a live socket. */
   private readonly lastSeenMs = new Map<string, number>();
   /** Kills waiting for an agent that has no socket right now. */
@@ -135,6 +137,7 @@ export class Master {
     link.socket.on('close', () => {
       if (link.agentId && this.links.get(link.agentId) === link) {
         this.links.delete(link.agentId);
+        this.usage.delete(link.agentId);
         this.lastSeenMs.set(link.agentId, Date.now());
       }
     });
@@ -166,6 +169,7 @@ export class Master {
         resources: total.toString(),
         attributes: Object.fromEntries(reg.attributes.map((a) => [a.name, a.value])),
         registeredAtMs: now,
+        ...(reg.isolation ? { isolation: reg.isolation } : {}),
       },
       runningTasks: known ? reg.tasks.map((t) => ({ taskId: t.taskId, state: t.state })) : undefined,
       uuids: Array.from({ length: activeBefore }, newUuid),
@@ -180,6 +184,7 @@ export class Master {
         agentId,
         lostTaskIds: events.filter((e) => e.update.state === 'TASK_LOST').map((e) => e.task.id),
         pingIntervalMs: this.config.pingIntervalMs,
+        drain: drainOrder(this.registry.state.agents.get(agentId)?.drain),
       },
     });
     this.forwardEvents(events);
@@ -197,6 +202,46 @@ export class Master {
     this.scheduleAllocation();
   }
 
+  // ---------------------------------------------------------------- drains
+
+  /**
+   * Drains an agent (Mesos' DRAIN_AGENT, Nomad's node drain): durable first, then no more
+   * offers of it (outstanding ones rescinded) and the agent told, which refuses new tasks
+   * and kills what still runs at the deadline. Draining again moves the deadline.
+   */
+  async drainAgent(agentId: string, deadlineAtMs: number | null): Promise<AgentDrain> {
+    if (!this.registry.state.agents.has(agentId)) throw new CairnError('CAIRN_UNKNOWN_AGENT', `no agent '${agentId}'`, 'agentId');
+    await this.registry.submit({ type: 'agent_drain', agentId, drain: { sinceMs: Date.now(), deadlineAtMs } });
+    const drain = this.registry.state.agents.get(agentId)?.drain;
+    if (this.stopped || !drain) throw new CairnError('CAIRN_UNKNOWN_AGENT', `agent '${agentId}' went away during the drain`, 'agentId');
+    this.rescindOffers((o) => o.agentId === agentId);
+    if (this.allocator.hasAgent(agentId)) this.allocator.setAgentActive(agentId, false);
+    this.links.get(agentId)?.send({ drain: drainOrder(drain) });
+    this.log.warn({ agentId, deadlineAtMs }, 'agent draining: no more offers of it');
+    return drain;
+  }
+
+  /** Ends a drain: the agent takes tasks and is offered again. */
+  async undrainAgent(agentId: string): Promise<void> {
+    if (!this.registry.state.agents.has(agentId)) throw new CairnError('CAIRN_UNKNOWN_AGENT', `no agent '${agentId}'`, 'agentId');
+    await this.registry.submit({ type: 'agent_drain', agentId, drain: null });
+    if (this.stopped) return;
+    const link = this.links.get(agentId);
+    link?.send({ drain: drainOrder(undefined) });
+    if (link && this.allocator.hasAgent(agentId)) this.allocator.setAgentActive(agentId, true);
+    this.log.info({ agentId }, 'agent drain ended');
+    this.scheduleAllocation();
+  }
+
+  /** The latest usage sums of a connected agent; undefined when none came yet. */
+  agentUsageReport(agentId: string): UsageReport | undefined {
+    return this.usage.get(agentId);
+  }
+
+  agentUsage(link: AgentLink, report: UsageReport): void {
+    if (link.agentId && this.links.get(link.agentId) === link) this.usage.set(link.agentId, report);
+  }
+
   private addAgentToAllocator(agentId: string, total: Resources): void {
     this.rescindOffers((o) => o.agentId === agentId);
     if (this.allocator.hasAgent(agentId)) this.allocator.removeAgent(agentId);
@@ -208,6 +253,7 @@ export class Master {
       usedBy.push({ frameworkId: t.frameworkId, resources: r });
     }
     this.allocator.addAgent(agentId, total, used, usedBy.filter((u) => this.frameworkInAllocator(u.frameworkId)));
+    if (this.registry.state.agents.get(agentId)?.drain) this.allocator.setAgentActive(agentId, false);
   }
 
   private frameworkInAllocator(frameworkId: string): boolean {
@@ -744,3 +790,9 @@ export class Master {
   }
 }
 
+
+/** A drain as the agent is told it (absent: not draining). */
+function drainOrder(drain: AgentDrain | undefined): DrainOrder {
+  if (!drain) return { draining: false, hasDeadline: false, deadlineAtMs: 0 };
+  return { draining: true, hasDeadline: drain.deadlineAtMs !== null, deadlineAtMs: drain.deadlineAtMs ?? 0 };
+}

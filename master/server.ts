@@ -15,6 +15,7 @@ import { createLogger } from '../shared/logger.ts';
 import { AGENT_PATH, AgentEndpoint } from './agents/agent-endpoint.ts';
 import { toHttpError } from './api/http-errors.ts';
 import { registerRestApi } from './api/rest.ts';
+import { registerMastersApi } from './api/masters-http.ts';
 import { registerSchedulerApi } from './api/scheduler-http.ts';
 import type { MasterContext } from './context.ts';
 import { compileDnsConfig } from './dns/config.ts';
@@ -52,7 +53,7 @@ export interface MasterOptions extends Partial<Omit<MasterConfig, 'dataDir'>> {
    * Replication: this master's id and every founding member's id and URL (this one
    * included). Left out: a single master with its registry in local SQLite.
    */
-  raft?: { id: number; members: ReadonlyMap<number, string>; secret: string; clusterId?: string; tickMs?: number; electionTicks?: number };
+  raft?: { id: number; members: ReadonlyMap<number, string>; secret: string; clusterId?: string; tickMs?: number; electionTicks?: number; join?: boolean };
   /** Gossip membership (see membership.ts); left out, this master runs no gossip member. */
   gossip?: MasterGossipOptions;
 }
@@ -108,6 +109,7 @@ export async function startMaster(opts: MasterOptions): Promise<MasterHandle> {
       secret: opts.raft.secret,
       tickMs: opts.raft.tickMs,
       electionTicks: opts.raft.electionTicks,
+      join: opts.raft.join,
       log: log.child({ component: 'raft' }),
     }, proposalPrefix));
   } else {
@@ -191,6 +193,7 @@ export async function startMaster(opts: MasterOptions): Promise<MasterHandle> {
   registerSchedulerApi(app, ctx);
   if (dns) registerDnsApi(app, dns);
   if (raft) app.get('/api/v1/replication', async () => raft!.status());
+  registerMastersApi(app, ctx, raft);
   app.get('/api/v1/members', async (_req, reply) => membership?.view() ?? reply.code(404).send({ code: 'CAIRN_GOSSIP_OFF', message: 'this master runs no gossip member (it needs --secret-file)' }));
   const agents = new AgentEndpoint(ctx);
   app.server.on('upgrade', (req, socket, head) => {

@@ -65,20 +65,36 @@ export interface Register {
   attributes: { name: string; value: string }[];
   tasks: RunningTask[];
   version: string;
+  /** How tasks are isolated here, in words; '' from older agents. */
+  isolation?: string;
 }
+export interface GpuUse { index: number; utilizationPercent: number; memoryUsedMib: number; memoryTotalMib: number }
+export interface UsageReport {
+  timestampMs: number;
+  tasks: number;
+  cpusUsed: number;
+  cpusLimit: number;
+  memoryBytes: number;
+  memoryLimitBytes: number;
+  gpus: GpuUse[];
+  unhealthyGpus: number[];
+}
+export interface DrainOrder { draining: boolean; hasDeadline: boolean; deadlineAtMs: number }
 
 export type AgentToMaster =
   | { register: Register }
   | { statusUpdate: StatusUpdate }
-  | { pong: { sentMs: number } };
+  | { pong: { sentMs: number } }
+  | { usage: UsageReport };
 
 export type MasterToAgent =
-  | { registered: { agentId: string; lostTaskIds: string[]; pingIntervalMs: number } }
+  | { registered: { agentId: string; lostTaskIds: string[]; pingIntervalMs: number; drain?: DrainOrder | null } }
   | { ping: { sentMs: number } }
   | { launch: { tasks: TaskInfo[] } }
   | { kill: { taskId: string; frameworkId: string; graceMs: number } }
   | { ack: { uuid: Uint8Array; taskId: string } }
-  | { error: { code: string; message: string } };
+  | { error: { code: string; message: string } }
+  | { drain: DrainOrder };
 
 const TO_OBJECT: protobuf.IConversionOptions = { longs: Number, enums: String, bytes: Uint8Array as unknown as typeof String, defaults: true, arrays: true, oneofs: true };
 

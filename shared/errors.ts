@@ -21,6 +21,7 @@ export type CairnErrorCode =
   | 'CAIRN_GOSSIP_OFF'
   // Raft-replicated masters
   | 'CAIRN_NOT_LEADER'
+  | 'CAIRN_RAFT_OFF'
   | 'CAIRN_UNAUTHENTICATED'
   | 'CAIRN_RAFT_CHANGE_PENDING'
   | 'CAIRN_RAFT_NO_QUORUM'

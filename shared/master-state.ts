@@ -1,7 +1,7 @@
 // The JSON the master's REST API returns (`GET /api/v1/state`, `/api/v1/tasks/:id`, logs).
 // The command line and tests read these shapes; the master builds them from its registry.
 
-import type { TaskState } from './agent-protocol.ts';
+import type { TaskState, UsageReport } from './agent-protocol.ts';
 
 export interface AgentView {
   id: string;
@@ -18,6 +18,12 @@ export interface AgentView {
   used: string;
   offered: string;
   attributes: Record<string, string>;
+  /** How the agent isolates tasks, in its words ('' when it did not say). */
+  isolation: string;
+  /** Set while an operator drains the agent: no offers; tasks killed at the deadline, if any. */
+  draining: { sinceMs: number; deadlineAtMs: number | null } | null;
+  /** What its tasks use, summed, from its latest sample; null on followers or before one arrived. */
+  usage: UsageReport | null;
 }
 
 export interface FrameworkView {

@@ -399,3 +399,40 @@ export async function destroyCgroup(ref: CgroupRef, attempts = 20, delayMs = 50)
   }
   return left;
 }
+
+/**
+ * The cgroup of a process, from the text of its /proc/PID/cgroup and the host's mounts
+ * (pure). Used for containers, whose cgroups the Docker daemon makes: their usage is read
+ * from where the container's init process lives, whatever cgroup driver the daemon uses.
+ */
+export function cgroupFromProcFile(text: string, mounts: CgroupMounts): CgroupRef | undefined {
+  const v1 = new Map<string, string>();
+  let v2Path: string | undefined;
+  for (const line of text.split('\n')) {
+    const m = /^(\d+):([^:]*):(.*)$/.exec(line.trim());
+    if (!m) continue;
+    if (m[1] === '0' && m[2] === '') v2Path = m[3];
+    else for (const c of m[2]!.split(',')) v1.set(c, m[3]!);
+  }
+  const memMount = mounts.v1.get('memory');
+  const cpuMount = mounts.v1.get('cpu');
+  const memPath = v1.get('memory');
+  const cpuPath = v1.get('cpu');
+  if (memMount !== undefined && cpuMount !== undefined && memPath !== undefined && cpuPath !== undefined) {
+    const ref: CgroupRef = { version: 1, memory: join(memMount, memPath), cpu: join(cpuMount, cpuPath) };
+    const acctMount = mounts.v1.get('cpuacct');
+    const acctPath = v1.get('cpuacct');
+    if (acctMount !== undefined && acctPath !== undefined && acctMount !== cpuMount) ref.cpuacct = join(acctMount, acctPath);
+    return ref;
+  }
+  if (v2Path !== undefined && mounts.v2[0] !== undefined) return { version: 2, dir: join(mounts.v2[0], v2Path) };
+  return undefined;
+}
+
+/** The cgroup process `pid` is in now; undefined when /proc cannot say. */
+export function cgroupOfProcess(pid: number): CgroupRef | undefined {
+  const text = readText(`/proc/${pid}/cgroup`);
+  const mountinfo = readText('/proc/self/mountinfo');
+  if (text === undefined || mountinfo === undefined) return undefined;
+  return cgroupFromProcFile(text, parseCgroupMounts(mountinfo));
+}

@@ -15,7 +15,8 @@ import { cpuRate, sumUsage, type AgentUsage, type TaskUsage } from './usage.ts';
 export const DEFAULT_USAGE_INTERVAL_MS = 5000;
 
 export interface UsageSamplerOptions {
-  executor: ProcessExecutor;
+  /** The agent's executors (or one of them, in tests): what runs, and the GPUs. */
+  executor: Pick<ProcessExecutor, 'snapshots' | 'gpus'>;
   intervalMs: number;
   agentId: () => string | undefined;
   /** The GPUs discovered at start (real devices only); no nvidia-smi calls without any. */
@@ -24,6 +25,8 @@ export interface UsageSamplerOptions {
   queryGpus?: () => Promise<GpuUsageResult>;
   /** A GPU was found out of service for the first time. */
   onGpuUnhealthy?: (index: number, reason: string) => void;
+  /** Each new sample, once taken (the agent sends the sums to the master). */
+  onSample?: (usage: AgentUsage) => void;
   logger?: Logger;
 }
 
@@ -123,6 +126,7 @@ export class UsageSampler {
       gpus,
       unhealthyGpus: this.opts.executor.gpus.unhealthy(),
     };
+    this.opts.onSample?.(this.latest);
   }
 
   private noteGpuHealth(result: GpuUsageResult): void {

@@ -1,6 +1,7 @@
 // What a task and the agent use, as served at `GET /api/v1/tasks/:id/usage` and
 // `GET /api/v1/usage` (pure: shapes, the CPU rate between two samples, the sums).
 
+import type { UsageReport } from '../../shared/agent-protocol.ts';
 import type { GpuUsage } from '../resources/gpu-usage.ts';
 
 export interface TaskUsage {
@@ -70,4 +71,18 @@ export function sumUsage(tasks: readonly TaskUsage[]): UsageTotals {
   t.cpusUsed = Math.round(t.cpusUsed * 1000) / 1000;
   t.cpusLimit = Math.round(t.cpusLimit * 1000) / 1000;
   return t;
+}
+
+/** The sums the agent sends the master after each sample (`usage` frame). */
+export function usageReport(u: AgentUsage): UsageReport {
+  return {
+    timestampMs: u.timestampMs,
+    tasks: u.total.tasks,
+    cpusUsed: u.total.cpusUsed,
+    cpusLimit: u.total.cpusLimit,
+    memoryBytes: u.total.memoryBytes,
+    memoryLimitBytes: u.total.memoryLimitBytes,
+    gpus: u.gpus.map((g) => ({ index: g.index, utilizationPercent: g.utilizationPercent ?? -1, memoryUsedMib: g.memoryUsedMiB ?? -1, memoryTotalMib: g.memoryTotalMiB ?? -1 })),
+    unhealthyGpus: u.unhealthyGpus.map((g) => g.index),
+  };
 }

@@ -193,7 +193,7 @@ export async function runMaster(o: MasterOptions, io: CliIo): Promise<number> {
       ...(o.maxMissedPings !== undefined ? { maxMissedPings: o.maxMissedPings } : {}),
       ...(o.offerTimeoutMs !== undefined ? { offerTimeoutMs: o.offerTimeoutMs } : {}),
       ...dnsOptions(o),
-      ...(o.raft ? { raft: { id: o.raft.id, members: o.raft.peers, secret: await readSecret(o.raft.secretFile) } } : {}),
+      ...(o.raft ? { raft: { id: o.raft.id, members: o.raft.peers, secret: await readSecret(o.raft.secretFile), ...(o.raft.join ? { join: true } : {}) } } : {}),
       ...(o.gossip ? { gossip: await gossipOptions(o.gossip, DEFAULT_MASTER_GOSSIP_PORT) } : {}),
     });
   } catch (err) {
@@ -226,6 +226,8 @@ export async function runAgent(o: AgentOptions, io: CliIo): Promise<number> {
       cgroupsRoot: o.cgroupsRoot,
       cgroupsCpuQuota: o.cgroupsCpuQuota,
       usageIntervalMs: o.usageIntervalMs,
+      docker: o.docker,
+      dockerSocket: o.dockerSocket,
       sandboxGcAgeMs: o.sandboxGcAgeMs,
       sandboxGcDiskPercent: o.sandboxGcDiskPercent,
       ...(o.resources !== undefined ? { resources: o.resources } : {}),

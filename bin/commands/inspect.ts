@@ -5,12 +5,15 @@ import type { MembersJson } from '../../shared/gossip/cluster.ts';
 import type { AgentView, StateView, TaskView } from '../../shared/master-state.ts';
 import { MasterClient } from '../../shared/sdk/master-client.ts';
 import type { CliIo } from './io.ts';
-import { followLog } from './log-relay.ts';
+import { followLogStream } from './log-relay.ts';
 import type { KillOptions, LogsOptions, MasterClientCommandOptions } from './options.ts';
 import { age, formatTable } from './table.ts';
 
-/** Pause between reads of a followed log that brought nothing new. */
-const FOLLOW_POLL_MS = 500;
+/** Pause before following a log again after its stream broke. */
+const FOLLOW_RETRY_MS = 500;
+/** How long a broken log stream is tried again: an agent restart or a master failover
+ * takes seconds; an agent gone for good should not keep `cairn logs` waiting forever. */
+const FOLLOW_GIVE_UP_MS = 60_000;
 
 async function withMaster(name: string, o: MasterClientCommandOptions, io: CliIo, body: (client: MasterClient) => Promise<void>): Promise<number> {
   try {
@@ -92,16 +95,17 @@ export function runLogs(o: LogsOptions, io: CliIo): Promise<number> {
   const out = o.stream === 'stdout' ? io.stdout : io.stderr;
   return withMaster('logs', o, io, async (client) => {
     if (o.follow) {
-      // Until the master says eof: the task ended and everything was read. Errors end it.
-      await followLog({
-        source: { logs: (id, stream, offset) => client.logs(id, stream, offset) },
+      // Streamed until the master says eof: the task ended and everything was read. A
+      // stream that breaks is followed again from where it stopped.
+      await followLogStream({
+        source: { followLogs: (id, stream, offset) => client.followLogs(id, stream, offset) },
         taskId: o.taskId,
         stream: o.stream,
         write: (text) => void out.write(text),
-        pollIntervalMs: FOLLOW_POLL_MS,
-        giveUpMs: 0,
-        ended: () => false,
-        retryErrors: false,
+        retryDelayMs: FOLLOW_RETRY_MS,
+        giveUpMs: FOLLOW_GIVE_UP_MS,
+        now: Date.now,
+        sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
       });
       return;
     }

@@ -1,6 +1,7 @@
-// Copying a task's log from the master to our own stdout/stderr: `cairn logs` and
-// `cairn run` read `GET /api/v1/tasks/:id/logs` chunk by chunk (LogChunk: data,
-// nextOffset, eof), and with several tasks each line is labelled with its task's index.
+// Copying a task's log from the master to our own stdout/stderr: `cairn run` reads
+// `GET /api/v1/tasks/:id/logs` chunk by chunk (LogChunk: data, nextOffset, eof), labelling
+// each line with its task's index when there are several; `cairn logs --follow` reads the
+// streamed form (`follow=true`) and follows it again from where it broke off.
 
 import type { LogChunk } from '../../shared/master-state.ts';
 import type { LogStream } from '../../shared/sdk/master-client.ts';
@@ -100,4 +101,73 @@ export async function followLog(o: FollowOptions): Promise<number> {
     await sleep(o.pollIntervalMs);
   }
   return offset;
+}
+
+export interface LogStreamSource {
+  /** The log from `offset` as a stream of chunks (MasterClient.followLogs). */
+  followLogs(taskId: string, stream: LogStream, offset: number): AsyncIterable<LogChunk>;
+}
+
+export interface StreamFollowOptions {
+  source: LogStreamSource;
+  taskId: string;
+  stream: LogStream;
+  write(text: string): void;
+  /** Pause before following again after the stream broke. */
+  retryDelayMs: number;
+  /** How long to keep following again without receiving a chunk before giving up. */
+  giveUpMs: number;
+  now(): number;
+  sleep(ms: number): Promise<void>;
+}
+
+/**
+ * What a chunk adds to a log written up to `offset`: its data when it starts there; nothing
+ * when it holds only bytes already written (its eof counts only if it ends exactly there);
+ * undefined when it does not line up (a gap, a partial overlap): the stream cannot be
+ * trusted and is followed again from `offset`.
+ */
+export function continuation(offset: number, chunk: LogChunk): { data: string; nextOffset: number; eof: boolean } | undefined {
+  if (chunk.offset === offset) return { data: chunk.data, nextOffset: chunk.nextOffset, eof: chunk.eof };
+  if (chunk.nextOffset === offset || (chunk.nextOffset < offset && !chunk.eof)) return { data: '', nextOffset: offset, eof: chunk.eof };
+  return undefined;
+}
+
+/** Errors not worth following again for: the master refused the request itself (4xx). */
+function isRefusal(err: unknown): boolean {
+  return err instanceof MasterHttpError && err.status >= 400 && err.status < 500;
+}
+
+/**
+ * Follows one log through its streamed form until eof, writing every byte once: when the
+ * stream breaks (the agent restarted, a master went away) it is followed again from the
+ * last nextOffset. The first connection's failure and any refusal (4xx) end it with that
+ * error, as does `giveUpMs` of trying again without a chunk. Resolves with the offset
+ * reached.
+ */
+export async function followLogStream(o: StreamFollowOptions): Promise<number> {
+  let offset = 0;
+  let connected = false;
+  let brokenSinceMs: number | undefined;
+  for (;;) {
+    let failure: unknown;
+    try {
+      for await (const chunk of o.source.followLogs(o.taskId, o.stream, offset)) {
+        connected = true;
+        const next = continuation(offset, chunk);
+        if (!next) throw new Error(`the log stream jumped to byte ${chunk.offset} from ${offset}`);
+        brokenSinceMs = undefined;
+        if (next.data !== '') o.write(next.data);
+        offset = next.nextOffset;
+        if (next.eof) return offset;
+      }
+      failure = new Error('the log stream ended before the end of the log');
+    } catch (err) {
+      failure = err;
+    }
+    if (!connected || isRefusal(failure)) throw failure;
+    brokenSinceMs ??= o.now();
+    if (o.now() - brokenSinceMs >= o.giveUpMs) throw failure;
+    await o.sleep(o.retryDelayMs);
+  }
 }

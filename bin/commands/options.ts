@@ -43,8 +43,11 @@ export interface MasterOptions extends DnsFlags {
   port: number;
   host: string;
   dataDir: string;
-  /** A member of a replicated group: its id, every member's URL, and the secret file. */
-  raft?: { id: number; peers: Map<number, string>; secretFile: string | undefined };
+  /**
+   * A member of a replicated group: its id, every member's URL, and the secret file;
+   * `join`: it joins a running group (`--new-member`) instead of founding one.
+   */
+  raft?: { id: number; peers: Map<number, string>; secretFile: string | undefined; join?: boolean };
   pingIntervalMs?: number;
   maxMissedPings?: number;
   offerTimeoutMs?: number;
@@ -65,9 +68,21 @@ export interface AgentOptions {
   cgroupsRoot: string;
   cgroupsCpuQuota: boolean;
   usageIntervalMs: number;
+  docker: boolean;
+  dockerSocket: string;
   sandboxGcAgeMs: number;
   sandboxGcDiskPercent: number;
   gossip?: GossipFlags;
+}
+
+export interface DrainOptions {
+  masterUrl: string;
+  /** Agent id, host name or address. */
+  host: string;
+  /** From now until running tasks are killed; undefined: they run until they finish. */
+  deadlineMs?: number;
+  /** End the drain instead. */
+  undrain: boolean;
 }
 
 export interface RunOptions {
@@ -88,6 +103,13 @@ export interface RunOptions {
 export interface MasterClientCommandOptions {
   masterUrl: string;
 }
+
+/** `cairn masters` (list), `masters add ID=URL`, `masters replace OLD ID=URL`, `masters remove ID`. */
+export type MastersOptions = MasterClientCommandOptions & (
+  | { action: 'list' }
+  | { action: 'add'; id: number; url: string; replaces?: number }
+  | { action: 'remove'; id: number }
+);
 
 export interface LogsOptions extends MasterClientCommandOptions {
   taskId: string;

@@ -13,12 +13,14 @@ import {
   DEFAULT_MASTER_GOSSIP_PORT,
   DEFAULT_MASTER_URL,
   type AgentOptions,
+  type DrainOptions,
   type GossipFlags,
   type DnsFlags,
   type KillOptions,
   type LogsOptions,
   type MasterClientCommandOptions,
   type MasterOptions,
+  type MastersOptions,
   type RunOptions,
   type TopOptions,
   type UpOptions,
@@ -38,6 +40,8 @@ export interface CommandHandlers {
   kill(options: KillOptions, io: CliIo): Promise<number>;
   top(options: TopOptions, io: CliIo): Promise<number>;
   members(options: MasterClientCommandOptions, io: CliIo): Promise<number>;
+  masters(options: MastersOptions, io: CliIo): Promise<number>;
+  drain(options: DrainOptions, io: CliIo): Promise<number>;
 }
 
 const realHandlers: CommandHandlers = {
@@ -52,6 +56,8 @@ const realHandlers: CommandHandlers = {
   kill: async (o, io) => (await import('./inspect.ts')).runKill(o, io),
   top: async (o, io) => (await import('./top.ts')).runTop(o, io),
   members: async (o, io) => (await import('./inspect.ts')).runMembers(o, io),
+  masters: async (o, io) => (await import('./masters.ts')).runMasters(o, io),
+  drain: async (o, io) => (await import('./drain.ts')).runDrain(o, io),
 };
 
 /** Exit code of a command line that could not be understood. */
@@ -189,9 +195,10 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--offer-timeout-ms <ms>', 'how long an offer stays outstanding before it is rescinded').argParser(integerFlag(1, 86_400_000)))
     .addOption(new Option('--id <n>', "this master's id in a replicated group (with --peers)").argParser(integerFlag(1, 1_000_000)))
     .addOption(new Option('--peers <list>', 'every master of the group, this one included: "1=http://h1:5050,2=http://h2:5050,3=http://h3:5050"').argParser(peersFlag))
+    .option('--new-member', 'join a running group (added with `cairn masters add`) instead of founding one; only for a first start with an empty data dir')
     .option('--secret-file <path>', 'file holding the cluster secret that masters and gossip members authenticate each other with (at least 16 bytes); with it, the master runs a gossip member');
   addGossipOptions(addDnsOptions(master), DEFAULT_MASTER_GOSSIP_PORT)
-    .action(async (o: { port: number; host: string; dataDir: string; pingIntervalMs?: number; maxMissedPings?: number; offerTimeoutMs?: number; id?: number; peers?: Map<number, string> } & GossipFlagValues & DnsFlags, cmd: Command) => {
+    .action(async (o: { port: number; host: string; dataDir: string; pingIntervalMs?: number; maxMissedPings?: number; offerTimeoutMs?: number; id?: number; peers?: Map<number, string>; newMember?: boolean } & GossipFlagValues & DnsFlags, cmd: Command) => {
       if ((o.id === undefined) !== (o.peers === undefined)) {
         return cmd.error("error: options '--id' and '--peers' go together", { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
       }
@@ -207,7 +214,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
           port: o.port,
           host: o.host,
           dataDir: resolve(o.dataDir),
-          ...(o.id !== undefined && o.peers ? { raft: { id: o.id, peers: o.peers, secretFile: o.secretFile ? resolve(o.secretFile) : undefined } } : {}),
+          ...(o.id !== undefined && o.peers ? { raft: { id: o.id, peers: o.peers, secretFile: o.secretFile ? resolve(o.secretFile) : undefined, ...(o.newMember ? { join: true } : {}) } } : {}),
           ...(o.pingIntervalMs !== undefined ? { pingIntervalMs: o.pingIntervalMs } : {}),
           ...(o.maxMissedPings !== undefined ? { maxMissedPings: o.maxMissedPings } : {}),
           ...(o.offerTimeoutMs !== undefined ? { offerTimeoutMs: o.offerTimeoutMs } : {}),
@@ -232,11 +239,13 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--cgroups-root <name>', 'directory under each cgroup hierarchy for Cairn\'s cgroups').default('cairn'))
     .option('--cgroups-cpu-quota', "cap each task's CPU time at its cpus (CFS quota), not only weight it", false)
     .addOption(new Option('--usage-interval-ms <ms>', "how often tasks' CPU, memory and GPU use is sampled").argParser(integerFlag(100, 3_600_000)).default(5000))
+    .option('--no-docker', 'run no container tasks (they fail at launch)')
+    .addOption(new Option('--docker-socket <path>', "the Docker daemon's socket").default('/var/run/docker.sock'))
     .addOption(new Option('--sandbox-gc-age <duration>', "how long a finished task's sandbox is kept, e.g. 7d, 12h, 30m").argParser(durationFlag).default(7 * 86_400_000, '7d'))
     .addOption(new Option('--sandbox-gc-disk-percent <percent>', 'above this much of the work dir\'s disk in use, finished sandboxes go sooner, oldest first').argParser(integerFlag(1, 100)).default(90))
     .option('--secret-file <path>', 'file holding the cluster secret (at least 16 bytes); with it, the agent runs a gossip member');
   addGossipOptions(agent, DEFAULT_AGENT_GOSSIP_PORT)
-    .action(async (o: { master?: string; workDir: string; resources?: string; attributes?: string; port: number; hostname?: string; recover: 'reconnect' | 'cleanup'; cgroups: boolean; cgroupsRoot: string; cgroupsCpuQuota: boolean; usageIntervalMs: number; sandboxGcAge: number; sandboxGcDiskPercent: number } & GossipFlagValues, cmd: Command) => {
+    .action(async (o: { master?: string; workDir: string; resources?: string; attributes?: string; port: number; hostname?: string; recover: 'reconnect' | 'cleanup'; cgroups: boolean; cgroupsRoot: string; cgroupsCpuQuota: boolean; usageIntervalMs: number; docker: boolean; dockerSocket: string; sandboxGcAge: number; sandboxGcDiskPercent: number } & GossipFlagValues, cmd: Command) => {
       const gossip = gossipFlags(o, cmd);
       // With members to join through and no master named anywhere, gossip says where the leader is.
       const gossipOnly = gossip !== undefined && gossip.join.length > 0 && o.master === undefined && !io.env.CAIRN_MASTER;
@@ -250,6 +259,8 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
           cgroupsRoot: o.cgroupsRoot,
           cgroupsCpuQuota: o.cgroupsCpuQuota,
           usageIntervalMs: o.usageIntervalMs,
+          docker: o.docker,
+          dockerSocket: o.dockerSocket,
           sandboxGcAgeMs: o.sandboxGcAge,
           sandboxGcDiskPercent: o.sandboxGcDiskPercent,
           ...(o.resources !== undefined ? { resources: o.resources } : {}),
@@ -260,6 +271,21 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
         io,
       );
     });
+
+  // Maintenance of one host, through the master (Mesos' DRAIN_AGENT, Nomad's node drain).
+  for (const undrain of [false, true]) {
+    const c = agent
+      .command(undrain ? 'undrain' : 'drain')
+      .description(undrain ? 'end a drain: the agent is offered again' : 'drain an agent: no new offers of it; its tasks finish, or are killed at the deadline')
+      .argument('<host>', 'agent id, host name or address (as `cairn agents` lists them)')
+      .addOption(masterOption());
+    if (!undrain) c.addOption(new Option('--deadline <duration>', 'kill tasks still running after this long, e.g. 10m, 1h (default: let them finish)').argParser(durationFlag));
+    c.action(async (host: string, o: { master?: string; deadline?: number }, cmd: Command) => {
+      // `cairn agent --master URL drain HOST` leaves --master with the parent command.
+      const flag = o.master ?? (cmd.parent?.opts() as { master?: string } | undefined)?.master;
+      result.exitCode = await h.drain({ masterUrl: masterUrlOf(flag, io, cmd), host, undrain, ...(o.deadline !== undefined ? { deadlineMs: o.deadline } : {}) }, io);
+    });
+  }
 
   program
     .command('run')
@@ -348,6 +374,48 @@ Examples:
     .addOption(new Option('--master <url>', `a master's or an agent's URL (default: $CAIRN_MASTER or ${DEFAULT_MASTER_URL})`))
     .action(async (o: { master?: string }, cmd: Command) => {
       result.exitCode = await h.members({ masterUrl: masterUrlOf(o.master, io, cmd) }, io);
+    });
+
+  // The replicated masters' membership: list it, or change it one master at a time.
+  const masters = program
+    .command('masters')
+    .description('list the replicated masters (GET /api/v1/masters; * marks the leader), or change the group');
+  const oneMember = (value: string): [number, string] => {
+    const m = peersFlag(value);
+    if (m.size !== 1) throw new InvalidArgumentError('must name one master, ID=URL.');
+    return [...m][0];
+  };
+  masters
+    .command('list', { isDefault: true })
+    .description("list the members: id, URL, voter or learner, and each one's role, term and applied index")
+    .addOption(masterOption())
+    .action(async (o: { master?: string }, cmd: Command) => {
+      result.exitCode = await h.masters({ action: 'list', masterUrl: masterUrlOf(o.master, io, cmd) }, io);
+    });
+  masters
+    .command('add')
+    .description('add a master (started with --new-member): a learner until it has caught up, then a voter')
+    .argument('<ID=URL>', "the new master's id and base URL, e.g. 4=http://m4:5050", oneMember)
+    .addOption(masterOption())
+    .action(async (member: [number, string], o: { master?: string }, cmd: Command) => {
+      result.exitCode = await h.masters({ action: 'add', id: member[0], url: member[1], masterUrl: masterUrlOf(o.master, io, cmd) }, io);
+    });
+  masters
+    .command('replace')
+    .description('replace voter OLD by a new master: add it, let it catch up, promote it, then remove OLD')
+    .argument('<OLD>', 'the id of the master to replace', integerFlag(1, Number.MAX_SAFE_INTEGER))
+    .argument('<ID=URL>', "the new master's id and base URL", oneMember)
+    .addOption(masterOption())
+    .action(async (old: number, member: [number, string], o: { master?: string }, cmd: Command) => {
+      result.exitCode = await h.masters({ action: 'add', id: member[0], url: member[1], replaces: old, masterUrl: masterUrlOf(o.master, io, cmd) }, io);
+    });
+  masters
+    .command('remove')
+    .description('remove a master from the group (refused when the voters left could not form a quorum)')
+    .argument('<ID>', 'its id', integerFlag(1, Number.MAX_SAFE_INTEGER))
+    .addOption(masterOption())
+    .action(async (id: number, o: { master?: string }, cmd: Command) => {
+      result.exitCode = await h.masters({ action: 'remove', id, masterUrl: masterUrlOf(o.master, io, cmd) }, io);
     });
 
   program

@@ -57,6 +57,7 @@ export class AgentEndpoint {
     if ('register' in msg) master.registerAgent(link, msg.register).catch(onError);
     else if ('statusUpdate' in msg) master.agentStatusUpdate(link, msg.statusUpdate).catch(onError);
     else if ('pong' in msg) master.agentPong(link);
+    else if ('usage' in msg) master.agentUsage(link, msg.usage);
   }
 
   close(): void {

@@ -9,6 +9,13 @@ const STATUS: Partial<Record<CairnErrorCode, number>> = {
   CAIRN_UNKNOWN_AGENT: 404,
   CAIRN_AGENT_UNAVAILABLE: 503,
   CAIRN_NOT_LEADER: 503,
+  // Membership changes the group cannot take as it is: valid requests, wrong moment.
+  CAIRN_RAFT_BAD_CHANGE: 409,
+  CAIRN_RAFT_CHANGE_PENDING: 409,
+  CAIRN_RAFT_NO_QUORUM: 409,
+  CAIRN_RAFT_LEARNER_BEHIND: 409,
+  CAIRN_RAFT_TRANSFERRING: 503,
+  CAIRN_RAFT_OFF: 404,
 };
 
 export interface ErrorBody {

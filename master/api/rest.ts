@@ -1,15 +1,23 @@
 // The master's REST API for people and tools: health, state, tasks, logs (read through
-// the task's agent), operator kill, and Prometheus metrics.
+// the task's agent, one chunk or a followed stream piped through), operator kill, and
+// Prometheus metrics.
 
 import type { FastifyInstance, FastifyReply } from 'fastify';
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { isTerminal, TASK_STATES } from '../../shared/agent-protocol.ts';
 import { CairnError } from '../../shared/errors.ts';
+import { logQueryString, parseLogQuery } from '../../shared/log-query.ts';
 import { Resources } from '../../shared/resources.ts';
 import { APPLIED_INDEX_HEADER, leaderOrRedirect, type MasterContext } from '../context.ts';
 import type { Registry } from '../registry/registry.ts';
 import { promFamily } from '../metrics.ts';
+import { registerAgentRoutes } from './agents-rest.ts';
 import { toHttpError } from './http-errors.ts';
 import { stateView, taskView } from './state-view.ts';
+
+/** How long an agent may take to answer a log request (up to its headers, when followed). */
+const AGENT_ANSWER_TIMEOUT_MS = 10_000;
 
 function fail(reply: FastifyReply, err: unknown) {
   const { status, body } = toHttpError(err);
@@ -80,28 +88,61 @@ export function registerRestApi(app: FastifyInstance, ctx: MasterContext): void 
     }
   });
 
-  app.get<{ Params: { id: string }; Querystring: Record<string, string | undefined> }>('/api/v1/tasks/:id/logs', async (req, reply) => {
+  // Followed logs being piped from agents, cut when the master closes (close() would
+  // otherwise wait on them); their clients then follow again, from another master or this
+  // one restarted.
+  const upstreams = new Set<AbortController>();
+  app.addHook('preClose', async () => {
+    for (const u of upstreams) u.abort();
+  });
+
+  app.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>('/api/v1/tasks/:id/logs', async (req, reply) => {
     try {
       const t = findTask(registry, req.params.id);
-      const stream = req.query.stream ?? 'stdout';
-      if (stream !== 'stdout' && stream !== 'stderr') throw new CairnError('CAIRN_BAD_REQUEST', `must be stdout or stderr, got '${stream}'`, 'stream');
-      const offset = req.query.offset ?? '0';
-      if (!/^\d+$/.test(offset)) throw new CairnError('CAIRN_BAD_REQUEST', `must be a non-negative integer, got '${offset}'`, 'offset');
+      const q = parseLogQuery(req.query);
       const agent = registry.state.agents.get(t.agentId);
       if (!agent) throw new CairnError('CAIRN_AGENT_UNAVAILABLE', `agent ${t.agentId} of task '${t.id}' is gone`, 'id');
-      const qs = new URLSearchParams({ stream, offset });
-      if (req.query.length && /^\d+$/.test(req.query.length)) qs.set('length', req.query.length);
+      const url = `http://${agent.ip}:${agent.httpPort}/api/v1/tasks/${encodeURIComponent(t.id)}/logs?${logQueryString(q)}`;
+      // The timeout covers a one-chunk answer whole, and a followed log up to its headers:
+      // the stream then lasts as long as the task writes.
+      const upstream = new AbortController();
+      const timer = setTimeout(() => upstream.abort(new DOMException('no answer in 10 s', 'TimeoutError')), AGENT_ANSWER_TIMEOUT_MS);
       let res: Response;
       try {
-        res = await fetch(`http://${agent.ip}:${agent.httpPort}/api/v1/tasks/${encodeURIComponent(t.id)}/logs?${qs}`, { signal: AbortSignal.timeout(10_000) });
+        res = await fetch(url, { signal: upstream.signal });
+        if (!q.follow || !res.ok || !res.body) {
+          const text = await res.text();
+          return reply.code(res.status).type('application/json').send(text);
+        }
       } catch (err) {
         throw new CairnError('CAIRN_AGENT_UNAVAILABLE', `agent ${agent.hostname} did not answer: ${(err as Error).message}`);
+      } finally {
+        clearTimeout(timer);
       }
-      return reply.code(res.status).type('application/json').send(await res.text());
+      if (reply.raw.closed) {
+        // The client left while the agent was answering.
+        upstream.abort();
+        reply.hijack();
+        return reply;
+      }
+      // Piped through as it comes, chunk by chunk. A client that goes away ends the read
+      // from the agent; an agent that breaks off breaks the client's stream too.
+      upstreams.add(upstream);
+      reply.raw.once('close', () => {
+        upstreams.delete(upstream);
+        upstream.abort();
+      });
+      return reply
+        .code(200)
+        .type(res.headers.get('content-type') ?? 'application/x-ndjson')
+        .header('cache-control', 'no-store')
+        .send(Readable.fromWeb(res.body as WebReadableStream<Uint8Array>));
     } catch (err) {
       return fail(reply, err);
     }
   });
+
+  registerAgentRoutes(app, ctx);
 
   app.get('/metrics', async (_req, reply) => {
     const reg = registry.state;

@@ -48,6 +48,10 @@ export function stateView(ctx: MasterContext): StateView {
     used: (usedByAgent.get(a.id) ?? Resources.EMPTY).toString(),
     offered: (offeredByAgent.get(a.id) ?? Resources.EMPTY).toString(),
     attributes: a.attributes,
+    isolation: a.isolation ?? '',
+    draining: a.drain ?? null,
+    // Usage lives with the agent's connection, so only the leader has it.
+    usage: master?.agentUsageReport(a.id) ?? null,
   }));
   const frameworks: FrameworkView[] = [...reg.frameworks.values()]
     .filter((f) => f.removedAtMs === undefined)

@@ -15,6 +15,16 @@ export interface AgentRecord {
   attributes: Record<string, string>;
   reachable: boolean;
   registeredAtMs: number;
+  /** How the agent isolates tasks, in its own words (absent from older agents). */
+  isolation?: string;
+  /** Set while an operator drains the agent: it gets no offers, its tasks end by the deadline. */
+  drain?: AgentDrain;
+}
+
+export interface AgentDrain {
+  sinceMs: number;
+  /** When tasks still running are killed (master clock); null: they run until they finish. */
+  deadlineAtMs: number | null;
 }
 
 export interface FrameworkRecord {
@@ -70,7 +80,7 @@ export interface TaskRecord {
 export type RegistryCommand =
   | {
       type: 'agent_registered';
-      agent: Omit<AgentRecord, 'reachable'>;
+      agent: Omit<AgentRecord, 'reachable' | 'drain'>;
       /** For a re-registration: what the agent runs now (state per task id). */
       runningTasks?: { taskId: string; state: TaskState }[];
       /** uuids for the updates this command may generate (tasks marked lost/reachable). */
@@ -78,6 +88,8 @@ export type RegistryCommand =
       atMs: number;
     }
   | { type: 'agent_unreachable'; agentId: string; uuids: string[]; atMs: number }
+  /** Starts (or moves the deadline of) a drain; `drain: null` ends it. */
+  | { type: 'agent_drain'; agentId: string; drain: AgentDrain | null }
   | { type: 'agent_removed'; agentId: string; uuids: string[]; atMs: number }
   | { type: 'framework_subscribed'; framework: Omit<FrameworkRecord, 'removedAtMs'>; atMs: number }
   | { type: 'framework_removed'; frameworkId: string; atMs: number }

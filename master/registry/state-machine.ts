@@ -83,6 +83,13 @@ export class RegistryStateMachine {
           this.setState(t, 'TASK_UNREACHABLE', 'agent is unreachable', 'REASON_AGENT_UNREACHABLE', 'SOURCE_MASTER', uuids.shift() ?? '', cmd.atMs),
         );
       }
+      case 'agent_drain': {
+        const agent = this.agents.get(cmd.agentId);
+        if (!agent) return [];
+        if (cmd.drain) agent.drain = { sinceMs: agent.drain?.sinceMs ?? cmd.drain.sinceMs, deadlineAtMs: cmd.drain.deadlineAtMs };
+        else delete agent.drain;
+        return [];
+      }
       case 'agent_removed': {
         if (!this.agents.has(cmd.agentId)) return [];
         const uuids = [...cmd.uuids];
@@ -138,7 +145,11 @@ export class RegistryStateMachine {
 
   private applyAgentRegistered(cmd: Extract<RegistryCommand, { type: 'agent_registered' }>): RegistryEvent[] {
     const previous = this.agents.get(cmd.agent.id);
-    this.agents.set(cmd.agent.id, { ...cmd.agent, reachable: true, registeredAtMs: previous?.registeredAtMs ?? cmd.agent.registeredAtMs });
+    // A drain is the operator's word, not the agent's: it outlives re-registrations.
+    this.agents.set(cmd.agent.id, {
+      ...cmd.agent, reachable: true, registeredAtMs: previous?.registeredAtMs ?? cmd.agent.registeredAtMs,
+      ...(previous?.drain ? { drain: previous.drain } : {}),
+    });
     if (!previous || !cmd.runningTasks) return [];
     // Reconcile: what the agent runs goes on; what it no longer runs is lost.
     const reported = new Map(cmd.runningTasks.map((r) => [r.taskId, r.state]));

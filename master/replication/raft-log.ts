@@ -2,7 +2,9 @@
 // around the pure core (shared/raft): it ticks the clock, persists each Ready in SQLite
 // before sending what depends on it, sends over the peer transport, and applies committed
 // commands to the registry on every master. A command's proposer learns it is durable when
-// its own entry comes back committed.
+// its own entry comes back committed. Membership changes (an operator adding, replacing or
+// removing a master) go through here too, one server at a time; the URLs of members travel
+// in the log with them (see members.ts), so the transport learns and forgets peers.
 
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -12,17 +14,30 @@ import { RaftNode } from '../../shared/raft/node.ts';
 import { decodeConfChange } from '../../shared/raft/confchange.ts';
 import { SeededRandom } from '../../shared/raft/random.ts';
 import { SqliteRaftStorage } from '../../shared/raft/sqlite-storage.ts';
-import type { Message, NodeId, Role } from '../../shared/raft/types.ts';
+import type { ConfChange, Message, NodeId, Role } from '../../shared/raft/types.ts';
 import { RaftWire } from '../../shared/raft/wire.ts';
+import type { MastersView } from '../../shared/masters-view.ts';
 import type { RegistryCommand } from '../registry/commands.ts';
 import { Registry, type CommandLog } from '../registry/registry.ts';
-import type { RegistrySnapshot } from '../registry/state-machine.ts';
+import {
+  addMasterProblem, decodeReplicaSnapshot, encodeReplicaSnapshot, planAddMaster, removeMasterProblem, renameField,
+  urlsAfterChange, urlsFromSnapshot, type AddMasterRequest, type LocalMembership,
+} from './members.ts';
 import { PeerTransport } from './peer-transport.ts';
 
 export interface RaftLogOptions {
   id: NodeId;
-  /** Every founding member, this one included: id -> base URL (http://host:port). */
+  /**
+   * Every founding member, this one included: id -> base URL (http://host:port). For a
+   * master joining a running group (`join`): this one and at least one current member.
+   */
   members: ReadonlyMap<NodeId, string>;
+  /**
+   * This master joins a running group rather than founding one: with an empty data dir it
+   * starts with no membership and waits for the leader to send it the log once an operator
+   * has added it (POST /api/v1/masters). Ignored once the data dir holds a log.
+   */
+  join?: boolean;
   dataDir: string;
   clusterId: string;
   secret: string | Uint8Array;
@@ -31,6 +46,8 @@ export interface RaftLogOptions {
   electionTicks?: number;
   /** Applied entries between snapshots of the registry. */
   snapshotEvery?: number;
+  /** How long an added master may take to catch up before its promotion is given up (default 60 s). */
+  catchUpTimeoutMs?: number;
   log: Logger;
 }
 
@@ -47,13 +64,13 @@ export interface ReplicationStatus {
 
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
+const EMPTY_REGISTRY = { agents: [], frameworks: [], tasks: [] };
 
-function encodeSnapshot(s: RegistrySnapshot): Uint8Array {
-  return encoder.encode(JSON.stringify(s));
-}
-
-function decodeSnapshot(data: Uint8Array): RegistrySnapshot | undefined {
-  return data.length === 0 ? undefined : (JSON.parse(decoder.decode(data)) as RegistrySnapshot);
+/** A membership change proposed here, waiting to come back applied. */
+interface PendingChange {
+  term: number;
+  resolve: () => void;
+  reject: (err: Error) => void;
 }
 
 export class RaftCommandLog implements CommandLog {
@@ -67,7 +84,11 @@ export class RaftCommandLog implements CommandLog {
   private applied = 0;
   private sinceSnapshot = 0;
   private readonly snapshotEvery: number;
-  private readonly members: Map<NodeId, string>;
+  /** Every member's URL as of the applied index (this master's own always included). */
+  private members: Map<NodeId, string>;
+  private readonly pendingChanges = new Map<number, PendingChange>();
+  /** The operator's membership change this master (as leader) is carrying out, if any: one at a time. */
+  private change: MastersView['change'] = null;
 
   private constructor(
     private readonly opts: RaftLogOptions,
@@ -75,7 +96,8 @@ export class RaftCommandLog implements CommandLog {
     storage: SqliteRaftStorage,
   ) {
     this.storage = storage;
-    this.members = new Map(opts.members);
+    const snap = storage.snapshot();
+    this.members = urlsFromSnapshot(decodeReplicaSnapshot(snap.data).urls, opts.members, snap.metadata.confState, opts.id);
     this.snapshotEvery = opts.snapshotEvery ?? 10_000;
     this.applied = storage.snapshot().metadata.index;
     this.node = new RaftNode(
@@ -94,7 +116,7 @@ export class RaftCommandLog implements CommandLog {
       },
       opts.id,
     );
-    this.transport.setPeers(new Map([...this.members].filter(([id]) => id !== opts.id)));
+    this.setPeers();
     this.timer = setInterval(() => {
       this.node.tick();
       this.schedule();
@@ -110,8 +132,10 @@ export class RaftCommandLog implements CommandLog {
     }
     mkdirSync(opts.dataDir, { recursive: true });
     const storage = new SqliteRaftStorage(join(opts.dataDir, 'raft.sqlite'));
-    if (storage.lastIndex() === 0 && storage.initialState().hardState.term === 0) storage.bootstrap([...opts.members.keys()]);
-    const registry = new Registry(decodeSnapshot(storage.snapshot().data), proposalPrefix);
+    const fresh = storage.lastIndex() === 0 && storage.initialState().hardState.term === 0;
+    if (fresh && !opts.join) storage.bootstrap([...opts.members.keys()]);
+    if (fresh && opts.join) opts.log.info({ id: opts.id }, 'joining a running group: waiting for the leader to add this master');
+    const registry = new Registry(decodeReplicaSnapshot(storage.snapshot().data).registry, proposalPrefix);
     const raft = new RaftCommandLog(opts, registry, storage);
     registry.attach(raft);
     return { registry, raft };
@@ -148,6 +172,147 @@ export class RaftCommandLog implements CommandLog {
     };
   }
 
+  /** The membership as this master knows it, for the listing (members.ts: mastersListing). */
+  membership(): LocalMembership {
+    const s = this.node.status();
+    return {
+      id: s.id,
+      role: s.role,
+      leader: s.leader,
+      term: s.term,
+      commit: s.commit,
+      applied: this.applied,
+      conf: s.config,
+      urls: this.members,
+      progress: s.progress,
+      change: this.change,
+    };
+  }
+
+  /**
+   * Adds master `req.id` at `req.url` on the leader, one server at a time: as a learner
+   * first, promoted to voter once it has caught up, then (for a replacement) the replaced
+   * voter removed. Resolves when the last step is applied here. Refusals (CairnError, field
+   * named as in the HTTP API) change nothing; a failure after the first step says which
+   * steps were done, and repeating the request finishes them.
+   */
+  async addMaster(req: AddMasterRequest): Promise<void> {
+    this.requireNoChange();
+    const conf = this.node.status().config;
+    const problem = addMasterProblem(conf, this.members, req);
+    if (problem !== undefined) throw problem;
+    const plan = planAddMaster(conf, req);
+    const kind = req.replaces === undefined ? 'add' : 'replace';
+    this.change = { kind, id: req.id, url: req.url, ...(req.replaces !== undefined ? { replaces: req.replaces } : {}), step: plan[0].type };
+    const done: string[] = [];
+    try {
+      for (const cc of plan) {
+        this.change = { ...this.change, step: cc.type };
+        const field = cc.type === 'remove' ? 'replaces' : 'id';
+        try {
+          if (cc.type === 'promote') await this.promoteWhenCaughtUp(cc, req.url);
+          else await this.proposeChange(cc);
+        } catch (err) {
+          if (!(err instanceof CairnError)) throw err;
+          const named = renameField(err, field);
+          if (done.length === 0) throw named;
+          const message = named.message.startsWith(`${field}: `) ? named.message.slice(field.length + 2) : named.message;
+          throw new CairnError(named.code, `${done.join(', ')}; then ${cc.type} failed: ${message}`, field);
+        }
+        done.push(cc.type === 'addLearner' ? `master ${cc.nodeId} was added as a learner` : cc.type === 'promote' ? `master ${cc.nodeId} was promoted to voter` : `master ${cc.nodeId} was removed`);
+      }
+    } finally {
+      this.change = null;
+    }
+  }
+
+  /** Removes master `id` (voter or learner) on the leader; resolves once the removal is applied here. */
+  async removeMaster(id: NodeId): Promise<void> {
+    this.requireNoChange();
+    const problem = removeMasterProblem(this.node.status().config, id);
+    if (problem !== undefined) throw problem;
+    this.change = { kind: 'remove', id, step: 'remove' };
+    try {
+      await this.proposeChange({ type: 'remove', nodeId: id });
+    } catch (err) {
+      throw err instanceof CairnError ? renameField(err, 'id') : err;
+    } finally {
+      this.change = null;
+    }
+  }
+
+  private requireNoChange(): void {
+    if (this.closed) throw new CairnError('CAIRN_NOT_LEADER', 'this master is stopping');
+    if (this.change !== null) {
+      const c = this.change;
+      const what = c.kind === 'remove' ? `removing master ${c.id}` : c.kind === 'replace' ? `replacing master ${c.replaces} by ${c.id}` : `adding master ${c.id}`;
+      throw new CairnError('CAIRN_RAFT_CHANGE_PENDING', `${what} is in progress (step: ${c.step}); one membership change at a time`);
+    }
+  }
+
+  /** Proposes one change; resolves when it is applied here, rejects when it was refused or lost. */
+  private async proposeChange(cc: ConfChange): Promise<void> {
+    let term = this.node.term;
+    let index: number;
+    try {
+      index = this.node.proposeConfChange(cc);
+    } catch (err) {
+      // The core judges reachability by whom it heard from since its last CheckQuorum round,
+      // which starts afresh every election timeout; just after one, live members have not
+      // answered yet. Ask once more when they have (a heartbeat's answer), then take the word.
+      if ((err as CairnError).code !== 'CAIRN_RAFT_NO_QUORUM' || this.closed) throw err;
+      await new Promise((r) => setTimeout(r, 3 * (this.opts.tickMs ?? 100)));
+      term = this.node.term;
+      index = this.node.proposeConfChange(cc);
+    }
+    this.schedule();
+    return new Promise((resolve, reject) => this.pendingChanges.set(index, { term, resolve, reject }));
+  }
+
+  /** The core refuses a promotion until the learner has caught up: ask again each tick, up to a limit. */
+  private async promoteWhenCaughtUp(cc: ConfChange, url: string): Promise<void> {
+    const limitMs = this.opts.catchUpTimeoutMs ?? 60_000;
+    const deadline = Date.now() + limitMs;
+    for (;;) {
+      try {
+        await this.proposeChange(cc);
+        return;
+      } catch (err) {
+        if ((err as CairnError).code !== 'CAIRN_RAFT_LEARNER_BEHIND' || this.closed) throw err;
+        if (Date.now() >= deadline) {
+          throw new CairnError(
+            'CAIRN_RAFT_LEARNER_BEHIND',
+            `master ${cc.nodeId} has not caught up within ${Math.round(limitMs / 1000)} s ` +
+              `(${(err as Error).message.replace(/^nodeId: /, '')}); is it running at ${url}, started with --new-member? ` +
+              'It stays a learner: repeat the add to promote it once it has caught up, or remove it',
+            'id',
+          );
+        }
+        await new Promise((r) => setTimeout(r, this.opts.tickMs ?? 100));
+      }
+    }
+  }
+
+  private settleChange(index: number, term: number): void {
+    const w = this.pendingChanges.get(index);
+    if (w === undefined) return;
+    this.pendingChanges.delete(index);
+    if (term === w.term) w.resolve();
+    else w.reject(new CairnError('CAIRN_NOT_LEADER', 'the membership change was lost in a change of leader; it was not applied'));
+  }
+
+  private failChanges(err: Error, upTo = Number.MAX_SAFE_INTEGER): void {
+    for (const [index, w] of this.pendingChanges) {
+      if (index > upTo) continue;
+      this.pendingChanges.delete(index);
+      w.reject(err);
+    }
+  }
+
+  private setPeers(): void {
+    this.transport.setPeers(new Map([...this.members].filter(([id]) => id !== this.opts.id)));
+  }
+
   private step(messages: Message[]): void {
     if (this.closed) return;
     for (const m of messages) {
@@ -182,14 +347,21 @@ export class RaftCommandLog implements CommandLog {
       }
       if (late.length > 0) this.transport.send(late);
       if (rd.snapshot) {
-        const snap = decodeSnapshot(rd.snapshot.data);
-        this.registry.restore(snap ?? { agents: [], frameworks: [], tasks: [] });
+        const snap = decodeReplicaSnapshot(rd.snapshot.data);
+        this.registry.restore(snap.registry ?? EMPTY_REGISTRY);
         this.applied = rd.snapshot.metadata.index;
+        this.members = urlsFromSnapshot(snap.urls, this.opts.members, rd.snapshot.metadata.confState, this.opts.id);
+        this.setPeers();
+        this.failChanges(new CairnError('CAIRN_NOT_LEADER', 'a snapshot from another leader replaced the log; check the membership'), this.applied);
       }
       for (const e of rd.committedEntries) {
         this.applied = e.index;
+        this.settleChange(e.index, e.term);
         if (e.type === 'confChange') {
-          this.node.applyConfChange(decodeConfChange(e.data));
+          const cc = decodeConfChange(e.data);
+          this.node.applyConfChange(cc);
+          this.members = urlsAfterChange(this.members, cc, this.opts.id);
+          this.setPeers();
           continue;
         }
         if (e.data.length === 0) continue; // a new leader's empty entry
@@ -198,7 +370,10 @@ export class RaftCommandLog implements CommandLog {
         this.sinceSnapshot++;
       }
       if (rd.softState) {
-        if (rd.softState.role !== 'leader') this.registry.failPending(new CairnError('CAIRN_NOT_LEADER', 'this master lost leadership before the change committed'));
+        if (rd.softState.role !== 'leader') {
+          this.registry.failPending(new CairnError('CAIRN_NOT_LEADER', 'this master lost leadership before the change committed'));
+          this.failChanges(new CairnError('CAIRN_NOT_LEADER', 'this master stopped leading before the membership change was applied; `cairn masters` shows whether it took effect'));
+        }
         for (const l of this.roleListeners) l(rd.softState.role, rd.softState.leader);
       }
       this.node.advance();
@@ -209,7 +384,7 @@ export class RaftCommandLog implements CommandLog {
   private snapshot(): void {
     this.sinceSnapshot = 0;
     const conf = this.node.status().config;
-    this.storage.createSnapshot(this.applied, conf, encodeSnapshot(this.registry.state.snapshot()));
+    this.storage.createSnapshot(this.applied, conf, encodeReplicaSnapshot(this.registry.state.snapshot(), this.members));
     // Keep a tail so that followers a little behind catch up from the log, not a snapshot.
     const keepFrom = this.applied - 1000;
     if (keepFrom > this.storage.firstIndex()) this.storage.compact(keepFrom);
@@ -219,6 +394,7 @@ export class RaftCommandLog implements CommandLog {
     if (this.closed) return;
     this.closed = true;
     clearInterval(this.timer);
+    this.failChanges(new CairnError('CAIRN_NOT_LEADER', 'this master is stopping'));
     this.transport.close();
     this.storage.close();
   }

@@ -85,21 +85,24 @@ export function confStateEqual(a: ConfState, b: ConfState): boolean {
   return same(a.voters, b.voters) && same(a.learners, b.learners);
 }
 
-// In a log entry a change is 9 bytes: a type code and the node id as an unsigned 64-bit
-// big-endian integer.
+// In a log entry a change is 9 bytes — a type code and the node id as an unsigned 64-bit
+// big-endian integer — followed by its context, if any.
 const TYPE_CODES: Record<ConfChangeType, number> = { addLearner: 1, promote: 2, remove: 3 };
 const CODE_TYPES = new Map<number, ConfChangeType>(Object.entries(TYPE_CODES).map(([t, c]) => [c, t as ConfChangeType]));
+const HEADER_BYTES = 9;
 
 export function encodeConfChange(cc: ConfChange): Uint8Array {
-  const out = new Uint8Array(9);
+  const context = cc.context ?? new Uint8Array(0);
+  const out = new Uint8Array(HEADER_BYTES + context.length);
   const view = new DataView(out.buffer);
   view.setUint8(0, TYPE_CODES[cc.type]);
   view.setBigUint64(1, BigInt(cc.nodeId));
+  out.set(context, HEADER_BYTES);
   return out;
 }
 
 export function decodeConfChange(data: Uint8Array): ConfChange {
-  const type = data.length === 9 ? CODE_TYPES.get(data[0]) : undefined;
+  const type = data.length >= HEADER_BYTES ? CODE_TYPES.get(data[0]) : undefined;
   if (type === undefined) {
     throw new CairnError('CAIRN_RAFT_BAD_CHANGE', `malformed membership change entry (${data.length} bytes)`, 'entry');
   }
@@ -107,5 +110,6 @@ export function decodeConfChange(data: Uint8Array): ConfChange {
   if (id > BigInt(Number.MAX_SAFE_INTEGER)) {
     throw new CairnError('CAIRN_RAFT_BAD_CHANGE', 'node id in membership change entry is out of range', 'entry');
   }
-  return { type, nodeId: Number(id) };
+  const cc: ConfChange = { type, nodeId: Number(id) };
+  return data.length > HEADER_BYTES ? { ...cc, context: data.slice(HEADER_BYTES) } : cc;
 }

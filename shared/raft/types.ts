@@ -53,6 +53,11 @@ export type ConfChangeType = 'addLearner' | 'promote' | 'remove';
 export interface ConfChange {
   readonly type: ConfChangeType;
   readonly nodeId: NodeId;
+  /**
+   * Opaque to the core: what the application records with the change (the master's URL for
+   * an added one), carried in the entry so every member learns it when it applies the change.
+   */
+  readonly context?: Uint8Array;
 }
 
 export type Role = 'follower' | 'preCandidate' | 'candidate' | 'leader';

@@ -16,6 +16,6 @@ export type { SchedulerClientOptions, SchedulerClientEvents, SubscribedInfo, Fai
 export { fitTasks, offerRole, requirementResources } from './offer-fit.ts';
 export type { TaskRequirement, PlacedTask, OfferFit, FitOptions } from './offer-fit.ts';
 export { MasterClient } from './master-client.ts';
-export type { LogStream, MasterClientOptions } from './master-client.ts';
+export type { FollowLogsOptions, LogStream, MasterClientOptions } from './master-client.ts';
 export { MasterHttpError, errorFromResponse } from './http-error.ts';
 export { TypedEmitter } from './typed-emitter.ts';

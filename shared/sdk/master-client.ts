@@ -1,13 +1,22 @@
 // A client of the master's REST API (the JSON of shared/master-state.ts): cluster state,
-// one task, a task's logs, and killing a task. The command line and tests use it; it
-// speaks plain fetch, which follows a follower master's redirect to the leader.
+// one task, a task's logs (a chunk, or followed as a stream), and killing a task. The
+// command line and tests use it; it speaks plain fetch, which follows a follower master's
+// redirect to the leader.
 
 import { CairnError } from '../errors.ts';
 import type { MembersJson } from '../gossip/cluster.ts';
+import { LOG_FOLLOW_KEEPALIVE_MS } from '../log-query.ts';
 import type { LogChunk, StateView, TaskView } from '../master-state.ts';
 import { errorFromResponse } from './http-error.ts';
 
 export type LogStream = 'stdout' | 'stderr';
+
+export interface FollowLogsOptions {
+  /** Stops following: the connection is closed and the generator throws. */
+  signal?: AbortSignal;
+  /** Longest silence before the stream counts as broken (default three keepalive periods). */
+  idleTimeoutMs?: number;
+}
 
 export interface MasterClientOptions {
   /** How long one request may take (default 30000). */
@@ -48,6 +57,74 @@ export class MasterClient {
     return this.json<LogChunk>('GET', `/api/v1/tasks/${encodeURIComponent(taskId)}/logs?${query}`, `reading the ${stream} of task ${taskId}`);
   }
 
+  /**
+   * `GET /api/v1/tasks/:id/logs?follow=true`: the log from `offset` as the task writes it,
+   * one chunk at a time, streamed through the master; ends after the chunk with eof.
+   * Throws when the master refuses (a MasterHttpError with its status), cannot be reached,
+   * or the stream breaks or stays silent for `idleTimeoutMs` before eof: the caller may
+   * follow again from the last nextOffset. Stopping early (break, `signal`) closes the
+   * connection.
+   */
+  async *followLogs(taskId: string, stream: LogStream, offset: number, options: FollowLogsOptions = {}): AsyncGenerator<LogChunk, void, undefined> {
+    const what = `following the ${stream} of task ${taskId}`;
+    const query = new URLSearchParams({ stream, offset: String(offset), follow: 'true' });
+    const idleTimeoutMs = options.idleTimeoutMs ?? 3 * LOG_FOLLOW_KEEPALIVE_MS;
+    const connection = new AbortController();
+    const onAbort = () => connection.abort(options.signal?.reason);
+    if (options.signal?.aborted) onAbort();
+    options.signal?.addEventListener('abort', onAbort, { once: true });
+    // Until the headers: the usual request timeout; then the longest silence allowed.
+    let timer = setTimeout(() => connection.abort(new DOMException('no answer in time', 'TimeoutError')), this.timeoutMs);
+    const rearm = () => {
+      clearTimeout(timer);
+      timer = setTimeout(() => connection.abort(new Error(`nothing received for ${idleTimeoutMs} ms`)), idleTimeoutMs);
+    };
+    try {
+      let res: Response;
+      try {
+        res = await fetch(`${this.baseUrl}/api/v1/tasks/${encodeURIComponent(taskId)}/logs?${query}`, {
+          headers: { accept: 'application/x-ndjson' },
+          signal: connection.signal,
+        });
+      } catch (err) {
+        throw new Error(`${what}: cannot reach the master at ${this.baseUrl}: ${describeFetchError(err)}`, { cause: err });
+      }
+      if (!res.ok || !res.body) {
+        const text = await res.text().catch(() => '');
+        throw errorFromResponse(res.status, text, what);
+      }
+      rearm();
+      const reader = res.body.getReader();
+      const decoder = new TextDecoder();
+      let pending = '';
+      for (;;) {
+        let part: ReadableStreamReadResult<Uint8Array>;
+        try {
+          part = await reader.read();
+        } catch (err) {
+          throw new Error(`${what}: the stream from ${this.baseUrl} broke: ${describeFetchError(err)}`, { cause: err });
+        }
+        if (part.done) break;
+        rearm();
+        pending += decoder.decode(part.value, { stream: true });
+        let newline: number;
+        while ((newline = pending.indexOf('\n')) !== -1) {
+          const line = pending.slice(0, newline);
+          pending = pending.slice(newline + 1);
+          if (line.trim() === '') continue;
+          const chunk = parseLogChunk(line, what);
+          yield chunk;
+          if (chunk.eof) return;
+        }
+      }
+      throw new Error(`${what}: the stream from ${this.baseUrl} ended before the end of the log`);
+    } finally {
+      clearTimeout(timer);
+      options.signal?.removeEventListener('abort', onAbort);
+      connection.abort(); // no-op once the stream is read; otherwise frees the connection
+    }
+  }
+
   /** `GET /api/v1/members`: the gossip view of this master (or agent: it answers the same path). */
   members(): Promise<MembersJson> {
     return this.json<MembersJson>('GET', '/api/v1/members', 'reading the gossip members');
@@ -58,8 +135,21 @@ export class MasterClient {
     await this.send('POST', `/api/v1/tasks/${encodeURIComponent(taskId)}/kill`, `killing task ${taskId}`);
   }
 
-  private async json<T>(method: string, path: string, what: string): Promise<T> {
-    const text = await this.send(method, path, what);
+  /**
+   * `POST /api/v1/agents/:id/drain`: no more offers of the agent; its tasks finish, or are
+   * killed `deadlineMs` from now (none: they run until they end). Resolves with the drain.
+   */
+  drainAgent(agentId: string, deadlineMs?: number): Promise<{ agentId: string; draining: { sinceMs: number; deadlineAtMs: number | null } }> {
+    return this.json('POST', `/api/v1/agents/${encodeURIComponent(agentId)}/drain`, `draining agent ${agentId}`, deadlineMs === undefined ? {} : { deadlineMs });
+  }
+
+  /** `DELETE /api/v1/agents/:id/drain`: the agent is offered again. */
+  async undrainAgent(agentId: string): Promise<void> {
+    await this.send('DELETE', `/api/v1/agents/${encodeURIComponent(agentId)}/drain`, `ending the drain of agent ${agentId}`);
+  }
+
+  private async json<T>(method: string, path: string, what: string, body?: unknown): Promise<T> {
+    const text = await this.send(method, path, what, body);
     try {
       return JSON.parse(text) as T;
     } catch {
@@ -67,13 +157,14 @@ export class MasterClient {
     }
   }
 
-  private async send(method: string, path: string, what: string): Promise<string> {
+  private async send(method: string, path: string, what: string, body?: unknown): Promise<string> {
     let res: Response;
     let text: string;
     try {
       res = await fetch(`${this.baseUrl}${path}`, {
         method,
-        headers: { accept: 'application/json' },
+        headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
+        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
         signal: AbortSignal.timeout(this.timeoutMs),
       });
       text = await res.text();
@@ -83,6 +174,20 @@ export class MasterClient {
     if (!res.ok) throw errorFromResponse(res.status, text, what);
     return text;
   }
+}
+
+/** One NDJSON line of a followed log, checked to be a LogChunk. */
+function parseLogChunk(line: string, what: string): LogChunk {
+  let c: Partial<LogChunk> | undefined;
+  try {
+    c = JSON.parse(line) as Partial<LogChunk>;
+  } catch {
+    c = undefined;
+  }
+  if (typeof c?.data !== 'string' || !Number.isSafeInteger(c.offset) || !Number.isSafeInteger(c.nextOffset) || typeof c.eof !== 'boolean') {
+    throw new CairnError('CAIRN_BAD_REQUEST', `${what}: the master sent a line that is not a log chunk: ${line.slice(0, 200)}`);
+  }
+  return c as LogChunk;
 }
 
 /** fetch hides the socket error in `cause`; people need that part. */

@@ -32,7 +32,7 @@ export async function ensureTestImage(): Promise<void> {
     mkdirSync(join(root, 'tmp'));
     copyFileSync(busybox, join(root, 'bin', 'busybox'));
     for (const a of BUSYBOX_APPLETS) symlinkSync('busybox', join(root, 'bin', a));
-    const tar = execFileSync('tar', ['-C', root, '-c', '.']);
+    const tar = execFileSync('tar', ['-C', root, '-c', '.'], { maxBuffer: 256 * 1024 * 1024 });
     execFileSync('docker', ['import', '-c', 'ENV PATH=/bin', '-', TEST_IMAGE], { input: tar });
   } finally {
     rmSync(root, { recursive: true, force: true });

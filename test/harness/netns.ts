@@ -4,7 +4,7 @@
 // link down. Needs root and `ip`; everything made is named with a random tag and removed by
 // cleanup(), which is safe to call after a partial setup.
 
-import { execFileSync, spawn } from 'node:child_process';
+import { execFile, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { CairnProcess } from './processes.ts';
@@ -99,6 +99,25 @@ export class NetnsLab {
     const p = new CairnProcess(child, url);
     this.procs.push(p);
     return p;
+  }
+
+  /**
+   * GETs `url` from inside the node's namespace, where a daemon still answers on its own
+   * address while its link is down; resolves with the parsed JSON, or undefined when nothing
+   * answered within `timeoutMs`. Asynchronous, so that a test's other work goes on meanwhile.
+   */
+  fetchJsonInside(name: string, url: string, timeoutMs = 2000): Promise<unknown> {
+    const script = `fetch(process.argv[1], { signal: AbortSignal.timeout(${timeoutMs}) }).then((r) => r.text()).then((t) => process.stdout.write(t), () => process.exit(1))`;
+    return new Promise((resolve) => {
+      execFile('ip', ['netns', 'exec', this.ns(name), process.execPath, '-e', script, url], { encoding: 'utf8', timeout: timeoutMs + 5000 }, (err, stdout) => {
+        if (err) return resolve(undefined);
+        try {
+          resolve(JSON.parse(stdout));
+        } catch {
+          resolve(undefined);
+        }
+      });
+    });
   }
 
   /** Kills what it started and removes namespaces, links and the rule; never throws. */

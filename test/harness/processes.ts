@@ -94,6 +94,22 @@ export function startCairn(args: string[], url: string, env: Record<string, stri
   return new CairnProcess(child, url);
 }
 
+/** Runs one `cairn` command line to its end (killed after timeoutMs), as a user would. */
+export function runCairn(args: string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [CAIRN, ...args], { env: { ...process.env, CAIRN_LOG_LEVEL: 'warn', ...env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d) => (stdout += d));
+    child.stderr.on('data', (d) => (stderr += d));
+    const t = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
+    child.on('exit', (code) => {
+      clearTimeout(t);
+      resolve({ code, stdout, stderr });
+    });
+  });
+}
+
 /** Kills the process groups of tasks whose CAIRN_SANDBOX is under one of `dirs`. */
 export function killTasksUnder(dirs: readonly string[]): void {
   if (dirs.length === 0) return;

@@ -124,3 +124,13 @@ export function taskInfo(id: string, agentId: string, resources: { cpus: number;
   if (resources.ports) res.push({ name: 'ports', type: 'RANGES', ranges: { range: resources.ports.map(([b, e]) => ({ begin: b, end: e })) } });
   return { name: id, task_id: { value: id }, agent_id: { value: agentId }, resources: res, command: { value: cmd, shell: true }, ...extra };
 }
+
+/** Acknowledges every update, as a well-behaved framework does. */
+export function autoAck(s: RawScheduler): void {
+  s.onEvent((e: RawEvent) => {
+    if (e.type === 'UPDATE' && e.update.status.uuid) {
+      const st = e.update.status;
+      void s.call({ type: 'ACKNOWLEDGE', acknowledge: { agent_id: st.agent_id, task_id: st.task_id, uuid: st.uuid } }).catch(() => undefined);
+    }
+  });
+}

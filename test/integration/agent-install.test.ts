@@ -121,6 +121,16 @@ describe('deploy/install.sh', () => {
     expect(registered.resources).toMatch(/^cpus:2;mem:1024;(disk:\d+;)?ports:\[31000-31010\]$/);
     expect(registered.attributes).toEqual({ rack: 'r1', zone: '%a' });
     await agent.kill('SIGTERM');
+
+    // With the secret, --join names a gossip member: the agent needs no master address.
+    const gossipRoot = cleanup.dir('cairn-stage-');
+    install(gossipRoot, ['--secret-file', secret, '--join', '10.0.0.9:7946']);
+    const gossipUnit = readFileSync(join(gossipRoot, 'etc/systemd/system/cairn-agent.service'), 'utf8');
+    const gw = systemdWords(unitValue(gossipUnit, 'ExecStart'));
+    expect(gw.slice(gw.indexOf('--join'), gw.indexOf('--join') + 2)).toEqual(['--join', '10.0.0.9:7946']);
+    expect(gw.slice(gw.indexOf('--secret-file'), gw.indexOf('--secret-file') + 2)).toEqual(['--secret-file', '/etc/cairn/secret']);
+    expect(gw).not.toContain('--master');
+    expect(systemdWords(unitValue(readFileSync(join(gossipRoot, 'etc/systemd/system/cairn-master.service'), 'utf8'), 'ExecStart'))).toContain('--secret-file');
   });
 
   it('refuses bad flags before touching anything', () => {

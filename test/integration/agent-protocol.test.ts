@@ -21,6 +21,7 @@ import {
 } from '../../shared/agent-protocol.ts';
 import { startAgent, type AgentHandle, type AgentOptions } from '../../agent/agent.ts';
 import { uuidKey } from '../../agent/status-updates.ts';
+import { waitFor } from '../harness/processes.ts';
 
 /** A master that records what the agent says and answers only when told. */
 class FakeMaster {
@@ -377,24 +378,21 @@ describe('agent protocol', () => {
     expect(master.updatesSince(0).filter((u) => u.taskId === 's1').map((u) => u.state)).toEqual(['TASK_RUNNING', 'TASK_KILLED']);
   });
 
-  it('drains: drops new launches, lets tasks finish, kills the rest at the deadline, and keeps draining across a restart', async () => {
+  it('drains when the master says so: drops new launches, lets tasks finish, kills the rest at the deadline, keeps draining across a restart until the master ends it', async () => {
     const master = await fakeMaster();
     const dir = workDir();
     const agent = await agentFor(master, dir);
-    await master.register();
+    const first = await master.register();
     master.autoAck = true;
     master.send({ registered: { agentId: 'a-d', lostTaskIds: [], pingIntervalMs: 1000 } });
     master.send({ launch: { tasks: [task('short', 'sleep 0.3'), task('long', 'sleep 30', { resources: 'cpus:0.1;mem:16' })] } });
     await master.update('long', 'TASK_RUNNING');
 
-    const post = (body: unknown) => fetch(`${agent.httpUrl}/api/v1/drain`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
-    expect((await post({ deadlineMs: -1 })).status).toBe(400);
-    expect(((await (await post({ deadline: 5 })).json()) as { field: string }).field).toBe('deadline');
+    const health = async (url: string) => ((await (await fetch(`${url}/health`)).json()) as { draining: unknown }).draining;
     const t0 = Date.now();
-    const r = await post({ deadlineMs: 1000 });
-    expect(r.status).toBe(200);
-    expect(await r.json()).toMatchObject({ draining: { runningTasks: 2, drained: false, deadlineAtMs: expect.any(Number) } });
-    expect(((await (await fetch(`${agent.httpUrl}/health`)).json()) as { draining: unknown }).draining).toMatchObject({ runningTasks: 2 });
+    master.send({ drain: { draining: true, hasDeadline: true, deadlineAtMs: t0 + 1000 } });
+    await waitFor('draining', async () => ((await health(agent.httpUrl)) ? true : undefined));
+    expect(await health(agent.httpUrl)).toMatchObject({ deadlineAtMs: t0 + 1000, drained: false });
 
     master.send({ launch: { tasks: [task('late', 'true')] } });
     const { value: dropped } = await master.update('late', 'TASK_DROPPED');
@@ -403,15 +401,23 @@ describe('agent protocol', () => {
     const { value: killed } = await master.update('long', 'TASK_KILLED');
     expect(Date.now() - t0).toBeGreaterThanOrEqual(900);
     expect(killed.message).toMatch(/drained and its deadline passed/);
-    expect(((await (await fetch(`${agent.httpUrl}/health`)).json()) as { draining: unknown }).draining).toMatchObject({ runningTasks: 0, drained: true });
+    expect(await health(agent.httpUrl)).toMatchObject({ runningTasks: 0, drained: true });
 
-    // A restarted agent goes on draining; DELETE ends the drain.
+    // A restarted agent goes on draining (its checkpoint) until the master registers it
+    // without a drain: the registry's word wins.
     await agent.stop();
     const again = await agentFor(master, dir);
-    expect(((await (await fetch(`${again.httpUrl}/health`)).json()) as { draining: unknown }).draining).toMatchObject({ drained: true });
-    const del = await fetch(`${again.httpUrl}/api/v1/drain`, { method: 'DELETE' });
-    expect(await del.json()).toEqual({ draining: false });
-    expect(((await (await fetch(`${again.httpUrl}/health`)).json()) as { draining: unknown }).draining).toBe(false);
+    expect(await health(again.httpUrl)).toMatchObject({ drained: true });
+    await master.register(first.index + 1);
+    master.send({ registered: { agentId: 'a-d', lostTaskIds: [], pingIntervalMs: 1000, drain: { draining: true, hasDeadline: false, deadlineAtMs: 0 } } });
+    await waitFor('deadline dropped', async () => {
+      const h = (await health(again.httpUrl)) as { deadlineAtMs: number | null } | false;
+      return h !== false && h.deadlineAtMs === null;
+    });
+    master.send({ drain: { draining: false, hasDeadline: false, deadlineAtMs: 0 } });
+    await waitFor('drain ended', async () => (await health(again.httpUrl)) === false);
+    master.send({ launch: { tasks: [task('after', 'true')] } });
+    await master.update('after', 'TASK_FINISHED');
   });
 
   it('rejects bad --resources and --attributes before connecting', async () => {

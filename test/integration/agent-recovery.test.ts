@@ -8,7 +8,8 @@ import { existsSync, readdirSync, rmdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { agentCgroupName } from '../../agent/isolation/cgroups.ts';
 import { Cleanup, freePort, startAgentProcess, startMasterProcess, waitFor } from '../harness/processes.ts';
-import { RawScheduler, taskInfo, type RawEvent } from '../harness/raw-scheduler.ts';
+import { autoAck, RawScheduler, taskInfo } from '../harness/raw-scheduler.ts';
+import { dockerUnavailable, ensureTestImage, TEST_IMAGE } from '../harness/docker.ts';
 
 const cleanup = new Cleanup();
 const schedulers: RawScheduler[] = [];
@@ -47,15 +48,6 @@ function updatesOf(s: RawScheduler, taskId: string): string[] {
   return s.events.filter((e) => e.type === 'UPDATE' && e.update.status.task_id.value === taskId).map((e) => e.update.status.state as string);
 }
 
-function autoAck(s: RawScheduler): void {
-  s.onEvent((e: RawEvent) => {
-    if (e.type === 'UPDATE' && e.update.status.uuid) {
-      const st = e.update.status;
-      void s.call({ type: 'ACKNOWLEDGE', acknowledge: { agent_id: st.agent_id, task_id: st.task_id, uuid: st.uuid } }).catch(() => undefined);
-    }
-  });
-}
-
 async function logSize(masterUrl: string, taskId: string): Promise<number> {
   let offset = 0;
   for (;;) {
@@ -72,14 +64,19 @@ async function masterTask(masterUrl: string, taskId: string): Promise<any> {
   return st.tasks.find((t) => t.id === taskId);
 }
 
-async function launch(masterUrl: string, tasks: [string, string][]): Promise<{ s: RawScheduler; agentId: string }> {
+/** A task spec: a shell command, or one run in the test image's container. */
+type Spec = [id: string, cmd: string] | [id: string, cmd: string, 'container'];
+
+async function launch(masterUrl: string, tasks: Spec[]): Promise<{ s: RawScheduler; agentId: string }> {
   const s = new RawScheduler(masterUrl);
   schedulers.push(s);
   expect((await s.subscribe({ user: 'test', name: 'recovery', failover_timeout: 3600 })).status).toBe(200);
   autoAck(s);
   const offer = (await s.next((e) => e.type === 'OFFERS')).offers.offers[0];
   const agentId = offer.agent_id.value as string;
-  const infos = tasks.map(([id, cmd]) => taskInfo(id, agentId, { cpus: 0.1, mem: 32 }, cmd));
+  const infos = tasks.map(([id, cmd, kind]) =>
+    taskInfo(id, agentId, { cpus: 0.1, mem: 32 }, cmd, kind === 'container' ? { container: { type: 'DOCKER', docker: { image: TEST_IMAGE, network: 'HOST', pull_policy: 'never' } } } : {}),
+  );
   const r = await s.call({ type: 'ACCEPT', accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: infos } }] } });
   expect(r.status).toBe(202);
   await waitFor('tasks running', () => tasks.every(([id]) => updatesOf(s, id).includes('TASK_RUNNING')));
@@ -137,5 +134,57 @@ describe('agent recovery (real processes)', () => {
     await waitFor('leftover killed', () => updatesOf(s, 'leftover').includes('TASK_KILLED'), 15_000);
     const killed = s.events.find((e) => e.type === 'UPDATE' && e.update.status.state === 'TASK_KILLED')!;
     expect(killed.update.status.message).toMatch(/--recover=cleanup/);
+  });
+});
+
+const why = await dockerUnavailable();
+if (why && process.env.CI) throw new Error(`CI must run the Docker tests: ${why}`);
+if (why) console.warn(`skipping agent recovery with containers: ${why}`);
+
+describe.skipIf(!!why)('agent recovery with a container and a process (real processes)', () => {
+  it('SIGKILL of the agent: both stay RUNNING throughout, their logs go on, a container that exited meanwhile is reported with its exit code', async () => {
+    await ensureTestImage();
+    const master = await startMasterProcess(cleanup);
+    const workDir = agentDir();
+    const port = await freePort();
+    const agentOpts = { workDir, port, resources: 'cpus:2;mem:1024' };
+    const agent = await startAgentProcess(cleanup, master.url, agentOpts);
+    const { s, agentId } = await launch(master.url, [
+      ['proc', 'while true; do echo "p $(date +%s%N)"; sleep 0.05; done'],
+      ['box', 'i=0; while true; do echo "c $i"; i=$((i+1)); sleep 0.05; done', 'container'],
+      ['box-seven', 'sleep 1.5; exit 7', 'container'],
+    ]);
+    const before = { proc: await logSize(master.url, 'proc'), box: await logSize(master.url, 'box') };
+    await waitFor('some output', async () => ((await logSize(master.url, 'box')) > 0 && (await logSize(master.url, 'proc')) > 0) || undefined);
+
+    await agent.kill('SIGKILL');
+    // While no agent runs, the master keeps both RUNNING; box-seven exits meanwhile.
+    const seen = new Set<string>();
+    for (let i = 0; i < 10; i++) {
+      for (const id of ['proc', 'box']) seen.add(`${id}:${(await masterTask(master.url, id)).state}`);
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    expect([...seen].sort()).toEqual(['box:TASK_RUNNING', 'proc:TASK_RUNNING']);
+    await startAgentProcess(cleanup, master.url, agentOpts);
+
+    await waitFor('box-seven failed', () => updatesOf(s, 'box-seven').includes('TASK_FAILED'), 20_000);
+    const failed = s.events.find((e) => e.type === 'UPDATE' && e.update.status.task_id.value === 'box-seven' && e.update.status.state === 'TASK_FAILED')!;
+    expect(failed.update.status.message).toBe('exited with code 7');
+    expect(await masterTask(master.url, 'box-seven')).toMatchObject({ state: 'TASK_FAILED', exitCode: 7 });
+    for (const id of ['proc', 'box'] as const) {
+      expect(await masterTask(master.url, id)).toMatchObject({ state: 'TASK_RUNNING' });
+      expect(updatesOf(s, id)).toEqual(['TASK_RUNNING']);
+      const after = await logSize(master.url, id);
+      expect(after).toBeGreaterThan(before[id]);
+      await waitFor(`${id} log grows`, async () => (await logSize(master.url, id)) > after || undefined, 10_000);
+    }
+    const st = (await (await fetch(`${master.url}/api/v1/state`)).json()) as { agents: any[] };
+    expect(st.agents.map((a) => [a.id, a.reachable])).toEqual([[agentId, true]]);
+
+    // Killed through the master, the recovered container ends as any other would.
+    const k = await s.call({ type: 'KILL', kill: { task_id: { value: 'box' }, agent_id: { value: agentId } } });
+    expect(k.status).toBe(202);
+    await waitFor('box killed', () => updatesOf(s, 'box').includes('TASK_KILLED'), 15_000);
+    expect(updatesOf(s, 'box')).toEqual(['TASK_RUNNING', 'TASK_KILLED']);
   });
 });

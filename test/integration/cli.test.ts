@@ -2,28 +2,14 @@
 // `cairn kill`, `cairn tasks` in others, exactly as a user types them.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { spawn } from 'node:child_process';
-import { fileURLToPath } from 'node:url';
-import { Cleanup, freePort, startCairn, waitFor, type CairnProcess } from '../harness/processes.ts';
+import { Cleanup, freePort, runCairn, startCairn, waitFor, type CairnProcess } from '../harness/processes.ts';
 
-const CAIRN = fileURLToPath(new URL('../../bin/cairn.js', import.meta.url));
 const cleanup = new Cleanup();
 let up: CairnProcess;
 let masterUrl: string;
 
-function cairn(args: string[], timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CAIRN, ...args], { env: { ...process.env, CAIRN_MASTER: masterUrl, CAIRN_LOG_LEVEL: 'warn' } });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (d) => (stdout += d));
-    child.stderr.on('data', (d) => (stderr += d));
-    const t = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-    child.on('exit', (code) => {
-      clearTimeout(t);
-      resolve({ code, stdout, stderr });
-    });
-  });
+function cairn(args: string[], timeoutMs = 30_000): ReturnType<typeof runCairn> {
+  return runCairn(args, { CAIRN_MASTER: masterUrl }, timeoutMs);
 }
 
 beforeAll(async () => {

@@ -3,7 +3,7 @@
 
 import { afterEach, describe, expect, it } from 'vitest';
 import { Cleanup, startAgentProcess, startCairn, startMasterProcess, waitFor, freePort } from '../harness/processes.ts';
-import { RawScheduler, taskInfo, type RawEvent } from '../harness/raw-scheduler.ts';
+import { autoAck, RawScheduler, taskInfo } from '../harness/raw-scheduler.ts';
 
 const cleanup = new Cleanup();
 const schedulers: RawScheduler[] = [];
@@ -27,16 +27,6 @@ async function state(masterUrl: string): Promise<any> {
 function stateOf(s: RawScheduler, taskId: string): string | undefined {
   const ups = s.events.filter((e) => e.type === 'UPDATE' && e.update.status.task_id.value === taskId);
   return ups.length ? ups[ups.length - 1].update.status.state : undefined;
-}
-
-/** Acknowledges every update, as a well-behaved framework does. */
-function autoAck(s: RawScheduler): void {
-  s.onEvent((e: RawEvent) => {
-    if (e.type === 'UPDATE' && e.update.status.uuid) {
-      const st = e.update.status;
-      void s.call({ type: 'ACKNOWLEDGE', acknowledge: { agent_id: st.agent_id, task_id: st.task_id, uuid: st.uuid } }).catch(() => undefined);
-    }
-  });
 }
 
 describe('a real cluster on loopback', () => {

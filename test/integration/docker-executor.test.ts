@@ -58,7 +58,7 @@ describe.skipIf(!!why)('Docker executor', () => {
     for (const c of await docker.listContainers({ all: true, filters: { label: ['cairn.framework-id=fw-docker'] } })) {
       await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
     }
-    rmSync(workDir, { recursive: true, force: true });
+    if (workDir) rmSync(workDir, { recursive: true, force: true });
   });
 
   it('runs a container with its env and ports, writes to a mounted volume, and logs into the sandbox', async () => {

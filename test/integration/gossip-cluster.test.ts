@@ -110,6 +110,16 @@ describe('gossip control plane on loopback', () => {
     const followMs = Date.now() - killedAt;
     expect(followMs).toBeLessThan(15_000);
 
+    // Every surviving master's DNS names the new leader: _leader._tcp carries its HTTP port.
+    const leaderPort = Number(new URL(second.url).port);
+    for (const m of survivors) {
+      const dnsPort = (await getJson(`${m.url}/v1/config`)).Port as number;
+      const r = new Resolver({ timeout: 1000, tries: 2 });
+      r.setServers([`127.0.0.1:${dnsPort}`]);
+      await waitFor(`${m.url}'s DNS names the new leader`, async () => ((await r.resolveSrv('_leader._tcp.cairn').catch(() => []))[0]?.port === leaderPort) || undefined, 5000);
+      expect(await r.resolve4('leader.cairn')).toEqual(['127.0.0.1']);
+    }
+
     // SIGKILL an agent: unreachable long before 5 missed pings of 20 s.
     const agentId = (await getJson(`${second.url}/api/v1/state`)).agents.find((a: any) => a.hostname === 'agent-2').id;
     const agentKilledAt = Date.now();

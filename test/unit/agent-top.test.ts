@@ -15,8 +15,8 @@ function state(agentUrl: string): StateView {
     version: '0.1.0',
     startedAtMs: 0,
     agents: [
-      { id: 'a1', hostname: 'gpu-1', ip: '127.0.0.1', url: agentUrl, reachable: true, connected: true, registeredAtMs: 0, resources: 'cpus:8;mem:4096;gpus:2', used: '', offered: '', attributes: {} },
-      { id: 'a2', hostname: 'cpu-1', ip: '10.0.0.2', url: 'http://10.0.0.2:5051', reachable: false, connected: false, registeredAtMs: 0, resources: 'cpus:4', used: '', offered: '', attributes: {} },
+      { id: 'a1', hostname: 'gpu-1', ip: '127.0.0.1', url: agentUrl, reachable: true, connected: true, registeredAtMs: 0, resources: 'cpus:8;mem:4096;gpus:2', used: '', offered: '', attributes: {}, isolation: '', draining: null, usage: null },
+      { id: 'a2', hostname: 'cpu-1', ip: '10.0.0.2', url: 'http://10.0.0.2:5051', reachable: false, connected: false, registeredAtMs: 0, resources: 'cpus:4', used: '', offered: '', attributes: {}, isolation: '', draining: null, usage: null },
     ],
     frameworks: [],
     tasks: [

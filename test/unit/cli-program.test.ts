@@ -42,6 +42,8 @@ function recorder(exitCode = 0): { handlers: CommandHandlers; calls: { command: 
     kill: make('kill'),
     top: make('top'),
     members: make('members'),
+    masters: make('masters'),
+    drain: make('drain'),
   } as CommandHandlers;
   return { handlers, calls };
 }
@@ -192,10 +194,24 @@ describe('daemon commands: parsing', () => {
     expect(r.options).toEqual({
       masterUrl: 'http://m:5050', workDir: '/w', resources: 'cpus:1', attributes: 'rack:r1;zone:a', port: 0, hostname: 'h1',
       recover: 'reconnect', cgroups: true, cgroupsRoot: 'cairn', cgroupsCpuQuota: false, usageIntervalMs: 5000, sandboxGcAgeMs: 7 * 86_400_000, sandboxGcDiskPercent: 90,
+      docker: true, dockerSocket: '/var/run/docker.sock',
     });
     const r2 = await parse(['agent', '--recover', 'cleanup', '--no-cgroups', '--cgroups-root', 'ml/cairn', '--cgroups-cpu-quota', '--usage-interval-ms', '1000', '--sandbox-gc-age', '12h', '--sandbox-gc-disk-percent', '80']);
     expect(r2.options).toMatchObject({ recover: 'cleanup', cgroups: false, cgroupsRoot: 'ml/cairn', cgroupsCpuQuota: true, usageIntervalMs: 1000, sandboxGcAgeMs: 12 * 3_600_000, sandboxGcDiskPercent: 80 });
     for (const bad of [['--recover', 'keep'], ['--sandbox-gc-age', '7 days'], ['--sandbox-gc-disk-percent', '0']]) expect((await parse(['agent', ...bad])).code).toBe(2);
+    const r3 = await parse(['agent', '--no-docker', '--docker-socket', '/run/d.sock']);
+    expect(r3.options).toMatchObject({ docker: false, dockerSocket: '/run/d.sock' });
+  });
+
+  it('agent drain and undrain: a host, a deadline, the master from either place', async () => {
+    const r = await parse(['agent', 'drain', 'gpu-7', '--deadline', '10m', '--master', 'http://m:5050']);
+    expect(r).toMatchObject({ code: 0, command: 'drain', options: { masterUrl: 'http://m:5050', host: 'gpu-7', deadlineMs: 600_000, undrain: false } });
+    const r2 = await parse(['agent', '--master', 'http://m2:5050', 'drain', 'gpu-7']);
+    expect(r2.options).toEqual({ masterUrl: 'http://m2:5050', host: 'gpu-7', undrain: false });
+    expect((await parse(['agent', 'undrain', 'gpu-7'], { CAIRN_MASTER: 'http://m3:1' })).options).toEqual({ masterUrl: 'http://m3:1', host: 'gpu-7', undrain: true });
+    expect((await parse(['agent', 'drain', 'gpu-7', '--deadline', 'soon'])).code).toBe(2);
+    expect((await parse(['agent', 'drain'])).code).toBe(2);
+    expect((await parse(['agent', 'undrain', 'h', '--deadline', '1m'])).code).toBe(2);
   });
 });
 

@@ -193,7 +193,7 @@ describe('tables', () => {
     leader: { id: 1, url: 'http://127.0.0.1:5050' },
     master: { id: 1, role: 'leader', term: 1, commitIndex: 0, appliedIndex: 0 },
     members: [],
-    agents: [{ id: 'a1', hostname: 'h1', ip: '10.0.0.1', url: 'http://10.0.0.1:5051', reachable: true, connected: true, registeredAtMs: 0, resources: 'cpus:4;mem:1024', used: 'cpus:1', offered: '', attributes: { rack: 'r1' } }],
+    agents: [{ id: 'a1', hostname: 'h1', ip: '10.0.0.1', url: 'http://10.0.0.1:5051', reachable: true, connected: true, registeredAtMs: 0, resources: 'cpus:4;mem:1024', used: 'cpus:1', offered: '', attributes: { rack: 'r1' }, isolation: '', draining: null, usage: null }],
     frameworks: [{ id: 'f1', name: 'cairn-run:x', role: '*', user: 'u', connected: true, failoverTimeoutS: 60, registeredAtMs: 0 }],
     tasks: [{ id: 'x-0-abc', name: 'x-0', frameworkId: 'f1', agentId: 'a1', state: 'TASK_FAILED', resources: 'cpus:1', message: '', exitCode: 3, launchedAtMs: 0, updatedAtMs: 0 }],
     offers: [],

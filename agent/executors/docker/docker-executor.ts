@@ -11,8 +11,9 @@ import { isTerminal, type ContainerSpec, type RunningTask, type TaskInfo, type T
 import type { LogChunk } from '../../../shared/master-state.ts';
 import { Resources } from '../../../shared/resources.ts';
 import { GpuPool } from '../../resources/gpu-pool.ts';
+import { cgroupOfProcess, type CgroupRef } from '../../isolation/cgroups.ts';
 import { closeQuietly, logPath, openSandbox, readSandboxLog, sandboxDir, type LogStream } from '../process/sandbox.ts';
-import type { KillOutcome, LaunchOutcome, TaskStatusChange } from '../process/executor.ts';
+import type { KillOutcome, LaunchOutcome, RecoverMode, TaskSnapshot, TaskStatusChange } from '../process/executor.ts';
 import { containerConfig, containerName, LABEL_AGENT_ID, LABEL_FRAMEWORK_ID, LABEL_TASK_ID } from './container-config.ts';
 
 export const LABEL_RESOURCES = 'cairn.resources';
@@ -29,8 +30,8 @@ export interface DockerExecutorOptions {
   hostname: string;
   agentId: () => string;
   socketPath?: string;
-  /** Given to containers as their DNS servers (the masters, once they serve DNS). */
-  dnsServers?: readonly string[];
+  /** Given to containers as their DNS servers (the masters' DNS, asked at each launch). */
+  dnsServers?: () => readonly string[];
   /** Shared with the process executor so that no device is handed out twice. */
   gpuPool: GpuPool;
   defaultKillGraceMs?: number;
@@ -46,7 +47,14 @@ interface ContainerTask {
   sandbox: string;
   containerId: string | undefined;
   gpus: number[];
+  /** The container's init process on the host, and its cgroup (for usage); once started. */
+  pid: number | undefined;
+  cgroup: CgroupRef | undefined;
+  launchedAtMs: number;
+  /** Started by an earlier agent process and found again by its labels. */
+  recovered: boolean;
   killRequested: boolean;
+  killMessage: string | undefined;
   logs: NodeJS.ReadableStream | undefined;
   files: WriteStream[];
   ended: Promise<void>;
@@ -58,6 +66,8 @@ export class DockerExecutor {
   private readonly tasks = new Map<string, ContainerTask>();
   private readonly gpuPool: GpuPool;
   private closed = false;
+  /** Shut down leaving containers running: their ends are the next agent process's to report. */
+  private detached = false;
 
   constructor(private readonly opts: DockerExecutorOptions) {
     this.docker = new Docker({ socketPath: opts.socketPath ?? '/var/run/docker.sock' });
@@ -87,7 +97,8 @@ export class DockerExecutor {
     const ended = new Promise<void>((r) => (markEnded = r));
     const t: ContainerTask = {
       taskId, frameworkId, resources, sandbox, state: 'TASK_STAGING', containerId: undefined, gpus: [],
-      killRequested: false, logs: undefined, files: [], ended, markEnded,
+      pid: undefined, cgroup: undefined, launchedAtMs: Date.now(), recovered: false,
+      killRequested: false, killMessage: undefined, logs: undefined, files: [], ended, markEnded,
     };
     this.tasks.set(taskId, t);
     return t;
@@ -110,7 +121,7 @@ export class DockerExecutor {
     }
     const body = containerConfig({
       task: info, agentId: this.opts.agentId(), hostname: this.opts.hostname, sandbox: t.sandbox,
-      gpuIndices: t.gpus, dnsServers: this.opts.dnsServers ?? [],
+      gpuIndices: t.gpus, dnsServers: this.opts.dnsServers?.() ?? [],
     });
     body.Labels[LABEL_RESOURCES] = info.resources;
     // A container left by an earlier attempt with this task id is in the way; it is ours.
@@ -122,9 +133,19 @@ export class DockerExecutor {
       return this.finish(t, 'TASK_KILLED', 'killed before the container started', 'REASON_TASK_KILLED_DURING_LAUNCH');
     }
     await container.start();
+    await this.noteProcess(t, container);
     this.setState(t, 'TASK_RUNNING', `container ${container.id.slice(0, 12)} started`, '');
     await this.follow(t, container, 0);
     await this.watch(t, container);
+  }
+
+  /** Where the container's init runs on the host, for usage sampling (best effort). */
+  private async noteProcess(t: ContainerTask, container: Docker.Container): Promise<void> {
+    const info = await container.inspect().catch(() => undefined);
+    const pid = info?.State?.Pid;
+    if (!pid) return;
+    t.pid = pid;
+    t.cgroup = cgroupOfProcess(pid);
   }
 
   /** Copies the container's output into the sandbox files from `sinceSec` on. */
@@ -139,6 +160,7 @@ export class DockerExecutor {
 
   private async watch(t: ContainerTask, container: Docker.Container): Promise<void> {
     const result = (await container.wait()) as { StatusCode: number };
+    if (this.detached) return;
     const inspect = await container.inspect().catch(() => undefined);
     // Let the log stream drain what the container wrote last before the files close.
     await new Promise<void>((resolve) => {
@@ -154,7 +176,7 @@ export class DockerExecutor {
     if (inspect?.State?.OOMKilled) {
       return this.finish(t, 'TASK_FAILED', 'container exceeded its memory limit and was killed', 'REASON_CONTAINER_LIMITATION_MEMORY', code);
     }
-    if (t.killRequested) return this.finish(t, 'TASK_KILLED', `killed on request (exit code ${code})`, 'REASON_TASK_KILLED', code);
+    if (t.killRequested) return this.finish(t, 'TASK_KILLED', t.killMessage ?? `killed on request (exit code ${code})`, 'REASON_TASK_KILLED', code);
     if (code === 0) return this.finish(t, 'TASK_FINISHED', 'exited with code 0', '', 0);
     return this.finish(t, 'TASK_FAILED', `exited with code ${code}`, 'REASON_COMMAND_EXECUTOR_FAILED', code);
   }
@@ -173,12 +195,13 @@ export class DockerExecutor {
     }
   }
 
-  kill(taskId: string, graceMs = 0): KillOutcome {
+  kill(taskId: string, graceMs = 0, message?: string): KillOutcome {
     const t = this.tasks.get(taskId);
     if (!t) return 'unknown';
     if (isTerminal(t.state)) return 'terminal';
     if (t.killRequested) return 'already-killing';
     t.killRequested = true;
+    t.killMessage = message;
     if (t.containerId) {
       const grace = graceMs > 0 ? graceMs : this.opts.defaultKillGraceMs ?? DEFAULT_KILL_GRACE_MS;
       void this.docker.getContainer(t.containerId).stop({ t: Math.max(1, Math.ceil(grace / 1000)) }).catch(() => undefined);
@@ -189,9 +212,10 @@ export class DockerExecutor {
   /**
    * Finds this agent's containers after a restart: running ones are followed again (their
    * output since the sandbox was last written is appended), ended ones are reported with
-   * their exit code. Returns the tasks that are still running.
+   * their exit code. Returns the tasks that are still running. With `cleanup`, running
+   * containers are stopped instead (reported TASK_KILLED).
    */
-  async recover(): Promise<RunningTask[]> {
+  async recover(mode: RecoverMode = 'reconnect'): Promise<RunningTask[]> {
     const list = await this.docker.listContainers({ all: true, filters: { label: [LABEL_TASK_ID, `${LABEL_AGENT_ID}=${this.opts.agentId()}`] } });
     const running: RunningTask[] = [];
     for (const c of list) {
@@ -200,7 +224,9 @@ export class DockerExecutor {
       const t = this.track(taskId, c.Labels[LABEL_FRAMEWORK_ID] ?? '', c.Labels[LABEL_RESOURCES] ?? '', sandboxDir(this.opts.workDir, taskId));
       t.containerId = c.Id;
       t.state = 'TASK_RUNNING';
+      t.recovered = true;
       const container = this.docker.getContainer(c.Id);
+      if (c.State === 'running') await this.noteProcess(t, container);
       let since = 0;
       try {
         since = Math.floor(statSync(logPath(t.sandbox, 'stdout')).mtimeMs / 1000);
@@ -211,8 +237,9 @@ export class DockerExecutor {
       void this.follow(t, container, since)
         .then(() => this.watch(t, container))
         .catch((err) => this.finish(t, 'TASK_FAILED', `lost track of container: ${(err as Error).message}`, 'REASON_CONTAINER_LAUNCH_FAILED'));
+      if (mode === 'cleanup' && c.State === 'running') this.kill(taskId, 0, 'killed: found running when the agent started with --recover=cleanup');
     }
-    return running;
+    return mode === 'cleanup' ? [] : running;
   }
 
   readLog(taskId: string, stream: LogStream, offset: number, maxBytes: number): Promise<LogChunk> {
@@ -222,6 +249,22 @@ export class DockerExecutor {
 
   has(taskId: string): boolean {
     return this.tasks.has(taskId);
+  }
+
+  snapshot(taskId: string): TaskSnapshot | undefined {
+    const t = this.tasks.get(taskId);
+    return t && {
+      taskId: t.taskId, frameworkId: t.frameworkId, state: t.state, resources: t.resources, sandbox: t.sandbox,
+      pid: t.pid, startTimeTicks: undefined, gpuIndices: t.gpus, recovered: t.recovered, launchedAtMs: t.launchedAtMs, cgroup: t.cgroup,
+    };
+  }
+
+  snapshots(): TaskSnapshot[] {
+    return [...this.tasks.keys()].map((id) => this.snapshot(id)!);
+  }
+
+  runningCount(): number {
+    return [...this.tasks.values()].filter((t) => !isTerminal(t.state)).length;
   }
 
   activeTasks(): RunningTask[] {
@@ -238,6 +281,7 @@ export class DockerExecutor {
   /** Stops following containers; with killTasks, stops them first and waits (bounded). */
   async shutdown(opts: { killTasks: boolean; timeoutMs?: number }): Promise<void> {
     this.closed = true;
+    this.detached = !opts.killTasks;
     const active = [...this.tasks.values()].filter((t) => !isTerminal(t.state));
     if (opts.killTasks) {
       for (const t of active) this.kill(t.taskId);
@@ -258,7 +302,7 @@ export class DockerExecutor {
   }
 
   private finish(t: ContainerTask, state: TaskState, message: string, reason: string, exitCode?: number): void {
-    if (isTerminal(t.state)) return;
+    if (isTerminal(t.state) || this.detached) return;
     this.gpuPool.release(t.taskId);
     for (const f of t.files) f.end();
     this.setState(t, state, message, reason, exitCode);

@@ -76,6 +76,8 @@ export interface ProcessExecutorOptions {
   hostname: string;
   /** The agent's GPU device indices; tasks asking for gpus get distinct ones. */
   gpuIndices?: readonly number[];
+  /** The agent's GPUs when other executors share them (overrides gpuIndices). */
+  gpuPool?: GpuPool;
   /** Where the inherited basics (PATH, HOME, ...) come from; process.env by default. */
   agentEnv?: Readonly<Record<string, string | undefined>>;
   /** The masters' DNS servers and zone as the agent knows them now (gossip), for CAIRN_DNS. */
@@ -171,7 +173,7 @@ export class ProcessExecutor {
   private closed = false;
 
   constructor(private readonly opts: ProcessExecutorOptions) {
-    this.gpuPool = new GpuPool(opts.gpuIndices ?? []);
+    this.gpuPool = opts.gpuPool ?? new GpuPool(opts.gpuIndices ?? []);
     this.agentEnv = opts.agentEnv ?? process.env;
     this.defaultGraceMs = opts.defaultKillGraceMs ?? DEFAULT_KILL_GRACE_MS;
     this.tools = opts.supervisorTools ?? findSupervisorTools();

@@ -1,0 +1,71 @@
+// `cairn masters`: the replicated masters' membership (GET /api/v1/masters) and changes to
+// it — add a master, replace one, remove one (POST and DELETE there). Any master answers;
+// a follower sends changes on to the leader (fetch follows its 307).
+
+import { errorFromResponse } from '../../shared/sdk/http-error.ts';
+import type { MastersView } from '../../shared/masters-view.ts';
+import type { CliIo } from './io.ts';
+import type { MastersOptions } from './options.ts';
+import { formatTable } from './table.ts';
+
+/** An add waits for the new master to catch up (the leader gives it 60 s) before it is promoted. */
+const CHANGE_TIMEOUT_MS = 90_000;
+const LIST_TIMEOUT_MS = 10_000;
+
+/** One row per member; `*` marks the leader, ROLE/TERM/APPLIED are each member's own word ('-': it did not answer). */
+export function mastersTable(view: MastersView): string {
+  const rows = view.masters.map((m) => [
+    m.leader ? `${m.id} *` : String(m.id),
+    m.url || '-',
+    m.voter ? 'voter' : 'learner',
+    m.reachable ? m.role ?? '-' : 'unreachable',
+    m.term === undefined ? '-' : String(m.term),
+    m.applied === undefined ? '-' : String(m.applied),
+  ]);
+  return formatTable(['ID', 'URL', 'MEMBER', 'ROLE', 'TERM', 'APPLIED'], rows);
+}
+
+function request(o: MastersOptions): { method: string; path: string; body?: string; what: string } {
+  switch (o.action) {
+    case 'list':
+      return { method: 'GET', path: '/api/v1/masters', what: 'reading the masters' };
+    case 'add':
+      return {
+        method: 'POST',
+        path: '/api/v1/masters',
+        body: JSON.stringify({ id: o.id, url: o.url, ...(o.replaces !== undefined ? { replaces: o.replaces } : {}) }),
+        what: o.replaces !== undefined ? `replacing master ${o.replaces} by ${o.id}` : `adding master ${o.id}`,
+      };
+    case 'remove':
+      return { method: 'DELETE', path: `/api/v1/masters/${o.id}`, what: `removing master ${o.id}` };
+  }
+}
+
+export async function runMasters(o: MastersOptions, io: CliIo): Promise<number> {
+  const r = request(o);
+  try {
+    let res: Response;
+    let text: string;
+    try {
+      res = await fetch(`${o.masterUrl.replace(/\/+$/, '')}${r.path}`, {
+        method: r.method,
+        headers: { accept: 'application/json', ...(r.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+        ...(r.body !== undefined ? { body: r.body } : {}),
+        signal: AbortSignal.timeout(o.action === 'list' ? LIST_TIMEOUT_MS : CHANGE_TIMEOUT_MS),
+      });
+      text = await res.text();
+    } catch (err) {
+      throw new Error(`${r.what}: cannot reach ${o.masterUrl}: ${(err as Error).message}`);
+    }
+    if (!res.ok) throw errorFromResponse(res.status, text, r.what);
+    const view = JSON.parse(text) as MastersView;
+    if (o.action === 'add') io.stdout.write(o.replaces !== undefined ? `master ${o.id} replaced master ${o.replaces}\n` : `master ${o.id} added as a voter\n`);
+    if (o.action === 'remove') io.stdout.write(`master ${o.id} removed\n`);
+    io.stdout.write(mastersTable(view));
+    return 0;
+  } catch (err) {
+    const e = err as Error & { code?: string };
+    io.stderr.write(`cairn masters: ${e.message}${e.code?.startsWith('CAIRN_') ? ` (${e.code})` : ''}\n`);
+    return 1;
+  }
+}

@@ -1,0 +1,87 @@
+// The master's REST routes about agents: drains (an operator's maintenance of a host) and
+// usage read through the agent, so that nobody has to reach hosts directly.
+//   POST   /api/v1/agents/:id/drain   {deadlineMs?}  no more offers; tasks end by the deadline
+//   DELETE /api/v1/agents/:id/drain                  offered again
+//   GET    /api/v1/agents/:id/usage                  the agent's latest usage sample
+//   GET    /api/v1/tasks/:id/usage                   one task's, from its agent
+
+import type { FastifyInstance, FastifyReply } from 'fastify';
+import { parseDrainRequest } from '../../shared/drain-request.ts';
+import { CairnError } from '../../shared/errors.ts';
+import { leaderOrRedirect, type MasterContext } from '../context.ts';
+import type { AgentRecord } from '../registry/commands.ts';
+import { toHttpError } from './http-errors.ts';
+
+function fail(reply: FastifyReply, err: unknown) {
+  const { status, body } = toHttpError(err);
+  return reply.code(status).send(body);
+}
+
+/** The agent's own HTTP endpoint (logs, usage). */
+export function agentBaseUrl(agent: Pick<AgentRecord, 'ip' | 'httpPort'>): string {
+  return `http://${agent.ip.includes(':') ? `[${agent.ip}]` : agent.ip}:${agent.httpPort}`;
+}
+
+/** Forwards a GET to an agent and sends its answer on unchanged (status and JSON body). */
+export async function relayFromAgent(agent: AgentRecord, path: string, reply: FastifyReply): Promise<FastifyReply> {
+  let res: Response;
+  try {
+    res = await fetch(`${agentBaseUrl(agent)}${path}`, { signal: AbortSignal.timeout(10_000) });
+  } catch (err) {
+    throw new CairnError('CAIRN_AGENT_UNAVAILABLE', `agent ${agent.hostname} did not answer: ${(err as Error).message}`);
+  }
+  return reply.code(res.status).type('application/json').send(await res.text());
+}
+
+export function registerAgentRoutes(app: FastifyInstance, ctx: MasterContext): void {
+  const agentOf = (id: string) => {
+    const a = ctx.registry.state.agents.get(id);
+    if (!a) throw new CairnError('CAIRN_UNKNOWN_AGENT', `no agent '${id}'`, 'id');
+    return a;
+  };
+
+  app.post<{ Params: { id: string }; Body: unknown }>('/api/v1/agents/:id/drain', async (req, reply) => {
+    try {
+      agentOf(req.params.id);
+      const { deadlineAtMs } = parseDrainRequest(req.body, Date.now());
+      const master = leaderOrRedirect(ctx, req, reply);
+      if (!master) return reply;
+      const drain = await master.drainAgent(req.params.id, deadlineAtMs);
+      return { agentId: req.params.id, draining: drain };
+    } catch (err) {
+      return fail(reply, err);
+    }
+  });
+
+  app.delete<{ Params: { id: string } }>('/api/v1/agents/:id/drain', async (req, reply) => {
+    try {
+      agentOf(req.params.id);
+      const master = leaderOrRedirect(ctx, req, reply);
+      if (!master) return reply;
+      await master.undrainAgent(req.params.id);
+      return { agentId: req.params.id, draining: null };
+    } catch (err) {
+      return fail(reply, err);
+    }
+  });
+
+  app.get<{ Params: { id: string } }>('/api/v1/agents/:id/usage', async (req, reply) => {
+    try {
+      return await relayFromAgent(agentOf(req.params.id), '/api/v1/usage', reply);
+    } catch (err) {
+      return fail(reply, err);
+    }
+  });
+
+  app.get<{ Params: { id: string } }>('/api/v1/tasks/:id/usage', async (req, reply) => {
+    try {
+      const t = ctx.registry.state.tasks.get(req.params.id);
+      if (!t) throw new CairnError('CAIRN_UNKNOWN_TASK', `no task '${req.params.id}'`, 'id');
+      const agent = ctx.registry.state.agents.get(t.agentId);
+      if (!agent) throw new CairnError('CAIRN_AGENT_UNAVAILABLE', `agent ${t.agentId} of task '${t.id}' is gone`, 'id');
+      return await relayFromAgent(agent, `/api/v1/tasks/${encodeURIComponent(t.id)}/usage`, reply);
+    } catch (err) {
+      return fail(reply, err);
+    }
+  });
+}

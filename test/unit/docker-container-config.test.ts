@@ -1,0 +1,77 @@
+// The pure translation of a task into Docker's container-create body, and the masters' DNS
+// servers as Docker takes them.
+
+import { describe, expect, it } from 'vitest';
+import { containerConfig, resolvePortMappings } from '../../agent/executors/docker/container-config.ts';
+import type { DockerTaskInfo } from '../../agent/executors/docker/docker-executor.ts';
+import { dockerDnsServers } from '../../agent/agent.ts';
+import { cgroupFromProcFile } from '../../agent/isolation/cgroups.ts';
+
+function task(over: Partial<DockerTaskInfo['container']['docker']> = {}, resources = 'cpus:0.5;mem:128;ports:[31000-31001]'): DockerTaskInfo {
+  return {
+    taskId: 'web.1', frameworkId: 'fw', name: 'web', resources, killGraceMs: 0, labels: [{ name: 'team', value: 'ml' }],
+    command: { shell: true, value: 'echo hi', arguments: [], environment: [{ name: 'GREETING', value: 'hi' }] },
+    container: { type: 'docker', docker: { image: 'img:1', network: 'bridge', portMappings: [{ hostPort: 0, containerPort: 80, protocol: 'tcp' }], pullPolicy: 'never', ...over }, volumes: [{ hostPath: '/data', containerPath: '/in', readOnly: true }] },
+  };
+}
+
+describe('container create body', () => {
+  it('carries env, limits, ports, volumes, DNS, GPUs and the labels that tie it to its task', () => {
+    const b = containerConfig({ task: task(), agentId: 'a-S0', hostname: 'h1', sandbox: '/w/sandboxes/web.1', gpuIndices: [1, 3], dnsServers: ['10.0.0.1', '10.0.0.2'] });
+    expect(b.name).toBe('cairn-web.1');
+    expect(b.Image).toBe('img:1');
+    expect(b.Entrypoint).toEqual(['/bin/sh', '-c']);
+    expect(b.Cmd).toEqual(['echo hi']);
+    expect(b.Env).toEqual(expect.arrayContaining(['PORT=31000', 'PORT0=31000', 'PORT1=31001', 'HOST=h1', 'GREETING=hi', 'CAIRN_TASK_ID=web.1', 'CUDA_VISIBLE_DEVICES=1,3']));
+    expect(b.Env.some((e) => e.startsWith('PATH='))).toBe(false); // the image's own PATH
+    expect(b.Labels).toMatchObject({ 'cairn.task-id': 'web.1', 'cairn.framework-id': 'fw', 'cairn.agent-id': 'a-S0', 'cairn.label.team': 'ml' });
+    expect(b.HostConfig).toMatchObject({
+      NetworkMode: 'bridge',
+      Memory: 128 * 1024 * 1024,
+      MemorySwap: 128 * 1024 * 1024,
+      CpuShares: 512,
+      CpuPeriod: 100_000,
+      CpuQuota: 50_000,
+      PortBindings: { '80/tcp': [{ HostPort: '31000' }] },
+      Binds: ['/w/sandboxes/web.1:/mnt/mesos/sandbox:rw', '/data:/in:ro'],
+      Dns: ['10.0.0.1', '10.0.0.2'],
+      DeviceRequests: [{ Driver: 'nvidia', DeviceIDs: ['1', '3'], Capabilities: [['gpu']] }],
+    });
+  });
+
+  it('on the host network has no port bindings; without DNS servers or GPUs sets neither', () => {
+    const b = containerConfig({ task: task({ network: 'host', portMappings: [] }), agentId: 'a', hostname: 'h', sandbox: '/s', gpuIndices: [], dnsServers: [] });
+    expect(b.HostConfig.NetworkMode).toBe('host');
+    expect(b.HostConfig.PortBindings).toBeUndefined();
+    expect(b.HostConfig.Dns).toBeUndefined();
+    expect(b.HostConfig.DeviceRequests).toBeUndefined();
+  });
+
+  it('maps host ports only from the task\'s own ports', () => {
+    expect(resolvePortMappings([{ hostPort: 0, containerPort: 80, protocol: 'tcp' }, { hostPort: 31000, containerPort: 81, protocol: 'udp' }], [31000, 31001])).toEqual([
+      { hostPort: 31001, containerPort: 80, protocol: 'tcp' },
+      { hostPort: 31000, containerPort: 81, protocol: 'udp' },
+    ]);
+    expect(() => resolvePortMappings([{ hostPort: 40000, containerPort: 80, protocol: 'tcp' }], [31000])).toThrow(/not among the task's ports/);
+    expect(() => resolvePortMappings([{ hostPort: 0, containerPort: 80, protocol: 'tcp' }, { hostPort: 0, containerPort: 81, protocol: 'tcp' }], [31000])).toThrow(/more port mappings/);
+  });
+});
+
+describe('masters as containers\' DNS servers', () => {
+  it('keeps the servers on port 53, as bare addresses', () => {
+    expect(dockerDnsServers(['10.0.0.1:53', '10.0.0.2:8053', '[fd00::1]:53', 'bogus'])).toEqual(['10.0.0.1', 'fd00::1']);
+    expect(dockerDnsServers([])).toEqual([]);
+  });
+});
+
+describe('a container\'s cgroup, from /proc/PID/cgroup', () => {
+  const mounts = { v1: new Map([['memory', '/sys/fs/cgroup/memory'], ['cpu', '/sys/fs/cgroup/cpu,cpuacct'], ['cpuacct', '/sys/fs/cgroup/cpu,cpuacct']]), v2: [] as string[] };
+  it('reads v1 hierarchies, whatever path the daemon chose', () => {
+    const text = '12:pids:/docker/abc\n5:memory:/docker/abc\n3:cpu,cpuacct:/docker/abc\n0::/\n';
+    expect(cgroupFromProcFile(text, mounts)).toEqual({ version: 1, memory: '/sys/fs/cgroup/memory/docker/abc', cpu: '/sys/fs/cgroup/cpu,cpuacct/docker/abc' });
+  });
+  it('reads the unified hierarchy when there is no v1 memory controller', () => {
+    expect(cgroupFromProcFile('0::/system.slice/docker-abc.scope\n', { v1: new Map(), v2: ['/sys/fs/cgroup'] })).toEqual({ version: 2, dir: '/sys/fs/cgroup/system.slice/docker-abc.scope' });
+    expect(cgroupFromProcFile('garbage', { v1: new Map(), v2: [] })).toBeUndefined();
+  });
+});
