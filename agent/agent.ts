@@ -180,6 +180,7 @@ class Agent {
           hostname: cfg.hostname,
           agentId: () => this.agentId ?? '',
           socketPath: cfg.dockerSocket,
+          cpuQuota: cfg.cgroupsCpuQuota,
           dnsServers: () => dockerDnsServers(this.membership?.dns()?.servers ?? []),
           gpuPool,
           defaultKillGraceMs: cfg.defaultKillGraceMs,

@@ -9,7 +9,9 @@
 // Each is run with cgroups (where usable) and without.
 // 3. Containers, where a Docker daemon answers: 60 container tasks (the locally imported
 //    busybox image, host network, `sleep 5`) sent in frames of 20, timed to the last
-//    TASK_RUNNING; then 20 single launches, launch frame to TASK_RUNNING.
+//    TASK_RUNNING; then 20 single launches, launch frame to TASK_RUNNING. Side by side, the
+//    daemon's own ceiling: the same 60 containers created and started straight through the
+//    Engine API (8 at a time, no agent), which bounds what any executor can reach.
 
 import { rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -17,6 +19,7 @@ import { WebSocketServer, type WebSocket } from 'ws';
 import { decodeAgentToMaster, encodeMasterToAgent, type MasterToAgent, type TaskInfo } from '../shared/agent-protocol.ts';
 import { startAgent } from '../agent/agent.ts';
 import { silentLogger } from '../shared/logger.ts';
+import Docker from 'dockerode';
 import { tempDir } from '../test/harness/processes.ts';
 import { dockerUnavailable, ensureTestImage, TEST_IMAGE } from '../test/harness/docker.ts';
 
@@ -156,16 +159,41 @@ async function measure(cgroups: boolean, container = false): Promise<Figures> {
   }
 }
 
+/** Containers created and started per second straight through the Engine API: the daemon's ceiling. */
+async function daemonCeiling(total: number, concurrency: number): Promise<{ tasks: number; seconds: number; launchesPerSecond: number }> {
+  const docker = new Docker();
+  const ids: string[] = [];
+  let next = 0;
+  const t0 = performance.now();
+  const worker = async () => {
+    while (next < total) {
+      next++;
+      const c = await docker.createContainer({
+        Image: TEST_IMAGE, Entrypoint: ['/bin/sh', '-c'], Cmd: ['sleep 5'], Labels: { 'cairn.bench': 'ceiling' },
+        HostConfig: { NetworkMode: 'host', Memory: 32 * 1024 * 1024, MemorySwap: 32 * 1024 * 1024, CpuShares: 10 },
+      });
+      await c.start();
+      ids.push(c.id);
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, worker));
+  const seconds = (performance.now() - t0) / 1000;
+  await Promise.all(ids.map((id) => docker.getContainer(id).remove({ force: true }).catch(() => undefined)));
+  return { tasks: total, seconds: Number(seconds.toFixed(3)), launchesPerSecond: Math.round(total / seconds) };
+}
+
 export async function run(): Promise<unknown> {
   const withCgroups = await measure(true);
   const without = await measure(false);
   const why = await dockerUnavailable();
-  let containers: Figures | { skipped: string };
+  let containers: (Figures & { daemonCeiling: unknown; ofCeiling: number }) | { skipped: string };
   if (why) {
     containers = { skipped: why };
   } else {
     await ensureTestImage();
-    containers = await measure(true, true);
+    const ceiling = await daemonCeiling(60, 8);
+    const figures = await measure(true, true);
+    containers = { ...figures, daemonCeiling: ceiling, ofCeiling: Number((figures.throughput.launchesPerSecond / ceiling.launchesPerSecond).toFixed(2)) };
   }
   return {
     bench: 'executor',

@@ -36,7 +36,11 @@ import { TypedEmitter } from './typed-emitter.ts';
 export const SCHEDULER_API_PATH = 'api/v1/scheduler';
 
 export interface SchedulerClientOptions {
-  /** The master, e.g. `http://127.0.0.1:5050` (any master: a follower redirects). */
+  /**
+   * The masters, e.g. `http://127.0.0.1:5050`, or several comma-separated (any master: a
+   * follower redirects to the leader). With several, a subscription that cannot get through
+   * where it is tries the next one, so a framework finds a new leader after the old one died.
+   */
   masterUrl: string;
   frameworkInfo: FrameworkInfo;
   /** Acknowledge every UPDATE that has a uuid after its handlers ran (default true). */
@@ -149,6 +153,9 @@ export class SchedulerClient extends TypedEmitter<SchedulerClientEvents> {
 
   /** Where calls and subscriptions go; moves when a master redirects us. */
   private endpoint: URL;
+  /** The masters given, tried in turn when a subscription cannot get through. */
+  private readonly seeds: URL[];
+  private seedIndex = 0;
   private currentFrameworkId: string | undefined;
   private currentStreamId: string | undefined;
   private closed = false;
@@ -164,7 +171,9 @@ export class SchedulerClient extends TypedEmitter<SchedulerClientEvents> {
 
   constructor(options: SchedulerClientOptions) {
     super();
-    this.endpoint = schedulerEndpoint(options.masterUrl);
+    this.seeds = options.masterUrl.split(',').map((u) => u.trim()).filter((u) => u !== '').map((u) => schedulerEndpoint(u));
+    if (this.seeds.length === 0) throw new CairnError('CAIRN_BAD_REQUEST', 'at least one master URL is needed', 'masterUrl');
+    this.endpoint = this.seeds[0]!;
     this.frameworkInfo = options.frameworkInfo;
     this.currentFrameworkId = options.frameworkInfo.id?.value || undefined;
     this.autoAcknowledge = options.autoAcknowledge ?? true;
@@ -358,6 +367,7 @@ export class SchedulerClient extends TypedEmitter<SchedulerClientEvents> {
           this.rejectWaiters(outcome.error);
           return;
         }
+        if (!outcome.subscribed) this.nextMaster();
         const delay = Math.round(backoffMs * (0.5 + Math.random() * 0.5));
         this.logger?.debug({ delayMs: delay, reason: outcome.reason }, 'subscribing again');
         await this.sleep(delay);
@@ -367,6 +377,18 @@ export class SchedulerClient extends TypedEmitter<SchedulerClientEvents> {
       this.looping = false;
       this.abortStream = undefined;
     }
+  }
+
+  /**
+   * After a subscription attempt failed: the next master given, or back to the one in turn
+   * when the endpoint was a leader reached by redirect (it may be the one that died).
+   */
+  private nextMaster(): void {
+    const at = this.seeds.findIndex((u) => u.href === this.endpoint.href);
+    this.seedIndex = at === -1 ? this.seedIndex : (at + 1) % this.seeds.length;
+    const next = this.seeds[this.seedIndex]!;
+    if (next.href !== this.endpoint.href) this.logger?.info({ from: this.endpoint.origin, to: next.origin }, 'trying another master');
+    this.endpoint = next;
   }
 
   private sleep(ms: number): Promise<void> {

@@ -21,8 +21,8 @@ let workDir: string;
 let statuses: TaskStatusChange[];
 let executors: DockerExecutor[] = [];
 
-function executor(agentId = 'agent-docker-test'): DockerExecutor {
-  const e = new DockerExecutor({ workDir, hostname: 'docker-host', agentId: () => agentId, gpuPool: new GpuPool([]), defaultKillGraceMs: 1000, onStatus: (s) => statuses.push(s) });
+function executor(agentId = 'agent-docker-test', cpuQuota = false): DockerExecutor {
+  const e = new DockerExecutor({ workDir, hostname: 'docker-host', agentId: () => agentId, gpuPool: new GpuPool([]), defaultKillGraceMs: 1000, cpuQuota, onStatus: (s) => statuses.push(s) });
   executors.push(e);
   return e;
 }
@@ -82,13 +82,14 @@ describe.skipIf(!!why)('Docker executor', () => {
 
   it('binds the mapped host port and applies the resource limits', async () => {
     statuses = [];
-    const e = executor();
+    const e = executor('agent-docker-test', true);
     e.launch(task('c-limits', 'sleep 30', { resources: 'cpus:0.25;mem:48;ports:[34010-34010]', network: 'bridge', mappings: [{ hostPort: 34010, containerPort: 80 }] }));
     await waitFor('running', () => final('c-limits')?.state === 'TASK_RUNNING', 30_000);
     const c = (await new Docker().listContainers({ filters: { label: ['cairn.task-id=c-limits'] } }))[0];
     const info = await new Docker().getContainer(c.Id).inspect();
     expect(info.HostConfig.Memory).toBe(48 * 1024 * 1024);
     expect(info.HostConfig.CpuQuota).toBe(25_000);
+    expect(info.HostConfig.CpuShares).toBe(256);
     expect(info.HostConfig.PortBindings).toEqual({ '80/tcp': [{ HostIp: '', HostPort: '34010' }] });
     expect(info.Config.Labels['cairn.framework-id']).toBe('fw-docker');
     expect(e.kill('c-limits', 1000)).toBe('killing');

@@ -7,6 +7,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Cleanup, freePort, startAgentProcess, startCairn, waitFor, type CairnProcess } from '../harness/processes.ts';
 import { RawScheduler, taskInfo } from '../harness/raw-scheduler.ts';
+import { SchedulerClient } from '../../shared/sdk/scheduler-client.ts';
+import type { TaskStatusJson } from '../../shared/mesos-v1.ts';
 
 const cleanup = new Cleanup();
 const schedulers: RawScheduler[] = [];
@@ -60,6 +62,25 @@ describe('replicated masters', () => {
     await fw.next((e) => e.type === 'UPDATE' && e.update.status.state === 'TASK_RUNNING');
     fw.close();
 
+    // A framework through the SDK that knows every master and stays subscribed throughout:
+    // it must follow each new leader by itself and hear of its task from whichever leads.
+    const sdkFw = new SchedulerClient({ masterUrl: members.map((m) => m.url).join(','), frameworkInfo: { name: 'follower', user: 't', failover_timeout: 3600 }, maxBackoffMs: 300 });
+    const heard: TaskStatusJson[] = [];
+    let resubscriptions = 0;
+    sdkFw.on('update', (st) => void heard.push(st));
+    sdkFw.on('subscribed', (_id, info) => {
+      if (info.resubscribed) resubscriptions++;
+    });
+    let launched = false;
+    sdkFw.on('offers', (offers) => {
+      if (launched || offers.length === 0) return;
+      launched = true;
+      const o = offers[0]!;
+      void sdkFw.accept([o.id.value], [taskInfo('watched', o.agent_id.value, { cpus: 0.2, mem: 32 }, 'sleep 600') as never]);
+    });
+    await sdkFw.subscribe();
+    await waitFor('watched running', () => heard.some((st) => st.task_id.value === 'watched' && st.state === 'TASK_RUNNING'), 15_000);
+
     const acknowledged: string[] = [];
     for (let round = 0; round < 10; round++) {
       lead = await leader();
@@ -89,6 +110,16 @@ describe('replicated masters', () => {
       await start(lead); // back as a follower, so the next round keeps a quorum after its kill
     }
     expect(acknowledged).toHaveLength(30);
+
+    // The SDK framework resubscribed after every kill, with no address changed, and gets the
+    // end of its task, killed through the current leader, from that leader.
+    lead = await leader();
+    expect(resubscriptions).toBeGreaterThanOrEqual(10);
+    await waitFor('the framework on the current leader', async () => ((await state(lead.url)).frameworks.find((f: any) => f.name === 'follower')?.connected ? true : undefined), 15_000);
+    expect(new URL(sdkFw.endpointUrl).origin).toBe(lead.url);
+    expect((await fetch(`${lead.url}/api/v1/tasks/watched/kill`, { method: 'POST' })).status).toBe(202);
+    await waitFor('TASK_KILLED at the framework', () => heard.some((st) => st.task_id.value === 'watched' && st.state === 'TASK_KILLED'), 15_000);
+    sdkFw.close();
 
     // The framework resubscribes to the current leader and hears its task is still running.
     lead = await leader();

@@ -17,7 +17,7 @@ function task(over: Partial<DockerTaskInfo['container']['docker']> = {}, resourc
 
 describe('container create body', () => {
   it('carries env, limits, ports, volumes, DNS, GPUs and the labels that tie it to its task', () => {
-    const b = containerConfig({ task: task(), agentId: 'a-S0', hostname: 'h1', sandbox: '/w/sandboxes/web.1', gpuIndices: [1, 3], dnsServers: ['10.0.0.1', '10.0.0.2'] });
+    const b = containerConfig({ task: task(), agentId: 'a-S0', hostname: 'h1', sandbox: '/w/sandboxes/web.1', gpuIndices: [1, 3], dnsServers: ['10.0.0.1', '10.0.0.2'], cpuQuota: true });
     expect(b.name).toBe('cairn-web.1');
     expect(b.Image).toBe('img:1');
     expect(b.Entrypoint).toEqual(['/bin/sh', '-c']);
@@ -45,6 +45,9 @@ describe('container create body', () => {
     expect(b.HostConfig.PortBindings).toBeUndefined();
     expect(b.HostConfig.Dns).toBeUndefined();
     expect(b.HostConfig.DeviceRequests).toBeUndefined();
+    // Without cpuQuota the cpus only weight the container.
+    expect(b.HostConfig.CpuShares).toBe(512);
+    expect(b.HostConfig.CpuQuota).toBeUndefined();
   });
 
   it('maps host ports only from the task\'s own ports', () => {

@@ -347,6 +347,32 @@ describe('SchedulerClient', () => {
     expect(m.subscribes.length).toBe(4);
   });
 
+  it('with several masters, resubscribes at the next one when its own is gone, and sends calls there', async () => {
+    const m1 = await fakeMaster();
+    const m2 = await fakeMaster();
+    const m3 = await fakeMaster();
+    // m2 has no leader yet and says so; m3 takes the framework.
+    m2.onSubscribe = (_req, res) => {
+      res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'CAIRN_NOT_LEADER', message: 'no leader is elected yet' }));
+      return true;
+    };
+    const c = client(`${m1.url}, ${m2.url},${m3.url}`);
+    await c.subscribe();
+    let resubscribed = false;
+    c.on('subscribed', (_id, info) => (resubscribed = info.resubscribed));
+    await m1.stop();
+    await until(() => resubscribed);
+    expect(m2.subscribes.length).toBeGreaterThanOrEqual(1);
+    expect(m3.subscribes[0].body.framework_id).toEqual({ value: 'fw-1' });
+    await c.revive();
+    expect(m3.callsOfType('REVIVE')).toHaveLength(1);
+    expect(c.endpointUrl).toBe(`${m3.url}/api/v1/scheduler`);
+  });
+
+  it('refuses an empty master list, naming the field', () => {
+    expect(() => new SchedulerClient({ masterUrl: ' , ', frameworkInfo: { name: 't', user: 'u' } })).toThrowError(expect.objectContaining({ field: 'masterUrl' }));
+  });
+
   it('gives up a quiet stream after five missed heartbeats', async () => {
     const m = await fakeMaster();
     m.heartbeatIntervalSeconds = 0.04;

@@ -27,6 +27,12 @@ export interface ContainerConfigInput {
   sandbox: string;
   gpuIndices: readonly number[];
   dnsServers: readonly string[];
+  /**
+   * Cap the container's CPU time at its cpus (CFS quota) besides weighting it, as
+   * `--cgroups-cpu-quota` does for processes. Off by default: a small quota throttles the
+   * container's start as well (0.01 cpus takes a second to exec `true`).
+   */
+  cpuQuota?: boolean;
 }
 
 /** The subset of the Engine API's create body Cairn sets (dockerode's ContainerCreateOptions). */
@@ -128,8 +134,10 @@ export function containerConfig(input: ContainerConfigInput): ContainerCreateBod
   }
   if (resources.cpus > 0) {
     body.HostConfig.CpuShares = Math.max(2, Math.round(resources.cpus * 1024));
-    body.HostConfig.CpuPeriod = CPU_PERIOD_US;
-    body.HostConfig.CpuQuota = Math.max(1000, Math.round(resources.cpus * CPU_PERIOD_US));
+    if (input.cpuQuota) {
+      body.HostConfig.CpuPeriod = CPU_PERIOD_US;
+      body.HostConfig.CpuQuota = Math.max(1000, Math.round(resources.cpus * CPU_PERIOD_US));
+    }
   }
   if (docker.network === 'bridge') {
     const mappings = resolvePortMappings(docker.portMappings, ports);

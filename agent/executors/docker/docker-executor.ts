@@ -32,6 +32,8 @@ export interface DockerExecutorOptions {
   socketPath?: string;
   /** Given to containers as their DNS servers (the masters' DNS, asked at each launch). */
   dnsServers?: () => readonly string[];
+  /** Cap containers' CPU time at their cpus (CFS quota), not only weight it. */
+  cpuQuota?: boolean;
   /** Shared with the process executor so that no device is handed out twice. */
   gpuPool: GpuPool;
   defaultKillGraceMs?: number;
@@ -121,7 +123,7 @@ export class DockerExecutor {
     }
     const body = containerConfig({
       task: info, agentId: this.opts.agentId(), hostname: this.opts.hostname, sandbox: t.sandbox,
-      gpuIndices: t.gpus, dnsServers: this.opts.dnsServers?.() ?? [],
+      gpuIndices: t.gpus, dnsServers: this.opts.dnsServers?.() ?? [], cpuQuota: this.opts.cpuQuota ?? false,
     });
     body.Labels[LABEL_RESOURCES] = info.resources;
     // A container left by an earlier attempt with this task id is in the way; it is ours.
