@@ -6,6 +6,7 @@ import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseNvidiaSmi, queryNvidiaSmi } from '../../agent/resources/nvidia-smi.ts';
+import { parseGpuUsage } from '../../agent/resources/gpu-usage.ts';
 
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/nvidia-smi/${name}`, import.meta.url), 'utf8');
 
@@ -27,6 +28,20 @@ describe('parseNvidiaSmi', () => {
   it('reads one GPU', () => {
     expect(parseNvidiaSmi(fixture('one.txt'))).toEqual({
       gpus: [{ index: 0, uuid: 'GPU-5d1f8a43-9c1e-7b2a-3f44-0e6c2d9b8a11', name: 'NVIDIA GeForce RTX 3090', memoryMiB: 24576 }],
+      errors: [],
+    });
+  });
+
+  it('reads what a real H100 host printed for the discovery and the usage queries', () => {
+    // Recorded on a host with one NVIDIA H100 80GB HBM3, with exactly the flags the agent passes.
+    expect(parseNvidiaSmi(fixture('real-h100-discover.txt'))).toEqual({
+      gpus: [{ index: 0, uuid: 'GPU-06b7b670-9271-6419-e2f8-5182787e910f', name: 'NVIDIA H100 80GB HBM3', memoryMiB: 81559 }],
+      errors: [],
+    });
+    expect(parseGpuUsage(fixture('real-h100-usage.txt'))).toEqual({
+      gpus: [{ index: 0, uuid: 'GPU-06b7b670-9271-6419-e2f8-5182787e910f', memoryUsedMiB: 0, memoryTotalMiB: 81559, utilizationPercent: 0 }],
+      lost: [],
+      failed: [],
       errors: [],
     });
   });
