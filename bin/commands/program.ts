@@ -180,7 +180,11 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--resources <resources>', 'agent resources instead of measuring the host, e.g. "cpus:4;mem:8192;ports:[31000-32000]"').argParser(resourcesFlag))
     .addOption(new Option('--masters <n>', 'run a replicated group of 1, 3 or 5 masters on consecutive ports').argParser(mastersFlag).default(1));
   addDnsOptions(up)
-    .action(async (o: { dataDir: string; port: number; agentPort: number; resources?: string; masters: number } & DnsFlags) => {
+    .action(async (o: { dataDir: string; port: number; agentPort: number; resources?: string; masters: number } & DnsFlags, cmd: Command) => {
+      // A group's members know each other's URLs before they start: the ports are fixed.
+      if (o.masters > 1 && (o.port === 0 || o.port + o.masters - 1 > 65535)) {
+        return cmd.error(`error: option '--port <port>' must be the first of ${o.masters} consecutive free ports with --masters ${o.masters} (not 0, and at most ${65536 - o.masters})`, { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
+      }
       result.exitCode = await h.up({ dataDir: resolve(o.dataDir), port: o.port, agentPort: o.agentPort, masters: o.masters, ...(o.resources !== undefined ? { resources: o.resources } : {}), ...dnsFlags(o) }, io);
     });
 

@@ -60,6 +60,8 @@ export interface ReplicationStatus {
   commit: number;
   applied: number;
   members: { id: NodeId; url: string; voter: boolean }[];
+  /** Peer frames refused (undecodable, unauthenticated, another cluster's). */
+  badPeerFrames: number;
 }
 
 const encoder = new TextEncoder();
@@ -153,10 +155,6 @@ export class RaftCommandLog implements CommandLog {
 
   handleUpgrade: PeerTransport['handleUpgrade'] = (req, socket, head) => this.transport.handleUpgrade(req, socket, head);
 
-  get badFrames(): number {
-    return this.transport.badFrames;
-  }
-
   status(): ReplicationStatus {
     const s = this.node.status();
     const voters = new Set(s.config.voters);
@@ -169,6 +167,7 @@ export class RaftCommandLog implements CommandLog {
       commit: s.commit,
       applied: this.applied,
       members: [...s.config.voters, ...s.config.learners].map((id) => ({ id, url: this.members.get(id) ?? '', voter: voters.has(id) })),
+      badPeerFrames: this.transport.badFrames,
     };
   }
 

@@ -23,6 +23,27 @@ export async function freePort(): Promise<number> {
   });
 }
 
+/** Whether `port` can be bound on loopback right now. */
+function portIsFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const srv = createServer();
+    srv.once('error', () => resolve(false));
+    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+  });
+}
+
+/** The first of `n` consecutive free ports (for `cairn up --masters N`). */
+export async function freePortRun(n: number): Promise<number> {
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const first = await freePort();
+    if (first + n - 1 > 65535) continue;
+    let ok = true;
+    for (let p = first + 1; p < first + n && ok; p++) ok = await portIsFree(p);
+    if (ok) return first;
+  }
+  throw new Error(`no ${n} consecutive free ports found`);
+}
+
 export function tempDir(prefix = 'cairn-test-'): string {
   return mkdtempSync(join(tmpdir(), prefix));
 }

@@ -172,6 +172,8 @@ describe('daemon commands: parsing', () => {
     [['master', '--ping-interval-ms', '0'], '--ping-interval-ms'],
     [['master', '--max-missed-pings', 'x'], '--max-missed-pings'],
     [['master', '--offer-timeout-ms', '1.5'], '--offer-timeout-ms'],
+    [['up', '--masters', '3', '--port', '0'], '--port'],
+    [['up', '--masters', '5', '--port', '65533'], '--port'],
     [['agent', '--attributes', 'nocolon'], '--attributes'],
     [['agent', '--resources', 'bogus:1'], '--resources'],
     [['agent', '--port', '-5'], '--port'],
