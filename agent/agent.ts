@@ -109,7 +109,7 @@ export async function startAgent(opts: AgentOptions): Promise<AgentHandle> {
   const log = (opts.logger ?? pino({ name: 'cairn-agent' })).child({ component: 'agent' });
   await mkdir(cfg.workDir, { recursive: true });
 
-  const discovered = await discoverResources(cfg.workDir, cfg.resourcesText);
+  const discovered = await discoverResources(cfg.workDir, cfg.resourcesText, { gpuSharing: cfg.gpuSharing });
   for (const note of discovered.notes) log.warn(note);
   const storedId = await readAgentId(cfg.workDir);
   const checkpoints = new CheckpointStore(checkpointsDir(cfg.workDir));
@@ -159,7 +159,7 @@ class Agent {
     private readonly knownGpus: readonly NvidiaGpu[],
   ) {
     this.agentId = storedId !== '' ? storedId : undefined;
-    const gpuPool = new GpuPool(gpuIndices);
+    const gpuPool = new GpuPool(gpuIndices, cfg.gpuSharing);
     const onStatus = (change: TaskStatusChange) => this.statusUpdate(change);
     const processes = new ProcessExecutor({
       workDir: cfg.workDir,

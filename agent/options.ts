@@ -55,6 +55,8 @@ export interface AgentOptions {
   cgroupsCpuQuota?: boolean;
   /** How often tasks' CPU, memory and GPU use is sampled (default 5 s). */
   usageIntervalMs?: number;
+  /** Tasks that may hold one GPU device at once (time-sharing it); each device is offered this many times. Default 1. */
+  gpuSharing?: number;
   /** Run container tasks through the Docker daemon (default true, where one answers). */
   docker?: boolean;
   /** The Docker daemon's socket (default /var/run/docker.sock). */
@@ -108,6 +110,7 @@ export interface AgentConfig {
   cgroupsRoot: string;
   cgroupsCpuQuota: boolean;
   usageIntervalMs: number;
+  gpuSharing: number;
   docker: boolean;
   dockerSocket: string;
   sandboxGcAgeMs: number;
@@ -183,6 +186,13 @@ function readVersion(): string {
 }
 
 export const DEFAULT_DOCKER_SOCKET = '/var/run/docker.sock';
+/** Beyond this, a shared device's memory is sliced too thin to be of use to anyone. */
+export const MAX_GPU_SHARING = 64;
+
+function checkGpuSharing(n: number): number {
+  if (!Number.isInteger(n) || n < 1 || n > MAX_GPU_SHARING) throw new CairnError('CAIRN_BAD_FLAG', `must be a whole number from 1 to ${MAX_GPU_SHARING}, got ${n}`, 'gpuSharing');
+  return n;
+}
 
 function checkSocketPath(path: string): string {
   if (typeof path !== 'string' || !path.startsWith('/')) throw new CairnError('CAIRN_BAD_FLAG', `must be an absolute path to the Docker daemon's socket, got '${String(path)}'`, 'dockerSocket');
@@ -264,6 +274,7 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     cgroupsRoot,
     cgroupsCpuQuota: opts.cgroupsCpuQuota ?? false,
     usageIntervalMs: positiveMs(opts.usageIntervalMs, 5000, 'usageIntervalMs'),
+    gpuSharing: checkGpuSharing(opts.gpuSharing ?? 1),
     docker: opts.docker ?? true,
     dockerSocket: checkSocketPath(opts.dockerSocket ?? DEFAULT_DOCKER_SOCKET),
     sandboxGcAgeMs: positiveMs(opts.sandboxGcAgeMs, 7 * 24 * 3600 * 1000, 'sandboxGcAgeMs'),

@@ -124,6 +124,8 @@ export function mountFor(path: string, mounts: readonly { mount: string }[]): nu
 export interface MeasureOptions {
   /** Replaces the nvidia-smi query (tests). */
   queryGpus?: () => Promise<NvidiaSmiResult>;
+  /** Tasks per device (`--gpu-sharing`): each device is offered this many times. Default 1. */
+  gpuSharing?: number;
 }
 
 /** Measures the host. The work directory must exist. */
@@ -161,7 +163,7 @@ async function diskAvailableFor(dir: string): Promise<number> {
 
 export interface DiscoveredResources {
   resources: Resources;
-  /** Device indices behind `resources.gpus`, in order. */
+  /** The devices behind `resources.gpus`, in order (with sharing, each stands for several). */
   gpuIndices: number[];
   facts: HostFacts;
   /** Things an operator should see in the log (GPU probe failures, synthetic GPUs). */
@@ -184,5 +186,9 @@ export async function discoverResources(
   if (synthetic > 0) {
     notes.push(`--resources declares ${resources.gpus} GPUs but ${facts.gpus.length} were found; indices ${indices.slice(-synthetic).join(',')} are not backed by a device`);
   }
-  return { resources, gpuIndices: indices, facts, notes };
+  // With sharing, `gpus` counts shares: N tasks of one GPU each may hold one device.
+  const sharing = opts.gpuSharing ?? 1;
+  const offered = sharing > 1 ? resources.subtract(Resources.of({ gpus: resources.gpus })).add(Resources.of({ gpus: indices.length * sharing })) : resources;
+  if (sharing > 1 && indices.length > 0) notes.push(`GPUs are shared: each of ${indices.length} devices may be held by ${sharing} tasks at once (${indices.length * sharing} gpus offered)`);
+  return { resources: offered, gpuIndices: indices, facts, notes };
 }

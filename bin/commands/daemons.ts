@@ -226,6 +226,7 @@ export async function runAgent(o: AgentOptions, io: CliIo): Promise<number> {
       cgroupsRoot: o.cgroupsRoot,
       cgroupsCpuQuota: o.cgroupsCpuQuota,
       usageIntervalMs: o.usageIntervalMs,
+      gpuSharing: o.gpuSharing,
       docker: o.docker,
       dockerSocket: o.dockerSocket,
       sandboxGcAgeMs: o.sandboxGcAgeMs,

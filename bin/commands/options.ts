@@ -68,6 +68,7 @@ export interface AgentOptions {
   cgroupsRoot: string;
   cgroupsCpuQuota: boolean;
   usageIntervalMs: number;
+  gpuSharing: number;
   docker: boolean;
   dockerSocket: string;
   sandboxGcAgeMs: number;

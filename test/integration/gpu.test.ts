@@ -58,4 +58,23 @@ describe('GPUs', () => {
     const third = await waitFor('output of g2', async () => (await (await fetch(`${master.url}/api/v1/tasks/g2/logs?stream=stdout`)).json()).data || undefined);
     expect(/devices=(\d+)/.exec(third)![1]).toBe(devices[0][0]); // the device g0 gave back
   });
+
+  it('with --gpu-sharing 2, two one-GPU tasks share the one device; a third waits', async () => {
+    const master = await startMasterProcess(cleanup, { extra: ['--offer-timeout-ms', '60000'] });
+    await startAgentProcess(cleanup, master.url, { resources: 'cpus:4;mem:1024;gpus:1', extra: ['--gpu-sharing', '2'] });
+    const s = new RawScheduler(master.url);
+    schedulers.push(s);
+    await s.subscribe({ user: 't', name: 'sharers', capabilities: [{ type: 'GPU_RESOURCES' }] });
+    const offer = (await s.next((e) => e.type === 'OFFERS')).offers.offers[0];
+    expect(gpusIn(offer)).toBe(2);
+    const mark = s.events.length;
+    await s.call({ type: 'ACCEPT', accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: [gpuTask('s0', offer.agent_id.value), gpuTask('s1', offer.agent_id.value)] } }], filters: { refuse_seconds: 0 } } });
+    const outputs = await Promise.all(['s0', 's1'].map((id) => waitFor(`output of ${id}`, async () => {
+      const c = await (await fetch(`${master.url}/api/v1/tasks/${id}/logs?stream=stdout`)).json();
+      return c.data || undefined;
+    })));
+    expect(outputs.map((o: string) => /devices=(\d+)/.exec(o)![1])).toEqual(['0', '0']);
+    const next = await s.next((e) => e.type === 'OFFERS', 10_000, mark);
+    expect(gpusIn(next.offers.offers[0])).toBe(0);
+  });
 });

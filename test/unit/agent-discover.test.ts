@@ -101,4 +101,14 @@ describe('discoverResources (this host)', () => {
     expect(found.gpuIndices).toEqual([0, 1]);
     expect(found.notes.join('\n')).toMatch(/declares 2 GPUs but 1 were found/);
   });
+
+  it('offers each device as many times as it is shared', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-discover-'));
+    const found = await discoverResources(dir, undefined, { gpuSharing: 3, queryGpus: async () => ({ gpus: [gpu(0), gpu(1)], errors: [] }) });
+    expect(found.gpuIndices).toEqual([0, 1]);
+    expect(found.resources.gpus).toBe(6);
+    expect(found.notes.join('\n')).toMatch(/each of 2 devices may be held by 3 tasks/);
+    const declared = await discoverResources(dir, 'gpus:1', { gpuSharing: 2, queryGpus: async () => ({ gpus: [gpu(0), gpu(1)], errors: [] }) });
+    expect([declared.gpuIndices, declared.resources.gpus]).toEqual([[0], 2]);
+  });
 });

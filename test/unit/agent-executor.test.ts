@@ -354,6 +354,24 @@ describe('executor helpers', () => {
     expect(pool.freeCount()).toBe(0);
   });
 
+  it('shares a device among up to N tasks, spreading them, and never gives one task a device twice', () => {
+    const pool = new GpuPool([0, 1], 2);
+    expect(pool.freeCount()).toBe(4);
+    expect(pool.assign('a', 1)).toEqual([0]);
+    expect(pool.assign('b', 1)).toEqual([1]); // the emptier device first
+    expect(pool.assign('c', 2)).toEqual([0, 1]);
+    expect(pool.assign('d', 1)).toBeUndefined(); // both devices are held twice
+    pool.release('a');
+    expect(pool.assign('d', 2)).toBeUndefined(); // one free share, on one device: not two distinct devices
+    expect(pool.claim('e', [1])).toBe(false);
+    expect(pool.claim('e', [0])).toBe(true);
+    pool.markUnhealthy(1, 'GPU is lost');
+    pool.release('b');
+    pool.release('c');
+    expect(pool.freeCount()).toBe(1); // device 1 is out of service; device 0 has one share back
+    expect(() => new GpuPool([0], 0)).toThrow(RangeError);
+  });
+
   it('finds the end of the last whole UTF-8 character', () => {
     const bytes = Buffer.from('a€', 'utf8'); // 1 + 3 bytes
     expect(utf8BoundaryLength(bytes)).toBe(4);

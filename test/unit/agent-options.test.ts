@@ -52,6 +52,13 @@ describe('master address', () => {
 });
 
 describe('compileAgentOptions', () => {
+  it('checks GPU sharing, naming the field', () => {
+    expect(compileAgentOptions({ masterUrl: 'http://127.0.0.1:5050', workDir: '/w', gpuSharing: 4 }).gpuSharing).toBe(4);
+    for (const bad of [0, 65, 1.5]) {
+      expect(() => compileAgentOptions({ masterUrl: 'http://127.0.0.1:5050', workDir: '/w', gpuSharing: bad })).toThrow(expect.objectContaining({ code: 'CAIRN_BAD_FLAG', field: 'gpuSharing' }));
+    }
+  });
+
   it('fills defaults', () => {
     const cfg = compileAgentOptions({ masterUrl: 'http://127.0.0.1:5050', workDir: 'relative/dir' });
     expect(cfg).toMatchObject({ httpPort: 5051, reconnectMinMs: 100, reconnectMaxMs: 2000, statusResendMs: 2000, ip: '127.0.0.1', attributes: [] });

@@ -17,6 +17,8 @@ import type { KillOutcome, LaunchOutcome, RecoverMode, TaskSnapshot, TaskStatusC
 import { containerConfig, containerName, LABEL_AGENT_ID, LABEL_FRAMEWORK_ID, LABEL_TASK_ID } from './container-config.ts';
 
 export const LABEL_RESOURCES = 'cairn.resources';
+/** The GPU devices the container holds, comma-separated, so a restarted agent holds them again. */
+export const LABEL_GPUS = 'cairn.gpus';
 const DEFAULT_KILL_GRACE_MS = 3000;
 
 export type DockerTaskInfo = TaskInfo & { container: ContainerSpec };
@@ -126,6 +128,7 @@ export class DockerExecutor {
       gpuIndices: t.gpus, dnsServers: this.opts.dnsServers?.() ?? [], cpuQuota: this.opts.cpuQuota ?? false,
     });
     body.Labels[LABEL_RESOURCES] = info.resources;
+    if (t.gpus.length > 0) body.Labels[LABEL_GPUS] = t.gpus.join(',');
     // A container left by an earlier attempt with this task id is in the way; it is ours.
     await this.docker.getContainer(body.name).remove({ force: true }).catch(() => undefined);
     const container = await this.docker.createContainer(body);
@@ -228,7 +231,12 @@ export class DockerExecutor {
       t.state = 'TASK_RUNNING';
       t.recovered = true;
       const container = this.docker.getContainer(c.Id);
-      if (c.State === 'running') await this.noteProcess(t, container);
+      if (c.State === 'running') {
+        await this.noteProcess(t, container);
+        const gpus = (c.Labels[LABEL_GPUS] ?? '').split(',').filter((g) => /^\d+$/.test(g)).map(Number);
+        if (this.gpuPool.claim(taskId, gpus)) t.gpus = gpus;
+        else this.opts.logger?.warn({ taskId, gpus }, 'a recovered container holds GPUs this agent no longer has free');
+      }
       let since = 0;
       try {
         since = Math.floor(statSync(logPath(t.sandbox, 'stdout')).mtimeMs / 1000);
