@@ -22,6 +22,7 @@ import {
 import { startAgent, type AgentHandle, type AgentOptions } from '../../agent/agent.ts';
 import { uuidKey } from '../../agent/status-updates.ts';
 import { waitFor } from '../harness/processes.ts';
+import { shellTask } from '../harness/tasks.ts';
 
 /** A master that records what the agent says and answers only when told. */
 class FakeMaster {
@@ -168,18 +169,8 @@ async function agentFor(master: FakeMaster, dir: string, extra: Partial<AgentOpt
   return agent;
 }
 
-function task(id: string, script: string, extra: Partial<TaskInfo> = {}): TaskInfo {
-  return {
-    taskId: id,
-    frameworkId: 'fw-1',
-    name: id,
-    resources: 'cpus:0.1;mem:16;ports:[31000-31001]',
-    command: { shell: true, value: script, arguments: [], environment: [{ name: 'FROM_FRAMEWORK', value: 'yes' }] },
-    killGraceMs: 0,
-    labels: [],
-    ...extra,
-  };
-}
+const task = (id: string, script: string, extra: Partial<TaskInfo> = {}) =>
+  shellTask(id, script, { resources: 'cpus:0.1;mem:16;ports:[31000-31001]', command: { shell: true, value: script, arguments: [], environment: [{ name: 'FROM_FRAMEWORK', value: 'yes' }] }, ...extra });
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 

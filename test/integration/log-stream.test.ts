@@ -8,6 +8,7 @@ import { fileURLToPath } from 'node:url';
 import type { LogChunk } from '../../shared/master-state.ts';
 import { Cleanup, freePort, startAgentProcess, startMasterProcess, waitFor } from '../harness/processes.ts';
 import { autoAck, RawScheduler, taskInfo } from '../harness/raw-scheduler.ts';
+import { ndjsonLines } from '../harness/tasks.ts';
 
 const CAIRN = fileURLToPath(new URL('../../bin/cairn.js', import.meta.url));
 const cleanup = new Cleanup();
@@ -72,17 +73,9 @@ describe('followed logs through the master (real processes)', () => {
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
     const arrivals: { chunk: LogChunk; taskState: string; atMs: number }[] = [];
-    const decoder = new TextDecoder();
-    let pending = '';
-    for await (const part of res.body!) {
-      pending += decoder.decode(part, { stream: true });
-      const lines = pending.split('\n');
-      pending = lines.pop()!;
-      for (const line of lines) {
-        const chunk = JSON.parse(line) as LogChunk;
-        const taskState = arrivals.some((a) => a.chunk.data !== '') || chunk.data === '' ? '' : (await (await fetch(`${master.url}/api/v1/tasks/ticker`)).json()).state;
-        arrivals.push({ chunk, taskState, atMs: Date.now() });
-      }
+    for await (const chunk of ndjsonLines<LogChunk>(res.body!)) {
+      const taskState = arrivals.some((a) => a.chunk.data !== '') || chunk.data === '' ? '' : (await (await fetch(`${master.url}/api/v1/tasks/ticker`)).json()).state;
+      arrivals.push({ chunk, taskState, atMs: Date.now() });
     }
     const firstData = arrivals.find((a) => a.chunk.data !== '')!;
     expect(firstData.taskState).toBe('TASK_RUNNING');

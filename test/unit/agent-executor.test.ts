@@ -5,7 +5,6 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type { TaskInfo } from '../../shared/agent-protocol.ts';
 import { ProcessExecutor, type TaskStatusChange } from '../../agent/executors/process/executor.ts';
 import { sandboxDir, sanitizeTaskId, utf8BoundaryLength } from '../../agent/executors/process/sandbox.ts';
 import { buildTaskEnvironment } from '../../agent/executors/process/environment.ts';
@@ -13,6 +12,7 @@ import { spawnSpecFor } from '../../agent/executors/process/command.ts';
 import { terminalStatusFor } from '../../agent/executors/process/exit-status.ts';
 import { GpuPool } from '../../agent/resources/gpu-pool.ts';
 import { CheckpointStore, checkpointsDir } from '../../agent/recovery/checkpoint.ts';
+import { shellTask } from '../harness/tasks.ts';
 
 let workDir: string;
 let updates: TaskStatusChange[];
@@ -28,18 +28,7 @@ async function waitUntil(cond: () => boolean, timeoutMs = 5000): Promise<void> {
   }
 }
 
-function task(id: string, script: string, extra: Partial<TaskInfo> = {}): TaskInfo {
-  return {
-    taskId: id,
-    frameworkId: 'fw-1',
-    name: id,
-    resources: 'cpus:0.1;mem:32',
-    command: { shell: true, value: script, arguments: [], environment: [] },
-    killGraceMs: 0,
-    labels: [],
-    ...extra,
-  };
-}
+const task = shellTask;
 
 function statesOf(taskId: string): string[] {
   return updates.filter((u) => u.taskId === taskId).map((u) => u.state);

@@ -8,29 +8,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import type { FastifyInstance } from 'fastify';
-import type { TaskInfo } from '../../shared/agent-protocol.ts';
 import type { LogChunk } from '../../shared/master-state.ts';
 import { ProcessExecutor } from '../../agent/executors/process/executor.ts';
 import { sandboxDir } from '../../agent/executors/process/sandbox.ts';
 import { buildAgentHttp } from '../../agent/http.ts';
 import { followLog } from '../../agent/log-follow.ts';
+import { ndjsonLines, shellTask } from '../harness/tasks.ts';
 
 let workDir: string;
 let executor: ProcessExecutor;
 let app: FastifyInstance;
 let baseUrl: string;
 
-function task(id: string, script: string): TaskInfo {
-  return {
-    taskId: id,
-    frameworkId: 'fw-1',
-    name: id,
-    resources: 'cpus:0.1;mem:32',
-    command: { shell: true, value: script, arguments: [], environment: [] },
-    killGraceMs: 0,
-    labels: [],
-  };
-}
+const task = (id: string, script: string) => shellTask(id, script);
 
 /** Ten lines, one every 0.1 s. */
 const TEN_LINES = 'i=1; while [ $i -le 10 ]; do echo "line $i of the log"; i=$((i+1)); sleep 0.1; done';
@@ -47,15 +37,7 @@ async function follow(path: string, ended: () => boolean): Promise<Received[]> {
   expect(res.status).toBe(200);
   expect(res.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
   const got: Received[] = [];
-  const decoder = new TextDecoder();
-  let pending = '';
-  for await (const part of res.body!) {
-    pending += decoder.decode(part, { stream: true });
-    const lines = pending.split('\n');
-    pending = lines.pop()!;
-    for (const line of lines) got.push({ chunk: JSON.parse(line) as LogChunk, taskEnded: ended() });
-  }
-  expect(pending).toBe('');
+  for await (const chunk of ndjsonLines<LogChunk>(res.body!)) got.push({ chunk, taskEnded: ended() });
   return got;
 }
 

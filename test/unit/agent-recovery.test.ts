@@ -14,13 +14,12 @@ import { isSameProcessAlive, parseProcStat, processStartTime, usageByGroup } fro
 import { exitFromStatus, parseExitStatusFile, supervisedSpawn, taskEndFromSupervisor } from '../../agent/executors/process/supervisor.ts';
 import { decodeWaitStatus, encodeLaunchRecord } from '../../agent/executors/process/launcher.ts';
 import { CheckpointStore, checkpointsDir, parseCheckpoint, type TaskCheckpoint } from '../../agent/recovery/checkpoint.ts';
+import { shellTask } from '../harness/tasks.ts';
 
 let workDir: string;
 const executors: ProcessExecutor[] = [];
 
-function task(id: string, script: string, extra: Partial<TaskInfo> = {}): TaskInfo {
-  return { taskId: id, frameworkId: 'fw-1', name: id, resources: 'cpus:0.1;mem:32;gpus:1', command: { shell: true, value: script, arguments: [], environment: [] }, killGraceMs: 0, labels: [], ...extra };
-}
+const task = (id: string, script: string, extra: Partial<TaskInfo> = {}) => shellTask(id, script, { resources: 'cpus:0.1;mem:32;gpus:1', ...extra });
 
 function executor(updates: TaskStatusChange[]): { ex: ProcessExecutor; store: CheckpointStore } {
   const store = new CheckpointStore(checkpointsDir(workDir));
