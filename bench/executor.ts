@@ -13,7 +13,7 @@
 //    daemon's own ceiling: the same 60 containers created and started straight through the
 //    Engine API (8 at a time, no agent), which bounds what any executor can reach.
 
-import { rmSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { decodeAgentToMaster, encodeMasterToAgent, type MasterToAgent, type TaskInfo } from '../shared/agent-protocol.ts';
@@ -159,11 +159,23 @@ async function measure(cgroups: boolean, container = false): Promise<Figures> {
   }
 }
 
-/** Containers created and started per second straight through the Engine API: the daemon's ceiling. */
-async function daemonCeiling(total: number, concurrency: number): Promise<{ tasks: number; seconds: number; launchesPerSecond: number }> {
+/** The machine's CPU counters (all cores), in clock ticks. */
+function cpuTicks(): { idle: number; total: number } {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
+  return { idle: f[3]! + f[4]!, total: f.reduce((a, b) => a + b, 0) };
+}
+
+/**
+ * Containers created and started per second straight through the Engine API: the daemon's
+ * ceiling. With how busy the machine's CPUs were meanwhile and the CPU time each container
+ * cost (daemon, containerd, shim and runc together), which show whether the ceiling is the
+ * machine's CPUs.
+ */
+async function daemonCeiling(total: number, concurrency: number): Promise<{ tasks: number; seconds: number; launchesPerSecond: number; cpuBusyFraction: number; cpuMsPerContainer: number }> {
   const docker = new Docker();
   const ids: string[] = [];
   let next = 0;
+  const before = cpuTicks();
   const t0 = performance.now();
   const worker = async () => {
     while (next < total) {
@@ -178,8 +190,14 @@ async function daemonCeiling(total: number, concurrency: number): Promise<{ task
   };
   await Promise.all(Array.from({ length: concurrency }, worker));
   const seconds = (performance.now() - t0) / 1000;
+  const after = cpuTicks();
+  const busyTicks = after.total - before.total - (after.idle - before.idle);
+  const tickMs = 1000 / 100; // USER_HZ is 100 on Linux
   await Promise.all(ids.map((id) => docker.getContainer(id).remove({ force: true }).catch(() => undefined)));
-  return { tasks: total, seconds: Number(seconds.toFixed(3)), launchesPerSecond: Math.round(total / seconds) };
+  return {
+    tasks: total, seconds: Number(seconds.toFixed(3)), launchesPerSecond: Math.round(total / seconds),
+    cpuBusyFraction: Number((busyTicks / (after.total - before.total)).toFixed(2)), cpuMsPerContainer: Math.round((busyTicks * tickMs) / total),
+  };
 }
 
 export async function run(): Promise<unknown> {
