@@ -13,7 +13,7 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import pino, { type Logger } from 'pino';
-import { isTerminal, type DrainOrder, type MasterToAgent, type StatusUpdate } from '../shared/agent-protocol.ts';
+import { isTerminal, NOT_DRAINING, type DrainOrder, type MasterToAgent, type StatusUpdate } from '../shared/agent-protocol.ts';
 import type { Resources } from '../shared/resources.ts';
 import { readAgentId, writeAgentId } from './agent-id.ts';
 import { Disposer } from './disposer.ts';
@@ -458,7 +458,7 @@ class Agent {
     this.log.info({ agentId: this.agentId, pending: this.pending.size }, 'registered with master');
     // The registry's word on draining wins over what this agent remembers (it may have
     // been drained or undrained while the agent was away).
-    await this.applyDrain(reg.drain ?? { draining: false, hasDeadline: false, deadlineAtMs: 0 });
+    await this.applyDrain(reg.drain ?? NOT_DRAINING);
     this.membership?.announce({ api: this.httpUrl, hostname: this.cfg.hostname, agentId: this.agentId });
     this.resendPending();
   }

@@ -59,10 +59,9 @@ export function buildAgentHttp(opts: Omit<AgentHttpOptions, 'host' | 'port'>): F
 
   app.get('/health', async () => ({ status: 'ok', agentId: opts.agentId() ?? null, ...(opts.health?.() ?? {}) }));
 
-  // Followed logs in flight, each ended when its client goes away or the server closes
-  // (close() would otherwise wait on them forever).
-  // Each is stopped and waited for before the server closes its idle connections, so the
-  // connections they used are idle by then rather than left open for the keep-alive timeout.
+  // Followed logs in flight, each ended when its client goes away or the server closes.
+  // Closing stops each and waits for it before the server closes its idle connections, so
+  // the connections they used are idle by then rather than held for the keep-alive timeout.
   const follows = new Map<AbortController, Promise<void>>();
   let closing = false;
   app.addHook('preClose', async () => {

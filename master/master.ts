@@ -5,7 +5,7 @@
 
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
-import { isTerminal, type DrainOrder, type Register, type StatusUpdate, type TaskInfo, type TaskState, type UsageReport } from '../shared/agent-protocol.ts';
+import { isTerminal, NOT_DRAINING, type DrainOrder, type Register, type StatusUpdate, type TaskInfo, type TaskState, type UsageReport } from '../shared/agent-protocol.ts';
 import { CairnError } from '../shared/errors.ts';
 import type { OfferJson, SchedulerEvent, TaskStatusJson } from '../shared/mesos-v1.ts';
 import { Resources } from '../shared/resources.ts';
@@ -227,7 +227,7 @@ export class Master {
     await this.registry.submit({ type: 'agent_drain', agentId, drain: null });
     if (this.stopped) return;
     const link = this.links.get(agentId);
-    link?.send({ drain: drainOrder(undefined) });
+    link?.send({ drain: NOT_DRAINING });
     if (link && this.allocator.hasAgent(agentId)) this.allocator.setAgentActive(agentId, true);
     this.log.info({ agentId }, 'agent drain ended');
     this.scheduleAllocation();
@@ -790,9 +790,8 @@ export class Master {
   }
 }
 
-
 /** A drain as the agent is told it (absent: not draining). */
 function drainOrder(drain: AgentDrain | undefined): DrainOrder {
-  if (!drain) return { draining: false, hasDeadline: false, deadlineAtMs: 0 };
+  if (!drain) return NOT_DRAINING;
   return { draining: true, hasDeadline: drain.deadlineAtMs !== null, deadlineAtMs: drain.deadlineAtMs ?? 0 };
 }

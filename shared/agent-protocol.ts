@@ -80,6 +80,8 @@ export interface UsageReport {
   unhealthyGpus: number[];
 }
 export interface DrainOrder { draining: boolean; hasDeadline: boolean; deadlineAtMs: number }
+/** The order that ends a drain, or says there is none. */
+export const NOT_DRAINING: DrainOrder = Object.freeze({ draining: false, hasDeadline: false, deadlineAtMs: 0 });
 
 export type AgentToMaster =
   | { register: Register }

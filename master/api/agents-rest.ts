@@ -10,12 +10,7 @@ import { parseDrainRequest } from '../../shared/drain-request.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { leaderOrRedirect, type MasterContext } from '../context.ts';
 import type { AgentRecord } from '../registry/commands.ts';
-import { toHttpError } from './http-errors.ts';
-
-function fail(reply: FastifyReply, err: unknown) {
-  const { status, body } = toHttpError(err);
-  return reply.code(status).send(body);
-}
+import { sendHttpError as fail } from './http-errors.ts';
 
 /** The agent's own HTTP endpoint (logs, usage). */
 export function agentBaseUrl(agent: Pick<AgentRecord, 'ip' | 'httpPort'>): string {

@@ -1,6 +1,7 @@
 // Maps errors to HTTP answers: a CairnError is the client's fault (4xx with its code,
 // message and field); anything else is ours (500).
 
+import type { FastifyReply } from 'fastify';
 import { CairnError, type CairnErrorCode } from '../../shared/errors.ts';
 
 const STATUS: Partial<Record<CairnErrorCode, number>> = {
@@ -36,4 +37,10 @@ export function toHttpError(err: unknown): { status: number; body: ErrorBody } {
     return { status: e.statusCode, body: { code: 'CAIRN_BAD_REQUEST', message: `body: ${e.message ?? 'bad request'}`, field: 'body' } };
   }
   return { status: 500, body: { code: 'CAIRN_INTERNAL', message: (err as Error)?.message ?? String(err) } };
+}
+
+/** Answers a request with the error's status and body. */
+export function sendHttpError(reply: FastifyReply, err: unknown): FastifyReply {
+  const { status, body } = toHttpError(err);
+  return reply.code(status).send(body);
 }

@@ -2,7 +2,7 @@
 // the task's agent, one chunk or a followed stream piped through), operator kill, and
 // Prometheus metrics.
 
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import { isTerminal, TASK_STATES } from '../../shared/agent-protocol.ts';
@@ -12,17 +12,12 @@ import { Resources } from '../../shared/resources.ts';
 import { APPLIED_INDEX_HEADER, leaderOrRedirect, type MasterContext } from '../context.ts';
 import type { Registry } from '../registry/registry.ts';
 import { promFamily } from '../metrics.ts';
-import { registerAgentRoutes } from './agents-rest.ts';
-import { toHttpError } from './http-errors.ts';
+import { agentBaseUrl, registerAgentRoutes } from './agents-rest.ts';
+import { sendHttpError as fail } from './http-errors.ts';
 import { stateView, taskView } from './state-view.ts';
 
 /** How long an agent may take to answer a log request (up to its headers, when followed). */
 const AGENT_ANSWER_TIMEOUT_MS = 10_000;
-
-function fail(reply: FastifyReply, err: unknown) {
-  const { status, body } = toHttpError(err);
-  return reply.code(status).send(body);
-}
 
 function findTask(registry: Registry, id: string) {
   const t = registry.state.tasks.get(id);
@@ -102,7 +97,7 @@ export function registerRestApi(app: FastifyInstance, ctx: MasterContext): void 
       const q = parseLogQuery(req.query);
       const agent = registry.state.agents.get(t.agentId);
       if (!agent) throw new CairnError('CAIRN_AGENT_UNAVAILABLE', `agent ${t.agentId} of task '${t.id}' is gone`, 'id');
-      const url = `http://${agent.ip}:${agent.httpPort}/api/v1/tasks/${encodeURIComponent(t.id)}/logs?${logQueryString(q)}`;
+      const url = `${agentBaseUrl(agent)}/api/v1/tasks/${encodeURIComponent(t.id)}/logs?${logQueryString(q)}`;
       // The timeout covers a one-chunk answer whole, and a followed log up to its headers:
       // the stream then lasts as long as the task writes.
       const upstream = new AbortController();

@@ -6,6 +6,7 @@ import { isTerminal } from '../../shared/agent-protocol.ts';
 import { Resources } from '../../shared/resources.ts';
 import type { TaskRecord } from '../registry/commands.ts';
 import type { MasterContext } from '../context.ts';
+import { agentBaseUrl } from './agents-rest.ts';
 
 export const CAIRN_VERSION = '0.1.0';
 const PROCESS_STARTED_MS = Date.now();
@@ -40,7 +41,7 @@ export function stateView(ctx: MasterContext): StateView {
     id: a.id,
     hostname: a.hostname,
     ip: a.ip,
-    url: `http://${a.ip}:${a.httpPort}`,
+    url: agentBaseUrl(a),
     reachable: a.reachable,
     connected: master?.isConnected(a.id) ?? false,
     registeredAtMs: a.registeredAtMs,

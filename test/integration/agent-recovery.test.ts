@@ -83,13 +83,17 @@ async function launch(masterUrl: string, tasks: Spec[]): Promise<{ s: RawSchedul
   return { s, agentId };
 }
 
+/** A master and an agent on a fixed port and work dir, so that it can be started again as the same agent. */
+async function masterAndAgent() {
+  const master = await startMasterProcess(cleanup);
+  const agentOpts = { workDir: agentDir(), port: await freePort(), resources: 'cpus:2;mem:1024' };
+  const agent = await startAgentProcess(cleanup, master.url, agentOpts);
+  return { master, agent, agentOpts };
+}
+
 describe('agent recovery (real processes)', () => {
   it('survives SIGKILL: a running task stays RUNNING with its log growing, one that exited meanwhile is reported with its exit code', async () => {
-    const master = await startMasterProcess(cleanup);
-    const workDir = agentDir();
-    const port = await freePort();
-    const agentOpts = { workDir, port, resources: 'cpus:2;mem:1024' };
-    const agent = await startAgentProcess(cleanup, master.url, agentOpts);
+    const { master, agent, agentOpts } = await masterAndAgent();
     const { s, agentId } = await launch(master.url, [
       ['survivor', 'while true; do echo "tick $(date +%s%N)"; sleep 0.05; done'],
       ['seven', 'sleep 1.5; exit 7'],
@@ -124,13 +128,10 @@ describe('agent recovery (real processes)', () => {
   });
 
   it('--recover=cleanup kills the tasks it finds', async () => {
-    const master = await startMasterProcess(cleanup);
-    const workDir = agentDir();
-    const port = await freePort();
-    const agent = await startAgentProcess(cleanup, master.url, { workDir, port, resources: 'cpus:2;mem:1024' });
+    const { master, agent, agentOpts } = await masterAndAgent();
     const { s } = await launch(master.url, [['leftover', 'sleep 60']]);
     await agent.kill('SIGKILL');
-    await startAgentProcess(cleanup, master.url, { workDir, port, resources: 'cpus:2;mem:1024', extra: ['--recover', 'cleanup'] });
+    await startAgentProcess(cleanup, master.url, { ...agentOpts, extra: ['--recover', 'cleanup'] });
     await waitFor('leftover killed', () => updatesOf(s, 'leftover').includes('TASK_KILLED'), 15_000);
     const killed = s.events.find((e) => e.type === 'UPDATE' && e.update.status.state === 'TASK_KILLED')!;
     expect(killed.update.status.message).toMatch(/--recover=cleanup/);
@@ -144,11 +145,7 @@ if (why) console.warn(`skipping agent recovery with containers: ${why}`);
 describe.skipIf(!!why)('agent recovery with a container and a process (real processes)', () => {
   it('SIGKILL of the agent: both stay RUNNING throughout, their logs go on, a container that exited meanwhile is reported with its exit code', async () => {
     await ensureTestImage();
-    const master = await startMasterProcess(cleanup);
-    const workDir = agentDir();
-    const port = await freePort();
-    const agentOpts = { workDir, port, resources: 'cpus:2;mem:1024' };
-    const agent = await startAgentProcess(cleanup, master.url, agentOpts);
+    const { master, agent, agentOpts } = await masterAndAgent();
     const { s, agentId } = await launch(master.url, [
       ['proc', 'while true; do echo "p $(date +%s%N)"; sleep 0.05; done'],
       ['box', 'i=0; while true; do echo "c $i"; i=$((i+1)); sleep 0.05; done', 'container'],
