@@ -15,6 +15,7 @@ import { mkdir } from 'node:fs/promises';
 import pino, { type Logger } from 'pino';
 import { isTerminal, NOT_DRAINING, type DrainOrder, type MasterToAgent, type StatusUpdate } from '../shared/agent-protocol.ts';
 import type { Resources } from '../shared/resources.ts';
+import { CairnError } from '../shared/errors.ts';
 import { readAgentId, writeAgentId } from './agent-id.ts';
 import { Disposer } from './disposer.ts';
 import { ProcessExecutor, type TaskStatusChange } from './executors/process/executor.ts';
@@ -85,21 +86,29 @@ async function detectContainers(cfg: AgentConfig, log: Logger): Promise<Containe
     log.warn('container tasks are off (--no-docker): they fail at launch');
     return { enabled: false, reason: 'turned off (--no-docker)' };
   }
+  let info: { ServerVersion?: string; DefaultRuntime?: string; Runtimes?: Record<string, unknown> };
   try {
-    const v = await new Docker({ socketPath: cfg.dockerSocket, timeout: 5000 }).version();
-    log.info({ docker: v.Version, socket: cfg.dockerSocket }, 'container tasks run through the Docker daemon');
-    return { enabled: true, version: v.Version };
+    info = (await new Docker({ socketPath: cfg.dockerSocket, timeout: 5000 }).info()) as typeof info;
   } catch (err) {
     const reason = `no Docker daemon answers at ${cfg.dockerSocket}: ${(err as Error).message}`;
     log.warn({ reason }, 'container tasks are unavailable: they fail at launch');
     return { enabled: false, reason };
   }
+  const runtimes = Object.keys(info.Runtimes ?? {});
+  // A runtime the daemon lacks would fail every container launch; say so now, by the flag's name.
+  if (cfg.dockerRuntime !== undefined && !runtimes.includes(cfg.dockerRuntime)) {
+    throw new CairnError('CAIRN_BAD_FLAG', `the Docker daemon at ${cfg.dockerSocket} has no runtime '${cfg.dockerRuntime}' (it has: ${runtimes.join(', ') || 'none'}); register it under "runtimes" in daemon.json`, 'dockerRuntime');
+  }
+  const version = info.ServerVersion ?? 'unknown';
+  const runtime = cfg.dockerRuntime ?? info.DefaultRuntime ?? 'runc';
+  log.info({ docker: version, runtime, socket: cfg.dockerSocket }, 'container tasks run through the Docker daemon');
+  return { enabled: true, version, runtime };
 }
 
 /** The one-line account of how tasks are isolated here, sent to the master and shown in its state. */
 export function isolationSummary(cgroups: CgroupSupport, containers: ContainerSupport): string {
   const c = cgroups.enabled ? `processes in cgroups v${cgroups.version}` : `processes not isolated (${cgroups.reason})`;
-  const d = containers.enabled ? `containers through Docker ${containers.version}` : `no containers (${containers.reason})`;
+  const d = containers.enabled ? `containers through Docker ${containers.version} (runtime ${containers.runtime})` : `no containers (${containers.reason})`;
   return `${c}; ${d}`;
 }
 
@@ -181,6 +190,7 @@ class Agent {
           agentId: () => this.agentId ?? '',
           socketPath: cfg.dockerSocket,
           cpuQuota: cfg.cgroupsCpuQuota,
+          ...(cfg.dockerRuntime !== undefined ? { runtime: cfg.dockerRuntime } : {}),
           dnsServers: () => dockerDnsServers(this.membership?.dns()?.servers ?? []),
           gpuPool,
           defaultKillGraceMs: cfg.defaultKillGraceMs,

@@ -61,6 +61,11 @@ export interface AgentOptions {
   docker?: boolean;
   /** The Docker daemon's socket (default /var/run/docker.sock). */
   dockerSocket?: string;
+  /**
+   * The OCI runtime the Docker daemon starts containers with (its `--runtime`, e.g. crun);
+   * it must be one the daemon has registered. Left out, the daemon's default.
+   */
+  dockerRuntime?: string;
   /** How long a finished task's sandbox is kept after it was last written (default 7 days). */
   sandboxGcAgeMs?: number;
   /** Above this percentage of the work dir's disk in use, finished sandboxes go sooner, oldest first (default 90). */
@@ -113,6 +118,7 @@ export interface AgentConfig {
   gpuSharing: number;
   docker: boolean;
   dockerSocket: string;
+  dockerRuntime: string | undefined;
   sandboxGcAgeMs: number;
   sandboxGcDiskPercent: number;
   sandboxGcIntervalMs: number;
@@ -199,6 +205,15 @@ function checkSocketPath(path: string): string {
   return path;
 }
 
+/** Runtime names as the Docker daemon registers them (`runtimes` in daemon.json). */
+const RUNTIME_NAME = /^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$/;
+
+function checkRuntimeName(name: string | undefined): string | undefined {
+  if (name === undefined) return undefined;
+  if (typeof name !== 'string' || !RUNTIME_NAME.test(name)) throw new CairnError('CAIRN_BAD_FLAG', `must be the name of a runtime the Docker daemon has registered (letters, digits, '.', '_', '-'), got '${String(name)}'`, 'dockerRuntime');
+  return name;
+}
+
 function positiveMs(value: number | undefined, fallback: number, field: string): number {
   if (value === undefined) return fallback;
   if (!Number.isFinite(value) || value <= 0) throw new CairnError('CAIRN_BAD_FLAG', `must be a positive number of milliseconds, got ${value}`, field);
@@ -277,6 +292,7 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     gpuSharing: checkGpuSharing(opts.gpuSharing ?? 1),
     docker: opts.docker ?? true,
     dockerSocket: checkSocketPath(opts.dockerSocket ?? DEFAULT_DOCKER_SOCKET),
+    dockerRuntime: checkRuntimeName(opts.dockerRuntime),
     sandboxGcAgeMs: positiveMs(opts.sandboxGcAgeMs, 7 * 24 * 3600 * 1000, 'sandboxGcAgeMs'),
     sandboxGcDiskPercent,
     sandboxGcIntervalMs: positiveMs(opts.sandboxGcIntervalMs, 60_000, 'sandboxGcIntervalMs'),

@@ -12,6 +12,8 @@
 //    TASK_RUNNING; then 20 single launches, launch frame to TASK_RUNNING. Side by side, the
 //    daemon's own ceiling: the same 60 containers created and started straight through the
 //    Engine API (8 at a time, no agent), which bounds what any executor can reach.
+//    Once with the daemon's default runtime (runc) and, where the daemon has it registered,
+//    once with crun (the agent's --docker-runtime crun).
 
 import { readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
@@ -21,7 +23,7 @@ import { startAgent } from '../agent/agent.ts';
 import { silentLogger } from '../shared/logger.ts';
 import Docker from 'dockerode';
 import { tempDir } from '../test/harness/processes.ts';
-import { dockerUnavailable, ensureTestImage, TEST_IMAGE } from '../test/harness/docker.ts';
+import { dockerRuntimeMissing, dockerUnavailable, ensureTestImage, TEST_IMAGE } from '../test/harness/docker.ts';
 
 function median(xs: number[]): number {
   const s = [...xs].sort((a, b) => a - b);
@@ -91,7 +93,7 @@ class StandInMaster {
   }
 }
 
-function task(id: string, cmd: string, container = false): TaskInfo {
+function task(id: string, cmd: string, container: boolean): TaskInfo {
   return {
     taskId: id, frameworkId: 'bench', name: id, resources: 'cpus:0.01;mem:32', command: { shell: true, value: cmd, arguments: [], environment: [] }, killGraceMs: 0, labels: [],
     ...(container ? { container: { type: 'docker' as const, docker: { image: TEST_IMAGE, network: 'host' as const, portMappings: [], pullPolicy: 'never' as const }, volumes: [] } } : {}),
@@ -100,15 +102,18 @@ function task(id: string, cmd: string, container = false): TaskInfo {
 
 interface Figures {
   isolation: string;
-  throughput: { tasks: number; seconds: number; launchesPerSecond: number };
+  /** agentCpuMsPerLaunch: CPU time of this process (the agent) per task during the burst. */
+  throughput: { tasks: number; seconds: number; launchesPerSecond: number; agentCpuMsPerLaunch: number };
   launchToRunning: { samples: number; medianMs: number; p90Ms: number; minMs: number };
 }
 
-async function measure(cgroups: boolean, container = false): Promise<Figures> {
+/** `container`: false for process tasks; else the runtime the agent names (undefined: the daemon's default). */
+async function measure(cgroups: boolean, container: false | { runtime: string | undefined } = false): Promise<Figures> {
   const dir = tempDir('cairn-bench-exec-');
   const master = await StandInMaster.start();
   const agent = await startAgent({
     masterUrl: master.url, workDir: dir, httpPort: 0, hostname: 'localhost', resources: 'cpus:2;mem:2048', logger: silentLogger(), cgroups,
+    ...(container && container.runtime !== undefined ? { dockerRuntime: container.runtime } : {}),
   });
   try {
     await master.ready;
@@ -119,14 +124,16 @@ async function measure(cgroups: boolean, container = false): Promise<Figures> {
     const total = container ? 60 : 600;
     const frame = 20;
     const ids = Array.from({ length: total }, (_, i) => `burst-${i}`);
+    const cpu0 = process.cpuUsage();
     const t0 = performance.now();
     for (let i = 0; i < total; i += frame) {
-      master.send({ launch: { tasks: ids.slice(i, i + frame).map((id) => task(id, container ? 'sleep 5' : 'sleep 2', container)) } });
+      master.send({ launch: { tasks: ids.slice(i, i + frame).map((id) => task(id, container ? 'sleep 5' : 'sleep 2', !!container)) } });
       // Let the socket drain between frames, as a master sending to many agents would.
       await new Promise((r) => setImmediate(r));
     }
     await Promise.all(ids.map((id) => master.running(id)));
     const seconds = (Math.max(...ids.map((id) => master.runningAt.get(id)!)) - t0) / 1000;
+    const cpu = process.cpuUsage(cpu0);
     // Let the burst end before timing single launches.
     while (master.ended < total) await new Promise((r) => setTimeout(r, 100));
 
@@ -135,7 +142,7 @@ async function measure(cgroups: boolean, container = false): Promise<Figures> {
     for (let i = 0; i < (container ? 20 : 60); i++) {
       const id = `one-${i}`;
       const sent = performance.now();
-      master.send({ launch: { tasks: [task(id, 'true', container)] } });
+      master.send({ launch: { tasks: [task(id, 'true', !!container)] } });
       await master.running(id);
       latencies.push(master.runningAt.get(id)! - sent);
       await new Promise((r) => setTimeout(r, 20));
@@ -144,7 +151,7 @@ async function measure(cgroups: boolean, container = false): Promise<Figures> {
     if (container) while (master.ended < total + latencies.length) await new Promise((r) => setTimeout(r, 100));
     return {
       isolation: container ? 'containers' : isolation,
-      throughput: { tasks: total, seconds: Number(seconds.toFixed(3)), launchesPerSecond: Math.round(total / seconds) },
+      throughput: { tasks: total, seconds: Number(seconds.toFixed(3)), launchesPerSecond: Math.round(total / seconds), agentCpuMsPerLaunch: Number(((cpu.user + cpu.system) / 1000 / total).toFixed(2)) },
       launchToRunning: {
         samples: latencies.length,
         medianMs: Number(median(latencies).toFixed(2)),
@@ -171,7 +178,7 @@ function cpuTicks(): { idle: number; total: number } {
  * cost (daemon, containerd, shim and runc together), which show whether the ceiling is the
  * machine's CPUs.
  */
-async function daemonCeiling(total: number, concurrency: number): Promise<{ tasks: number; seconds: number; launchesPerSecond: number; cpuBusyFraction: number; cpuMsPerContainer: number }> {
+async function daemonCeiling(total: number, concurrency: number, runtime: string | undefined): Promise<{ tasks: number; seconds: number; launchesPerSecond: number; cpuBusyFraction: number; cpuMsPerContainer: number }> {
   const docker = new Docker();
   const ids: string[] = [];
   let next = 0;
@@ -182,7 +189,7 @@ async function daemonCeiling(total: number, concurrency: number): Promise<{ task
       next++;
       const c = await docker.createContainer({
         Image: TEST_IMAGE, Entrypoint: ['/bin/sh', '-c'], Cmd: ['sleep 5'], Labels: { 'cairn.bench': 'ceiling' },
-        HostConfig: { NetworkMode: 'host', Memory: 32 * 1024 * 1024, MemorySwap: 32 * 1024 * 1024, CpuShares: 10 },
+        HostConfig: { NetworkMode: 'host', ...(runtime !== undefined ? { Runtime: runtime } : {}), Memory: 32 * 1024 * 1024, MemorySwap: 32 * 1024 * 1024, CpuShares: 10 },
       });
       await c.start();
       ids.push(c.id);
@@ -204,14 +211,24 @@ export async function run(): Promise<unknown> {
   const withCgroups = await measure(true);
   const without = await measure(false);
   const why = await dockerUnavailable();
-  let containers: (Figures & { daemonCeiling: unknown; ofCeiling: number }) | { skipped: string };
+  let containers: Record<string, (Figures & { runtime: string; daemonCeiling: unknown; ofCeiling: number }) | { skipped: string }>;
   if (why) {
-    containers = { skipped: why };
+    containers = { skipped: { skipped: why } };
   } else {
     await ensureTestImage();
-    const ceiling = await daemonCeiling(60, 8);
-    const figures = await measure(true, true);
-    containers = { ...figures, daemonCeiling: ceiling, ofCeiling: Number((figures.throughput.launchesPerSecond / ceiling.launchesPerSecond).toFixed(2)) };
+    const info = (await new Docker().info()) as { DefaultRuntime?: string };
+    const crunMissing = await dockerRuntimeMissing('crun');
+    const runtimes: { key: string; runtime: string | undefined; name: string }[] = [
+      { key: 'defaultRuntime', runtime: undefined, name: info.DefaultRuntime ?? 'runc' },
+      ...(crunMissing ? [] : [{ key: 'crun', runtime: 'crun', name: 'crun' }]),
+    ];
+    containers = {};
+    for (const r of runtimes) {
+      const ceiling = await daemonCeiling(60, 8, r.runtime);
+      const figures = await measure(true, { runtime: r.runtime });
+      containers[r.key] = { runtime: r.name, ...figures, daemonCeiling: ceiling, ofCeiling: Number((figures.throughput.launchesPerSecond / ceiling.launchesPerSecond).toFixed(2)) };
+    }
+    if (crunMissing) containers.crun = { skipped: crunMissing };
   }
   return {
     bench: 'executor',

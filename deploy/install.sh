@@ -27,6 +27,8 @@ usage: deploy/install.sh [options]
   --resources TEXT        what the agent offers instead of measuring, e.g. 'cpus:8;mem:30720;gpus:2'
   --attributes TEXT       agent attributes, e.g. 'rack:r1;zone:a'
   --agent-port PORT       the agent's HTTP port (default 5051)
+  --docker-runtime NAME   the OCI runtime the agent's containers start with, one registered
+                          with the Docker daemon (e.g. crun); default: the daemon's
   --master-port PORT      the master's port (default 5050)
   --master-id N           this master's id in a replicated group (with --peers)
   --peers LIST            every master of the group: '1=http://m1:5050,2=http://m2:5050,...'
@@ -51,6 +53,7 @@ DATA_DIR=/var/lib/cairn/master
 RESOURCES=''
 ATTRIBUTES=''
 AGENT_PORT=5051
+DOCKER_RUNTIME=''
 MASTER_PORT=5050
 MASTER_ID=''
 PEERS=''
@@ -74,6 +77,7 @@ while [ $# -gt 0 ]; do
     --resources) RESOURCES=$val ;;
     --attributes) ATTRIBUTES=$val ;;
     --agent-port) AGENT_PORT=$val ;;
+    --docker-runtime) DOCKER_RUNTIME=$val ;;
     --master-port) MASTER_PORT=$val ;;
     --master-id) MASTER_ID=$val ;;
     --peers) PEERS=$val ;;
@@ -88,6 +92,7 @@ done
 case "$WORK_DIR" in /*) ;; *) die "--work-dir must be an absolute path" ;; esac
 case "$DATA_DIR" in /*) ;; *) die "--data-dir must be an absolute path" ;; esac
 [[ "$AGENT_PORT" =~ ^[0-9]+$ ]] && [ "$AGENT_PORT" -le 65535 ] || die "--agent-port must be a port number"
+[ -z "$DOCKER_RUNTIME" ] || [[ "$DOCKER_RUNTIME" =~ ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$ ]] || die "--docker-runtime must be a runtime name (letters, digits, '.', '_', '-'), got '$DOCKER_RUNTIME'"
 [[ "$MASTER_PORT" =~ ^[0-9]+$ ]] && [ "$MASTER_PORT" -le 65535 ] || die "--master-port must be a port number"
 GOSSIP_JOIN=''
 if [ -n "$JOIN" ]; then
@@ -233,6 +238,7 @@ agent_cmd="$NODE_BIN /opt/cairn/bin/cairn.js agent --work-dir $(sd_quote "$WORK_
 [ -n "$GOSSIP_JOIN" ] && agent_cmd+=" --join $(sd_quote "$GOSSIP_JOIN")"
 [ -n "$RESOURCES" ] && agent_cmd+=" --resources $(sd_quote "$RESOURCES")"
 [ -n "$ATTRIBUTES" ] && agent_cmd+=" --attributes $(sd_quote "$ATTRIBUTES")"
+[ -n "$DOCKER_RUNTIME" ] && agent_cmd+=" --docker-runtime $DOCKER_RUNTIME"
 
 master_cmd="$NODE_BIN /opt/cairn/bin/cairn.js master --host 0.0.0.0 --port $MASTER_PORT --data-dir $(sd_quote "$DATA_DIR")"
 [ -n "$PEERS" ] && master_cmd+=" --id $MASTER_ID --peers $(sd_quote "$PEERS")"

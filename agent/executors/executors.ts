@@ -12,7 +12,7 @@ import type { KillOutcome, LaunchOutcome, ProcessExecutor, RecoverMode, TaskSnap
 import { MAX_LOG_READ_BYTES, type LogStream } from './process/sandbox.ts';
 
 /** Whether container tasks can run here, decided once at start (and why not). */
-export type ContainerSupport = { enabled: true; version: string } | { enabled: false; reason: string };
+export type ContainerSupport = { enabled: true; version: string; runtime: string } | { enabled: false; reason: string };
 
 export class TaskExecutors {
   constructor(

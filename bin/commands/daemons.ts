@@ -229,6 +229,7 @@ export async function runAgent(o: AgentOptions, io: CliIo): Promise<number> {
       gpuSharing: o.gpuSharing,
       docker: o.docker,
       dockerSocket: o.dockerSocket,
+      ...(o.dockerRuntime !== undefined ? { dockerRuntime: o.dockerRuntime } : {}),
       sandboxGcAgeMs: o.sandboxGcAgeMs,
       sandboxGcDiskPercent: o.sandboxGcDiskPercent,
       ...(o.resources !== undefined ? { resources: o.resources } : {}),

@@ -71,6 +71,7 @@ export interface AgentOptions {
   gpuSharing: number;
   docker: boolean;
   dockerSocket: string;
+  dockerRuntime?: string;
   sandboxGcAgeMs: number;
   sandboxGcDiskPercent: number;
   gossip?: GossipFlags;

@@ -246,11 +246,12 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--gpu-sharing <n>', 'how many tasks may hold one GPU at once (each device is offered n times)').argParser(integerFlag(1, 64)).default(1))
     .option('--no-docker', 'run no container tasks (they fail at launch)')
     .addOption(new Option('--docker-socket <path>', "the Docker daemon's socket").default('/var/run/docker.sock'))
+    .option('--docker-runtime <name>', "the OCI runtime containers start with, one the Docker daemon has registered (e.g. crun); default: the daemon's")
     .addOption(new Option('--sandbox-gc-age <duration>', "how long a finished task's sandbox is kept, e.g. 7d, 12h, 30m").argParser(durationFlag).default(7 * 86_400_000, '7d'))
     .addOption(new Option('--sandbox-gc-disk-percent <percent>', 'above this much of the work dir\'s disk in use, finished sandboxes go sooner, oldest first').argParser(integerFlag(1, 100)).default(90))
     .option('--secret-file <path>', 'file holding the cluster secret (at least 16 bytes); with it, the agent runs a gossip member');
   addGossipOptions(agent, DEFAULT_AGENT_GOSSIP_PORT)
-    .action(async (o: { master?: string; workDir: string; resources?: string; attributes?: string; port: number; hostname?: string; recover: 'reconnect' | 'cleanup'; cgroups: boolean; cgroupsRoot: string; cgroupsCpuQuota: boolean; usageIntervalMs: number; gpuSharing: number; docker: boolean; dockerSocket: string; sandboxGcAge: number; sandboxGcDiskPercent: number } & GossipFlagValues, cmd: Command) => {
+    .action(async (o: { master?: string; workDir: string; resources?: string; attributes?: string; port: number; hostname?: string; recover: 'reconnect' | 'cleanup'; cgroups: boolean; cgroupsRoot: string; cgroupsCpuQuota: boolean; usageIntervalMs: number; gpuSharing: number; docker: boolean; dockerSocket: string; dockerRuntime?: string; sandboxGcAge: number; sandboxGcDiskPercent: number } & GossipFlagValues, cmd: Command) => {
       const gossip = gossipFlags(o, cmd);
       // With members to join through and no master named anywhere, gossip says where the leader is.
       const gossipOnly = gossip !== undefined && gossip.join.length > 0 && o.master === undefined && !io.env.CAIRN_MASTER;
@@ -267,6 +268,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
           gpuSharing: o.gpuSharing,
           docker: o.docker,
           dockerSocket: o.dockerSocket,
+          ...(o.dockerRuntime !== undefined ? { dockerRuntime: o.dockerRuntime } : {}),
           sandboxGcAgeMs: o.sandboxGcAge,
           sandboxGcDiskPercent: o.sandboxGcDiskPercent,
           ...(o.resources !== undefined ? { resources: o.resources } : {}),

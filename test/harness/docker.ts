@@ -38,3 +38,12 @@ export async function ensureTestImage(): Promise<void> {
     rmSync(root, { recursive: true, force: true });
   }
 }
+
+/** Undefined when the daemon has the named OCI runtime registered, else why not (for a skip message). */
+export async function dockerRuntimeMissing(name: string): Promise<string | undefined> {
+  const why = await dockerUnavailable();
+  if (why) return why;
+  const info = (await new Docker().info()) as { Runtimes?: Record<string, unknown> };
+  const has = Object.keys(info.Runtimes ?? {});
+  return has.includes(name) ? undefined : `the Docker daemon has no '${name}' runtime registered (it has: ${has.join(', ')})`;
+}

@@ -124,12 +124,14 @@ describe('deploy/install.sh', () => {
 
     // With the secret, --join names a gossip member: the agent needs no master address.
     const gossipRoot = cleanup.dir('cairn-stage-');
-    install(gossipRoot, ['--secret-file', secret, '--join', '10.0.0.9:7946']);
+    install(gossipRoot, ['--secret-file', secret, '--join', '10.0.0.9:7946', '--docker-runtime', 'crun']);
     const gossipUnit = readFileSync(join(gossipRoot, 'etc/systemd/system/cairn-agent.service'), 'utf8');
     const gw = systemdWords(unitValue(gossipUnit, 'ExecStart'));
     expect(gw.slice(gw.indexOf('--join'), gw.indexOf('--join') + 2)).toEqual(['--join', '10.0.0.9:7946']);
     expect(gw.slice(gw.indexOf('--secret-file'), gw.indexOf('--secret-file') + 2)).toEqual(['--secret-file', '/etc/cairn/secret']);
     expect(gw).not.toContain('--master');
+    expect(gw.slice(gw.indexOf('--docker-runtime'), gw.indexOf('--docker-runtime') + 2)).toEqual(['--docker-runtime', 'crun']);
+    expect(words).not.toContain('--docker-runtime');
     expect(systemdWords(unitValue(readFileSync(join(gossipRoot, 'etc/systemd/system/cairn-master.service'), 'utf8'), 'ExecStart'))).toContain('--secret-file');
   });
 
@@ -140,6 +142,7 @@ describe('deploy/install.sh', () => {
       [['--join', 'nohostport'], /HOST:PORT/],
       [['--work-dir', 'relative'], /absolute/],
       [['--master-id', '1'], /go together/],
+      [['--docker-runtime', 'a b'], /--docker-runtime must be a runtime name/],
       [['--bogus', 'x'], /unknown option/],
     ] as [string[], RegExp][]) {
       const r = spawnSync('bash', [INSTALL, '--root', root, ...args], { encoding: 'utf8' });

@@ -10,19 +10,25 @@ import type { TaskInfo } from '../../shared/agent-protocol.ts';
 import { DockerExecutor, type DockerTaskInfo } from '../../agent/executors/docker/docker-executor.ts';
 import type { TaskStatusChange } from '../../agent/executors/process/executor.ts';
 import { GpuPool } from '../../agent/resources/gpu-pool.ts';
-import { dockerUnavailable, ensureTestImage, TEST_IMAGE } from '../harness/docker.ts';
+import { dockerRuntimeMissing, dockerUnavailable, ensureTestImage, TEST_IMAGE } from '../harness/docker.ts';
+import { startAgent } from '../../agent/agent.ts';
+import { silentLogger } from '../../shared/logger.ts';
 import { tempDir, waitFor } from '../harness/processes.ts';
 
 const why = await dockerUnavailable();
 if (why && process.env.CI) throw new Error(`CI must run the Docker tests: ${why}`);
 if (why) console.warn(`skipping Docker executor tests: ${why}`);
+// crun, a second OCI runtime (CI registers it with the daemon; see .ci/run).
+const noCrun = why ? undefined : await dockerRuntimeMissing('crun');
+if (noCrun && process.env.CI) throw new Error(`CI must run the crun tests: ${noCrun}`);
+if (noCrun) console.warn(`skipping the crun runtime tests: ${noCrun}`);
 
 let workDir: string;
 let statuses: TaskStatusChange[];
 let executors: DockerExecutor[] = [];
 
-function executor(agentId = 'agent-docker-test', cpuQuota = false): DockerExecutor {
-  const e = new DockerExecutor({ workDir, hostname: 'docker-host', agentId: () => agentId, gpuPool: new GpuPool([]), defaultKillGraceMs: 1000, cpuQuota, onStatus: (s) => statuses.push(s) });
+function executor(agentId = 'agent-docker-test', cpuQuota = false, runtime?: string): DockerExecutor {
+  const e = new DockerExecutor({ workDir, hostname: 'docker-host', agentId: () => agentId, gpuPool: new GpuPool([]), defaultKillGraceMs: 1000, cpuQuota, ...(runtime ? { runtime } : {}), onStatus: (s) => statuses.push(s) });
   executors.push(e);
   return e;
 }
@@ -45,6 +51,17 @@ function task(id: string, command: string, opts: { resources?: string; network?:
   return t as DockerTaskInfo;
 }
 
+/** Stops the executors, removes their containers and the work dir. */
+async function cleanUp(): Promise<void> {
+  for (const e of executors) await e.shutdown({ killTasks: true, timeoutMs: 5000 });
+  executors = [];
+  const docker = new Docker();
+  for (const c of await docker.listContainers({ all: true, filters: { label: ['cairn.framework-id=fw-docker'] } })) {
+    await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+  }
+  if (workDir) rmSync(workDir, { recursive: true, force: true });
+}
+
 const final = (id: string) => statuses.filter((s) => s.taskId === id).at(-1);
 
 describe.skipIf(!!why)('Docker executor', () => {
@@ -52,14 +69,7 @@ describe.skipIf(!!why)('Docker executor', () => {
     await ensureTestImage();
     workDir = tempDir('cairn-docker-');
   });
-  afterAll(async () => {
-    for (const e of executors) await e.shutdown({ killTasks: true, timeoutMs: 5000 });
-    const docker = new Docker();
-    for (const c of await docker.listContainers({ all: true, filters: { label: ['cairn.framework-id=fw-docker'] } })) {
-      await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
-    }
-    if (workDir) rmSync(workDir, { recursive: true, force: true });
-  });
+  afterAll(cleanUp);
 
   it('runs a container with its env and ports, writes to a mounted volume, and logs into the sandbox', async () => {
     statuses = [];
@@ -105,6 +115,16 @@ describe.skipIf(!!why)('Docker executor', () => {
     expect(final('c-oom')!.message).toMatch(/memory limit/);
   });
 
+  it('replaces a container an earlier attempt left under the task\'s name', async () => {
+    statuses = [];
+    const e = executor();
+    const stale = await new Docker().createContainer({ name: DockerExecutor.containerName('c-stale'), Image: TEST_IMAGE, Cmd: ['true'], Labels: { 'cairn.framework-id': 'fw-docker' } });
+    e.launch(task('c-stale', 'echo fresh'));
+    await waitFor('finished', () => final('c-stale')?.state === 'TASK_FINISHED', 30_000);
+    expect((await e.readLog('c-stale', 'stdout', 0, 1 << 20)).data).toBe('fresh\n');
+    await expect(stale.inspect()).rejects.toMatchObject({ statusCode: 404 });
+  });
+
   it('fails clearly when the image cannot be had', async () => {
     statuses = [];
     const e = executor();
@@ -136,5 +156,52 @@ describe.skipIf(!!why)('Docker executor', () => {
     await waitFor('log grows', async () => (await second.readLog('c-keep', 'stdout', 0, 1 << 20)).data.length > before + 20, 10_000);
     second.kill('c-keep', 1000);
     await waitFor('killed', () => final('c-keep')?.state === 'TASK_KILLED', 30_000);
+  });
+});
+
+describe.skipIf(!!why || !!noCrun)('Docker executor under the crun runtime (--docker-runtime crun)', () => {
+  beforeAll(async () => {
+    await ensureTestImage();
+    workDir = tempDir('cairn-crun-');
+  });
+  afterAll(cleanUp);
+
+  it('starts the container with crun: its env, its limits, a clean kill', async () => {
+    statuses = [];
+    const e = executor('agent-crun-test', false, 'crun');
+    e.launch(task('crun-env', 'echo "$GREETING from $CAIRN_TASK_ID"; sleep 30', { resources: 'cpus:0.25;mem:48' }));
+    await waitFor('running', () => final('crun-env')?.state === 'TASK_RUNNING', 30_000);
+    const c = (await new Docker().listContainers({ filters: { label: ['cairn.task-id=crun-env'] } }))[0];
+    const info = await new Docker().getContainer(c.Id).inspect();
+    expect(info.HostConfig.Runtime).toBe('crun');
+    expect(info.HostConfig.Memory).toBe(48 * 1024 * 1024);
+    await waitFor('logged', async () => (await e.readLog('crun-env', 'stdout', 0, 1 << 20)).data === 'hello from crun-env\n', 10_000);
+    expect(e.kill('crun-env', 1000)).toBe('killing');
+    await waitFor('killed', () => final('crun-env')?.state === 'TASK_KILLED', 30_000);
+  });
+
+  it('reports an OOM kill under crun as TASK_FAILED with the memory reason', async () => {
+    statuses = [];
+    const e = executor('agent-crun-test', false, 'crun');
+    e.launch(task('crun-oom', 'dd if=/dev/zero of=/dev/null bs=64M count=1', { resources: 'cpus:0.5;mem:16' }));
+    await waitFor('failed', () => final('crun-oom') && final('crun-oom')!.state !== 'TASK_RUNNING', 30_000);
+    expect(final('crun-oom')).toMatchObject({ state: 'TASK_FAILED', reason: 'REASON_CONTAINER_LIMITATION_MEMORY' });
+  });
+
+  it('an agent names its runtime in /health, and refuses to start with one the daemon lacks, naming the flag', async () => {
+    const dir = tempDir('cairn-crun-agent-');
+    try {
+      await expect(startAgent({ masterUrl: 'http://127.0.0.1:1', workDir: dir, httpPort: 0, logger: silentLogger(), dockerRuntime: 'no-such-runtime' }))
+        .rejects.toMatchObject({ code: 'CAIRN_BAD_FLAG', field: 'dockerRuntime', message: expect.stringMatching(/no runtime 'no-such-runtime' \(it has: .*crun/) });
+      const agent = await startAgent({ masterUrl: 'http://127.0.0.1:1', workDir: dir, httpPort: 0, logger: silentLogger(), dockerRuntime: 'crun' });
+      try {
+        const health = (await (await fetch(`${agent.httpUrl}/health`)).json()) as { isolation: { containers: { enabled: boolean; runtime: string } } };
+        expect(health.isolation.containers).toMatchObject({ enabled: true, runtime: 'crun' });
+      } finally {
+        await agent.stop({ killTasks: true });
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

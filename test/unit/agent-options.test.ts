@@ -59,6 +59,16 @@ describe('compileAgentOptions', () => {
     }
   });
 
+  it('checks the Docker runtime name, naming the field', () => {
+    const base = { masterUrl: 'http://127.0.0.1:5050', workDir: '/w' };
+    expect(compileAgentOptions(base).dockerRuntime).toBeUndefined();
+    expect(compileAgentOptions({ ...base, dockerRuntime: 'crun' }).dockerRuntime).toBe('crun');
+    expect(compileAgentOptions({ ...base, dockerRuntime: 'nvidia-container.runtime_2' }).dockerRuntime).toBe('nvidia-container.runtime_2');
+    for (const bad of ['', '-x', 'a b', 'run/c', 'x'.repeat(65)]) {
+      expect(() => compileAgentOptions({ ...base, dockerRuntime: bad })).toThrow(expect.objectContaining({ code: 'CAIRN_BAD_FLAG', field: 'dockerRuntime' }));
+    }
+  });
+
   it('fills defaults', () => {
     const cfg = compileAgentOptions({ masterUrl: 'http://127.0.0.1:5050', workDir: 'relative/dir' });
     expect(cfg).toMatchObject({ httpPort: 5051, reconnectMinMs: 100, reconnectMaxMs: 2000, statusResendMs: 2000, ip: '127.0.0.1', attributes: [] });

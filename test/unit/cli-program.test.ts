@@ -201,8 +201,8 @@ describe('daemon commands: parsing', () => {
     const r2 = await parse(['agent', '--recover', 'cleanup', '--no-cgroups', '--cgroups-root', 'ml/cairn', '--cgroups-cpu-quota', '--usage-interval-ms', '1000', '--sandbox-gc-age', '12h', '--sandbox-gc-disk-percent', '80']);
     expect(r2.options).toMatchObject({ recover: 'cleanup', cgroups: false, cgroupsRoot: 'ml/cairn', cgroupsCpuQuota: true, usageIntervalMs: 1000, sandboxGcAgeMs: 12 * 3_600_000, sandboxGcDiskPercent: 80 });
     for (const bad of [['--recover', 'keep'], ['--sandbox-gc-age', '7 days'], ['--sandbox-gc-disk-percent', '0']]) expect((await parse(['agent', ...bad])).code).toBe(2);
-    const r3 = await parse(['agent', '--no-docker', '--docker-socket', '/run/d.sock', '--gpu-sharing', '4']);
-    expect(r3.options).toMatchObject({ docker: false, dockerSocket: '/run/d.sock', gpuSharing: 4 });
+    const r3 = await parse(['agent', '--no-docker', '--docker-socket', '/run/d.sock', '--gpu-sharing', '4', '--docker-runtime', 'crun']);
+    expect(r3.options).toMatchObject({ docker: false, dockerSocket: '/run/d.sock', gpuSharing: 4, dockerRuntime: 'crun' });
     for (const bad of ['0', '65', '1.5']) expect((await parse(['agent', '--gpu-sharing', bad])).code).toBe(2);
   });
 

@@ -48,6 +48,13 @@ describe('container create body', () => {
     // Without cpuQuota the cpus only weight the container.
     expect(b.HostConfig.CpuShares).toBe(512);
     expect(b.HostConfig.CpuQuota).toBeUndefined();
+    // No runtime named: the daemon's default.
+    expect(b.HostConfig.Runtime).toBeUndefined();
+  });
+
+  it('starts the container with the runtime the agent names', () => {
+    const b = containerConfig({ task: task(), agentId: 'a', hostname: 'h', sandbox: '/s', gpuIndices: [], dnsServers: [], runtime: 'crun' });
+    expect(b.HostConfig.Runtime).toBe('crun');
   });
 
   it('maps host ports only from the task\'s own ports', () => {

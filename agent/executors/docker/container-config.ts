@@ -33,6 +33,8 @@ export interface ContainerConfigInput {
    * container's start as well (0.01 cpus takes a second to exec `true`).
    */
   cpuQuota?: boolean;
+  /** The OCI runtime the daemon starts the container with; left out, the daemon's default. */
+  runtime?: string;
 }
 
 /** The subset of the Engine API's create body Cairn sets (dockerode's ContainerCreateOptions). */
@@ -51,6 +53,7 @@ export interface ContainerCreateBody {
     CpuQuota?: number;
     CpuPeriod?: number;
     NetworkMode: string;
+    Runtime?: string;
     PortBindings?: Record<string, { HostPort: string }[]>;
     Binds: string[];
     Dns?: string[];
@@ -149,6 +152,7 @@ export function containerConfig(input: ContainerConfigInput): ContainerCreateBod
       (body.HostConfig.PortBindings[key] ??= []).push({ HostPort: String(m.hostPort) });
     }
   }
+  if (input.runtime !== undefined) body.HostConfig.Runtime = input.runtime;
   if (input.dnsServers.length > 0) body.HostConfig.Dns = [...input.dnsServers];
   if (input.gpuIndices.length > 0) {
     body.HostConfig.DeviceRequests = [{ Driver: 'nvidia', DeviceIDs: input.gpuIndices.map(String), Capabilities: [['gpu']] }];

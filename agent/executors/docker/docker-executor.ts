@@ -7,14 +7,14 @@
 import Docker from 'dockerode';
 import { createWriteStream, statSync, type WriteStream } from 'node:fs';
 import type { Logger } from 'pino';
-import { isTerminal, type ContainerSpec, type RunningTask, type TaskInfo, type TaskState } from '../../../shared/agent-protocol.ts';
+import { isTerminal, type ContainerSpec, type PullPolicy, type RunningTask, type TaskInfo, type TaskState } from '../../../shared/agent-protocol.ts';
 import type { LogChunk } from '../../../shared/master-state.ts';
 import { Resources } from '../../../shared/resources.ts';
 import { GpuPool } from '../../resources/gpu-pool.ts';
 import { cgroupOfProcess, type CgroupRef } from '../../isolation/cgroups.ts';
 import { closeQuietly, logPath, openSandbox, readSandboxLog, sandboxDir, type LogStream } from '../process/sandbox.ts';
 import type { KillOutcome, LaunchOutcome, RecoverMode, TaskSnapshot, TaskStatusChange } from '../process/executor.ts';
-import { containerConfig, containerName, LABEL_AGENT_ID, LABEL_FRAMEWORK_ID, LABEL_TASK_ID } from './container-config.ts';
+import { containerConfig, containerName, type ContainerCreateBody, LABEL_AGENT_ID, LABEL_FRAMEWORK_ID, LABEL_TASK_ID } from './container-config.ts';
 
 export const LABEL_RESOURCES = 'cairn.resources';
 /** The GPU devices the container holds, comma-separated, so a restarted agent holds them again. */
@@ -36,6 +36,8 @@ export interface DockerExecutorOptions {
   dnsServers?: () => readonly string[];
   /** Cap containers' CPU time at their cpus (CFS quota), not only weight it. */
   cpuQuota?: boolean;
+  /** The OCI runtime containers are started with (the daemon's registered name); left out, the daemon's default. */
+  runtime?: string;
   /** Shared with the process executor so that no device is handed out twice. */
   gpuPool: GpuPool;
   defaultKillGraceMs?: number;
@@ -113,8 +115,13 @@ export class DockerExecutor {
     closeQuietly(opened.stdoutFd);
     closeQuietly(opened.stderrFd);
     const image = info.container.docker.image;
-    const imageError = await this.ensureImage(image, info.container.docker.pullPolicy);
-    if (imageError) return this.finish(t, 'TASK_FAILED', imageError, 'REASON_CONTAINER_LAUNCH_FAILED');
+    const policy = info.container.docker.pullPolicy;
+    // Only `always` pulls up front; otherwise the create below says whether the image is here,
+    // which spares the daemon a call per launch.
+    if (policy === 'always') {
+      const imageError = await this.pull(image);
+      if (imageError) return this.finish(t, 'TASK_FAILED', imageError, 'REASON_CONTAINER_LAUNCH_FAILED');
+    }
     if (t.killRequested) return this.finish(t, 'TASK_KILLED', 'killed before the container started', 'REASON_TASK_KILLED_DURING_LAUNCH');
 
     const gpusWanted = Resources.parse(info.resources).gpus;
@@ -126,20 +133,22 @@ export class DockerExecutor {
     const body = containerConfig({
       task: info, agentId: this.opts.agentId(), hostname: this.opts.hostname, sandbox: t.sandbox,
       gpuIndices: t.gpus, dnsServers: this.opts.dnsServers?.() ?? [], cpuQuota: this.opts.cpuQuota ?? false,
+      ...(this.opts.runtime !== undefined ? { runtime: this.opts.runtime } : {}),
     });
     body.Labels[LABEL_RESOURCES] = info.resources;
     if (t.gpus.length > 0) body.Labels[LABEL_GPUS] = t.gpus.join(',');
-    // A container left by an earlier attempt with this task id is in the way; it is ours.
-    await this.docker.getContainer(body.name).remove({ force: true }).catch(() => undefined);
-    const container = await this.docker.createContainer(body);
+    const created = await this.create(body, policy);
+    if (typeof created === 'string') return this.finish(t, 'TASK_FAILED', created, 'REASON_CONTAINER_LAUNCH_FAILED');
+    const container = created;
     t.containerId = container.id;
     if (t.killRequested) {
       await container.remove({ force: true }).catch(() => undefined);
       return this.finish(t, 'TASK_KILLED', 'killed before the container started', 'REASON_TASK_KILLED_DURING_LAUNCH');
     }
     await container.start();
-    await this.noteProcess(t, container);
     this.setState(t, 'TASK_RUNNING', `container ${container.id.slice(0, 12)} started`, '');
+    // Only usage sampling needs the pid, so RUNNING does not wait for it.
+    await this.noteProcess(t, container);
     await this.follow(t, container, 0);
     await this.watch(t, container);
   }
@@ -186,11 +195,38 @@ export class DockerExecutor {
     return this.finish(t, 'TASK_FAILED', `exited with code ${code}`, 'REASON_COMMAND_EXECUTOR_FAILED', code);
   }
 
-  /** Undefined when the image is there to use; else why not. */
-  private async ensureImage(image: string, policy: string): Promise<string | undefined> {
-    const present = await this.docker.getImage(image).inspect().then(() => true, () => false);
-    if (policy === 'never') return present ? undefined : `image ${image} is not present and the pull policy is never`;
-    if (policy === 'if-not-present' && present) return undefined;
+  /**
+   * Creates the container; a string says why it could not be. An image that is not here is
+   * pulled once with `if-not-present`, and is the failure with `never`. A container left with
+   * this task's name by an earlier attempt is in the way and is ours: it goes, and the create
+   * is tried again.
+   */
+  private async create(body: ContainerCreateBody, policy: PullPolicy): Promise<Docker.Container | string> {
+    let pulled = policy === 'always';
+    let removed = false;
+    for (;;) {
+      try {
+        return await this.docker.createContainer(body);
+      } catch (err) {
+        const status = (err as { statusCode?: number }).statusCode;
+        if (status === 404 && /no such image/i.test((err as Error).message)) {
+          if (policy === 'never') return `image ${body.Image} is not present and the pull policy is never`;
+          if (pulled) return `image ${body.Image} is not present after pulling it`;
+          pulled = true;
+          const pullError = await this.pull(body.Image);
+          if (pullError) return pullError;
+        } else if (status === 409 && !removed) {
+          removed = true;
+          await this.docker.getContainer(body.name).remove({ force: true }).catch(() => undefined);
+        } else {
+          throw err;
+        }
+      }
+    }
+  }
+
+  /** Pulls the image; undefined when it is here to use, else why not. */
+  private async pull(image: string): Promise<string | undefined> {
     try {
       const stream = await this.docker.pull(image);
       await new Promise<void>((resolve, reject) => this.docker.modem.followProgress(stream, (err: Error | null) => (err ? reject(err) : resolve())));
