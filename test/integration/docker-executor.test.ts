@@ -28,7 +28,9 @@ let statuses: TaskStatusChange[];
 let executors: DockerExecutor[] = [];
 
 function executor(agentId = 'agent-docker-test', cpuQuota = false, runtime?: string): DockerExecutor {
-  const e = new DockerExecutor({ workDir, hostname: 'docker-host', agentId: () => agentId, gpuPool: new GpuPool([]), defaultKillGraceMs: 1000, cpuQuota, ...(runtime ? { runtime } : {}), onStatus: (s) => statuses.push(s) });
+  // A log stream whose end went unseen would hold each status back this long: past every wait below.
+  const logDrainMs = 120_000;
+  const e = new DockerExecutor({ workDir, hostname: 'docker-host', agentId: () => agentId, gpuPool: new GpuPool([]), defaultKillGraceMs: 1000, cpuQuota, logDrainMs, ...(runtime ? { runtime } : {}), onStatus: (s) => statuses.push(s) });
   executors.push(e);
   return e;
 }

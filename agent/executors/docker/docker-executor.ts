@@ -41,6 +41,11 @@ export interface DockerExecutorOptions {
   /** Shared with the process executor so that no device is handed out twice. */
   gpuPool: GpuPool;
   defaultKillGraceMs?: number;
+  /**
+   * How long an ended container's log stream may take to end before its status goes out
+   * anyway (default 2 s); the stream normally ends at once.
+   */
+  logDrainMs?: number;
   onStatus: (change: TaskStatusChange) => void;
   logger?: Logger;
 }
@@ -62,6 +67,8 @@ interface ContainerTask {
   killRequested: boolean;
   killMessage: string | undefined;
   logs: NodeJS.ReadableStream | undefined;
+  /** Settles once the log stream has ended (or failed): all the container wrote is copied. */
+  logsDone: Promise<void> | undefined;
   files: WriteStream[];
   ended: Promise<void>;
   markEnded: () => void;
@@ -104,7 +111,7 @@ export class DockerExecutor {
     const t: ContainerTask = {
       taskId, frameworkId, resources, sandbox, state: 'TASK_STAGING', containerId: undefined, gpus: [],
       pid: undefined, cgroup: undefined, launchedAtMs: Date.now(), recovered: false,
-      killRequested: false, killMessage: undefined, logs: undefined, files: [], ended, markEnded,
+      killRequested: false, killMessage: undefined, logs: undefined, logsDone: undefined, files: [], ended, markEnded,
     };
     this.tasks.set(taskId, t);
     return t;
@@ -169,6 +176,12 @@ export class DockerExecutor {
     t.files = [out, err];
     const stream = (await container.logs({ follow: true, stdout: true, stderr: true, since: sinceSec })) as unknown as NodeJS.ReadableStream;
     t.logs = stream;
+    // The stream may end before the wait for the container returns, so its end is kept, not listened for later.
+    t.logsDone = new Promise<void>((resolve) => {
+      stream.once('end', resolve);
+      stream.once('close', resolve);
+      stream.once('error', () => resolve());
+    });
     this.docker.modem.demuxStream(stream, out, err);
   }
 
@@ -177,14 +190,11 @@ export class DockerExecutor {
     if (this.detached) return;
     const inspect = await container.inspect().catch(() => undefined);
     // Let the log stream drain what the container wrote last before the files close.
-    await new Promise<void>((resolve) => {
-      if (!t.logs) return resolve();
-      const timer = setTimeout(resolve, 2000);
-      t.logs.once('end', () => {
-        clearTimeout(timer);
-        resolve();
-      });
-    });
+    if (t.logsDone) {
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([t.logsDone, new Promise<void>((r) => (timer = setTimeout(r, this.opts.logDrainMs ?? 2000)))]);
+      clearTimeout(timer);
+    }
     await container.remove({ force: true }).catch(() => undefined);
     const code = inspect?.State?.ExitCode ?? result.StatusCode;
     if (inspect?.State?.OOMKilled) {
