@@ -2,7 +2,7 @@
 // it — add a master, replace one, remove one (POST and DELETE there). Any master answers;
 // a follower sends changes on to the leader (fetch follows its 307).
 
-import { errorFromResponse } from '../../shared/sdk/http-error.ts';
+import { MasterClient } from '../../shared/sdk/master-client.ts';
 import type { MastersView } from '../../shared/masters-view.ts';
 import type { CliIo } from './io.ts';
 import type { MastersOptions } from './options.ts';
@@ -25,40 +25,13 @@ export function mastersTable(view: MastersView): string {
   return formatTable(['ID', 'URL', 'MEMBER', 'ROLE', 'TERM', 'APPLIED'], rows);
 }
 
-function request(o: MastersOptions): { method: string; path: string; body?: string; what: string } {
-  switch (o.action) {
-    case 'list':
-      return { method: 'GET', path: '/api/v1/masters', what: 'reading the masters' };
-    case 'add':
-      return {
-        method: 'POST',
-        path: '/api/v1/masters',
-        body: JSON.stringify({ id: o.id, url: o.url, ...(o.replaces !== undefined ? { replaces: o.replaces } : {}) }),
-        what: o.replaces !== undefined ? `replacing master ${o.replaces} by ${o.id}` : `adding master ${o.id}`,
-      };
-    case 'remove':
-      return { method: 'DELETE', path: `/api/v1/masters/${o.id}`, what: `removing master ${o.id}` };
-  }
-}
-
 export async function runMasters(o: MastersOptions, io: CliIo): Promise<number> {
-  const r = request(o);
+  const client = new MasterClient(o.masterUrl, { timeoutMs: LIST_TIMEOUT_MS });
   try {
-    let res: Response;
-    let text: string;
-    try {
-      res = await fetch(`${o.masterUrl.replace(/\/+$/, '')}${r.path}`, {
-        method: r.method,
-        headers: { accept: 'application/json', ...(r.body !== undefined ? { 'content-type': 'application/json' } : {}) },
-        ...(r.body !== undefined ? { body: r.body } : {}),
-        signal: AbortSignal.timeout(o.action === 'list' ? LIST_TIMEOUT_MS : CHANGE_TIMEOUT_MS),
-      });
-      text = await res.text();
-    } catch (err) {
-      throw new Error(`${r.what}: cannot reach ${o.masterUrl}: ${(err as Error).message}`);
-    }
-    if (!res.ok) throw errorFromResponse(res.status, text, r.what);
-    const view = JSON.parse(text) as MastersView;
+    const view =
+      o.action === 'list' ? await client.masters()
+      : o.action === 'add' ? await client.addMaster(o.id, o.url, o.replaces, CHANGE_TIMEOUT_MS)
+      : await client.removeMaster(o.id, CHANGE_TIMEOUT_MS);
     if (o.action === 'add') io.stdout.write(o.replaces !== undefined ? `master ${o.id} replaced master ${o.replaces}\n` : `master ${o.id} added as a voter\n`);
     if (o.action === 'remove') io.stdout.write(`master ${o.id} removed\n`);
     io.stdout.write(mastersTable(view));

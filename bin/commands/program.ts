@@ -79,14 +79,13 @@ function masterOption(): Option {
 }
 
 /** The master URL from --master, else CAIRN_MASTER, else the default; a bad one is a usage error. */
-function masterUrlOf(flag: string | undefined, io: CliIo, cmd: Command, all = false): string {
+function masterUrlOf(flag: string | undefined, io: CliIo, cmd: Command): string {
   const fromEnv = io.env.CAIRN_MASTER;
   const raw = flag ?? (fromEnv !== undefined && fromEnv !== '' ? fromEnv : DEFAULT_MASTER_URL);
   try {
-    // A list of masters (`a,b,c`) is accepted everywhere; an agent keeps them all, a client
-    // asks the first, which redirects to the leader.
-    const urls = raw.split(',').map((u) => checkMasterUrl(u.trim()));
-    return all ? urls.join(',') : urls[0];
+    // A list of masters (`a,b,c`) is accepted everywhere: an agent keeps them all; a client
+    // asks them in turn until one answers (a follower redirects it to the leader).
+    return raw.split(',').map((u) => checkMasterUrl(u.trim())).join(',');
   } catch (err) {
     const source = flag !== undefined ? "option '--master <url>'" : 'environment variable CAIRN_MASTER';
     return cmd.error(`error: ${source}: ${(err as Error).message}`, { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
@@ -257,7 +256,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
       const gossipOnly = gossip !== undefined && gossip.join.length > 0 && o.master === undefined && !io.env.CAIRN_MASTER;
       result.exitCode = await h.agent(
         {
-          masterUrl: gossipOnly ? '' : masterUrlOf(o.master, io, cmd, true),
+          masterUrl: gossipOnly ? '' : masterUrlOf(o.master, io, cmd),
           workDir: resolve(o.workDir),
           port: o.port,
           recover: o.recover,

@@ -141,7 +141,8 @@ class RunSession {
       disposeInterrupt();
       this.client.close();
       if (this.interrupts > 0) return EXIT_INTERRUPTED;
-      this.note(`cannot subscribe to the master at ${this.o.masterUrl}: ${message(err)}`);
+      // With several masters the error names each and why it failed.
+      this.note(this.o.masterUrl.includes(',') ? `cannot subscribe: ${message(err)}` : `cannot subscribe to the master at ${this.o.masterUrl}: ${message(err)}`);
       return 1;
     }
     this.timers.push(setTimeout(() => this.waitingNotice(), this.waitingNoticeMs));

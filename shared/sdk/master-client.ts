@@ -1,12 +1,15 @@
 // A client of the master's REST API (the JSON of shared/master-state.ts): cluster state,
-// one task, a task's logs (a chunk, or followed as a stream), and killing a task. The
-// command line and tests use it; it speaks plain fetch, which follows a follower master's
-// redirect to the leader.
+// one task, a task's logs (a chunk, or followed as a stream), killing a task, drains and
+// the masters' membership. The command line and tests use it; it speaks plain fetch, which
+// follows a follower master's redirect to the leader. Given several masters (`a,b,c`), a
+// request that cannot reach one goes to the next, and the one that answered is asked first
+// next time.
 
 import { CairnError } from '../errors.ts';
 import type { MembersJson } from '../gossip/cluster.ts';
 import { LOG_FOLLOW_KEEPALIVE_MS } from '../log-query.ts';
 import type { LogChunk, StateView, TaskView } from '../master-state.ts';
+import type { MastersView } from '../masters-view.ts';
 import { errorFromResponse } from './http-error.ts';
 
 export type LogStream = 'stdout' | 'stderr';
@@ -23,22 +26,62 @@ export interface MasterClientOptions {
   timeoutMs?: number;
 }
 
+/** A master's URL, checked: http or https; a bad one is named by the `masterUrl` field. */
+export function parseMasterUrl(masterUrl: string): URL {
+  let url: URL;
+  try {
+    url = new URL(masterUrl);
+  } catch {
+    throw new CairnError('CAIRN_BAD_REQUEST', `'${masterUrl}' is not a URL`, 'masterUrl');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new CairnError('CAIRN_BAD_REQUEST', `'${masterUrl}' must be an http:// or https:// URL`, 'masterUrl');
+  }
+  return url;
+}
+
 export class MasterClient {
-  readonly baseUrl: string;
+  readonly masterUrls: readonly string[];
+  private current = 0;
   private readonly timeoutMs: number;
 
+  /** `masterUrl`: one master's URL, or several separated by commas. */
   constructor(masterUrl: string, options: MasterClientOptions = {}) {
-    let url: URL;
-    try {
-      url = new URL(masterUrl);
-    } catch {
-      throw new CairnError('CAIRN_BAD_REQUEST', `'${masterUrl}' is not a URL`, 'masterUrl');
-    }
-    if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-      throw new CairnError('CAIRN_BAD_REQUEST', `'${masterUrl}' must be an http:// or https:// URL`, 'masterUrl');
-    }
-    this.baseUrl = url.href.replace(/\/+$/, '');
+    this.masterUrls = masterUrl.split(',').map((u) => parseMasterUrl(u.trim()).href.replace(/\/+$/, ''));
     this.timeoutMs = options.timeoutMs ?? 30_000;
+  }
+
+  /** The master asked first: the one that last answered. */
+  get baseUrl(): string {
+    return this.masterUrls[this.current]!;
+  }
+
+  /**
+   * Fetches `path` from the first master that can be reached, starting with the one that
+   * last answered. Only a failure to reach one moves on — for a change (not a GET) only one
+   * where the request cannot have arrived (no connection), since a timed-out change may
+   * still be applied. An HTTP answer, even an error, is the cluster's answer.
+   */
+  private async reach(path: string, init: () => RequestInit, what: string, stop?: AbortSignal): Promise<Response> {
+    const failures: string[] = [];
+    for (let i = 0; i < this.masterUrls.length; i++) {
+      const at = (this.current + i) % this.masterUrls.length;
+      const request = init();
+      try {
+        const res = await fetch(`${this.masterUrls[at]}${path}`, request);
+        this.current = at;
+        return res;
+      } catch (err) {
+        // Stopped by the caller: no other master is asked.
+        if (stop?.aborted) throw err;
+        failures.push(`${this.masterUrls[at]}: ${describeFetchError(err)}`);
+        const mayHaveArrived = (request.method ?? 'GET') !== 'GET' && !NOT_CONNECTED.has(errorCode(err) ?? '');
+        if (this.masterUrls.length === 1 || mayHaveArrived) {
+          throw new Error(`${what}: cannot reach the master at ${this.masterUrls[at]}: ${describeFetchError(err)}`, { cause: err });
+        }
+      }
+    }
+    throw new Error(`${what}: cannot reach any master (${failures.join('; ')})`);
   }
 
   /** `GET /api/v1/state` */
@@ -80,15 +123,10 @@ export class MasterClient {
       timer = setTimeout(() => connection.abort(new Error(`nothing received for ${idleTimeoutMs} ms`)), idleTimeoutMs);
     };
     try {
-      let res: Response;
-      try {
-        res = await fetch(`${this.baseUrl}/api/v1/tasks/${encodeURIComponent(taskId)}/logs?${query}`, {
-          headers: { accept: 'application/x-ndjson' },
-          signal: connection.signal,
-        });
-      } catch (err) {
-        throw new Error(`${what}: cannot reach the master at ${this.baseUrl}: ${describeFetchError(err)}`, { cause: err });
-      }
+      const res = await this.reach(`/api/v1/tasks/${encodeURIComponent(taskId)}/logs?${query}`, () => ({
+        headers: { accept: 'application/x-ndjson' },
+        signal: connection.signal,
+      }), what, options.signal);
       if (!res.ok || !res.body) {
         const text = await res.text().catch(() => '');
         throw errorFromResponse(res.status, text, what);
@@ -148,8 +186,27 @@ export class MasterClient {
     await this.send('DELETE', `/api/v1/agents/${encodeURIComponent(agentId)}/drain`, `ending the drain of agent ${agentId}`);
   }
 
-  private async json<T>(method: string, path: string, what: string, body?: unknown): Promise<T> {
-    const text = await this.send(method, path, what, body);
+  /** `GET /api/v1/masters`: the replicated masters, each with its own word on its role. */
+  masters(): Promise<MastersView> {
+    return this.json<MastersView>('GET', '/api/v1/masters', 'reading the masters');
+  }
+
+  /**
+   * `POST /api/v1/masters`: adds master `id` at `url` (in place of `replaces`, if given).
+   * The leader first lets the new master catch up, so this may take a while: `timeoutMs`.
+   */
+  addMaster(id: number, url: string, replaces: number | undefined, timeoutMs: number): Promise<MastersView> {
+    const what = replaces !== undefined ? `replacing master ${replaces} by ${id}` : `adding master ${id}`;
+    return this.json<MastersView>('POST', '/api/v1/masters', what, { id, url, ...(replaces !== undefined ? { replaces } : {}) }, timeoutMs);
+  }
+
+  /** `DELETE /api/v1/masters/:id` */
+  removeMaster(id: number, timeoutMs: number): Promise<MastersView> {
+    return this.json<MastersView>('DELETE', `/api/v1/masters/${id}`, `removing master ${id}`, undefined, timeoutMs);
+  }
+
+  private async json<T>(method: string, path: string, what: string, body?: unknown, timeoutMs?: number): Promise<T> {
+    const text = await this.send(method, path, what, body, timeoutMs);
     try {
       return JSON.parse(text) as T;
     } catch {
@@ -157,19 +214,19 @@ export class MasterClient {
     }
   }
 
-  private async send(method: string, path: string, what: string, body?: unknown): Promise<string> {
-    let res: Response;
+  private async send(method: string, path: string, what: string, body?: unknown, timeoutMs = this.timeoutMs): Promise<string> {
+    const headers: Record<string, string> = body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' };
+    const res = await this.reach(path, () => ({
+      method,
+      headers,
+      ...(body === undefined ? {} : { body: JSON.stringify(body) }),
+      signal: AbortSignal.timeout(timeoutMs),
+    }), what);
     let text: string;
     try {
-      res = await fetch(`${this.baseUrl}${path}`, {
-        method,
-        headers: body === undefined ? { accept: 'application/json' } : { accept: 'application/json', 'content-type': 'application/json' },
-        ...(body === undefined ? {} : { body: JSON.stringify(body) }),
-        signal: AbortSignal.timeout(this.timeoutMs),
-      });
       text = await res.text();
     } catch (err) {
-      throw new Error(`${what}: cannot reach the master at ${this.baseUrl}: ${describeFetchError(err)}`, { cause: err });
+      throw new Error(`${what}: the answer from ${this.baseUrl} broke off: ${describeFetchError(err)}`, { cause: err });
     }
     if (!res.ok) throw errorFromResponse(res.status, text, what);
     return text;
@@ -188,6 +245,13 @@ function parseLogChunk(line: string, what: string): LogChunk {
     throw new CairnError('CAIRN_BAD_REQUEST', `${what}: the master sent a line that is not a log chunk: ${line.slice(0, 200)}`);
   }
   return c as LogChunk;
+}
+
+/** Socket errors that mean no connection was made, so no request was sent. */
+const NOT_CONNECTED = new Set(['ECONNREFUSED', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EADDRNOTAVAIL']);
+
+function errorCode(err: unknown): string | undefined {
+  return (err as { cause?: { code?: string } }).cause?.code;
 }
 
 /** fetch hides the socket error in `cause`; people need that part. */

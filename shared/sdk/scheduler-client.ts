@@ -31,6 +31,7 @@ import {
   type TaskStatusJson,
 } from '../mesos-v1.ts';
 import { errorFromResponse, MasterHttpError } from './http-error.ts';
+import { parseMasterUrl } from './master-client.ts';
 import { TypedEmitter } from './typed-emitter.ts';
 
 export const SCHEDULER_API_PATH = 'api/v1/scheduler';
@@ -115,15 +116,7 @@ function isThenable(value: unknown): value is PromiseLike<unknown> {
 
 /** The scheduler endpoint for a master URL; a URL that already names it is kept. */
 export function schedulerEndpoint(masterUrl: string): URL {
-  let url: URL;
-  try {
-    url = new URL(masterUrl);
-  } catch {
-    throw new CairnError('CAIRN_BAD_REQUEST', `'${masterUrl}' is not a URL`, 'masterUrl');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new CairnError('CAIRN_BAD_REQUEST', `'${masterUrl}' must be an http:// or https:// URL`, 'masterUrl');
-  }
+  const url = parseMasterUrl(masterUrl);
   if (url.pathname.replace(/\/+$/, '').endsWith(`/${SCHEDULER_API_PATH}`)) return url;
   const base = new URL(url.href);
   if (!base.pathname.endsWith('/')) base.pathname += '/';
@@ -342,6 +335,8 @@ export class SchedulerClient extends TypedEmitter<SchedulerClientEvents> {
   private async subscriptionLoop(): Promise<void> {
     this.looping = true;
     let backoffMs = FIRST_BACKOFF_MS;
+    /** Why each master failed a first subscription, until one of them gets through. */
+    const firstFailures: string[] = [];
     try {
       while (!this.closed) {
         const outcome = await this.runStream();
@@ -358,9 +353,15 @@ export class SchedulerClient extends TypedEmitter<SchedulerClientEvents> {
           this.rejectWaiters(outcome.error);
           return;
         }
-        // A first subscription that never got through is the caller's to handle.
+        // A first subscription goes to each master given, once; if none gets through, that
+        // is the caller's to handle.
         if (!this.everSubscribed) {
-          this.rejectWaiters(outcome.error);
+          firstFailures.push(`${this.endpoint.origin}: ${outcome.reason}`);
+          if (firstFailures.length < this.seeds.length) {
+            this.nextMaster();
+            continue;
+          }
+          this.rejectWaiters(this.seeds.length > 1 ? new CairnError('CAIRN_BAD_REQUEST', `no master took the subscription (${firstFailures.join('; ')})`) : outcome.error);
           return;
         }
         if (!this.resubscribe) {

@@ -3,7 +3,7 @@
 // lists the three, a job runs through any master, and Ctrl-C stops everything cleanly.
 
 import { afterAll, describe, expect, it } from 'vitest';
-import { Cleanup, freePortRun, getJson, runCairn, startCairn, waitFor } from '../harness/processes.ts';
+import { Cleanup, freePort, freePortRun, getJson, runCairn, startCairn, waitFor } from '../harness/processes.ts';
 
 const cleanup = new Cleanup();
 afterAll(async () => {
@@ -30,10 +30,19 @@ describe('cairn up --masters 3', () => {
     const listed = await runCairn(['masters', '--master', urls[0]]);
     expect(listed.code).toBe(0);
     for (const u of urls) expect(listed.stdout).toContain(u);
+    // Given several masters, the first of which is down, a client asks the next.
+    const down = `http://127.0.0.1:${await freePort()}`;
+    const throughNext = await runCairn(['masters', '--master', `${down},${urls[1]}`]);
+    expect(throughNext.code).toBe(0);
+    for (const u of urls) expect(throughNext.stdout).toContain(u);
+    const nothing = await runCairn(['tasks', '--master', `${down},${down.replace(/\d+$/, String(await freePort()))}`]);
+    expect(nothing.code).toBe(1);
+    expect(nothing.stderr).toMatch(/cannot reach any master \(http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED; http:\/\/127\.0\.0\.1:\d+: ECONNREFUSED\)/);
 
     // Through a master that may be a follower: it sends the framework on to the leader.
     const follower = urls.find((u) => u !== leaderUrl)!;
-    const r = await runCairn(['run', '--master', follower, '--cpus', '0.1', '--mem', '32', '--', 'sh', '-c', 'echo replicated']);
+    const r = await runCairn(['run', '--master', `${down},${follower}`, '--cpus', '0.1', '--mem', '32', '--', 'sh', '-c', 'echo replicated']);
+    expect(r.stderr).toBe('');
     expect(r.stdout).toBe('replicated\n');
     expect(r.code).toBe(0);
 

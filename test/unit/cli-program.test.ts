@@ -133,6 +133,9 @@ describe('the master address', () => {
     expect((await parse(['tasks', '--master', 'http://a:1'], { CAIRN_MASTER: 'http://b:2' })).options.masterUrl).toBe('http://a:1');
     expect((await parse(['tasks'], { CAIRN_MASTER: 'http://b:2' })).options.masterUrl).toBe('http://b:2');
     expect((await parse(['tasks'], { CAIRN_MASTER: '' })).options.masterUrl).toBe('http://127.0.0.1:5050');
+    // Several masters: a client keeps them all and asks them in turn.
+    expect((await parse(['tasks', '--master', 'http://a:1, http://b:2/'])).options.masterUrl).toBe('http://a:1,http://b:2');
+    expect((await parse(['logs', 't1'], { CAIRN_MASTER: 'http://a:1,http://b:2' })).options.masterUrl).toBe('http://a:1,http://b:2');
     expect((await parse(['agents'])).options.masterUrl).toBe('http://127.0.0.1:5050');
   });
 

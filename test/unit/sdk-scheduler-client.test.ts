@@ -417,6 +417,35 @@ describe('SchedulerClient', () => {
     await expect(client(url).subscribe()).rejects.toThrow(/ECONNREFUSED/);
   });
 
+  it('takes a first subscription to the next master when one is gone or has no leader; rejects naming each when none takes it', async () => {
+    const gone = await fakeMaster();
+    const goneUrl = gone.url;
+    await gone.stop();
+    masters.splice(masters.indexOf(gone), 1);
+    const leaderless = await fakeMaster();
+    leaderless.onSubscribe = (_req, res) => {
+      res.writeHead(503, { 'content-type': 'application/json' }).end(JSON.stringify({ code: 'CAIRN_NOT_LEADER', message: 'no leader is elected yet' }));
+      return true;
+    };
+    const m = await fakeMaster();
+    const c = client(`${goneUrl},${leaderless.url},${m.url}`);
+    expect(await c.subscribe()).toBe('fw-1');
+    expect(leaderless.subscribes).toHaveLength(1);
+    expect(c.endpointUrl).toBe(`${m.url}/api/v1/scheduler`);
+
+    const none = client(`${goneUrl},${leaderless.url}`);
+    await expect(none.subscribe()).rejects.toThrow(/no master took the subscription \(http:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED.*; http:\/\/127\.0\.0\.1:\d+: .*no leader is elected yet\)/);
+    // A master that refuses the framework (4xx) is an answer: no other master is asked.
+    const refusing = await fakeMaster();
+    refusing.onSubscribe = (_req, res) => {
+      res.writeHead(400, { 'Content-Type': 'application/json' }).end(JSON.stringify({ code: 'CAIRN_BAD_REQUEST', message: 'framework_info.user is required' }));
+      return true;
+    };
+    const other = await fakeMaster();
+    await expect(client(`${refusing.url},${other.url}`).subscribe()).rejects.toMatchObject({ status: 400 });
+    expect(other.subscribes).toHaveLength(0);
+  });
+
   it('close() ends the stream, stops resubscribing and rejects a pending subscribe', async () => {
     const m = await fakeMaster();
     m.onSubscribe = () => true; // never answers
