@@ -119,7 +119,9 @@ export interface CgroupsOptions {
 
 function errText(err: unknown): string {
   const e = err as NodeJS.ErrnoException;
-  return e.code ? `${e.code}: ${e.message}` : String(err);
+  // Node's fs messages already begin with the code ("ENOENT: no such file ...").
+  if (!e.code || e.message.startsWith(`${e.code}:`)) return e.message ?? String(err);
+  return `${e.code}: ${e.message}`;
 }
 
 function readText(path: string): string | undefined {

@@ -356,9 +356,13 @@ export class SchedulerClient extends TypedEmitter<SchedulerClientEvents> {
         // A first subscription goes to each master given, once; if none gets through, that
         // is the caller's to handle.
         if (!this.everSubscribed) {
-          firstFailures.push(`${this.endpoint.origin}: ${outcome.reason}`);
+          const seed = this.seeds[this.seedIndex]!;
+          // A master that redirected to a leader this client cannot reach: say both.
+          const via = this.endpoint.origin === seed.origin ? seed.origin : `${seed.origin} → ${this.endpoint.origin}`;
+          firstFailures.push(`${via}: ${outcome.reason}`);
           if (firstFailures.length < this.seeds.length) {
-            this.nextMaster();
+            this.seedIndex = (this.seedIndex + 1) % this.seeds.length;
+            this.endpoint = this.seeds[this.seedIndex]!;
             continue;
           }
           this.rejectWaiters(this.seeds.length > 1 ? new CairnError('CAIRN_BAD_REQUEST', `no master took the subscription (${firstFailures.join('; ')})`) : outcome.error);

@@ -433,6 +433,19 @@ describe('SchedulerClient', () => {
     expect(leaderless.subscribes).toHaveLength(1);
     expect(c.endpointUrl).toBe(`${m.url}/api/v1/scheduler`);
 
+    // Each master is asked once, even when one redirects to a leader that cannot be reached.
+    const redirecting = await fakeMaster();
+    redirecting.onSubscribe = (_req, res) => {
+      res.writeHead(307, { location: `${goneUrl}/api/v1/scheduler` }).end();
+      return true;
+    };
+    const m2 = await fakeMaster();
+    const viaRedirect = client(`${redirecting.url},${m2.url}`);
+    expect(await viaRedirect.subscribe()).toBe('fw-1');
+    expect(redirecting.subscribes).toHaveLength(1);
+    const stuck = client(`${redirecting.url},${leaderless.url}`);
+    await expect(stuck.subscribe()).rejects.toThrow(new RegExp(`\\(${redirecting.url} → ${goneUrl}: .*ECONNREFUSED.*; ${leaderless.url}: .*no leader`));
+
     const none = client(`${goneUrl},${leaderless.url}`);
     await expect(none.subscribe()).rejects.toThrow(/no master took the subscription \(http:\/\/127\.0\.0\.1:\d+: .*ECONNREFUSED.*; http:\/\/127\.0\.0\.1:\d+: .*no leader is elected yet\)/);
     // A master that refuses the framework (4xx) is an answer: no other master is asked.
