@@ -15,7 +15,7 @@
 //    Once with the daemon's default runtime (runc) and, where the daemon has it registered,
 //    once with crun (the agent's --docker-runtime crun).
 
-import { readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import type { AddressInfo } from 'node:net';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { decodeAgentToMaster, encodeMasterToAgent, type MasterToAgent, type TaskInfo } from '../shared/agent-protocol.ts';
@@ -102,8 +102,11 @@ function task(id: string, cmd: string, container: boolean): TaskInfo {
 
 interface Figures {
   isolation: string;
-  /** agentCpuMsPerLaunch: CPU time of this process (the agent) per task during the burst. */
-  throughput: { tasks: number; seconds: number; launchesPerSecond: number; agentCpuMsPerLaunch: number };
+  /**
+   * agentCpuMsPerLaunch: CPU time of this process (the agent) per task during the burst;
+   * daemonCpuMsPerLaunch: of dockerd and containerd (containers only).
+   */
+  throughput: { tasks: number; seconds: number; launchesPerSecond: number; agentCpuMsPerLaunch: number; daemonCpuMsPerLaunch?: number };
   launchToRunning: { samples: number; medianMs: number; p90Ms: number; minMs: number };
 }
 
@@ -125,6 +128,7 @@ async function measure(cgroups: boolean, container: false | { runtime: string | 
     const frame = 20;
     const ids = Array.from({ length: total }, (_, i) => `burst-${i}`);
     const cpu0 = process.cpuUsage();
+    const daemon0 = container ? daemonCpuMs() : 0;
     const t0 = performance.now();
     for (let i = 0; i < total; i += frame) {
       master.send({ launch: { tasks: ids.slice(i, i + frame).map((id) => task(id, container ? 'sleep 5' : 'sleep 2', !!container)) } });
@@ -134,6 +138,7 @@ async function measure(cgroups: boolean, container: false | { runtime: string | 
     await Promise.all(ids.map((id) => master.running(id)));
     const seconds = (Math.max(...ids.map((id) => master.runningAt.get(id)!)) - t0) / 1000;
     const cpu = process.cpuUsage(cpu0);
+    const daemonMs = container ? daemonCpuMs() - daemon0 : 0;
     // Let the burst end before timing single launches.
     while (master.ended < total) await new Promise((r) => setTimeout(r, 100));
 
@@ -151,7 +156,7 @@ async function measure(cgroups: boolean, container: false | { runtime: string | 
     if (container) while (master.ended < total + latencies.length) await new Promise((r) => setTimeout(r, 100));
     return {
       isolation: container ? 'containers' : isolation,
-      throughput: { tasks: total, seconds: Number(seconds.toFixed(3)), launchesPerSecond: Math.round(total / seconds), agentCpuMsPerLaunch: Number(((cpu.user + cpu.system) / 1000 / total).toFixed(2)) },
+      throughput: { tasks: total, seconds: Number(seconds.toFixed(3)), launchesPerSecond: Math.round(total / seconds), agentCpuMsPerLaunch: Number(((cpu.user + cpu.system) / 1000 / total).toFixed(2)), ...(container ? { daemonCpuMsPerLaunch: Math.round(daemonMs / total) } : {}) },
       launchToRunning: {
         samples: latencies.length,
         medianMs: Number(median(latencies).toFixed(2)),
@@ -166,6 +171,21 @@ async function measure(cgroups: boolean, container: false | { runtime: string | 
   }
 }
 
+/** CPU time (ms) so far of the Docker daemon and containerd, found by name in /proc; 0 where absent. */
+function daemonCpuMs(): number {
+  let ticks = 0;
+  for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+    try {
+      if (!['dockerd', 'containerd'].includes(readFileSync(`/proc/${pid}/comm`, 'utf8').trim())) continue;
+      const f = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.split(' ');
+      ticks += Number(f[11]) + Number(f[12]);
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return ticks * 10; // USER_HZ is 100
+}
+
 /** The machine's CPU counters (all cores), in clock ticks. */
 function cpuTicks(): { idle: number; total: number } {
   const f = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/).slice(1).map(Number);
@@ -178,11 +198,12 @@ function cpuTicks(): { idle: number; total: number } {
  * cost (daemon, containerd, shim and runc together), which show whether the ceiling is the
  * machine's CPUs.
  */
-async function daemonCeiling(total: number, concurrency: number, runtime: string | undefined): Promise<{ tasks: number; seconds: number; launchesPerSecond: number; cpuBusyFraction: number; cpuMsPerContainer: number }> {
+async function daemonCeiling(total: number, concurrency: number, runtime: string | undefined): Promise<{ tasks: number; seconds: number; launchesPerSecond: number; cpuBusyFraction: number; cpuMsPerContainer: number; daemonCpuMsPerContainer: number }> {
   const docker = new Docker();
   const ids: string[] = [];
   let next = 0;
   const before = cpuTicks();
+  const daemon0 = daemonCpuMs();
   const t0 = performance.now();
   const worker = async () => {
     while (next < total) {
@@ -198,12 +219,14 @@ async function daemonCeiling(total: number, concurrency: number, runtime: string
   await Promise.all(Array.from({ length: concurrency }, worker));
   const seconds = (performance.now() - t0) / 1000;
   const after = cpuTicks();
+  const daemonMs = daemonCpuMs() - daemon0;
   const busyTicks = after.total - before.total - (after.idle - before.idle);
   const tickMs = 1000 / 100; // USER_HZ is 100 on Linux
   await Promise.all(ids.map((id) => docker.getContainer(id).remove({ force: true }).catch(() => undefined)));
   return {
     tasks: total, seconds: Number(seconds.toFixed(3)), launchesPerSecond: Math.round(total / seconds),
     cpuBusyFraction: Number((busyTicks / (after.total - before.total)).toFixed(2)), cpuMsPerContainer: Math.round((busyTicks * tickMs) / total),
+    daemonCpuMsPerContainer: Math.round(daemonMs / total),
   };
 }
 

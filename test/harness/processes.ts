@@ -3,11 +3,12 @@
 // SIGKILL), and clean everything up after the test.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { agentCgroupName } from '../../agent/isolation/cgroups.ts';
 
 const CAIRN = fileURLToPath(new URL('../../bin/cairn.js', import.meta.url));
 
@@ -155,6 +156,46 @@ export function killTasksUnder(dirs: readonly string[]): void {
   }
 }
 
+/**
+ * Removes the cgroups agents with these work dirs made under the default root (`cairn`),
+ * in every mounted hierarchy: an agent killed or stopped without killing its tasks leaves
+ * them for the next agent process, which a test never starts. Their tasks must be gone
+ * (killTasksUnder); a cgroup still emptying is retried for a moment.
+ */
+export async function removeAgentCgroups(workDirs: readonly string[]): Promise<void> {
+  if (workDirs.length === 0) return;
+  let mounts: string[];
+  try {
+    mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
+      .filter((l) => / - cgroup2? /.test(l))
+      .map((l) => l.split(' ')[4]!);
+  } catch {
+    return;
+  }
+  const names = new Set(workDirs.map((d) => agentCgroupName(d)));
+  const roots = mounts.flatMap((m) => [...names].map((n) => join(m, 'cairn', n))).filter((d) => existsSync(d));
+  /** Directories below `dir`, deepest first, then `dir`. */
+  const tree = (dir: string): string[] => [
+    ...readdirSync(dir, { withFileTypes: true }).filter((e) => e.isDirectory()).flatMap((e) => tree(join(dir, e.name))),
+    dir,
+  ];
+  for (let attempt = 0; attempt < 20; attempt++) {
+    let left = 0;
+    for (const root of roots) {
+      if (!existsSync(root)) continue;
+      for (const dir of tree(root)) {
+        try {
+          rmdirSync(dir);
+        } catch {
+          left++;
+        }
+      }
+    }
+    if (left === 0) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
 /** Tracks what a test started and removes it all afterwards. */
 export class Cleanup {
   private readonly procs: CairnProcess[] = [];
@@ -176,6 +217,7 @@ export class Cleanup {
     // Tasks run in their own process groups and outlive an agent killed with SIGKILL;
     // end those whose sandbox lies in this test's directories.
     killTasksUnder(this.dirs);
+    await removeAgentCgroups(this.dirs);
     for (const d of this.dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   }
 }
