@@ -53,7 +53,7 @@ export interface MasterOptions extends Partial<Omit<MasterConfig, 'dataDir'>> {
    * Replication: this master's id and every founding member's id and URL (this one
    * included). Left out: a single master with its registry in local SQLite.
    */
-  raft?: { id: number; members: ReadonlyMap<number, string>; secret: string; clusterId?: string; tickMs?: number; electionTicks?: number; join?: boolean };
+  raft?: { id: number; members: ReadonlyMap<number, string>; secret: string; clusterId?: string; tickMs?: number; electionTicks?: number; join?: boolean; catchUpTimeoutMs?: number };
   /** Gossip membership (see membership.ts); left out, this master runs no gossip member. */
   gossip?: MasterGossipOptions;
 }
@@ -110,6 +110,7 @@ export async function startMaster(opts: MasterOptions): Promise<MasterHandle> {
       tickMs: opts.raft.tickMs,
       electionTicks: opts.raft.electionTicks,
       join: opts.raft.join,
+      catchUpTimeoutMs: opts.raft.catchUpTimeoutMs,
       log: log.child({ component: 'raft' }),
     }, proposalPrefix));
   } else {
