@@ -26,8 +26,8 @@ export function mastersTable(view: MastersView): string {
 }
 
 export async function runMasters(o: MastersOptions, io: CliIo): Promise<number> {
-  const client = new MasterClient(o.masterUrl, { timeoutMs: LIST_TIMEOUT_MS });
   try {
+    const client = new MasterClient(o.masterUrl, { timeoutMs: LIST_TIMEOUT_MS });
     const view =
       o.action === 'list' ? await client.masters()
       : o.action === 'add' ? await client.addMaster(o.id, o.url, o.replaces, CHANGE_TIMEOUT_MS)
