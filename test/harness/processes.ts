@@ -8,7 +8,7 @@ import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { agentCgroupName } from '../../agent/isolation/cgroups.ts';
+import { agentCgroupName, parseCgroupMounts } from '../../agent/isolation/cgroups.ts';
 
 const CAIRN = fileURLToPath(new URL('../../bin/cairn.js', import.meta.url));
 
@@ -166,9 +166,8 @@ export async function removeAgentCgroups(workDirs: readonly string[]): Promise<v
   if (workDirs.length === 0) return;
   let mounts: string[];
   try {
-    mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
-      .filter((l) => / - cgroup2? /.test(l))
-      .map((l) => l.split(' ')[4]!);
+    const found = parseCgroupMounts(readFileSync('/proc/self/mountinfo', 'utf8'));
+    mounts = [...new Set(found.v1.values()), ...found.v2];
   } catch {
     return;
   }

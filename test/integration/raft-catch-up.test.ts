@@ -4,10 +4,9 @@
 // no quorum), the group goes on writing, and the learner can be removed again.
 
 import { afterAll, describe, expect, it } from 'vitest';
-import { join } from 'node:path';
-import { startMaster, type MasterHandle } from '../../master/server.ts';
-import { silentLogger } from '../../shared/logger.ts';
+import type { MasterHandle } from '../../master/server.ts';
 import type { MastersView } from '../../shared/masters-view.ts';
+import { startMasterGroup } from '../harness/master-group.ts';
 import { Cleanup, freePort, getJson, waitFor } from '../harness/processes.ts';
 
 const SECRET = 'catch-up-test-secret-0123456789abc';
@@ -22,11 +21,7 @@ afterAll(async () => {
 describe('adding a master that does not catch up', () => {
   it('gives up after the limit, leaves it a learner, and the group goes on', async () => {
     const dir = cleanup.dir('cairn-raft-catchup-');
-    const ports = [await freePort(), await freePort(), await freePort()];
-    const members = new Map(ports.map((p, i) => [i + 1, `http://127.0.0.1:${p}`] as [number, string]));
-    masters.push(...(await Promise.all(ports.map((port, i) =>
-      startMaster({ port, host: '127.0.0.1', dataDir: join(dir, `m${i + 1}`), logger: silentLogger(), dnsPort: null, raft: { id: i + 1, members, secret: SECRET, catchUpTimeoutMs: CATCH_UP_MS } }),
-    ))));
+    masters.push(...(await startMasterGroup(dir, 3, SECRET, { catchUpTimeoutMs: CATCH_UP_MS })));
     const leader = await waitFor('a leader', () => masters.find((m) => m.raft?.status().role === 'leader'), 20_000);
     const nobody = `http://127.0.0.1:${await freePort()}`;
 

@@ -3,12 +3,11 @@
 // logged), and the group is unharmed: no term moves, the leader stays, writes commit.
 
 import { afterAll, describe, expect, it } from 'vitest';
-import { join } from 'node:path';
 import WebSocket from 'ws';
-import { startMaster, type MasterHandle } from '../../master/server.ts';
+import type { MasterHandle } from '../../master/server.ts';
 import { RaftWire } from '../../shared/raft/wire.ts';
-import { silentLogger } from '../../shared/logger.ts';
-import { Cleanup, freePort, waitFor } from '../harness/processes.ts';
+import { startMasterGroup } from '../harness/master-group.ts';
+import { Cleanup, waitFor } from '../harness/processes.ts';
 
 const SECRET = 'peer-frames-test-secret-0123456789';
 const cleanup = new Cleanup();
@@ -44,11 +43,7 @@ const metric = async (url: string, name: string) => {
 describe('the Raft endpoint under bad frames', () => {
   it('refuses garbage, a wrong secret and another cluster, and the group goes on', async () => {
     const dir = cleanup.dir('cairn-raft-frames-');
-    const ports = [await freePort(), await freePort(), await freePort()];
-    const members = new Map(ports.map((p, i) => [i + 1, `http://127.0.0.1:${p}`] as [number, string]));
-    masters.push(...(await Promise.all(ports.map((port, i) =>
-      startMaster({ port, host: '127.0.0.1', dataDir: join(dir, `m${i + 1}`), logger: silentLogger(), dnsPort: null, raft: { id: i + 1, members, secret: SECRET } }),
-    ))));
+    masters.push(...(await startMasterGroup(dir, 3, SECRET)));
     const leader = await waitFor('a leader', () => masters.find((m) => m.raft?.status().role === 'leader'), 20_000);
     const target = masters.find((m) => m !== leader)!;
     const termBefore = leader.raft!.status().term;
