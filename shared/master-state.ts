@@ -1,7 +1,7 @@
 // The JSON the master's REST API returns (`GET /api/v1/state`, `/api/v1/tasks/:id`, logs).
 // The command line and tests read these shapes; the master builds them from its registry.
 
-import type { TaskState, UsageReport } from './agent-protocol.ts';
+import type { TaskState, UsageReport } from './agent-messages.ts';
 
 export interface AgentView {
   id: string;

@@ -3,7 +3,7 @@
 // an existing Mesos v1 framework client works against Cairn unchanged.
 
 import type { MesosResource } from './resources.ts';
-import type { TaskState } from './agent-protocol.ts';
+import type { TaskState } from './agent-messages.ts';
 
 export interface Id { value: string }
 

@@ -45,19 +45,16 @@ export class AgentEndpoint {
       if (!isBinary) throw new CairnError('CAIRN_BAD_FRAME', 'agent frames must be binary protobuf', 'frame');
       const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
       msg = decodeAgentToMaster(bytes);
-      if (!('register' in msg) && !link.agentId) throw new CairnError('CAIRN_BAD_FRAME', 'the first frame must be register', 'frame');
     } catch (err) {
       master.badAgentFrame(link, err instanceof CairnError ? err : new CairnError('CAIRN_BAD_FRAME', String(err), 'frame'));
       return;
     }
-    const onError = (err: unknown) => {
-      if (err instanceof CairnError) master.badAgentFrame(link, err);
-      else master.log.error({ err }, 'handling agent frame failed');
-    };
-    if ('register' in msg) master.registerAgent(link, msg.register).catch(onError);
-    else if ('statusUpdate' in msg) master.agentStatusUpdate(link, msg.statusUpdate).catch(onError);
-    else if ('pong' in msg) master.agentPong(link);
-    else if ('usage' in msg) master.agentUsage(link, msg.usage);
+    // What a frame means (register first, then updates, pongs, usage) is the core's to judge.
+    try {
+      master.agentFrame(link, msg);
+    } catch (err) {
+      master.log.error({ err }, 'handling agent frame failed');
+    }
   }
 
   close(): void {

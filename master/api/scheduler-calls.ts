@@ -4,7 +4,7 @@
 import { Resources } from '../../shared/resources.ts';
 import { badRequest, CairnError } from '../../shared/errors.ts';
 import type { CommandSpec } from '../registry/commands.ts';
-import type { ContainerSpec, PortMapping } from '../../shared/agent-protocol.ts';
+import type { ContainerSpec, PortMapping } from '../../shared/agent-messages.ts';
 
 export interface FrameworkSpec {
   id?: string;

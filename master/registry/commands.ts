@@ -3,7 +3,7 @@
 // later) replays to the same state on any master. Commands carry everything they need,
 // time and uuids included: applying one never reads a clock or a random source.
 
-import type { ContainerSpec, TaskState } from '../../shared/agent-protocol.ts';
+import type { ContainerSpec, TaskState } from '../../shared/agent-messages.ts';
 
 export interface AgentRecord {
   id: string;

@@ -5,7 +5,7 @@
 // Stale commands (an update for a task already gone, say) are ignored, never thrown on:
 // a replayed log must always apply.
 
-import { isTerminal, type TaskState } from '../../shared/agent-protocol.ts';
+import { isTerminal, type TaskState } from '../../shared/agent-messages.ts';
 import type { AgentRecord, FrameworkRecord, PendingUpdate, RegistryCommand, TaskRecord } from './commands.ts';
 
 export interface TaskUpdateEvent {

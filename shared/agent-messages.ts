@@ -1,0 +1,91 @@
+// The agent <-> master messages as typed values, and the task states: pure data, shared by
+// the codec (agent-protocol.ts), the registry and the leader's core, none of which may load
+// the wire schema from disk.
+
+export const TASK_STATES = [
+  'TASK_STAGING', 'TASK_STARTING', 'TASK_RUNNING', 'TASK_FINISHED', 'TASK_FAILED', 'TASK_KILLED',
+  'TASK_LOST', 'TASK_ERROR', 'TASK_KILLING', 'TASK_UNREACHABLE', 'TASK_GONE', 'TASK_DROPPED', 'TASK_UNKNOWN',
+] as const;
+export type TaskState = (typeof TASK_STATES)[number];
+
+const TERMINAL: ReadonlySet<TaskState> = new Set<TaskState>([
+  'TASK_FINISHED', 'TASK_FAILED', 'TASK_KILLED', 'TASK_LOST', 'TASK_ERROR', 'TASK_GONE', 'TASK_DROPPED',
+]);
+export function isTerminal(state: TaskState): boolean {
+  return TERMINAL.has(state);
+}
+
+export interface EnvVar { name: string; value: string }
+export interface CommandInfo { shell: boolean; value: string; arguments: string[]; environment: EnvVar[] }
+export interface PortMapping { hostPort: number; containerPort: number; protocol: 'tcp' | 'udp' }
+export interface VolumeSpec { hostPath: string; containerPath: string; readOnly: boolean }
+export type PullPolicy = 'always' | 'if-not-present' | 'never';
+export interface DockerSpec { image: string; network: 'host' | 'bridge'; portMappings: PortMapping[]; pullPolicy: PullPolicy }
+export interface ContainerSpec { type: 'docker'; docker: DockerSpec; volumes: VolumeSpec[] }
+
+export interface TaskInfo {
+  taskId: string;
+  frameworkId: string;
+  name: string;
+  resources: string;
+  command: CommandInfo;
+  killGraceMs: number;
+  labels: EnvVar[];
+  /** Absent (or null off the wire): a plain process. */
+  container?: ContainerSpec | null;
+  /** The task's DNS name (task.framework.domain) as the masters serve it; '' or absent when none. */
+  dnsName?: string;
+}
+export interface StatusUpdate {
+  uuid: Uint8Array;
+  taskId: string;
+  frameworkId: string;
+  state: TaskState;
+  message: string;
+  hasExitCode: boolean;
+  exitCode: number;
+  timestampMs: number;
+  reason: string;
+}
+export interface RunningTask { taskId: string; frameworkId: string; state: TaskState; resources: string }
+export interface Register {
+  agentId: string;
+  hostname: string;
+  ip: string;
+  httpPort: number;
+  resources: string;
+  attributes: { name: string; value: string }[];
+  tasks: RunningTask[];
+  version: string;
+  /** How tasks are isolated here, in words; '' from older agents. */
+  isolation?: string;
+}
+export interface GpuUse { index: number; utilizationPercent: number; memoryUsedMib: number; memoryTotalMib: number }
+export interface UsageReport {
+  timestampMs: number;
+  tasks: number;
+  cpusUsed: number;
+  cpusLimit: number;
+  memoryBytes: number;
+  memoryLimitBytes: number;
+  gpus: GpuUse[];
+  unhealthyGpus: number[];
+}
+export interface DrainOrder { draining: boolean; hasDeadline: boolean; deadlineAtMs: number }
+/** The order that ends a drain, or says there is none. */
+export const NOT_DRAINING: DrainOrder = Object.freeze({ draining: false, hasDeadline: false, deadlineAtMs: 0 });
+
+export type AgentToMaster =
+  | { register: Register }
+  | { statusUpdate: StatusUpdate }
+  | { pong: { sentMs: number } }
+  | { usage: UsageReport };
+
+export type MasterToAgent =
+  | { registered: { agentId: string; lostTaskIds: string[]; pingIntervalMs: number; drain?: DrainOrder | null } }
+  | { ping: { sentMs: number } }
+  | { launch: { tasks: TaskInfo[] } }
+  | { kill: { taskId: string; frameworkId: string; graceMs: number } }
+  | { ack: { uuid: Uint8Array; taskId: string } }
+  | { error: { code: string; message: string } }
+  | { drain: DrainOrder };
