@@ -98,8 +98,12 @@ export class LeaderCore {
   /** Kills waiting for an agent that has no connection right now. */
   private readonly pendingKills = new Set<string>();
   private readonly rescinded = new Set<string>();
-  /** Task ids of launches proposed and not yet committed: a second launch must not reuse them. */
-  private readonly launching = new Set<string>();
+  /**
+   * Launches proposed and not yet committed: a second launch must not reuse their ids, and
+   * what they take of their agent is held even if the agent is rebuilt in the allocator
+   * (it re-registers) before they are in the registry.
+   */
+  private readonly launching = new Map<string, { agentId: string; frameworkId: string; resources: Resources }>();
   /** Agents gossip declared dead, and when a ping went out to confirm it. */
   private readonly confirmations = new Map<string, number>();
   private readonly pending = new Map<ProposalId, Pending>();
@@ -367,23 +371,50 @@ export class LeaderCore {
       this.links.delete(agentId);
     }
     const now = this.nowMs;
+    const ip = reg.ip || c.remoteAddress;
+    if (reg.agentId === '') this.removeSuperseded(ip, reg.httpPort, reg.hostname);
     const activeBefore = known ? state.activeTasksOn(agentId).length : 0;
     this.propose({
       type: 'agent_registered',
       agent: {
         id: agentId,
         hostname: reg.hostname,
-        ip: reg.ip || c.remoteAddress,
+        ip,
         httpPort: reg.httpPort,
         resources: total.toString(),
         attributes: Object.fromEntries(reg.attributes.map((a) => [a.name, a.value])),
         registeredAtMs: now,
         ...(reg.isolation ? { isolation: reg.isolation } : {}),
       },
-      runningTasks: known ? reg.tasks.map((t) => ({ taskId: t.taskId, state: t.state })) : undefined,
+      // Sent whenever the agent names an id: the state it applies to may know the agent even if
+      // this (possibly older) view does not.
+      runningTasks: reg.agentId !== '' ? reg.tasks.map((t) => ({ taskId: t.taskId, state: t.state })) : undefined,
       uuids: this.uuids(activeBefore),
       atMs: now,
     }, (events) => this.agentRegistered(c, agentId, reg, total, !!known, events));
+  }
+
+  /**
+   * An agent that registers without an id at the address of a known agent that is not
+   * connected is that agent's successor (its work dir was wiped, or it never heard the id it
+   * was given): the old one is removed, its tasks GONE, as Mesos does for a new agent at a
+   * registered agent's address. Otherwise it would stay unreachable for ever, and so would
+   * its tasks.
+   */
+  private removeSuperseded(ip: string, httpPort: number, hostname: string): void {
+    const state = this.state();
+    for (const a of state.agents.values()) {
+      if (a.ip !== ip || a.httpPort !== httpPort || a.hostname !== hostname || this.links.has(a.id)) continue;
+      const agentId = a.id;
+      this.log('warn', 'a new agent registers at the address of an old one: removing the old one', { agentId, hostname, ip, httpPort });
+      this.recoverOffers((o) => o.agentId === agentId, true);
+      if (this.allocator.hasAgent(agentId)) this.allocator.setAgentActive(agentId, false);
+      this.propose({ type: 'agent_removed', agentId, uuids: this.uuids(state.activeTasksOn(agentId).length), atMs: this.nowMs }, (events) => {
+        if (this.allocator.hasAgent(agentId)) this.allocator.removeAgent(agentId);
+        this.lastSeenMs.delete(agentId);
+        this.forwardEvents(events);
+      });
+    }
   }
 
   private agentRegistered(c: AgentConn, agentId: string, reg: Register, total: Resources, reregistered: boolean, events: RegistryEvent[]): void {
@@ -432,6 +463,11 @@ export class LeaderCore {
       const r = Resources.parse(t.resources);
       used = used.add(r);
       usedBy.push({ frameworkId: t.frameworkId, resources: r });
+    }
+    for (const [taskId, l] of this.launching) {
+      if (l.agentId !== agentId || state.tasks.has(taskId)) continue;
+      used = used.add(l.resources);
+      usedBy.push({ frameworkId: l.frameworkId, resources: l.resources });
     }
     this.allocator.addAgent(agentId, total, used, usedBy.filter((u) => this.frameworkInAllocator(u.frameworkId)));
     if (state.agents.get(agentId)?.drain) this.allocator.setAgentActive(agentId, false);
@@ -765,7 +801,15 @@ export class LeaderCore {
     let failed = false;
     const done = () => {
       if (--waiting > 0) return;
-      for (const t of call.tasks) this.launching.delete(t.taskId);
+      const state = this.state();
+      for (const t of call.tasks) {
+        this.launching.delete(t.taskId);
+        // A launch that never reached the registry gives back what it took.
+        if (!state.tasks.has(t.taskId) && this.allocator.hasAgent(agentId) && this.allocator.hasFramework(call.frameworkId)) {
+          this.allocator.recoverResources(call.frameworkId, agentId, t.resources, 0, this.nowMs);
+          this.requestAllocation();
+        }
+      }
       if (failed) {
         this.log('warn', 'launch not recorded; tasks not started', { frameworkId: call.frameworkId });
         return;
@@ -773,7 +817,7 @@ export class LeaderCore {
       this.sendLaunch(call.frameworkId, agentId, call.tasks);
     };
     for (const t of call.tasks) {
-      this.launching.add(t.taskId);
+      this.launching.set(t.taskId, { agentId, frameworkId: call.frameworkId, resources: t.resources });
       this.propose({
         type: 'task_launched',
         task: {

@@ -80,7 +80,7 @@ export class RegistryStateMachine {
         agent.reachable = false;
         const uuids = [...cmd.uuids];
         return this.activeTasksOn(cmd.agentId).map((t) =>
-          this.setState(t, 'TASK_UNREACHABLE', 'agent is unreachable', 'REASON_AGENT_UNREACHABLE', 'SOURCE_MASTER', uuids.shift() ?? '', cmd.atMs),
+          this.setState(t, 'TASK_UNREACHABLE', 'agent is unreachable', 'REASON_AGENT_UNREACHABLE', 'SOURCE_MASTER', uuids.shift() ?? derivedUuid(t.id, cmd.atMs), cmd.atMs),
         );
       }
       case 'agent_drain': {
@@ -94,7 +94,7 @@ export class RegistryStateMachine {
         if (!this.agents.has(cmd.agentId)) return [];
         const uuids = [...cmd.uuids];
         const events = this.activeTasksOn(cmd.agentId).map((t) =>
-          this.setState(t, 'TASK_GONE', 'agent was removed', 'REASON_AGENT_REMOVED', 'SOURCE_MASTER', uuids.shift() ?? '', cmd.atMs),
+          this.setState(t, 'TASK_GONE', 'agent was removed', 'REASON_AGENT_REMOVED', 'SOURCE_MASTER', uuids.shift() ?? derivedUuid(t.id, cmd.atMs), cmd.atMs),
         );
         this.agents.delete(cmd.agentId);
         return events;
@@ -158,12 +158,12 @@ export class RegistryStateMachine {
     for (const t of this.activeTasksOn(cmd.agent.id)) {
       const state = reported.get(t.id);
       if (state === undefined) {
-        // A task launched moments ago may not have reached the agent yet; only tasks that
-        // had been seen running or were cut off by unreachability are written off.
-        if (t.state === 'TASK_STAGING' && previous.reachable) continue;
-        events.push(this.setState(t, 'TASK_LOST', 'task is not running on the agent after it re-registered', 'REASON_AGENT_REREGISTERED', 'SOURCE_MASTER', uuids.shift() ?? '', cmd.atMs));
+        // Not even a task still STAGING is spared: its launch went, once, to the connection
+        // the agent had when the launch was committed — which is before this registration in
+        // the log, so on a connection the agent had already left. It will never arrive.
+        events.push(this.setState(t, 'TASK_LOST', 'task is not running on the agent after it re-registered', 'REASON_AGENT_REREGISTERED', 'SOURCE_MASTER', uuids.shift() ?? derivedUuid(t.id, cmd.atMs), cmd.atMs));
       } else if (state !== t.state && !isTerminal(state)) {
-        events.push(this.setState(t, state, 'agent re-registered', 'REASON_AGENT_REREGISTERED', 'SOURCE_MASTER', uuids.shift() ?? '', cmd.atMs));
+        events.push(this.setState(t, state, 'agent re-registered', 'REASON_AGENT_REREGISTERED', 'SOURCE_MASTER', uuids.shift() ?? derivedUuid(t.id, cmd.atMs), cmd.atMs));
       }
     }
     return events;
@@ -198,4 +198,20 @@ export class RegistryStateMachine {
       this.tasks.delete(oldest);
     }
   }
+}
+
+/**
+ * A uuid for an update a command produced beyond the uuids it carries (its proposer saw fewer
+ * tasks than the state it applies to). Derived from the task and the command's time, so every
+ * replica derives the same one; 16 bytes, base64, like the others.
+ */
+function derivedUuid(taskId: string, atMs: number): string {
+  const bytes = new Uint8Array(16);
+  for (let k = 0; k < 4; k++) {
+    let h = (0x811c9dc5 ^ Math.imul(k + 1, 0x9e3779b9)) >>> 0;
+    const text = `${taskId}@${atMs}`;
+    for (let i = 0; i < text.length; i++) h = Math.imul(h ^ text.charCodeAt(i), 0x01000193) >>> 0;
+    for (let j = 0; j < 4; j++) bytes[k * 4 + j] = (h >>> (8 * j)) & 0xff;
+  }
+  return Buffer.from(bytes).toString('base64');
 }

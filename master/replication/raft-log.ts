@@ -10,9 +10,9 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { CairnError } from '../../shared/errors.ts';
+import { cryptoRandom } from '../../shared/crypto-random.ts';
 import { RaftNode } from '../../shared/raft/node.ts';
 import { decodeConfChange } from '../../shared/raft/confchange.ts';
-import { SeededRandom } from '../../shared/raft/random.ts';
 import { SqliteRaftStorage } from '../../shared/raft/sqlite-storage.ts';
 import type { ConfChange, Message, NodeId, Role } from '../../shared/raft/types.ts';
 import { RaftWire } from '../../shared/raft/wire.ts';
@@ -81,6 +81,10 @@ export class RaftCommandLog implements CommandLog {
   private readonly transport: PeerTransport;
   private readonly timer: NodeJS.Timeout;
   private readonly roleListeners: ((role: Role, leader: NodeId) => void)[] = [];
+  /** Term of the last applied entry. */
+  private appliedTerm = 0;
+  /** Set while this master leads but has not yet applied an entry of its own term. */
+  private leadingFromTerm: number | undefined;
   private scheduled = false;
   private closed = false;
   private applied = 0;
@@ -102,8 +106,10 @@ export class RaftCommandLog implements CommandLog {
     this.members = urlsFromSnapshot(decodeReplicaSnapshot(snap.data).urls, opts.members, snap.metadata.confState, opts.id);
     this.snapshotEvery = opts.snapshotEvery ?? 10_000;
     this.applied = storage.snapshot().metadata.index;
+    this.appliedTerm = storage.snapshot().metadata.term;
     this.node = new RaftNode(
-      { id: opts.id, random: new SeededRandom(Date.now() ^ (opts.id * 2654435761)), electionTicks: opts.electionTicks },
+      // Election timeouts from the OS's CSPRNG: masters started together still draw apart.
+      { id: opts.id, random: cryptoRandom(), electionTicks: opts.electionTicks },
       storage,
     );
     const wire = new RaftWire({ clusterId: opts.clusterId, secret: opts.secret });
@@ -349,12 +355,14 @@ export class RaftCommandLog implements CommandLog {
         const snap = decodeReplicaSnapshot(rd.snapshot.data);
         this.registry.restore(snap.registry ?? EMPTY_REGISTRY);
         this.applied = rd.snapshot.metadata.index;
+        this.appliedTerm = rd.snapshot.metadata.term;
         this.members = urlsFromSnapshot(snap.urls, this.opts.members, rd.snapshot.metadata.confState, this.opts.id);
         this.setPeers();
         this.failChanges(new CairnError('CAIRN_NOT_LEADER', 'a snapshot from another leader replaced the log; check the membership'), this.applied);
       }
       for (const e of rd.committedEntries) {
         this.applied = e.index;
+        this.appliedTerm = e.term;
         this.settleChange(e.index, e.term);
         if (e.type === 'confChange') {
           const cc = decodeConfChange(e.data);
@@ -372,8 +380,19 @@ export class RaftCommandLog implements CommandLog {
         if (rd.softState.role !== 'leader') {
           this.registry.failPending(new CairnError('CAIRN_NOT_LEADER', 'this master lost leadership before the change committed'));
           this.failChanges(new CairnError('CAIRN_NOT_LEADER', 'this master stopped leading before the membership change was applied; `cairn masters` shows whether it took effect'));
+          this.leadingFromTerm = undefined;
+          for (const l of this.roleListeners) l(rd.softState.role, rd.softState.leader);
+        } else {
+          // A new leader's log holds every committed entry, but it knows which are committed
+          // (and has applied them) only once an entry of its own term commits. Until then its
+          // registry may miss what the last leader did — a launched task, an acknowledgement —
+          // so the leader's services wait for that entry, its empty one, to be applied.
+          this.leadingFromTerm = this.node.term;
         }
-        for (const l of this.roleListeners) l(rd.softState.role, rd.softState.leader);
+      }
+      if (this.leadingFromTerm !== undefined && this.appliedTerm >= this.leadingFromTerm && this.node.role === 'leader') {
+        this.leadingFromTerm = undefined;
+        for (const l of this.roleListeners) l('leader', this.node.leader);
       }
       this.node.advance();
       if (this.sinceSnapshot >= this.snapshotEvery) this.snapshot();

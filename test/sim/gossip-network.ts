@@ -9,7 +9,8 @@
 import { GossipNode, type MembershipEvent } from '../../shared/gossip/node.ts';
 import type { GossipConfigOptions } from '../../shared/gossip/config.ts';
 import type { GossipMessage, MemberMeta, MemberRecord, MemberRole, OutgoingPacket } from '../../shared/gossip/messages.ts';
-import { seededRandom, type RandomSource } from '../../shared/gossip/random.ts';
+import { randomFloat, type RandomSource } from '../../shared/random.ts';
+import { splitMix32 } from './splitmix32.ts';
 
 export interface NetworkOptions {
   readonly seed: number;
@@ -80,7 +81,7 @@ export class SimNetwork {
   private readonly config: GossipConfigOptions | undefined;
 
   constructor(options: NetworkOptions) {
-    this.random = seededRandom(options.seed);
+    this.random = splitMix32(options.seed);
     this.lossRate = options.lossRate ?? 0;
     this.delay = { ...(options.delayMs ?? { min: 1, max: 10 }) };
     this.streamDelay = { ...(options.streamDelayMs ?? { min: 2, max: 20 }) };
@@ -101,7 +102,7 @@ export class SimNetwork {
       config: { ...this.config, ...options.config },
       // Each member its own stream, derived from the network's, so adding one does not shift the
       // choices of the others more than one draw.
-      random: seededRandom(Math.floor(this.random.next() * 0x100000000)),
+      random: splitMix32(this.random.nextU32()),
       nowMs: this.nowMs,
       initialMembers: options.initialMembers,
     });
@@ -183,13 +184,13 @@ export class SimNetwork {
     let d: { min: number; max: number };
     if (p.stream) d = this.streamDelay;
     else {
-      if (this.lossRate > 0 && this.random.next() < this.lossRate) {
+      if (this.lossRate > 0 && randomFloat(this.random) < this.lossRate) {
         this.counters.lost++;
         return;
       }
       d = this.delay;
     }
-    const at = this.nowMs + d.min + this.random.next() * (d.max - d.min);
+    const at = this.nowMs + d.min + randomFloat(this.random) * (d.max - d.min);
     this.push({ at, phase: 1, order: this.order++, kind: DELIVER, member: to, token: 0, from: from.address, messages: p.messages });
   }
 

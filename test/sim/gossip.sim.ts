@@ -21,7 +21,8 @@ import { SimNetwork, formedCluster, summary, round, type SimMember, type Stalls 
 import type { GossipConfigOptions } from '../../shared/gossip/config.ts';
 import { defaultGossipConfig } from '../../shared/gossip/config.ts';
 import { suspicionTimeoutMs } from '../../shared/gossip/math.ts';
-import { seededRandom } from '../../shared/gossip/random.ts';
+import { randomFloat, randomInt } from '../../shared/random.ts';
+import { splitMix32 } from './splitmix32.ts';
 
 const E_OVER_E_MINUS_1 = Math.E / (Math.E - 1);
 
@@ -104,7 +105,7 @@ export function detection(o: DetectionOptions): DetectionResult {
     const v = members[(i + 1) * stride];
     victims.push(v);
     // A random instant within the period, so crashes are not in phase with anyone's probes.
-    net.run(net.nowMs + every - 1_000 + Math.floor(net.random.next() * 1_000));
+    net.run(net.nowMs + every - 1_000 + Math.floor(randomFloat(net.random) * 1_000));
     net.crash(v);
     crashedAt.set(v.name, net.nowMs);
   }
@@ -196,12 +197,12 @@ export interface LifeguardResult {
 
 /** The slow member's stalls: runs of 0.2-1 s, stalls of 0.3-1.8 s, one in five of 4-14 s. */
 export function slowMemberStalls(seed: number, untilMs: number): Stalls {
-  const r = seededRandom(seed * 7_919 + 1);
+  const r = splitMix32(seed * 7_919 + 1);
   const stalls: [number, number][] = [];
   let t = 2_000;
   while (t < untilMs) {
-    t += 200 + r.next() * 800;
-    const len = r.next() < 0.2 ? 4_000 + r.next() * 10_000 : 300 + r.next() * 1_500;
+    t += 200 + randomFloat(r) * 800;
+    const len = randomFloat(r) < 0.2 ? 4_000 + randomFloat(r) * 10_000 : 300 + randomFloat(r) * 1_500;
     stalls.push([t, t + len]);
     t += len;
   }
@@ -318,7 +319,7 @@ export function joins(o: JoinOptions): JoinResult {
   const members = [net.add('m0')];
   for (let i = 1; i < o.members; i++) {
     net.run(net.nowMs + 1_000 / o.joinsPerSecond);
-    const via = members[Math.floor(net.random.next() * members.length)];
+    const via = members[randomInt(net.random, members.length)];
     members.push(net.add(`m${i}`, { join: [via.address] }));
   }
   const lastJoin = net.nowMs;
@@ -372,7 +373,7 @@ export function spread(o: { seed: number; members: number; joins: number; lossRa
   net.run(5_000);
   for (let i = 0; i < o.joins; i++) {
     const name = `new${i}`;
-    const via = members[Math.floor(net.random.next() * members.length)];
+    const via = members[randomInt(net.random, members.length)];
     joinedAt.set(name, net.nowMs);
     members.push(net.add(name, { join: [via.address] }));
     population++;

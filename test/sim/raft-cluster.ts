@@ -13,7 +13,7 @@ import { decodeConfChange } from '../../shared/raft/confchange.ts';
 import { MemoryStorage } from '../../shared/raft/memory-storage.ts';
 import { RaftNode, type Ready } from '../../shared/raft/node.ts';
 import { NotLeaderError } from '../../shared/raft/raft.ts';
-import type { SeededRandom } from '../../shared/raft/random.ts';
+import type { SeededRandom } from '../../shared/random.ts';
 import type { ConfChange, ConfState, Message, NodeId } from '../../shared/raft/types.ts';
 import type { HistoryEvent } from './linearizability.ts';
 import { KvStore, decodeKvCommand, encodeKvCommand, type KvInput, type KvOutput } from './kv.ts';

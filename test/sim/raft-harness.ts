@@ -5,7 +5,7 @@
 
 import { RaftNode } from '../../shared/raft/node.ts';
 import { MemoryStorage } from '../../shared/raft/memory-storage.ts';
-import { SeededRandom } from '../../shared/raft/random.ts';
+import { SeededRandom } from '../../shared/random.ts';
 import { decodeConfChange } from '../../shared/raft/confchange.ts';
 import type { RaftOptions } from '../../shared/raft/config.ts';
 import type { ConfState, Entry, Message, NodeId, ReadState } from '../../shared/raft/types.ts';

@@ -3,7 +3,7 @@
 // delivery if its link is cut at that moment. Links are directed, so partitions can be
 // asymmetric (a hears b, b does not hear a).
 
-import type { SeededRandom } from '../../shared/raft/random.ts';
+import type { SeededRandom } from '../../shared/random.ts';
 import type { Message, NodeId } from '../../shared/raft/types.ts';
 
 export interface NetworkConditions {

@@ -13,7 +13,7 @@
 // `npm run sim -- raft --seeds N` runs seeds 1..N; `--seed S` runs one. A failure says
 // `reproduce with --seed S`.
 
-import { SeededRandom } from '../../shared/raft/random.ts';
+import { SeededRandom } from '../../shared/random.ts';
 import type { NodeId } from '../../shared/raft/types.ts';
 import { checkLinearizable, operationsOf } from './linearizability.ts';
 import { kvModel } from './kv.ts';

@@ -1,0 +1,369 @@
+// A simulated master: the Raft core over memory storage, the registry state machine it
+// feeds, and — while it leads — the leader core, with a shell that does here what
+// master/master.ts and master/replication/raft-log.ts do in a daemon: proposals become Raft
+// entries, committed entries are applied and answered, effects go onto simulated
+// connections. Only the I/O is simulated; every decision is the production code's.
+
+import type { AgentToMaster, MasterToAgent } from '../../shared/agent-messages.ts';
+import { CairnError } from '../../shared/errors.ts';
+import type { SchedulerEvent } from '../../shared/mesos-v1.ts';
+import { RaftNode } from '../../shared/raft/node.ts';
+import { MemoryStorage } from '../../shared/raft/memory-storage.ts';
+import type { Message, NodeId } from '../../shared/raft/types.ts';
+import { SeededRandom } from '../../shared/random.ts';
+import type { FrameworkSpec } from '../../master/api/scheduler-calls.ts';
+import type { LeaderConfig } from '../../master/leader/config.ts';
+import { LeaderCore } from '../../master/leader/leader-core.ts';
+import type { LeaderEffect, LeaderInput, SchedulerCall } from '../../master/leader/messages.ts';
+import type { RegistryCommand } from '../../master/registry/commands.ts';
+import { RegistryStateMachine, type RegistryEvent } from '../../master/registry/state-machine.ts';
+import type { SimClock } from './cluster-clock.ts';
+import type { SimConn, SimNet } from './cluster-net.ts';
+
+export type AgentConn = SimConn<AgentToMaster, MasterToAgent>;
+/** A framework's stream carries events to it; its calls travel as datagrams. */
+export type StreamConn = SimConn<never, SchedulerEvent>;
+
+/** Close code of a follower that sends an agent to the leader (the reason names it). */
+export const NOT_LEADER_CLOSE = 4001;
+/** Raft ticks every 100 ms, as the daemon's shell does; elections after 10 ticks. */
+export const RAFT_TICK_MS = 100;
+
+/** Bugs the simulator can plant in a master's shell, to show that the invariants catch them. */
+export type PlantedBug =
+  /** Acknowledge an agent's status update before it is durable (a leader crash then loses it). */
+  | 'ack-before-commit'
+  /** Send every status update to the framework a second time, a while later. */
+  | 'update-twice';
+
+export interface MasterWorld {
+  readonly clock: SimClock;
+  readonly net: SimNet;
+  readonly config: LeaderConfig;
+  readonly plant: PlantedBug | undefined;
+  /** Raft messages go through the world, which knows who is up and who is cut off. */
+  sendRaft(from: NodeId, m: Message): void;
+  /** Told of every command a master applies (for invariants), with the time. */
+  applied(masterId: NodeId, command: RegistryCommand, events: RegistryEvent[]): void;
+}
+
+interface Entry {
+  /** The proposing core: master id and its leadership epoch. */
+  o: string;
+  p: number;
+  c: RegistryCommand;
+}
+
+export class SimMaster {
+  up = true;
+  node: RaftNode;
+  state = new RegistryStateMachine();
+  core: LeaderCore | undefined;
+  /** Leadership epochs of this master, so a proposal of an old core is never answered to a new one. */
+  private epoch = 0;
+  private readonly agentConns = new Map<number, AgentConn>();
+  private readonly streams = new Map<string, StreamConn>();
+  private allocationQueued = false;
+  private wakeAtMs = Infinity;
+  readonly stats = { leaderships: 0, proposals: 0, crashes: 0 };
+
+  constructor(
+    readonly id: NodeId,
+    readonly storage: MemoryStorage,
+    private readonly world: MasterWorld,
+    private readonly rng: SeededRandom,
+  ) {
+    this.node = this.newNode();
+    this.world.clock.after(RAFT_TICK_MS, () => this.raftTick());
+  }
+
+  private newNode(): RaftNode {
+    return new RaftNode({ id: this.id, random: this.rng.fork(), electionTicks: 10, heartbeatTicks: 1, preVote: true, checkQuorum: true }, this.storage);
+  }
+
+  get isLeading(): boolean {
+    return this.up && this.core !== undefined;
+  }
+
+  // ------------------------------------------------------------------ Raft
+
+  private raftTick(): void {
+    if (!this.up) return;
+    this.node.tick();
+    this.process();
+    this.world.clock.after(RAFT_TICK_MS, () => this.raftTick());
+  }
+
+  raftMessage(m: Message): void {
+    if (!this.up) return;
+    this.node.step(m);
+    this.process();
+  }
+
+  private processing = false;
+  private appliedTerm = 0;
+  private leadingFromTerm: number | undefined;
+
+  /**
+   * The Ready loop: persist, send, apply, advance — then follow a role change and answer
+   * the core's proposals, after `advance`, so that what the core proposes in answer goes
+   * into the next Ready. As in the daemon, a master that stops leading answers nothing of
+   * what it had proposed: its core is gone first.
+   */
+  private process(): void {
+    if (this.processing) return;
+    this.processing = true;
+    try {
+      while (this.up && this.node.hasReady()) {
+        const rd = this.node.ready();
+        if (rd.snapshot) this.storage.applySnapshot(rd.snapshot);
+        this.storage.append(rd.entries);
+        if (rd.hardState) this.storage.setHardState(rd.hardState);
+        for (const m of rd.messages) this.world.sendRaft(this.id, m);
+        const answers: LeaderInput[] = [];
+        for (const e of rd.committedEntries) {
+          this.appliedTerm = e.term;
+          if (e.type !== 'normal' || e.data.length === 0) continue;
+          const entry = JSON.parse(new TextDecoder().decode(e.data)) as Entry;
+          const events = this.state.apply(entry.c);
+          this.world.applied(this.id, entry.c, events);
+          if (entry.o === this.origin) answers.push({ type: 'committed', proposal: entry.p, events });
+        }
+        this.node.advance();
+        const role = rd.softState?.role;
+        if (role !== undefined && role !== 'leader') {
+          this.leadingFromTerm = undefined;
+          this.follow();
+        }
+        for (const a of answers) this.step(a);
+        if (role === 'leader') this.leadingFromTerm = this.node.term;
+        // As raft-log.ts: the leader's services start once an entry of its own term is applied.
+        const ready = this.leadingFromTerm !== undefined && this.appliedTerm >= this.leadingFromTerm;
+        if (ready && this.node.role === 'leader') {
+          this.leadingFromTerm = undefined;
+          this.lead();
+        }
+      }
+    } finally {
+      this.processing = false;
+    }
+  }
+
+  private get origin(): string {
+    return `${this.id}:${this.epoch}`;
+  }
+
+  /** Becomes the leader's shell: a new core over this master's state, as master/server.ts does. */
+  private lead(): void {
+    if (this.core) return;
+    this.epoch++;
+    this.stats.leaderships++;
+    this.core = new LeaderCore({ config: this.world.config, registry: () => this.state, random: this.rng.fork(), nowMs: this.world.clock.nowMs });
+    this.wakeAtMs = Infinity;
+    this.armWake();
+  }
+
+  private follow(): void {
+    const core = this.core;
+    if (!core) return;
+    this.core = undefined;
+    this.execute(core.stop());
+    for (const c of this.agentConns.values()) c.close('master', 1001, 'master stopping');
+    this.agentConns.clear();
+    for (const s of this.streams.values()) s.close('master', 1001, 'master stopping');
+    this.streams.clear();
+  }
+
+  // ------------------------------------------------------------------ crashes
+
+  crash(): void {
+    if (!this.up) return;
+    this.stats.crashes++;
+    this.up = false;
+    // The process is gone: its connections break and its core says nothing more.
+    for (const c of this.agentConns.values()) c.close('network', 1006, 'master crashed', false);
+    this.agentConns.clear();
+    for (const s of this.streams.values()) s.close('network', 1006, 'master crashed', false);
+    this.streams.clear();
+    this.core = undefined;
+  }
+
+  /** Starts again from what is on (simulated) disk: the log is replayed into a fresh state. */
+  restart(): void {
+    if (this.up) return;
+    this.up = true;
+    this.state = new RegistryStateMachine();
+    this.appliedTerm = 0;
+    this.leadingFromTerm = undefined;
+    this.node = this.newNode();
+    this.world.clock.after(RAFT_TICK_MS, () => this.raftTick());
+  }
+
+  // ------------------------------------------------------------------ the leader's shell
+
+  /** An agent dials this master. A follower points it at the leader and hangs up. */
+  acceptAgent(conn: AgentConn): void {
+    if (!this.up) {
+      conn.close('network', 1006, 'connection refused', false);
+      return;
+    }
+    if (!this.core) {
+      conn.close('master', NOT_LEADER_CLOSE, String(this.node.leader));
+      return;
+    }
+    this.agentConns.set(conn.id, conn);
+    conn.master = {
+      onMessage: (frame) => {
+        if (this.agentConns.get(conn.id) === conn) this.step({ type: 'agent_frame', conn: conn.id, frame });
+      },
+      onClose: () => {
+        if (this.agentConns.get(conn.id) !== conn) return;
+        this.agentConns.delete(conn.id);
+        this.step({ type: 'agent_disconnected', conn: conn.id });
+      },
+    };
+    this.step({ type: 'agent_connected', conn: conn.id, remoteAddress: `10.0.0.${conn.id % 250}` });
+  }
+
+  /** SUBSCRIBE on a new stream; a follower or a refusal closes it with the reason. */
+  acceptSubscription(stream: StreamConn, spec: FrameworkSpec): void {
+    if (!this.up) {
+      stream.close('network', 1006, 'connection refused', false);
+      return;
+    }
+    if (!this.core) {
+      stream.close('master', NOT_LEADER_CLOSE, String(this.node.leader));
+      return;
+    }
+    const id = `s${stream.id}`;
+    this.streams.set(id, stream);
+    stream.master = {
+      onMessage: () => undefined,
+      onClose: () => {
+        if (this.streams.get(id) !== stream) return;
+        this.streams.delete(id);
+        this.step({ type: 'stream_closed', stream: id });
+      },
+    };
+    try {
+      this.step({ type: 'subscribe', request: stream.id, stream: id, spec });
+    } catch (err) {
+      this.streams.delete(id);
+      stream.close('master', 400, (err as CairnError).message);
+    }
+  }
+
+  /** A scheduler call; answers whether it was taken (a follower or a refusal: no). */
+  call(call: SchedulerCall, streamId: string): boolean {
+    if (!this.up || !this.core) return false;
+    try {
+      this.step({ type: 'scheduler_call', call, streamId });
+      return true;
+    } catch (err) {
+      if (!(err instanceof CairnError)) throw err;
+      return false;
+    }
+  }
+
+  private step(input: LeaderInput): void {
+    const core = this.core;
+    if (!core) return;
+    const effects = core.step(this.world.clock.nowMs, input);
+    this.execute(effects);
+    this.armWake();
+  }
+
+  private execute(effects: LeaderEffect[]): void {
+    for (const e of effects) {
+      switch (e.type) {
+        case 'propose':
+          this.propose(e.proposal, e.command);
+          break;
+        case 'to_agent': {
+          const c = this.agentConns.get(e.conn);
+          c?.toPeer(e.msg);
+          break;
+        }
+        case 'close_agent': {
+          const c = this.agentConns.get(e.conn);
+          if (c) {
+            this.agentConns.delete(e.conn);
+            c.close('master', e.code, e.reason);
+            // The shell's socket closes: the core hears of it as of any close.
+            this.world.clock.after(0, () => this.step({ type: 'agent_disconnected', conn: e.conn }));
+          }
+          break;
+        }
+        case 'to_framework': {
+          const s = this.streams.get(e.stream);
+          s?.toPeer(e.event);
+          if (s && this.world.plant === 'update-twice' && e.event.type === 'UPDATE' && e.event.update.status.uuid) {
+            this.world.clock.after(3_000, () => s.toPeer(e.event));
+          }
+          break;
+        }
+        case 'end_stream': {
+          const s = this.streams.get(e.stream);
+          this.streams.delete(e.stream);
+          s?.close('master', 1000, 'stream ended');
+          break;
+        }
+        case 'reply':
+        case 'reply_error':
+          // The framework learns of its subscription from SUBSCRIBED on its stream; a refusal
+          // after the fact ends the stream.
+          if (e.type === 'reply_error') {
+            const s = this.streams.get(`s${e.request}`);
+            this.streams.delete(`s${e.request}`);
+            s?.close('master', 503, e.error.message);
+          }
+          break;
+        case 'allocate_soon':
+          if (!this.allocationQueued) {
+            this.allocationQueued = true;
+            const epoch = this.epoch;
+            this.world.clock.after(0, () => {
+              this.allocationQueued = false;
+              if (this.epoch === epoch) this.step({ type: 'allocate' });
+            });
+          }
+          break;
+        case 'log':
+          break;
+      }
+    }
+  }
+
+  private propose(proposal: number, command: RegistryCommand): void {
+    this.stats.proposals++;
+    if (this.world.plant === 'ack-before-commit' && command.type === 'status_update' && command.source === 'SOURCE_AGENT') {
+      // The planted bug: the agent hears "done" before the change is durable.
+      for (const c of this.agentConns.values()) {
+        c.toPeer({ ack: { uuid: Uint8Array.from(Buffer.from(command.uuid, 'base64')), taskId: command.taskId } });
+      }
+    }
+    try {
+      this.node.propose(new TextEncoder().encode(JSON.stringify({ o: this.origin, p: proposal, c: command } satisfies Entry)));
+    } catch (err) {
+      const message = (err as Error).message;
+      this.world.clock.after(0, () => this.step({ type: 'proposal_failed', proposal, message }));
+      return;
+    }
+    this.process();
+  }
+
+  /** The core's next wake-up, as one timer. */
+  private armWake(): void {
+    const core = this.core;
+    if (!core) return;
+    const at = core.nextWakeMs();
+    if (at >= this.wakeAtMs) return;
+    this.wakeAtMs = at;
+    const epoch = this.epoch;
+    this.world.clock.at(at, () => {
+      if (this.epoch !== epoch || this.wakeAtMs !== at) return;
+      this.wakeAtMs = Infinity;
+      this.step({ type: 'tick' });
+    });
+  }
+}

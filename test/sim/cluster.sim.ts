@@ -1,0 +1,312 @@
+// The whole-cluster simulator: three masters (the Raft core, the registry state machine and
+// the leader core, all production code), agents and frameworks on a simulated network and
+// clock, one seed for everything. A safety phase injects faults — leader and master
+// crashes, Raft partitions, agent crashes, lost hosts and silent partitions, framework
+// disconnects, lost, duplicated and late datagrams — with the invariants checked at every
+// step; then a liveness phase with the faults off, in which every framework must finish its
+// work and the cluster settle into a state that agents, registry and frameworks agree on.
+//
+// `npm run sim -- cluster --seeds N`; a failing seed says `reproduce with --seed N`.
+
+import { MemoryStorage } from '../../shared/raft/memory-storage.ts';
+import type { Message, NodeId } from '../../shared/raft/types.ts';
+import { SeededRandom } from '../../shared/random.ts';
+import type { LeaderConfig } from '../../master/leader/config.ts';
+import type { RegistryCommand } from '../../master/registry/commands.ts';
+import type { RegistryEvent } from '../../master/registry/state-machine.ts';
+import type { TaskState } from '../../shared/agent-messages.ts';
+import { SimAgent, type AgentWorld } from './cluster-agent.ts';
+import { SimClock } from './cluster-clock.ts';
+import { SimFramework, type FrameworkWorld } from './cluster-framework.ts';
+import { checkSettled, checkStep } from './cluster-invariants.ts';
+import { SimMaster, type MasterWorld, type PlantedBug } from './cluster-master.ts';
+import { CALM, SimNet, type NetConditions } from './cluster-net.ts';
+import { forbidNondeterminism } from './determinism.ts';
+
+export interface ClusterSimOptions {
+  plant?: PlantedBug;
+  /** Prints what happens to this task or agent id. */
+  trace?: string;
+  /** Simulated time with faults on. */
+  safetyMs?: number;
+  /** How long, after the faults, the cluster may take to finish and settle. */
+  livenessMs?: number;
+}
+
+/** The leader's settings in the simulation: the daemon's, with short periods so a run is brief. */
+const SIM_CONFIG: LeaderConfig = {
+  pingIntervalMs: 1_000,
+  maxMissedPings: 3,
+  offerTimeoutMs: 10_000,
+  allocationIntervalMs: 1_000,
+  defaultRefuseMs: 1_000,
+  frameworkHeartbeatMs: 5_000,
+  updateRetryMs: 2_000,
+  frameworkReregisterGraceMs: 30_000,
+  roleWeights: {},
+};
+
+const STEP_MS = 10;
+
+class ClusterSim implements MasterWorld, AgentWorld, FrameworkWorld {
+  readonly clock = new SimClock();
+  readonly net: SimNet;
+  readonly config = SIM_CONFIG;
+  readonly masterList: SimMaster[] = [];
+  readonly agents: SimAgent[] = [];
+  readonly frameworks: SimFramework[] = [];
+  /** Masters whose Raft traffic is cut off from the others. */
+  readonly raftCut = new Set<NodeId>();
+  /** Datagram conditions apply to Raft and scheduler calls; connections only take the delays. */
+  private readonly launchedOn = new Map<string, string>();
+  /** When each acknowledgement was first committed (first applied by any master). */
+  private readonly ackCommittedAt = new Map<string, number>();
+  readonly violations: string[] = [];
+  readonly stats = { launches: 0, updates: 0, faults: {} as Record<string, number> };
+
+  constructor(
+    readonly rng: SeededRandom,
+    readonly plant: PlantedBug | undefined,
+  ) {
+    this.net = new SimNet(this.clock, rng.fork());
+  }
+
+  masters(): SimMaster[] {
+    return this.masterList;
+  }
+
+  sendRaft(from: NodeId, m: Message): void {
+    this.net.datagram(() => {
+      const to = this.masterList.find((x) => x.id === m.to);
+      if (!to || this.raftCut.has(from) !== this.raftCut.has(m.to)) return;
+      to.raftMessage(m);
+    });
+  }
+
+  /** Set to a task or agent id to print what happens to it (debugging a failing seed). */
+  traceId: string | undefined;
+
+  trace(what: string): void {
+    if (this.traceId !== undefined && what.includes(this.traceId)) console.log(`[${this.clock.nowMs}] ${what}`);
+  }
+
+  applied(masterId: NodeId, command: RegistryCommand, events: RegistryEvent[]): void {
+    if (this.traceId !== undefined) this.trace(`master ${masterId} applied ${JSON.stringify(command)} -> ${events.map((e) => `${e.task.id}:${e.update.state}`).join(',')}`);
+    if (command.type === 'status_acknowledged' && !this.ackCommittedAt.has(command.uuid)) this.ackCommittedAt.set(command.uuid, this.clock.nowMs);
+  }
+
+  launched(agent: SimAgent, taskId: string): void {
+    this.stats.launches++;
+    const before = this.launchedOn.get(taskId);
+    if (before !== undefined) this.violations.push(`task ${taskId} launched twice: on ${before}, then on ${agent.hostname}`);
+    this.launchedOn.set(taskId, agent.hostname);
+  }
+
+  updateReceived(fw: SimFramework, s: { taskId: string; state: TaskState; uuid: string | undefined }, sentAtMs: number): void {
+    this.stats.updates++;
+    if (s.uuid === undefined) return;
+    const ackedAt = this.ackCommittedAt.get(s.uuid);
+    if (ackedAt !== undefined && sentAtMs > ackedAt) {
+      this.violations.push(`framework ${fw.name} got update ${s.state} of task ${s.taskId} (${s.uuid}) again, sent at ${sentAtMs} ms after its acknowledgement was committed at ${ackedAt} ms`);
+    }
+  }
+
+  leaders(): SimMaster[] {
+    return this.masterList.filter((m) => m.isLeading);
+  }
+
+  countFault(name: string): void {
+    this.stats.faults[name] = (this.stats.faults[name] ?? 0) + 1;
+  }
+}
+
+export interface SeedResult {
+  seed: number;
+  simulatedMs: number;
+  settledAfterMs: number;
+  leaderships: number;
+  launches: number;
+  updates: number;
+  faults: Record<string, number>;
+  net: { datagrams: number; lost: number; duplicated: number; connections: number };
+}
+
+/** One seed: throws with `reproduce with --seed N` when an invariant breaks. */
+export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult {
+  const rng = new SeededRandom(seed);
+  const sim = new ClusterSim(rng, opts.plant);
+  sim.traceId = opts.trace;
+  const safetyMs = opts.safetyMs ?? 30_000;
+  const livenessMs = opts.livenessMs ?? 120_000;
+  const faultRng = rng.fork();
+  const conditions: NetConditions = {
+    minDelayMs: 1,
+    maxDelayMs: faultRng.pick([5, 30, 80, 150]),
+    loss: faultRng.pick([0, 0.01, 0.05]),
+    duplicate: faultRng.pick([0, 0.02, 0.1]),
+  };
+  let phase = 'setup';
+  const restore = forbidNondeterminism();
+  try {
+    const ids: NodeId[] = [1, 2, 3];
+    for (const id of ids) {
+      const storage = new MemoryStorage();
+      storage.bootstrap(ids);
+      sim.masterList.push(new SimMaster(id, storage, sim, rng.fork()));
+    }
+    const agentCount = faultRng.range(3, 6);
+    for (let i = 0; i < agentCount; i++) sim.agents.push(new SimAgent(`agent-${i}`, `10.0.1.${i + 1}`, 'cpus:2;mem:2048;ports:[31000-31009]', sim, rng.fork()));
+    sim.frameworks.push(new SimFramework('alpha', 'team-a', faultRng.range(40, 120), sim, rng.fork()));
+    sim.frameworks.push(new SimFramework('beta', 'team-b', faultRng.range(40, 120), sim, rng.fork()));
+
+    phase = 'safety';
+    sim.net.conditions = conditions;
+    let nextFaultMs = faultRng.range(1_000, 3_000);
+    const heals: { atMs: number; fn: () => void }[] = [];
+    for (let t = 0; t < safetyMs; t += STEP_MS) {
+      stepTo(sim, t + STEP_MS);
+      for (const h of heals.filter((h) => h.atMs <= sim.clock.nowMs)) h.fn();
+      heals.splice(0, heals.length, ...heals.filter((h) => h.atMs > sim.clock.nowMs));
+      if (sim.clock.nowMs >= nextFaultMs) {
+        injectFault(sim, faultRng, heals);
+        nextFaultMs = sim.clock.nowMs + faultRng.range(300, 2_500);
+      }
+    }
+
+    // Liveness: every fault healed, the network calm; the work must finish and settle.
+    phase = 'liveness';
+    for (const h of heals) h.fn();
+    sim.net.conditions = CALM;
+    sim.raftCut.clear();
+    for (const m of sim.masterList) m.restart();
+    for (const a of sim.agents) {
+      a.heal();
+      a.restart();
+    }
+    const livenessStart = sim.clock.nowMs;
+    let settledAt: number | undefined;
+    while (sim.clock.nowMs < livenessStart + livenessMs) {
+      stepTo(sim, sim.clock.nowMs + STEP_MS);
+      if (settledAt === undefined && settled(sim)) settledAt = sim.clock.nowMs;
+      // Quiet for a few seconds more: late retries and re-sends must change nothing.
+      if (settledAt !== undefined && sim.clock.nowMs >= settledAt + 5_000) break;
+    }
+    if (settledAt === undefined) {
+      const leader = sim.leaders()[0];
+      throw new Error(
+        `liveness: not settled within ${livenessMs} ms after the faults stopped (leader ${leader?.id ?? 'none'}; ` +
+          `frameworks ${sim.frameworks.map((f) => `${f.name} ${f.jobs.filter((j) => j.finished).length}/${f.jobs.length} done, ${f.subscribed ? 'subscribed' : 'not subscribed'}`).join(', ')}; ` +
+          `agents ${sim.agents.map((a) => `${a.hostname} ${a.up ? '' : 'down '}${a.registered ? 'registered' : 'unregistered'}${a.conn ? ` on ${a.conn.id}${a.conn.usable ? '' : ' (closed)'}${a.conn.blackholed ? ' (cut)' : ''}` : ' unconnected'} ${a.pending.size} pending`).join(', ')}; ` +
+          `problems: ${leader ? checkSettled(leader, sim.agents, sim.frameworks).slice(0, 5).join('; ') || 'none' : 'no leader'})`,
+      );
+    }
+    phase = 'settled';
+    const leader = sim.leaders()[0];
+    const problems = checkSettled(leader, sim.agents, sim.frameworks);
+    if (problems.length > 0) throw new Error(`after the faults: ${problems.slice(0, 10).join('; ')}`);
+    return {
+      seed,
+      simulatedMs: sim.clock.nowMs,
+      settledAfterMs: settledAt - livenessStart,
+      leaderships: sim.masterList.reduce((n, m) => n + m.stats.leaderships, 0),
+      launches: sim.stats.launches,
+      updates: sim.stats.updates,
+      faults: sim.stats.faults,
+      net: { ...sim.net.stats },
+    };
+  } catch (err) {
+    const e = err as Error;
+    throw new Error(`cluster simulation failed in the ${phase} phase at ${sim.clock.nowMs} ms: ${e.message}\nreproduce with --seed ${seed}${opts.plant ? ` (planted bug: ${opts.plant})` : ''}`, { cause: e });
+  } finally {
+    restore();
+  }
+}
+
+/** Runs the clock to `untilMs`, then checks the invariants of this step. */
+function stepTo(sim: ClusterSim, untilMs: number): void {
+  while (sim.clock.runNext(untilMs)) {
+    if (sim.violations.length > 0) throw new Error(sim.violations.join('; '));
+  }
+  for (const m of sim.leaders()) {
+    const v = checkStep(m);
+    if (v.length > 0) throw new Error(v.join('; '));
+  }
+}
+
+/** Done and quiet: all work finished, everyone connected, nothing left unacknowledged. */
+function settled(sim: ClusterSim): boolean {
+  const leaders = sim.leaders();
+  if (leaders.length !== 1) return false;
+  const leader = leaders[0];
+  if (!sim.frameworks.every((f) => f.done && f.subscribed)) return false;
+  if (!sim.agents.every((a) => a.registered && a.pending.size === 0)) return false;
+  for (const t of leader.state.tasks.values()) if (t.unacked) return false;
+  return checkSettled(leader, sim.agents, sim.frameworks).length === 0;
+}
+
+function injectFault(sim: ClusterSim, rng: SeededRandom, heals: { atMs: number; fn: () => void }[]): void {
+  const later = (minMs: number, maxMs: number, fn: () => void) => heals.push({ atMs: sim.clock.nowMs + rng.range(minMs, maxMs), fn });
+  const upMasters = sim.masterList.filter((m) => m.up && !sim.raftCut.has(m.id));
+  const kind = rng.pick(['leader-crash', 'leader-crash', 'master-crash', 'raft-partition', 'agent-crash', 'agent-host-lost', 'agent-partition', 'agent-partition', 'framework-disconnect'] as const);
+  // At most one master is out at a time, so a quorum remains and the work can go on.
+  if ((kind === 'leader-crash' || kind === 'master-crash' || kind === 'raft-partition') && upMasters.length < sim.masterList.length) return;
+  sim.countFault(kind);
+  switch (kind) {
+    case 'leader-crash': {
+      const m = sim.leaders()[0] ?? rng.pick(upMasters);
+      m.crash();
+      later(300, 4_000, () => m.restart());
+      return;
+    }
+    case 'master-crash': {
+      const m = rng.pick(upMasters);
+      m.crash();
+      later(300, 4_000, () => m.restart());
+      return;
+    }
+    case 'raft-partition': {
+      const m = rng.chance(0.5) ? (sim.leaders()[0] ?? rng.pick(upMasters)) : rng.pick(upMasters);
+      sim.raftCut.add(m.id);
+      later(500, 5_000, () => sim.raftCut.delete(m.id));
+      return;
+    }
+    case 'agent-crash': {
+      const a = rng.pick(sim.agents);
+      a.crash();
+      later(200, 5_000, () => a.restart());
+      return;
+    }
+    case 'agent-host-lost': {
+      const a = rng.pick(sim.agents);
+      a.hostLost();
+      later(200, 5_000, () => a.restart());
+      return;
+    }
+    case 'agent-partition': {
+      const a = rng.pick(sim.agents);
+      a.partition();
+      later(500, 8_000, () => a.heal());
+      return;
+    }
+    case 'framework-disconnect':
+      rng.pick(sim.frameworks).disconnect();
+      return;
+  }
+}
+
+export async function run(opts: { seeds: number; seed?: number }): Promise<unknown> {
+  const seeds = opts.seed !== undefined ? [opts.seed] : Array.from({ length: opts.seeds }, (_, i) => i + 1);
+  const started = performance.now();
+  let launches = 0;
+  let updates = 0;
+  let maxSettle = 0;
+  const faults: Record<string, number> = {};
+  for (const seed of seeds) {
+    const r = runSeed(seed);
+    launches += r.launches;
+    updates += r.updates;
+    maxSettle = Math.max(maxSettle, r.settledAfterMs);
+    for (const [k, v] of Object.entries(r.faults)) faults[k] = (faults[k] ?? 0) + v;
+  }
+  return { seeds: seeds.length, ok: true, launches, updates, faults, maxSettleMs: maxSettle, wallMs: Math.round(performance.now() - started) };
+}
