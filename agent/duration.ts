@@ -13,3 +13,12 @@ export function parseDurationMs(text: string): number | undefined {
   const ms = Number(m[1]) * DURATION_UNITS[m[2] ?? 'ms'];
   return Number.isFinite(ms) && ms > 0 ? Math.round(ms) : undefined;
 }
+
+/** The other way: `7d`, `12h`, `90s`, in the largest unit (days at most) that says it exactly. */
+export function formatDurationMs(ms: number): string {
+  for (const unit of ['d', 'h', 'm', 's'] as const) {
+    const n = ms / DURATION_UNITS[unit];
+    if (Number.isInteger(n) && n > 0) return `${n}${unit}`;
+  }
+  return `${ms}ms`;
+}

@@ -1,20 +1,23 @@
 // The agent's options: what callers (the `cairn agent` command, `cairn up`, tests) give,
-// checked once and turned into a complete configuration with every default filled in.
-// Bad input fails here, naming the option, before anything is measured or connected.
+// checked once and turned into a complete configuration with every default (defaults.ts)
+// filled in. Bad input fails here, naming the option, before anything is measured or connected.
+// `cairn agent`'s options are these (bin/commands/options.ts picks the ones it has flags for).
 
 import { networkInterfaces, hostname as osHostname } from 'node:os';
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { CairnError } from '../shared/errors.ts';
 import { tryParseAddress } from '../shared/gossip/address.ts';
 import type { DaemonGossipOptions } from '../shared/gossip/cluster.ts';
+import { CAIRN_VERSION } from '../shared/version.ts';
+import { AGENT_DEFAULTS, MAX_GPU_SHARING, RECOVER_MODES } from './defaults.ts';
 import { validateResourcesOverride } from './resources/discover.ts';
 import type { RecoverMode } from './executors/process/executor.ts';
 
 /** The agent's gossip member (see membership.ts); without `join`, the masters are asked for members. */
 export type AgentGossipOptions = DaemonGossipOptions;
 
+/** Each option left out takes its value from AGENT_DEFAULTS (defaults.ts), where there is one. */
 export interface AgentOptions {
   /**
    * The masters' HTTP addresses, comma-separated, e.g. http://10.0.0.1:5050. May be left out
@@ -42,35 +45,35 @@ export interface AgentOptions {
   taskBaseEnv?: Readonly<Record<string, string | undefined>>;
   /**
    * What a starting agent does with the tasks an earlier agent process left running:
-   * `reconnect` (default) re-attaches to them, `cleanup` kills them.
+   * `reconnect` re-attaches to them, `cleanup` kills them.
    */
   recover?: RecoverMode;
   /** How often re-attached tasks (not this process's children) are checked for exit. */
   recoveredPollMs?: number;
-  /** Put each task in its own cgroup with its limits (default true, where the host allows). */
+  /** Put each task in its own cgroup with its limits (where the host allows). */
   cgroups?: boolean;
-  /** Directory under each cgroup hierarchy that holds Cairn's cgroups (default `cairn`). */
+  /** Directory under each cgroup hierarchy that holds Cairn's cgroups. */
   cgroupsRoot?: string;
-  /** Cap each task's CPU time at its `cpus` (CFS quota) besides weighting it (default false). */
+  /** Cap each task's CPU time at its `cpus` (CFS quota) besides weighting it. */
   cgroupsCpuQuota?: boolean;
-  /** How often tasks' CPU, memory and GPU use is sampled (default 5 s). */
+  /** How often tasks' CPU, memory and GPU use is sampled. */
   usageIntervalMs?: number;
-  /** Tasks that may hold one GPU device at once (time-sharing it); each device is offered this many times. Default 1. */
+  /** Tasks that may hold one GPU device at once (time-sharing it); each device is offered this many times. */
   gpuSharing?: number;
-  /** Run container tasks through the Docker daemon (default true, where one answers). */
+  /** Run container tasks through the Docker daemon (where one answers). */
   docker?: boolean;
-  /** The Docker daemon's socket (default /var/run/docker.sock). */
+  /** The Docker daemon's socket. */
   dockerSocket?: string;
   /**
    * The OCI runtime the Docker daemon starts containers with (its `--runtime`, e.g. crun);
    * it must be one the daemon has registered. Left out, the daemon's default.
    */
   dockerRuntime?: string;
-  /** How long a finished task's sandbox is kept after it was last written (default 7 days). */
+  /** How long a finished task's sandbox is kept after it was last written. */
   sandboxGcAgeMs?: number;
-  /** Above this percentage of the work dir's disk in use, finished sandboxes go sooner, oldest first (default 90). */
+  /** Above this percentage of the work dir's disk in use, finished sandboxes go sooner, oldest first. */
   sandboxGcDiskPercent?: number;
-  /** How often sandboxes are checked (default 60 s). */
+  /** How often sandboxes are checked. */
   sandboxGcIntervalMs?: number;
   /** Run a gossip member; left out, none runs. */
   gossip?: AgentGossipOptions;
@@ -125,10 +128,6 @@ export interface AgentConfig {
   gossip: AgentGossipOptions | undefined;
 }
 
-export const RECOVER_MODES: readonly RecoverMode[] = ['reconnect', 'cleanup'];
-
-export const DEFAULT_HTTP_PORT = 5051;
-
 /** Parses `k:v;k2:v2` (Mesos' --attributes). Empty text means no attributes. */
 export function parseAttributes(text: string | undefined, field = 'attributes'): Attribute[] {
   if (text === undefined || text.trim() === '') return [];
@@ -182,19 +181,6 @@ export function defaultAdvertisedIp(
   return '127.0.0.1';
 }
 
-function readVersion(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8')) as { version?: string };
-    return pkg.version ?? '0.0.0';
-  } catch {
-    return '0.0.0';
-  }
-}
-
-export const DEFAULT_DOCKER_SOCKET = '/var/run/docker.sock';
-/** Beyond this, a shared device's memory is sliced too thin to be of use to anyone. */
-export const MAX_GPU_SHARING = 64;
-
 function checkGpuSharing(n: number): number {
   if (!Number.isInteger(n) || n < 1 || n > MAX_GPU_SHARING) throw new CairnError('CAIRN_BAD_FLAG', `must be a whole number from 1 to ${MAX_GPU_SHARING}, got ${n}`, 'gpuSharing');
   return n;
@@ -245,20 +231,20 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
   }
   validateResourcesOverride(opts.resources, 'resources');
   const attributes = parseAttributes(opts.attributes, 'attributes');
-  const httpPort = opts.httpPort ?? DEFAULT_HTTP_PORT;
+  const httpPort = opts.httpPort ?? AGENT_DEFAULTS.httpPort;
   if (!Number.isInteger(httpPort) || httpPort < 0 || httpPort > 65535) {
     throw new CairnError('CAIRN_BAD_FLAG', `must be a port number 0-65535, got ${httpPort}`, 'httpPort');
   }
-  const reconnectMaxMs = positiveMs(opts.reconnectMaxMs, 2000, 'reconnectMaxMs');
-  const sandboxGcDiskPercent = opts.sandboxGcDiskPercent ?? 90;
+  const reconnectMaxMs = positiveMs(opts.reconnectMaxMs, AGENT_DEFAULTS.reconnectMaxMs, 'reconnectMaxMs');
+  const sandboxGcDiskPercent = opts.sandboxGcDiskPercent ?? AGENT_DEFAULTS.sandboxGcDiskPercent;
   if (!Number.isFinite(sandboxGcDiskPercent) || sandboxGcDiskPercent <= 0 || sandboxGcDiskPercent > 100) {
     throw new CairnError('CAIRN_BAD_FLAG', `must be a percentage above 0 and at most 100, got ${sandboxGcDiskPercent}`, 'sandboxGcDiskPercent');
   }
-  const cgroupsRoot = opts.cgroupsRoot ?? 'cairn';
+  const cgroupsRoot = opts.cgroupsRoot ?? AGENT_DEFAULTS.cgroupsRoot;
   if (!/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/.test(cgroupsRoot) || cgroupsRoot.split('/').some((p) => p === '.' || p === '..')) {
     throw new CairnError('CAIRN_BAD_FLAG', `must be a relative path of plain names like 'cairn', got '${cgroupsRoot}'`, 'cgroupsRoot');
   }
-  const recover = opts.recover ?? 'reconnect';
+  const recover = opts.recover ?? AGENT_DEFAULTS.recover;
   if (!RECOVER_MODES.includes(recover)) {
     throw new CairnError('CAIRN_BAD_FLAG', `must be one of ${RECOVER_MODES.join(', ')}, got '${String(recover)}'`, 'recover');
   }
@@ -276,26 +262,26 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     httpPort,
     reconnectMinMs: Math.min(100, reconnectMaxMs),
     reconnectMaxMs,
-    statusResendMs: positiveMs(opts.statusResendMs, 2000, 'statusResendMs'),
+    statusResendMs: positiveMs(opts.statusResendMs, AGENT_DEFAULTS.statusResendMs, 'statusResendMs'),
     registrationTimeoutMs: 10_000,
     missedPingsAllowed: 5,
-    defaultKillGraceMs: positiveMs(opts.defaultKillGraceMs, 3000, 'defaultKillGraceMs'),
+    defaultKillGraceMs: positiveMs(opts.defaultKillGraceMs, AGENT_DEFAULTS.defaultKillGraceMs, 'defaultKillGraceMs'),
     stopAckWaitMs: 1000,
     taskBaseEnv: opts.taskBaseEnv ?? process.env,
-    version: readVersion(),
+    version: CAIRN_VERSION,
     recover,
-    recoveredPollMs: positiveMs(opts.recoveredPollMs, 250, 'recoveredPollMs'),
-    cgroups: opts.cgroups ?? true,
+    recoveredPollMs: positiveMs(opts.recoveredPollMs, AGENT_DEFAULTS.recoveredPollMs, 'recoveredPollMs'),
+    cgroups: opts.cgroups ?? AGENT_DEFAULTS.cgroups,
     cgroupsRoot,
-    cgroupsCpuQuota: opts.cgroupsCpuQuota ?? false,
-    usageIntervalMs: positiveMs(opts.usageIntervalMs, 5000, 'usageIntervalMs'),
-    gpuSharing: checkGpuSharing(opts.gpuSharing ?? 1),
-    docker: opts.docker ?? true,
-    dockerSocket: checkSocketPath(opts.dockerSocket ?? DEFAULT_DOCKER_SOCKET),
+    cgroupsCpuQuota: opts.cgroupsCpuQuota ?? AGENT_DEFAULTS.cgroupsCpuQuota,
+    usageIntervalMs: positiveMs(opts.usageIntervalMs, AGENT_DEFAULTS.usageIntervalMs, 'usageIntervalMs'),
+    gpuSharing: checkGpuSharing(opts.gpuSharing ?? AGENT_DEFAULTS.gpuSharing),
+    docker: opts.docker ?? AGENT_DEFAULTS.docker,
+    dockerSocket: checkSocketPath(opts.dockerSocket ?? AGENT_DEFAULTS.dockerSocket),
     dockerRuntime: checkRuntimeName(opts.dockerRuntime),
-    sandboxGcAgeMs: positiveMs(opts.sandboxGcAgeMs, 7 * 24 * 3600 * 1000, 'sandboxGcAgeMs'),
+    sandboxGcAgeMs: positiveMs(opts.sandboxGcAgeMs, AGENT_DEFAULTS.sandboxGcAgeMs, 'sandboxGcAgeMs'),
     sandboxGcDiskPercent,
-    sandboxGcIntervalMs: positiveMs(opts.sandboxGcIntervalMs, 60_000, 'sandboxGcIntervalMs'),
+    sandboxGcIntervalMs: positiveMs(opts.sandboxGcIntervalMs, AGENT_DEFAULTS.sandboxGcIntervalMs, 'sandboxGcIntervalMs'),
     gossip,
   };
 }

@@ -12,7 +12,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RaftNode } from '../shared/raft/node.ts';
 import { MemoryStorage } from '../shared/raft/memory-storage.ts';
-import { SeededRandom } from '../shared/raft/random.ts';
+import { SeededRandom } from '../shared/random.ts';
 import { SqliteRaftStorage } from '../shared/raft/sqlite-storage.ts';
 import type { Message } from '../shared/raft/types.ts';
 

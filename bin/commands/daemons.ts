@@ -215,26 +215,13 @@ export async function runAgent(o: AgentOptions, io: CliIo): Promise<number> {
   const interrupted = nextInterrupt(io);
   let agent;
   try {
+    // The command's options are the agent's, but for the master ('' : from gossip) and gossip.
+    const { masterUrl, gossip, ...agentOptions } = o;
     agent = await startAgent({
-      ...(o.masterUrl !== '' ? { masterUrl: o.masterUrl } : {}),
-      ...(o.gossip ? { gossip: await gossipOptions(o.gossip, DEFAULT_AGENT_GOSSIP_PORT) } : {}),
-      workDir: o.workDir,
-      httpPort: o.port,
+      ...agentOptions,
+      ...(masterUrl !== '' ? { masterUrl } : {}),
+      ...(gossip ? { gossip: await gossipOptions(gossip, DEFAULT_AGENT_GOSSIP_PORT) } : {}),
       logger: log,
-      recover: o.recover,
-      cgroups: o.cgroups,
-      cgroupsRoot: o.cgroupsRoot,
-      cgroupsCpuQuota: o.cgroupsCpuQuota,
-      usageIntervalMs: o.usageIntervalMs,
-      gpuSharing: o.gpuSharing,
-      docker: o.docker,
-      dockerSocket: o.dockerSocket,
-      ...(o.dockerRuntime !== undefined ? { dockerRuntime: o.dockerRuntime } : {}),
-      sandboxGcAgeMs: o.sandboxGcAgeMs,
-      sandboxGcDiskPercent: o.sandboxGcDiskPercent,
-      ...(o.resources !== undefined ? { resources: o.resources } : {}),
-      ...(o.attributes !== undefined ? { attributes: o.attributes } : {}),
-      ...(o.hostname !== undefined ? { hostname: o.hostname } : {}),
     });
   } catch (err) {
     io.stderr.write(`cairn agent: did not start: ${describe(err)}\n`);

@@ -1,6 +1,8 @@
 // The parsed, validated options of each command: what the command-line parser hands to
 // the code that runs a command. Paths are absolute; numbers are numbers.
 
+import type { AgentOptions as AgentDaemonOptions } from '../../agent/options.ts';
+
 export const DEFAULT_MASTER_URL = 'http://127.0.0.1:5050';
 
 /** DNS flags of `cairn up` and `cairn master`; left out, the master's defaults apply. */
@@ -54,26 +56,21 @@ export interface MasterOptions extends DnsFlags {
   gossip?: GossipFlags;
 }
 
-export interface AgentOptions {
+/** The agent's options that `cairn agent` has a flag for. */
+export type AgentFlagOptions = Pick<
+  AgentDaemonOptions,
+  | 'workDir' | 'httpPort' | 'resources' | 'attributes' | 'hostname' | 'recover' | 'cgroups' | 'cgroupsRoot'
+  | 'cgroupsCpuQuota' | 'usageIntervalMs' | 'gpuSharing' | 'docker' | 'dockerSocket' | 'dockerRuntime'
+  | 'sandboxGcAgeMs' | 'sandboxGcDiskPercent'
+>;
+
+/**
+ * `cairn agent`: the agent's own options (agent/options.ts), with the master given as a
+ * string and gossip as flags (the secret is read from its file when the agent starts).
+ */
+export interface AgentOptions extends AgentFlagOptions {
   /** '' when the agent learns the leader from gossip only (`--join` without `--master`). */
   masterUrl: string;
-  workDir: string;
-  port: number;
-  resources?: string;
-  attributes?: string;
-  hostname?: string;
-  /** What to do with tasks a previous agent process left running. */
-  recover: 'reconnect' | 'cleanup';
-  cgroups: boolean;
-  cgroupsRoot: string;
-  cgroupsCpuQuota: boolean;
-  usageIntervalMs: number;
-  gpuSharing: number;
-  docker: boolean;
-  dockerSocket: string;
-  dockerRuntime?: string;
-  sandboxGcAgeMs: number;
-  sandboxGcDiskPercent: number;
   gossip?: GossipFlags;
 }
 

@@ -4,14 +4,16 @@
 // command lines with stub handlers.
 
 import { resolve } from 'node:path';
-import { readFileSync } from 'node:fs';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { parseDurationMs } from '../../agent/duration.ts';
+import { formatDurationMs, parseDurationMs } from '../../agent/duration.ts';
+import { AGENT_DEFAULTS, MAX_GPU_SHARING, RECOVER_MODES } from '../../agent/defaults.ts';
+import { CAIRN_VERSION } from '../../shared/version.ts';
 import type { CliIo } from './io.ts';
 import {
   DEFAULT_AGENT_GOSSIP_PORT,
   DEFAULT_MASTER_GOSSIP_PORT,
   DEFAULT_MASTER_URL,
+  type AgentFlagOptions,
   type AgentOptions,
   type DrainOptions,
   type GossipFlags,
@@ -65,15 +67,6 @@ export const USAGE_EXIT_CODE = 2;
 
 const PORT = integerFlag(0, 65535);
 
-function version(): string {
-  try {
-    const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string };
-    return pkg.version ?? '0.0.0';
-  } catch {
-    return '0.0.0';
-  }
-}
-
 function masterOption(): Option {
   return new Option('--master <url>', `master URL (default: $CAIRN_MASTER or ${DEFAULT_MASTER_URL})`);
 }
@@ -125,6 +118,9 @@ function addGossipOptions(cmd: Command, defaultPort: number): Command {
     .addOption(new Option('--gossip-interval-ms <ms>', 'gossip probe period; the other gossip periods scale with it (default: 1000)').argParser(integerFlag(10, 60_000)));
 }
 
+/** What commander parses `cairn agent`'s flags into: the agent's options, `--port` and `--sandbox-gc-age` by their flag's name. */
+type AgentFlagValues = Omit<AgentFlagOptions, 'httpPort' | 'sandboxGcAgeMs'> & { master?: string; port: number; sandboxGcAge: number };
+
 interface GossipFlagValues {
   secretFile?: string;
   gossipPort?: number;
@@ -161,7 +157,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
   const program = new Command('cairn');
   program
     .description('Cairn: a Mesos-like cluster manager for machine-learning work')
-    .version(version(), '-V, --version')
+    .version(CAIRN_VERSION, '-V, --version')
     .enablePositionalOptions()
     .showHelpAfterError('(add --help for usage)')
     .configureOutput({
@@ -175,7 +171,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .description('run one master and one agent in this process, in the foreground (Ctrl-C stops both)')
     .option('--data-dir <dir>', 'where the master (dir/master) and the agent (dir/agent) keep their data', './.cairn')
     .addOption(new Option('--port <port>', 'master port (0: any free port)').argParser(PORT).default(5050))
-    .addOption(new Option('--agent-port <port>', "agent's HTTP port (0: any free port)").argParser(PORT).default(5051))
+    .addOption(new Option('--agent-port <port>', "agent's HTTP port (0: any free port)").argParser(PORT).default(AGENT_DEFAULTS.httpPort))
     .addOption(new Option('--resources <resources>', 'agent resources instead of measuring the host, e.g. "cpus:4;mem:8192;ports:[31000-32000]"').argParser(resourcesFlag))
     .addOption(new Option('--masters <n>', 'run a replicated group of 1, 3 or 5 masters on consecutive ports').argParser(mastersFlag).default(1));
   addDnsOptions(up)
@@ -235,44 +231,34 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .option('--work-dir <dir>', "the agent's work directory (sandboxes, state)", './.cairn/agent')
     .addOption(new Option('--resources <resources>', 'resources to offer instead of measuring the host, e.g. "cpus:4;mem:8192;gpus:1;ports:[31000-32000]"').argParser(resourcesFlag))
     .addOption(new Option('--attributes <attributes>', 'agent attributes, e.g. "rack:r1;zone:a"').argParser(attributesFlag))
-    .addOption(new Option('--port <port>', "the agent's HTTP port (0: any free port)").argParser(PORT).default(5051))
+    .addOption(new Option('--port <port>', "the agent's HTTP port (0: any free port)").argParser(PORT).default(AGENT_DEFAULTS.httpPort))
     .option('--hostname <hostname>', 'the name this agent advertises (default: the host name)')
-    .addOption(new Option('--recover <mode>', 'tasks a previous agent process left running: reconnect (re-attach) or cleanup (kill them)').choices(['reconnect', 'cleanup']).default('reconnect'))
+    .addOption(new Option('--recover <mode>', 'tasks a previous agent process left running: reconnect (re-attach) or cleanup (kill them)').choices(RECOVER_MODES).default(AGENT_DEFAULTS.recover))
     .option('--no-cgroups', 'do not put tasks in cgroups (no memory or CPU limits)')
-    .addOption(new Option('--cgroups-root <name>', 'directory under each cgroup hierarchy for Cairn\'s cgroups').default('cairn'))
-    .option('--cgroups-cpu-quota', "cap each task's CPU time at its cpus (CFS quota), not only weight it", false)
-    .addOption(new Option('--usage-interval-ms <ms>', "how often tasks' CPU, memory and GPU use is sampled").argParser(integerFlag(100, 3_600_000)).default(5000))
-    .addOption(new Option('--gpu-sharing <n>', 'how many tasks may hold one GPU at once (each device is offered n times)').argParser(integerFlag(1, 64)).default(1))
+    .addOption(new Option('--cgroups-root <name>', 'directory under each cgroup hierarchy for Cairn\'s cgroups').default(AGENT_DEFAULTS.cgroupsRoot))
+    .option('--cgroups-cpu-quota', "cap each task's CPU time at its cpus (CFS quota), not only weight it", AGENT_DEFAULTS.cgroupsCpuQuota)
+    .addOption(new Option('--usage-interval-ms <ms>', "how often tasks' CPU, memory and GPU use is sampled").argParser(integerFlag(100, 3_600_000)).default(AGENT_DEFAULTS.usageIntervalMs))
+    .addOption(new Option('--gpu-sharing <n>', 'how many tasks may hold one GPU at once (each device is offered n times)').argParser(integerFlag(1, MAX_GPU_SHARING)).default(AGENT_DEFAULTS.gpuSharing))
     .option('--no-docker', 'run no container tasks (they fail at launch)')
-    .addOption(new Option('--docker-socket <path>', "the Docker daemon's socket").default('/var/run/docker.sock'))
+    .addOption(new Option('--docker-socket <path>', "the Docker daemon's socket").default(AGENT_DEFAULTS.dockerSocket))
     .option('--docker-runtime <name>', "the OCI runtime containers start with, one the Docker daemon has registered (e.g. crun); default: the daemon's")
-    .addOption(new Option('--sandbox-gc-age <duration>', "how long a finished task's sandbox is kept, e.g. 7d, 12h, 30m").argParser(durationFlag).default(7 * 86_400_000, '7d'))
-    .addOption(new Option('--sandbox-gc-disk-percent <percent>', 'above this much of the work dir\'s disk in use, finished sandboxes go sooner, oldest first').argParser(integerFlag(1, 100)).default(90))
+    .addOption(new Option('--sandbox-gc-age <duration>', "how long a finished task's sandbox is kept, e.g. 7d, 12h, 30m").argParser(durationFlag).default(AGENT_DEFAULTS.sandboxGcAgeMs, formatDurationMs(AGENT_DEFAULTS.sandboxGcAgeMs)))
+    .addOption(new Option('--sandbox-gc-disk-percent <percent>', 'above this much of the work dir\'s disk in use, finished sandboxes go sooner, oldest first').argParser(integerFlag(1, 100)).default(AGENT_DEFAULTS.sandboxGcDiskPercent))
     .option('--secret-file <path>', 'file holding the cluster secret (at least 16 bytes); with it, the agent runs a gossip member');
   addGossipOptions(agent, DEFAULT_AGENT_GOSSIP_PORT)
-    .action(async (o: { master?: string; workDir: string; resources?: string; attributes?: string; port: number; hostname?: string; recover: 'reconnect' | 'cleanup'; cgroups: boolean; cgroupsRoot: string; cgroupsCpuQuota: boolean; usageIntervalMs: number; gpuSharing: number; docker: boolean; dockerSocket: string; dockerRuntime?: string; sandboxGcAge: number; sandboxGcDiskPercent: number } & GossipFlagValues, cmd: Command) => {
+    .action(async (o: AgentFlagValues & GossipFlagValues, cmd: Command) => {
       const gossip = gossipFlags(o, cmd);
       // With members to join through and no master named anywhere, gossip says where the leader is.
       const gossipOnly = gossip !== undefined && gossip.join.length > 0 && o.master === undefined && !io.env.CAIRN_MASTER;
+      // The flags are the agent's options by name, but for the two whose flag says it shorter.
+      const { master, port, sandboxGcAge, secretFile, gossipPort, gossipAddr, join, gossipIntervalMs, ...agentOptions } = o;
       result.exitCode = await h.agent(
         {
-          masterUrl: gossipOnly ? '' : masterUrlOf(o.master, io, cmd),
+          ...agentOptions,
+          masterUrl: gossipOnly ? '' : masterUrlOf(master, io, cmd),
           workDir: resolve(o.workDir),
-          port: o.port,
-          recover: o.recover,
-          cgroups: o.cgroups,
-          cgroupsRoot: o.cgroupsRoot,
-          cgroupsCpuQuota: o.cgroupsCpuQuota,
-          usageIntervalMs: o.usageIntervalMs,
-          gpuSharing: o.gpuSharing,
-          docker: o.docker,
-          dockerSocket: o.dockerSocket,
-          ...(o.dockerRuntime !== undefined ? { dockerRuntime: o.dockerRuntime } : {}),
-          sandboxGcAgeMs: o.sandboxGcAge,
-          sandboxGcDiskPercent: o.sandboxGcDiskPercent,
-          ...(o.resources !== undefined ? { resources: o.resources } : {}),
-          ...(o.attributes !== undefined ? { attributes: o.attributes } : {}),
-          ...(o.hostname !== undefined ? { hostname: o.hostname } : {}),
+          httpPort: port,
+          sandboxGcAgeMs: sandboxGcAge,
           ...(gossip ? { gossip } : {}),
         },
         io,

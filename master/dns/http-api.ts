@@ -4,18 +4,10 @@
 // are answered with a trailing dot; an unknown name gives mesos-dns' one empty record.
 // The DNS counters are appended to the master's /metrics.
 
-import { readFileSync } from 'node:fs';
 import type { FastifyInstance } from 'fastify';
+import { CAIRN_VERSION } from '../../shared/version.ts';
 import { promFamily } from '../metrics.ts';
 import type { DnsService } from './service.ts';
-
-function version(): string {
-  try {
-    return (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version?: string }).version ?? '0.0.0';
-  } catch {
-    return '0.0.0';
-  }
-}
 
 /** A path parameter as a zone name: lower case, no trailing dot, mesos-dns' `.*` removed. */
 function zoneName(raw: string): string {
@@ -23,9 +15,8 @@ function zoneName(raw: string): string {
 }
 
 export function registerDnsApi(app: FastifyInstance, dns: DnsService): void {
-  const serviceVersion = version();
 
-  app.get('/v1/version', async () => ({ Service: 'Cairn-DNS', Version: serviceVersion }));
+  app.get('/v1/version', async () => ({ Service: 'Cairn-DNS', Version: CAIRN_VERSION }));
 
   app.get('/v1/config', async () => {
     const c = dns.config;

@@ -43,8 +43,8 @@ import {
   scaleByHealth,
   suspicionTimeoutMs,
 } from './math.ts';
-import { randomInt, shuffle, type RandomSource } from './random.ts';
 import { CairnError } from '../errors.ts';
+import { randomFloat, randomInt, shuffle, type RandomSource } from '../random.ts';
 
 /** A member as this node sees it. */
 export interface MemberView extends MemberSnapshot {
@@ -227,9 +227,9 @@ export class GossipNode {
     shuffle(this.random, this.probeOrder);
     // Staggered starts, so members started together do not probe, gossip and sync in lockstep.
     const c = this.config;
-    this.nextProbeAtMs = options.nowMs + Math.floor(this.random.next() * c.probeIntervalMs);
-    this.nextGossipAtMs = options.nowMs + Math.floor(this.random.next() * c.gossipIntervalMs);
-    this.nextPushPullAtMs = options.nowMs + Math.floor(this.random.next() * c.pushPullIntervalMs);
+    this.nextProbeAtMs = options.nowMs + Math.floor(randomFloat(this.random) * c.probeIntervalMs);
+    this.nextGossipAtMs = options.nowMs + Math.floor(randomFloat(this.random) * c.gossipIntervalMs);
+    this.nextPushPullAtMs = options.nowMs + Math.floor(randomFloat(this.random) * c.pushPullIntervalMs);
     this.nextReconnectAtMs = options.nowMs + c.reconnectIntervalMs;
   }
 

@@ -12,17 +12,17 @@
 
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, connect, type Server, type Socket } from 'node:net';
-import { randomBytes } from 'node:crypto';
 import { networkInterfaces } from 'node:os';
 import { isIP } from 'node:net';
 import { CairnError } from '../errors.ts';
+import { cryptoRandom } from '../crypto-random.ts';
 import { silentLogger, type Logger } from '../logger.ts';
+import type { RandomSource } from '../random.ts';
 import { TypedEmitter } from '../sdk/typed-emitter.ts';
 import { formatAddress, parseAddress, tryParseAddress } from './address.ts';
 import { compileGossipConfig, type GossipConfigOptions } from './config.ts';
 import type { MemberMeta, MemberRole, OutgoingPacket } from './messages.ts';
 import { GossipNode, type GossipNodeStats, type GossipOutput, type MemberView, type MembershipEvent } from './node.ts';
-import { seededRandom, type RandomSource } from './random.ts';
 import { deriveGossipKey, openPacket, sealPacket } from './wire.ts';
 
 export interface StartGossipOptions {
@@ -50,7 +50,7 @@ export interface StartGossipOptions {
   readonly join?: readonly string[];
   readonly config?: GossipConfigOptions;
   readonly logger?: Logger;
-  /** For tests; default seeded from the OS. */
+  /** For tests; default: the OS's CSPRNG (shared/crypto-random.ts). */
   readonly random?: RandomSource;
 }
 
@@ -381,7 +381,7 @@ export async function startGossip(options: StartGossipOptions): Promise<GossipMe
       role: options.role,
       meta: options.meta,
       config,
-      random: options.random ?? seededRandom(randomBytes(4).readUInt32LE(0)),
+      random: options.random ?? cryptoRandom(),
       nowMs: clock(),
     });
   } catch (err) {

@@ -2,7 +2,7 @@
 // decides how long a tick is: the master ticks every 100 ms), sizes in bytes.
 
 import { CairnError } from '../errors.ts';
-import type { RandomSource } from './random.ts';
+import type { RandomSource } from '../random.ts';
 import type { NodeId } from './types.ts';
 
 export interface RaftOptions {
@@ -80,7 +80,7 @@ export function compileRaftConfig(o: RaftOptions): RaftConfig {
   if (heartbeatTicks >= electionTicks) {
     throw new CairnError('CAIRN_BAD_REQUEST', `must be less than electionTicks (${electionTicks}), got ${heartbeatTicks}`, 'heartbeatTicks');
   }
-  if (typeof o.random?.int !== 'function') {
+  if (typeof o.random?.nextU32 !== 'function') {
     throw new CairnError('CAIRN_BAD_REQUEST', 'a seeded random source is required', 'random');
   }
   return Object.freeze({

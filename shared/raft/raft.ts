@@ -9,6 +9,7 @@
 // changes, leadership transfer and ReadIndex.
 
 import { CairnError } from '../errors.ts';
+import { randomInt } from '../random.ts';
 import { applyConfChangeTo, confChangeProblem } from './confchange.ts';
 import { compileRaftConfig, type RaftConfig, type RaftOptions } from './config.ts';
 import { RaftLog } from './log.ts';
@@ -165,7 +166,7 @@ export class Raft {
     this.leader = 0;
     this.electionElapsed = 0;
     this.heartbeatElapsed = 0;
-    this.randomizedElectionTimeout = this.cfg.electionTicks + this.cfg.random.int(this.cfg.electionTicks);
+    this.randomizedElectionTimeout = this.cfg.electionTicks + randomInt(this.cfg.random, this.cfg.electionTicks);
     this.leadTransferee = 0;
     this.tracker.resetVotes();
     const next = this.log.lastIndex() + 1;
@@ -781,7 +782,7 @@ export class Raft {
     if (this.role !== 'follower' || this.leader === 0 || this.leader !== id) return;
     this.electionElapsed = Math.max(this.electionElapsed, this.cfg.electionTicks);
     // A small random delay, so that the followers that noticed do not all campaign at once.
-    this.randomizedElectionTimeout = this.electionElapsed + 1 + this.cfg.random.int(3);
+    this.randomizedElectionTimeout = this.electionElapsed + 1 + randomInt(this.cfg.random, 3);
   }
 
   /** The transport finished sending a snapshot to `id`, successfully or not. */

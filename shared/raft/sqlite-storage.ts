@@ -17,12 +17,8 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { CairnError } from '../errors.ts';
-import { bootstrapSnapshot, emptySnapshot } from './memory-storage.ts';
-import type { RaftStorage } from './storage.ts';
-import {
-  EMPTY_HARD_STATE, entrySize,
-  type ConfState, type Entry, type HardState, type NodeId, type Snapshot,
-} from './types.ts';
+import { bootstrapSnapshot, HeldLog } from './held-log.ts';
+import type { ConfState, Entry, HardState, NodeId, Snapshot } from './types.ts';
 
 export interface SqliteRaftStorageOptions {
   /** What to do when a corrupt entry is at or below the stored commit index. Default 'refuse'. */
@@ -97,18 +93,14 @@ function rowToEntry(row: EntryRow): Entry {
   return { index: row.idx, term: row.term, type: row.type === 1 ? 'confChange' : 'normal', data: new Uint8Array(row.data) };
 }
 
-export class SqliteRaftStorage implements RaftStorage {
+/**
+ * The tables are mirrored in memory (HeldLog) and reads served from there, so sending entries
+ * to followers costs no disk read; compaction bounds its size. Every entry held was
+ * checksum-verified when it was loaded or written, and memory moves only once a write is durable.
+ */
+export class SqliteRaftStorage extends HeldLog {
   private readonly db: Database.Database;
   readonly recovery: RecoveryReport = { truncatedFrom: undefined, droppedEntries: 0, reason: undefined, commitClamped: false };
-  private hard: HardState = EMPTY_HARD_STATE;
-  private snap: Snapshot = emptySnapshot();
-  // The log held, mirrored in memory: log[i] is entry baseIndex + 1 + i. (baseIndex,
-  // baseTerm) is the last compacted entry, covered by the snapshot. Reads are served from
-  // here, so sending entries to followers costs no disk read; compaction bounds its size.
-  // Every entry was checksum-verified when it was loaded or written.
-  private baseIndex = 0;
-  private baseTerm = 0;
-  private log: Entry[] = [];
   private syncing = true;
   private readonly stmt: {
     insertEntry: Database.Statement;
@@ -123,6 +115,7 @@ export class SqliteRaftStorage implements RaftStorage {
 
   /** Opens (creating if needed) the store at `path`, verifying and repairing it. */
   constructor(path: string, options: SqliteRaftStorageOptions = {}) {
+    super();
     mkdirSync(dirname(path), { recursive: true });
     this.db = new Database(path);
     try {
@@ -167,8 +160,7 @@ export class SqliteRaftStorage implements RaftStorage {
     const s = this.stmt.getSnapshot.get() as SnapshotRow | undefined;
     if (s !== undefined) this.snap = this.snapshotFromRow(s);
     const base = this.db.prepare('SELECT idx, term FROM log_base WHERE id = 1').get() as { idx: number; term: number } | undefined;
-    this.baseIndex = base?.idx ?? this.snap.metadata.index;
-    this.baseTerm = base?.term ?? this.snap.metadata.term;
+    this.restartAfter(base?.idx ?? this.snap.metadata.index, base?.term ?? this.snap.metadata.term);
 
     // Verify the log front to back; the first entry that fails (checksum, gap, term going
     // backwards) and everything after it is a torn or corrupt tail.
@@ -229,45 +221,6 @@ export class SqliteRaftStorage implements RaftStorage {
   }
 
   // -------------------------------------------------------------------------------------
-  // RaftStorage
-
-  initialState(): { hardState: HardState; confState: ConfState } {
-    return { hardState: this.hard, confState: this.snap.metadata.confState };
-  }
-
-  firstIndex(): number {
-    return this.baseIndex + 1;
-  }
-
-  lastIndex(): number {
-    return this.baseIndex + this.log.length;
-  }
-
-  term(index: number): number | undefined {
-    if (index === this.baseIndex) return this.baseTerm;
-    if (index < this.baseIndex || index > this.lastIndex()) return undefined;
-    return this.log[index - this.baseIndex - 1].term;
-  }
-
-  entries(lo: number, hi: number, maxBytes: number): Entry[] | undefined {
-    if (lo <= this.baseIndex) return undefined;
-    if (hi > this.lastIndex() + 1) throw new Error(`entries(${lo}, ${hi}) beyond last index ${this.lastIndex()}`);
-    const out: Entry[] = [];
-    let size = 0;
-    for (let i = lo; i < hi; i++) {
-      const e = this.log[i - this.baseIndex - 1];
-      size += entrySize(e);
-      if (out.length > 0 && size > maxBytes) break;
-      out.push(e);
-    }
-    return out;
-  }
-
-  snapshot(): Snapshot {
-    return this.snap;
-  }
-
-  // -------------------------------------------------------------------------------------
   // Writes
 
   /**
@@ -320,11 +273,11 @@ export class SqliteRaftStorage implements RaftStorage {
       }
     })();
     // Only once the transaction is durable does memory move.
-    if (w.snapshot !== undefined && w.snapshot.metadata.index > this.snap.metadata.index) this.snap = w.snapshot;
-    this.baseIndex = base.index;
-    this.baseTerm = base.term;
-    if (keep < this.log.length) this.log.length = keep;
-    for (const e of appended) this.log.push(e);
+    if (w.snapshot !== undefined && w.snapshot.metadata.index > this.snap.metadata.index) {
+      this.snap = w.snapshot;
+      this.restartAfter(base.index, base.term);
+    }
+    this.replaceTail(keep, appended);
     if (w.hardState !== undefined) this.hard = w.hardState;
   }
 
@@ -333,29 +286,24 @@ export class SqliteRaftStorage implements RaftStorage {
    * The log stays; compact() drops entries separately.
    */
   createSnapshot(index: number, confState: ConfState, data: Uint8Array): Snapshot {
-    if (index <= this.snap.metadata.index) return this.snap;
-    const term = this.term(index);
-    if (term === undefined) throw new CairnError('CAIRN_INTERNAL', `createSnapshot: index ${index} is not in the log`);
+    const snap = this.snapshotAt(index, confState, data);
+    if (snap === undefined) return this.snap;
+    const { term } = snap.metadata;
     const conf = JSON.stringify({ voters: [...confState.voters], learners: [...confState.learners] });
     this.stmt.putSnapshot.run(index, term, conf, data, snapshotCrc(index, term, conf, data));
-    this.snap = { metadata: { index, term, confState }, data };
+    this.snap = snap;
     return this.snap;
   }
 
   /** Drops entries up to and including `index`, which the snapshot must cover. */
   compact(index: number): void {
-    if (index <= this.baseIndex) return;
-    if (index > this.snap.metadata.index) {
-      throw new CairnError('CAIRN_INTERNAL', `compact(${index}) beyond the snapshot at ${this.snap.metadata.index}`);
-    }
-    const term = this.term(index)!;
+    const term = this.compactionTerm(index);
+    if (term === undefined) return;
     this.db.transaction(() => {
       this.stmt.deleteUpTo.run(index);
       this.stmt.putBase.run(index, term);
     })();
-    this.log = this.log.slice(index - this.baseIndex);
-    this.baseIndex = index;
-    this.baseTerm = term;
+    this.dropUpTo(index, term);
   }
 
   close(): void {

@@ -11,6 +11,11 @@ import { backoffDelayMs } from '../../agent/master-link.ts';
 import { PendingUpdates, uuidKey } from '../../agent/status-updates.ts';
 import { readAgentId, writeAgentId } from '../../agent/agent-id.ts';
 import type { StatusUpdate } from '../../shared/agent-protocol.ts';
+import { AGENT_DEFAULTS } from '../../agent/defaults.ts';
+import { formatDurationMs, parseDurationMs } from '../../agent/duration.ts';
+import { CAIRN_VERSION } from '../../shared/version.ts';
+import { runCli } from '../../bin/commands/program.ts';
+import type { AgentOptions as AgentCommandOptions } from '../../bin/commands/options.ts';
 
 describe('parseAttributes', () => {
   it('reads k:v pairs', () => {
@@ -73,6 +78,20 @@ describe('compileAgentOptions', () => {
     const cfg = compileAgentOptions({ masterUrl: 'http://127.0.0.1:5050', workDir: 'relative/dir' });
     expect(cfg).toMatchObject({ httpPort: 5051, reconnectMinMs: 100, reconnectMaxMs: 2000, statusResendMs: 2000, ip: '127.0.0.1', attributes: [] });
     expect(cfg.workDir.startsWith('/')).toBe(true);
+  });
+
+  it('takes every default from AGENT_DEFAULTS, as `cairn agent` does', async () => {
+    const cfg = compileAgentOptions({ masterUrl: 'http://127.0.0.1:5050', workDir: '/w' });
+    expect(cfg).toMatchObject(AGENT_DEFAULTS);
+    expect(cfg.version).toBe(CAIRN_VERSION);
+    // The command line's defaults are the same values.
+    const calls: AgentCommandOptions[] = [];
+    const io = { stdout: { write: () => true }, stderr: { write: () => true }, env: {}, onInterrupt: () => () => undefined };
+    await runCli(['agent', '--master', 'http://127.0.0.1:5050'], io, { agent: async (o) => (calls.push(o), 0) });
+    const { masterUrl: _m, workDir: _w, ...fromFlags } = calls[0];
+    expect(AGENT_DEFAULTS).toMatchObject(fromFlags);
+    expect(formatDurationMs(AGENT_DEFAULTS.sandboxGcAgeMs)).toBe('7d');
+    for (const text of ['12h', '90s', '500ms', '2d']) expect(formatDurationMs(parseDurationMs(text)!)).toBe(text);
   });
 
   it('rejects bad flags naming them', () => {

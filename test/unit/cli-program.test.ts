@@ -197,7 +197,7 @@ describe('daemon commands: parsing', () => {
   it('agent: every flag', async () => {
     const r = await parse(['agent', '--master', 'http://m:5050', '--work-dir', '/w', '--resources', 'cpus:1', '--attributes', 'rack:r1;zone:a', '--port', '0', '--hostname', 'h1']);
     expect(r.options).toEqual({
-      masterUrl: 'http://m:5050', workDir: '/w', resources: 'cpus:1', attributes: 'rack:r1;zone:a', port: 0, hostname: 'h1',
+      masterUrl: 'http://m:5050', workDir: '/w', resources: 'cpus:1', attributes: 'rack:r1;zone:a', httpPort: 0, hostname: 'h1',
       recover: 'reconnect', cgroups: true, cgroupsRoot: 'cairn', cgroupsCpuQuota: false, usageIntervalMs: 5000, sandboxGcAgeMs: 7 * 86_400_000, sandboxGcDiskPercent: 90,
       gpuSharing: 1, docker: true, dockerSocket: '/var/run/docker.sock',
     });

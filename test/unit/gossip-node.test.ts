@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { GossipNode, type GossipOutput, type MembershipEvent } from '../../shared/gossip/node.ts';
 import type { GossipConfigOptions } from '../../shared/gossip/config.ts';
 import type { GossipMessage, MemberRecord, OutgoingPacket } from '../../shared/gossip/messages.ts';
-import { seededRandom } from '../../shared/gossip/random.ts';
+import { splitMix32 } from '../sim/splitmix32.ts';
 import { SimNetwork, formedCluster } from '../sim/gossip-network.ts';
 
 const addr = (name: string) => `${name}:7946`;
@@ -14,7 +14,7 @@ const rec = (name: string, incarnation = 0): MemberRecord => ({ name, address: a
 /** A member that knows `others`, with push/pull and reconnects out of the way. */
 function node(name: string, others: string[], config: GossipConfigOptions = {}, nowMs = 0): GossipNode {
   return new GossipNode({
-    name, address: addr(name), role: 'agent', random: seededRandom(7), nowMs,
+    name, address: addr(name), role: 'agent', random: splitMix32(7), nowMs,
     initialMembers: others.map((o) => rec(o)),
     config: { pushPullIntervalMs: 1_000_000, reconnectIntervalMs: 1_000_000, ...config },
   });
@@ -243,7 +243,7 @@ describe('local health (Lifeguard)', () => {
 describe('joining, metadata and leaving', () => {
   it('joins through one address with a full state exchange both ways', () => {
     const a = node('a', ['b', 'c']);
-    const j = new GossipNode({ name: 'j', address: addr('j'), role: 'agent', random: seededRandom(1), nowMs: 0 });
+    const j = new GossipNode({ name: 'j', address: addr('j'), role: 'agent', random: splitMix32(1), nowMs: 0 });
     const hello = j.join([addr('a')], 0);
     expect(hello.packets).toHaveLength(1);
     expect(hello.packets[0]).toMatchObject({ to: addr('a'), stream: true, messages: [{ type: 'push-pull', join: true, reply: false }] });
@@ -256,7 +256,7 @@ describe('joining, metadata and leaving', () => {
   });
 
   it('retries its join addresses while it knows nobody', () => {
-    const j = new GossipNode({ name: 'j', address: addr('j'), role: 'agent', random: seededRandom(1), nowMs: 0, config: { rejoinIntervalMs: 5_000 } });
+    const j = new GossipNode({ name: 'j', address: addr('j'), role: 'agent', random: splitMix32(1), nowMs: 0, config: { rejoinIntervalMs: 5_000 } });
     j.join([addr('a')], 0);
     const log = runAlone(j, 12_000);
     expect(messagesOf(log, 'push-pull').map((x) => [x.to, x.at])).toEqual([[addr('a'), 5_000], [addr('a'), 10_000]]);

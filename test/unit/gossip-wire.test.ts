@@ -7,7 +7,8 @@ import { createHmac } from 'node:crypto';
 import { deriveGossipKey, ENVELOPE_BYTES, openPacket, sealPacket } from '../../shared/gossip/wire.ts';
 import { estimateSize, type GossipMessage } from '../../shared/gossip/messages.ts';
 import { GossipNode } from '../../shared/gossip/node.ts';
-import { seededRandom } from '../../shared/gossip/random.ts';
+import { randomFloat } from '../../shared/random.ts';
+import { splitMix32 } from '../sim/splitmix32.ts';
 import { parseAddress, tryParseAddress } from '../../shared/gossip/address.ts';
 import { CairnError } from '../../shared/errors.ts';
 
@@ -95,16 +96,16 @@ describe('gossip wire', () => {
   });
 
   it('estimates no message smaller than it encodes', () => {
-    const r = seededRandom(3);
-    const word = (n: number) => Array.from({ length: 1 + Math.floor(r.next() * n) }, () => String.fromCharCode(97 + Math.floor(r.next() * 26))).join('');
+    const r = splitMix32(3);
+    const word = (n: number) => Array.from({ length: 1 + Math.floor(randomFloat(r) * n) }, () => String.fromCharCode(97 + Math.floor(randomFloat(r) * 26))).join('');
     for (let i = 0; i < 200; i++) {
       const meta: Record<string, string> = {};
-      for (let k = 0; k < Math.floor(r.next() * 5); k++) meta[word(10)] = word(40) + 'é';
-      const rec = { name: word(30), address: `${word(20)}:${1 + Math.floor(r.next() * 65_000)}`, role: 'master' as const, incarnation: Math.floor(r.next() * 4e9), meta };
+      for (let k = 0; k < Math.floor(randomFloat(r) * 5); k++) meta[word(10)] = word(40) + 'é';
+      const rec = { name: word(30), address: `${word(20)}:${1 + Math.floor(randomFloat(r) * 65_000)}`, role: 'master' as const, incarnation: Math.floor(randomFloat(r) * 4e9), meta };
       const samples: GossipMessage[] = [
         { type: 'alive', member: rec },
         { type: 'suspect', name: rec.name, incarnation: rec.incarnation, from: word(30) },
-        { type: 'ping', seq: Math.floor(r.next() * 4e9), target: rec.name, from: word(30) },
+        { type: 'ping', seq: Math.floor(randomFloat(r) * 4e9), target: rec.name, from: word(30) },
         { type: 'indirect-ping', seq: 4e9, target: rec.name, targetAddress: rec.address, from: word(30), nack: true },
         { type: 'push-pull', join: false, reply: true, members: [{ ...rec, state: 'suspect' }, { ...rec, state: 'alive' }] },
       ];
@@ -120,7 +121,7 @@ describe('gossip wire', () => {
       name: `agent-with-a-long-name-${i}`, address: `192.168.100.${i % 250}:7946`, role: 'agent' as const, incarnation: 0,
       meta: { api: `http://192.168.100.${i % 250}:5051`, rack: `rack-${i % 17}` },
     }));
-    const node = new GossipNode({ name: 'master-1', address: '[fd00::1]:7946', role: 'master', random: seededRandom(1), nowMs: 0 });
+    const node = new GossipNode({ name: 'master-1', address: '[fd00::1]:7946', role: 'master', random: splitMix32(1), nowMs: 0 });
     // A reply listing 300 members: 300 alive messages to gossip about.
     node.receive(others[0].address, [{ type: 'push-pull', join: false, reply: true, members: others.map((o) => ({ ...o, state: 'alive' as const })) }], 0);
     let datagrams = 0;

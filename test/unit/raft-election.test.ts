@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { RaftNode } from '../../shared/raft/node.ts';
 import { MemoryStorage } from '../../shared/raft/memory-storage.ts';
-import { SeededRandom } from '../../shared/raft/random.ts';
+import { SeededRandom } from '../../shared/random.ts';
 import type { Message } from '../../shared/raft/types.ts';
 import { RaftHarness } from '../sim/raft-harness.ts';
 

@@ -5,7 +5,7 @@ import { describe, expect, it } from 'vitest';
 import { isQuorum, quorumMatchIndex, quorumSize, voteResult } from '../../shared/raft/quorum.ts';
 import { Inflights } from '../../shared/raft/inflights.ts';
 import { Progress } from '../../shared/raft/progress.ts';
-import { SeededRandom } from '../../shared/raft/random.ts';
+import { SeededRandom } from '../../shared/random.ts';
 import { compileRaftConfig, RAFT_DEFAULTS } from '../../shared/raft/config.ts';
 import { planReplacement } from '../../shared/raft/confchange.ts';
 

@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { SqliteRaftStorage } from '../../shared/raft/sqlite-storage.ts';
 import { RaftNode } from '../../shared/raft/node.ts';
-import { SeededRandom } from '../../shared/raft/random.ts';
+import { SeededRandom } from '../../shared/random.ts';
 import type { Entry } from '../../shared/raft/types.ts';
 
 const dirs: string[] = [];

@@ -1,0 +1,47 @@
+// The agent's defaults, each with its reason: compileAgentOptions (options.ts) fills them in
+// for whatever a caller leaves out, and `cairn agent` (bin/commands/program.ts) shows them in
+// its help and passes them on. Data only, so the command line can read it without loading the
+// agent (options.ts pulls in systeminformation).
+
+import type { RecoverMode } from './executors/process/executor.ts';
+
+/** What a starting agent may do with the tasks an earlier agent process left running. */
+export const RECOVER_MODES: readonly RecoverMode[] = ['reconnect', 'cleanup'];
+
+/** Beyond this, a shared device's memory is sliced too thin to be of use to anyone. */
+export const MAX_GPU_SHARING = 64;
+
+export const AGENT_DEFAULTS = Object.freeze({
+  /** Mesos' agent port, so Mesos users find the agent where they expect it. */
+  httpPort: 5051,
+  /** The longest wait between reconnect attempts: a master that comes back is found within 2 s. */
+  reconnectMaxMs: 2_000,
+  /** How often status updates the master has not acknowledged are sent again. */
+  statusResendMs: 2_000,
+  /** The grace period of a kill when neither the kill nor the task names one. */
+  defaultKillGraceMs: 3_000,
+  /** An agent restarted (upgraded, crashed) re-attaches to its tasks, as Mesos' does. */
+  recover: 'reconnect' as RecoverMode,
+  /** Re-attached tasks are not this process's children: their exit is noticed by polling. */
+  recoveredPollMs: 250,
+  /** Tasks get their own cgroups (memory and CPU limits) wherever the host allows. */
+  cgroups: true,
+  /** Cairn's cgroups live under one directory of each hierarchy, apart from everyone else's. */
+  cgroupsRoot: 'cairn',
+  /** CPU is weighted, not capped: a task may use CPU that nobody else wants. */
+  cgroupsCpuQuota: false,
+  /** How often tasks' CPU, memory and GPU use is sampled. */
+  usageIntervalMs: 5_000,
+  /** A GPU is one task's at a time: time-sharing devices is the operator's choice. */
+  gpuSharing: 1,
+  /** Container tasks run through the Docker daemon wherever one answers. */
+  docker: true,
+  /** Where the Docker daemon listens unless told otherwise. */
+  dockerSocket: '/var/run/docker.sock',
+  /** A finished task's sandbox (its logs) is kept a week for whoever comes to read it. */
+  sandboxGcAgeMs: 7 * 24 * 3_600_000,
+  /** Above 90% of the work dir's disk in use, finished sandboxes go sooner, oldest first. */
+  sandboxGcDiskPercent: 90,
+  /** How often sandboxes are checked for age and disk use. */
+  sandboxGcIntervalMs: 60_000,
+});
