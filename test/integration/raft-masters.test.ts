@@ -137,5 +137,5 @@ describe('replicated masters', () => {
     });
     expect(redirect.status).toBe(307);
     expect(redirect.headers.get('location')).toBe(`${lead.url}/api/v1/scheduler`);
-  });
+  }, 180_000);
 });

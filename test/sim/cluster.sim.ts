@@ -299,14 +299,28 @@ export async function run(opts: { seeds: number; seed?: number }): Promise<unkno
   const started = performance.now();
   let launches = 0;
   let updates = 0;
+  let leaderships = 0;
   let maxSettle = 0;
   const faults: Record<string, number> = {};
+  // Every seed runs; the failing ones are listed at the end, each with how to replay it.
+  const failed: { seed: number; error: string }[] = [];
   for (const seed of seeds) {
-    const r = runSeed(seed);
+    let r: SeedResult;
+    try {
+      r = runSeed(seed);
+    } catch (err) {
+      failed.push({ seed, error: (err as Error).message });
+      continue;
+    }
     launches += r.launches;
     updates += r.updates;
+    leaderships += r.leaderships;
     maxSettle = Math.max(maxSettle, r.settledAfterMs);
     for (const [k, v] of Object.entries(r.faults)) faults[k] = (faults[k] ?? 0) + v;
   }
-  return { seeds: seeds.length, ok: true, launches, updates, faults, maxSettleMs: maxSettle, wallMs: Math.round(performance.now() - started) };
+  const summary = { seeds: seeds.length, failed: failed.length, launches, updates, leaderships, faults, maxSettleMs: maxSettle, wallMs: Math.round(performance.now() - started) };
+  if (failed.length > 0) {
+    throw new Error(`${failed.length} of ${seeds.length} seeds failed (${JSON.stringify(summary)}):\n${failed.map((f) => `seed ${f.seed}: ${f.error}`).join('\n')}`);
+  }
+  return { ...summary, ok: true };
 }

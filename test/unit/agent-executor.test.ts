@@ -197,8 +197,12 @@ describe.each(['launcher', 'spawn'] as const)('process executor (%s)', (method) 
   });
 
   it('uses the task kill_grace_ms when the kill names none', async () => {
-    executor.launch(task('tg', "trap '' TERM; sleep 30", { killGraceMs: 200 }));
-    await new Promise((r) => setTimeout(r, 50));
+    executor.launch(task('tg', "trap '' TERM; echo ready; sleep 30", { killGraceMs: 200 }));
+    // Wait until the trap is installed (a fixed pause lost the race on a busy machine).
+    const out = join(sandboxDir(workDir, 'tg'), 'stdout');
+    for (let i = 0; i < 500 && !(existsSync(out) && readFileSync(out, 'utf8').includes('ready')); i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
     const t0 = Date.now();
     executor.kill('tg');
     expect(await ended('tg')).toMatchObject({ state: 'TASK_KILLED', exitCode: -9 });

@@ -53,6 +53,29 @@ describe('registry state machine', () => {
     expect(sm.agents.get('a1')!.reachable).toBe(true);
   });
 
+  it('writes off a STAGING task its re-registering agent does not run: its launch went to a connection the agent had left', () => {
+    const sm = new RegistryStateMachine();
+    sm.apply({ type: 'agent_registered', agent: agent('a1'), uuids: [], atMs: 1 });
+    sm.apply(launch('t1'));
+    const events = sm.apply({ type: 'agent_registered', agent: agent('a1'), runningTasks: [], uuids: ['r1'], atMs: 5 });
+    expect(events.map((e) => [e.task.id, e.update.state, e.update.uuid])).toEqual([['t1', 'TASK_LOST', 'r1']]);
+  });
+
+  it('gives every update a uuid, the same on every replica, when a command carries too few', () => {
+    const run = () => {
+      const sm = new RegistryStateMachine();
+      sm.apply({ type: 'agent_registered', agent: agent('a1'), uuids: [], atMs: 1 });
+      sm.apply(launch('t1'));
+      sm.apply(launch('t2'));
+      return sm.apply({ type: 'agent_unreachable', agentId: 'a1', uuids: ['x1'], atMs: 4 }).map((e) => e.update.uuid);
+    };
+    const uuids = run();
+    expect(uuids[0]).toBe('x1');
+    expect(Buffer.from(uuids[1], 'base64')).toHaveLength(16);
+    expect(new Set(uuids).size).toBe(2);
+    expect(run()).toEqual(uuids);
+  });
+
   it('ignores stale commands instead of throwing (a replayed log always applies)', () => {
     const sm = new RegistryStateMachine();
     expect(sm.apply(update('nope', 'TASK_RUNNING', 'u'))).toEqual([]);
