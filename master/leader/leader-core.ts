@@ -409,7 +409,8 @@ export class LeaderCore {
       this.log('warn', 'a new agent registers at the address of an old one: removing the old one', { agentId, hostname, ip, httpPort });
       this.recoverOffers((o) => o.agentId === agentId, true);
       if (this.allocator.hasAgent(agentId)) this.allocator.setAgentActive(agentId, false);
-      this.propose({ type: 'agent_removed', agentId, uuids: this.uuids(state.activeTasksOn(agentId).length), atMs: this.nowMs }, (events) => {
+      this.propose({ type: 'agent_removed', agentId, uuids: this.uuids(state.activeTasksOn(agentId).length), atMs: this.nowMs, registrations: a.registrations ?? 0 }, (events) => {
+        if (this.state().agents.has(agentId)) return; // it came back meanwhile: nothing was removed
         if (this.allocator.hasAgent(agentId)) this.allocator.removeAgent(agentId);
         this.lastSeenMs.delete(agentId);
         this.forwardEvents(events);
@@ -594,7 +595,9 @@ export class LeaderCore {
     this.recoverOffers((o) => o.agentId === agentId, true);
     if (this.allocator.hasAgent(agentId)) this.allocator.setAgentActive(agentId, false);
     const n = state.activeTasksOn(agentId).length;
-    this.propose({ type: 'agent_unreachable', agentId, uuids: this.uuids(n), atMs: this.nowMs }, (events) => this.forwardEvents(events));
+    // Stale once the agent registers again before this commits: the state machine then ignores
+    // it, and the registration has already put the agent back in the allocator.
+    this.propose({ type: 'agent_unreachable', agentId, uuids: this.uuids(n), atMs: this.nowMs, registrations: agent.registrations ?? 0 }, (events) => this.forwardEvents(events));
   }
 
   // ------------------------------------------------------------------ frameworks

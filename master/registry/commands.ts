@@ -17,6 +17,11 @@ export interface AgentRecord {
   registeredAtMs: number;
   /** How the agent isolates tasks, in its own words (absent from older agents). */
   isolation?: string;
+  /**
+   * How many times the agent has registered (absent in records written before it was kept).
+   * A write-off decided before the latest registration is stale.
+   */
+  registrations?: number;
   /** Set while an operator drains the agent: it gets no offers, its tasks end by the deadline. */
   drain?: AgentDrain;
 }
@@ -80,17 +85,21 @@ export interface TaskRecord {
 export type RegistryCommand =
   | {
       type: 'agent_registered';
-      agent: Omit<AgentRecord, 'reachable' | 'drain'>;
+      agent: Omit<AgentRecord, 'reachable' | 'drain' | 'registrations'>;
       /** For a re-registration: what the agent runs now (state per task id). */
       runningTasks?: { taskId: string; state: TaskState }[];
       /** uuids for the updates this command may generate (tasks marked lost/reachable). */
       uuids: string[];
       atMs: number;
     }
-  | { type: 'agent_unreachable'; agentId: string; uuids: string[]; atMs: number }
+  /**
+   * `registrations`: the agent's count when the leader decided; a registration committed in
+   * between makes the command stale (ignored). Absent in logs written before the count.
+   */
+  | { type: 'agent_unreachable'; agentId: string; uuids: string[]; atMs: number; registrations?: number }
   /** Starts (or moves the deadline of) a drain; `drain: null` ends it. */
   | { type: 'agent_drain'; agentId: string; drain: AgentDrain | null }
-  | { type: 'agent_removed'; agentId: string; uuids: string[]; atMs: number }
+  | { type: 'agent_removed'; agentId: string; uuids: string[]; atMs: number; registrations?: number }
   | { type: 'framework_subscribed'; framework: Omit<FrameworkRecord, 'removedAtMs'>; atMs: number }
   | { type: 'framework_removed'; frameworkId: string; atMs: number }
   | { type: 'task_launched'; task: Omit<TaskRecord, 'state' | 'message' | 'updatedAtMs' | 'unacked' | 'exitCode'>; atMs: number }

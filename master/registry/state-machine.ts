@@ -76,7 +76,7 @@ export class RegistryStateMachine {
         return this.applyAgentRegistered(cmd);
       case 'agent_unreachable': {
         const agent = this.agents.get(cmd.agentId);
-        if (!agent || !agent.reachable) return [];
+        if (!agent || !agent.reachable || staleFor(agent, cmd.registrations)) return [];
         agent.reachable = false;
         const uuids = [...cmd.uuids];
         return this.activeTasksOn(cmd.agentId).map((t) =>
@@ -91,7 +91,8 @@ export class RegistryStateMachine {
         return [];
       }
       case 'agent_removed': {
-        if (!this.agents.has(cmd.agentId)) return [];
+        const agent = this.agents.get(cmd.agentId);
+        if (!agent || staleFor(agent, cmd.registrations)) return [];
         const uuids = [...cmd.uuids];
         const events = this.activeTasksOn(cmd.agentId).map((t) =>
           this.setState(t, 'TASK_GONE', 'agent was removed', 'REASON_AGENT_REMOVED', 'SOURCE_MASTER', uuids.shift() ?? derivedUuid(t.id, cmd.atMs), cmd.atMs),
@@ -148,6 +149,7 @@ export class RegistryStateMachine {
     // A drain is the operator's word, not the agent's: it outlives re-registrations.
     this.agents.set(cmd.agent.id, {
       ...cmd.agent, reachable: true, registeredAtMs: previous?.registeredAtMs ?? cmd.agent.registeredAtMs,
+      registrations: (previous?.registrations ?? 0) + 1,
       ...(previous?.drain ? { drain: previous.drain } : {}),
     });
     if (!previous || !cmd.runningTasks) return [];
@@ -198,6 +200,14 @@ export class RegistryStateMachine {
       this.tasks.delete(oldest);
     }
   }
+}
+
+/**
+ * A write-off (unreachable, removed) decided before the agent's latest registration: the
+ * agent came back meanwhile, and the decision no longer holds.
+ */
+function staleFor(agent: AgentRecord, registrations: number | undefined): boolean {
+  return registrations !== undefined && (agent.registrations ?? 0) !== registrations;
 }
 
 /**

@@ -15,6 +15,7 @@ const REGRESSIONS: Record<number, string> = {
   1: 'a task whose launch went to a connection the agent had left stayed STAGING for ever',
   82: 'an agent that never heard the id it was given registered anew; the old one stayed unreachable for ever',
   3: 'updates beyond the uuids a command carried went out with an empty uuid and could never be acknowledged',
+  428: 'a write-off decided while the agent was registering again committed after the registration: a connected agent stayed unreachable, and its re-sent update reached the framework again after being acknowledged',
 };
 
 const BATCHES = 3;

@@ -61,6 +61,19 @@ describe('registry state machine', () => {
     expect(events.map((e) => [e.task.id, e.update.state, e.update.uuid])).toEqual([['t1', 'TASK_LOST', 'r1']]);
   });
 
+  it('ignores a write-off decided before the agent registered again', () => {
+    const sm = new RegistryStateMachine();
+    sm.apply({ type: 'agent_registered', agent: agent('a1'), uuids: [], atMs: 1 });
+    sm.apply(launch('t1'));
+    // The leader decides with registrations = 1; the agent's second registration commits first.
+    sm.apply({ type: 'agent_registered', agent: agent('a1'), runningTasks: [{ taskId: 't1', state: 'TASK_RUNNING' }], uuids: ['r1'], atMs: 5 });
+    expect(sm.apply({ type: 'agent_unreachable', agentId: 'a1', uuids: ['x1'], atMs: 6, registrations: 1 })).toEqual([]);
+    expect(sm.apply({ type: 'agent_removed', agentId: 'a1', uuids: ['x2'], atMs: 6, registrations: 1 })).toEqual([]);
+    expect(sm.agents.get('a1')!.reachable).toBe(true);
+    // Decided on what is current, it applies.
+    expect(sm.apply({ type: 'agent_unreachable', agentId: 'a1', uuids: ['x3'], atMs: 7, registrations: 2 }).map((e) => e.update.state)).toEqual(['TASK_UNREACHABLE']);
+  });
+
   it('gives every update a uuid, the same on every replica, when a command carries too few', () => {
     const run = () => {
       const sm = new RegistryStateMachine();
