@@ -41,8 +41,10 @@ export class RegistryStateMachine {
     for (const a of s.agents) sm.agents.set(a.id, { ...a });
     for (const f of s.frameworks) sm.frameworks.set(f.id, { ...f });
     for (const t of s.tasks) {
-      sm.tasks.set(t.id, { ...t });
-      sm.noteIfCompleted(t);
+      const task = { ...t };
+      sm.tasks.set(t.id, task);
+      sm.index(task);
+      sm.noteIfCompleted(task);
     }
     for (const [role, w] of Object.entries(s.roleWeights ?? {})) sm.roleWeights.set(role, w);
     return sm;
@@ -57,17 +59,39 @@ export class RegistryStateMachine {
     };
   }
 
-  /** Non-terminal tasks on an agent. */
+  /** Non-terminal tasks on an agent, in launch order. */
   activeTasksOn(agentId: string): TaskRecord[] {
+    return this.activeIn(this.activeByAgent, agentId);
+  }
+
+  /** Non-terminal tasks of a framework, in launch order. */
+  activeTasksOf(frameworkId: string): TaskRecord[] {
+    return this.activeIn(this.activeByFramework, frameworkId);
+  }
+
+  private activeIn(index: Map<string, Set<string>>, key: string): TaskRecord[] {
     const out: TaskRecord[] = [];
-    for (const t of this.tasks.values()) if (t.agentId === agentId && !isTerminal(t.state)) out.push(t);
+    for (const id of index.get(key) ?? []) out.push(this.tasks.get(id)!);
     return out;
   }
 
-  activeTasksOf(frameworkId: string): TaskRecord[] {
-    const out: TaskRecord[] = [];
-    for (const t of this.tasks.values()) if (t.frameworkId === frameworkId && !isTerminal(t.state)) out.push(t);
-    return out;
+  /**
+   * Indexes of the non-terminal tasks by agent and by framework: a leader asks for them on
+   * every registration, and scanning every task (up to the 10,000 completed ones kept, plus
+   * all running) for each of 10,000 agents re-registering after a failover would take seconds.
+   */
+  private readonly activeByAgent = new Map<string, Set<string>>();
+  private readonly activeByFramework = new Map<string, Set<string>>();
+
+  private index(t: TaskRecord): void {
+    if (isTerminal(t.state)) return;
+    addTo(this.activeByAgent, t.agentId, t.id);
+    addTo(this.activeByFramework, t.frameworkId, t.id);
+  }
+
+  private unindex(t: TaskRecord): void {
+    removeFrom(this.activeByAgent, t.agentId, t.id);
+    removeFrom(this.activeByFramework, t.frameworkId, t.id);
   }
 
   apply(cmd: RegistryCommand): RegistryEvent[] {
@@ -119,6 +143,7 @@ export class RegistryStateMachine {
         if (this.tasks.has(cmd.task.id)) return [];
         const task: TaskRecord = { ...cmd.task, state: 'TASK_STAGING', message: '', updatedAtMs: cmd.atMs };
         this.tasks.set(task.id, task);
+        this.index(task);
         return [];
       }
       case 'status_update': {
@@ -183,6 +208,7 @@ export class RegistryStateMachine {
   ): TaskUpdateEvent {
     const previousState = task.state;
     task.state = state;
+    if (isTerminal(state)) this.unindex(task);
     task.message = message;
     task.updatedAtMs = atMs;
     if (exitCode !== undefined) task.exitCode = exitCode;
@@ -200,6 +226,19 @@ export class RegistryStateMachine {
       this.tasks.delete(oldest);
     }
   }
+}
+
+function addTo(index: Map<string, Set<string>>, key: string, id: string): void {
+  const set = index.get(key);
+  if (set) set.add(id);
+  else index.set(key, new Set([id]));
+}
+
+function removeFrom(index: Map<string, Set<string>>, key: string, id: string): void {
+  const set = index.get(key);
+  if (!set) return;
+  set.delete(id);
+  if (set.size === 0) index.delete(key);
 }
 
 /**
