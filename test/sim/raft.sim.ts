@@ -13,6 +13,7 @@
 // `npm run sim -- raft --seeds N` runs seeds 1..N; `--seed S` runs one. A failure says
 // `reproduce with --seed S`.
 
+import { forbidNondeterminism } from './determinism.ts';
 import { SeededRandom } from '../../shared/random.ts';
 import type { NodeId } from '../../shared/raft/types.ts';
 import { checkLinearizable, operationsOf } from './linearizability.ts';
@@ -269,25 +270,6 @@ export function runSeed(seed: number, options: SeedOptions = {}): SeedResult {
     network: { sent: c.network.stats.sent, lost: c.network.stats.lost, duplicated: c.network.stats.duplicated, cut: c.network.stats.cut },
     cluster: c.stats,
     linearizable: lin.linearizable,
-  };
-}
-
-/**
- * Inside a run, Math.random and Date.now throw: anything nondeterministic reached from the
- * core or the harness is a bug that would make seeds unreplayable.
- */
-function forbidNondeterminism(): () => void {
-  const random = Math.random;
-  const now = Date.now;
-  Math.random = () => {
-    throw new Error('Math.random() called inside the deterministic simulation');
-  };
-  Date.now = () => {
-    throw new Error('Date.now() called inside the deterministic simulation');
-  };
-  return () => {
-    Math.random = random;
-    Date.now = now;
   };
 }
 
