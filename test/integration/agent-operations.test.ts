@@ -50,7 +50,11 @@ describe('agent operations through the master', () => {
     await waitFor('running', () => updatesOf(s, 'sleeper').some((e) => e.update.status.state === 'TASK_RUNNING'));
 
     // Usage: the agent's sums reach the master's state; one task's usage reads through the master.
-    const usage = await waitFor('usage in state', async () => (await getJson(`${master.url}/api/v1/state`)).agents[0].usage?.tasks === 1 || undefined);
+    // (The first sample can come before the task's memory is charged to its cgroup: wait for one after.)
+    const usage = await waitFor('usage in state', async () => {
+      const u = (await getJson(`${master.url}/api/v1/state`)).agents[0].usage;
+      return (u?.tasks === 1 && u.memoryBytes > 0) || undefined;
+    });
     expect(usage).toBe(true);
     const st0 = await getJson(`${master.url}/api/v1/state`);
     expect(st0.agents[0]).toMatchObject({ usage: { tasks: 1, cpusLimit: 0.5, memoryLimitBytes: 64 * 1024 * 1024 }, draining: null, isolation: expect.stringMatching(/processes/) });
