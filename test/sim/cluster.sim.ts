@@ -6,7 +6,8 @@
 // step; then a liveness phase with the faults off, in which every framework must finish its
 // work and the cluster settle into a state that agents, registry and frameworks agree on.
 //
-// `npm run sim -- cluster --seeds N`; a failing seed says `reproduce with --seed N`.
+// `npm run sim -- cluster --seeds N`; a failing seed says `reproduce with --seed N`, and
+// `--seed N --trace ID` prints what happened to one task or agent on the way.
 
 import { MemoryStorage } from '../../shared/raft/memory-storage.ts';
 import type { Message, NodeId } from '../../shared/raft/types.ts';
@@ -294,7 +295,7 @@ function injectFault(sim: ClusterSim, rng: SeededRandom, heals: { atMs: number; 
   }
 }
 
-export async function run(opts: { seeds: number; seed?: number }): Promise<unknown> {
+export async function run(opts: { seeds: number; seed?: number; trace?: string }): Promise<unknown> {
   const seeds = opts.seed !== undefined ? [opts.seed] : Array.from({ length: opts.seeds }, (_, i) => i + 1);
   const started = performance.now();
   let launches = 0;
@@ -307,7 +308,7 @@ export async function run(opts: { seeds: number; seed?: number }): Promise<unkno
   for (const seed of seeds) {
     let r: SeedResult;
     try {
-      r = runSeed(seed);
+      r = runSeed(seed, { trace: opts.trace });
     } catch (err) {
       failed.push({ seed, error: (err as Error).message });
       continue;

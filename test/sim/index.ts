@@ -1,4 +1,4 @@
-// `npm run sim -- NAME [--seeds N] [--seed S]`: long deterministic simulations, beyond the
+// `npm run sim -- NAME [--seeds N] [--seed S] [--trace ID]`: long deterministic simulations, beyond the
 // fixed seeds `npm test` runs. Each test/sim/NAME.sim.ts exports
 // `run(opts: { seeds: number; seed?: number }): Promise<unknown>` and returns JSON-able
 // results; a failing seed throws with `reproduce with --seed N` in its message.
@@ -22,6 +22,9 @@ function flag(name: string): number | undefined {
 }
 const seeds = flag('seeds') ?? 100;
 const seed = flag('seed');
+// --trace ID: print what happens to that task or agent (simulations that support it: cluster).
+const traceAt = args.indexOf('--trace');
+const trace = traceAt >= 0 ? args[traceAt + 1] : undefined;
 const names = args.filter((a, i) => !a.startsWith('--') && !(i > 0 && args[i - 1].startsWith('--')));
 const chosen = names.length > 0 ? names : available;
 for (const n of chosen) {
@@ -31,7 +34,7 @@ for (const n of chosen) {
   }
 }
 for (const n of chosen) {
-  const mod = (await import(`./${n}.sim.ts`)) as { run: (o: { seeds: number; seed?: number }) => Promise<unknown> };
-  console.log(JSON.stringify({ sim: n, ...(await mod.run({ seeds, seed })) as object }, null, 2));
+  const mod = (await import(`./${n}.sim.ts`)) as { run: (o: { seeds: number; seed?: number; trace?: string }) => Promise<unknown> };
+  console.log(JSON.stringify({ sim: n, ...(await mod.run({ seeds, seed, trace })) as object }, null, 2));
 }
 process.exit(0);
