@@ -266,8 +266,12 @@ describe.each(['launcher', 'spawn'] as const)('process executor (%s)', (method) 
   });
 
   it('reads logs by offset, with eof only once the task has ended and all is read', async () => {
-    executor.launch(task('log', "printf 'hello world'; sleep 0.3"));
-    await new Promise((r) => setTimeout(r, 100));
+    executor.launch(task('log', "printf 'hello world'; sleep 2"));
+    // Wait for the output itself (a fixed pause lost the race on a busy machine).
+    const out = join(sandboxDir(workDir, 'log'), 'stdout');
+    for (let i = 0; i < 500 && !(existsSync(out) && readFileSync(out, 'utf8') === 'hello world'); i++) {
+      await new Promise((r) => setTimeout(r, 10));
+    }
     const first = await executor.readLog('log', 'stdout', 0, 5);
     expect(first).toEqual({ data: 'hello', offset: 0, nextOffset: 5, eof: false });
     const rest = await executor.readLog('log', 'stdout', 5);
