@@ -6,11 +6,13 @@
 // task TASK_RUNNING and then at once TASK_FINISHED, keeps each update until the master acks
 // it and re-sends the unacknowledged ones after each registration and every `resendMs`, as the
 // real agent does (agent/agent.ts). It runs nothing. With `finishAtOnce` false, tasks stay
-// RUNNING until the parent sends {type:'finish'}.
+// RUNNING until the parent sends {type:'finish', spreadMs}: each agent then finishes its tasks
+// at a random moment within spreadMs.
 //
 // Driven over the fork IPC channel: {type:'start', ...} starts the agents (at most
-// `concurrency` registering at once), {type:'report', sinceMs} asks for counters,
-// {type:'stop'} closes everything and exits. The child also exits when the parent goes away.
+// `concurrency` registering at once), {type:'report', sinceMs, times?} asks for counters,
+// {type:'finish', spreadMs} ends the tasks held RUNNING, {type:'stop'} closes everything and
+// exits. The child also exits when the parent goes away.
 
 import { randomBytes } from 'node:crypto';
 import { MasterLink } from '../agent/master-link.ts';
@@ -291,7 +293,15 @@ async function stop(): Promise<never> {
 process.on('message', (m: { type: string; sinceMs?: number; times?: boolean } & Partial<ScaleAgentsStart>) => {
   if (m.type === 'start') start(m as ScaleAgentsStart);
   else if (m.type === 'report') process.send?.(report(m.sinceMs ?? Number.MAX_SAFE_INTEGER, m.times === true));
-  else if (m.type === 'finish') for (const a of agents) a.finishAll();
+  else if (m.type === 'finish') {
+    // Each agent finishes its tasks at its own moment within the spread, as tasks that end
+    // over a while rather than in the same millisecond.
+    const spreadMs = (m as { spreadMs?: number }).spreadMs ?? 0;
+    for (const a of agents) {
+      if (spreadMs > 0) setTimeout(() => a.finishAll(), Math.random() * spreadMs);
+      else a.finishAll();
+    }
+  }
   else if (m.type === 'stop') void stop();
 });
 process.on('disconnect', () => process.exit(0));

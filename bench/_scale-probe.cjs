@@ -1,7 +1,7 @@
 // Preloaded into the scale bench's master processes (NODE_OPTIONS=--require this file) so the
 // bench can read what only the process itself knows: heap and RSS after a full GC, event-loop
 // utilization and delay, and (optionally) a CPU profile. The masters expose none of this on
-// /metrics. Nothing runs until the bench asks: on SIGUSR2 the probe reads
+// /metrics. It also ends the master when the bench process is gone. Nothing runs until the bench asks: on SIGUSR2 the probe reads
 // `$CAIRN_SCALE_PROBE_DIR/<pid>.req` ({seq, gc?, profile?: 'start'|'stop'}) and answers in
 // `<pid>.json` (written whole, then renamed). Without the variable the probe does nothing.
 'use strict';
@@ -13,6 +13,12 @@ const { performance, monitorEventLoopDelay } = require('node:perf_hooks');
 
 const dir = process.env.CAIRN_SCALE_PROBE_DIR;
 if (dir) {
+  // The bench cleans up after itself, but a bench that dies outright (killed, out of memory)
+  // cannot: a master whose parent is gone exits too.
+  const parent = process.ppid;
+  setInterval(() => {
+    if (process.ppid !== parent) process.exit(1);
+  }, 1000).unref();
   v8.setFlagsFromString('--expose-gc');
   const gc = vm.runInNewContext('gc');
   const delay = monitorEventLoopDelay({ resolution: 10 });

@@ -26,7 +26,8 @@
 // Environment: SCALE_AGENTS (10000), SCALE_TASKS (100000), SCALE_AGENT_PROCS (agents/2500,
 // 1..8), SCALE_RUNS (1; figures are then medians over the runs), SCALE_TIMEOUT_S (1800, per
 // phase), SCALE_FINISH (immediate: FINISHED right after RUNNING; later: every task stays
-// RUNNING until all are, the leader's memory is read then, and the agents finish them all),
+// RUNNING until all are, the leader's memory is read then, and the agents finish them, each
+// agent at a random moment within SCALE_FINISH_SPREAD_S (100; 0: all in the same instant)),
 // SCALE_PROFILE=1 (CPU profiles of the leader during the registration and the launch and of
 // the new leader during the failover, summarised), SCALE_CONNECTING (200: agents connecting
 // and registering at once, over all processes), SCALE_WINDOW (5000: tasks the framework keeps
@@ -70,7 +71,7 @@ function envInt(name: string, fallback: number): number {
   return n;
 }
 
-interface Config { agents: number; tasks: number; procs: number; runs: number; timeoutS: number; profile: boolean; statePollMs: number; finishAtOnce: boolean; connecting: number; window: number }
+interface Config { agents: number; tasks: number; procs: number; runs: number; timeoutS: number; profile: boolean; statePollMs: number; finishAtOnce: boolean; finishSpreadS: number; connecting: number; window: number }
 
 function config(): Config {
   const agents = envInt('SCALE_AGENTS', 10_000);
@@ -83,6 +84,7 @@ function config(): Config {
     profile: process.env.SCALE_PROFILE === '1',
     statePollMs: process.env.SCALE_STATE_POLL_MS === '0' ? 0 : envInt('SCALE_STATE_POLL_MS', 5000),
     finishAtOnce: (process.env.SCALE_FINISH ?? 'immediate') !== 'later',
+    finishSpreadS: process.env.SCALE_FINISH_SPREAD_S === '0' ? 0 : envInt('SCALE_FINISH_SPREAD_S', 100),
     connecting: envInt('SCALE_CONNECTING', 200),
     window: process.env.SCALE_WINDOW === '0' ? 0 : envInt('SCALE_WINDOW', 5000),
   };
@@ -389,8 +391,8 @@ class AgentProcesses {
     })));
   }
 
-  finish(): void {
-    for (const { child } of this.children) child.send({ type: 'finish' });
+  finish(spreadMs: number): void {
+    for (const { child } of this.children) child.send({ type: 'finish', spreadMs });
   }
 
   async stop(): Promise<void> {
@@ -894,6 +896,8 @@ async function oneRun(cfg: Config, runIndex: number, registerKill: (pids: () => 
     };
     await sleep(2000); // let pings and allocation settle
     const memAgents = await allMemory();
+    const mib = (x: number | undefined) => (x === undefined ? '?' : (x / 2 ** 20).toFixed(1));
+    log(`leader memory (RSS/heap MiB): before agents ${mib(memBefore[L1.idx]?.rssBytes)}/${mib(memBefore[L1.idx]?.heapUsedBytes)}, after ${mib(memAgents[L1.idx]?.rssBytes)}/${mib(memAgents[L1.idx]?.heapUsedBytes)}`);
     const leaderMem = (arr: (MemoryPoint | undefined)[], idx: number) => arr[idx];
     result.memory = {
       leader: L1.idx + 1,
@@ -1085,6 +1089,7 @@ async function oneRun(cfg: Config, runIndex: number, registerKill: (pids: () => 
     // The registry keeps every active task and the latest 10,000 ended ones (MAX_COMPLETED_TASKS).
     const mTasks = await metrics(L3.url);
     const retainedTasks = [...mTasks].filter(([k]) => k.startsWith('cairn_master_tasks{')).reduce((acc, [, v]) => acc + v, 0);
+    log(`leader memory (RSS/heap MiB) with ${retainedTasks} tasks in the registry: ${mib(memTasks[L3.idx]?.rssBytes)}/${mib(memTasks[L3.idx]?.heapUsedBytes)}`);
     Object.assign(result.memory, {
       leaderAfterTasks: memTasks[L3.idx],
       tasksRetainedByRegistry: retainedTasks,
@@ -1098,7 +1103,7 @@ async function oneRun(cfg: Config, runIndex: number, registerKill: (pids: () => 
       phase = 'finish';
       const cpuF0 = cpuMark(procList(), states);
       const tF = performance.now();
-      agentProcs.finish();
+      agentProcs.finish(cfg.finishSpreadS * 1000);
       await timed('the finish', cfg.timeoutS, fw.allEnded);
       const seconds = (fw.allEndedAt - tF) / 1000;
       const cpuF1 = cpuMark(procList(), states);
@@ -1328,7 +1333,7 @@ export async function run(): Promise<unknown> {
       agentLink: AGENT_LINK,
       tasks: cfg.tasks,
       task: TASK,
-      finish: cfg.finishAtOnce ? 'immediate: each agent reports a task FINISHED right after RUNNING' : 'later: tasks stay RUNNING until all are, then the agents finish them all',
+      finish: cfg.finishAtOnce ? 'immediate: each agent reports a task FINISHED right after RUNNING' : `later: tasks stay RUNNING until all are, then each agent finishes its tasks at a random moment within ${cfg.finishSpreadS} s`,
       runs: cfg.runs,
     },
     summary: {
