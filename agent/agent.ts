@@ -16,6 +16,7 @@ import pino, { type Logger } from 'pino';
 import { isTerminal, NOT_DRAINING, type DrainOrder, type MasterToAgent, type StatusUpdate } from '../shared/agent-protocol.ts';
 import type { Resources } from '../shared/resources.ts';
 import { CairnError } from '../shared/errors.ts';
+import { withDirLock } from '../shared/dir-lock.ts';
 import { readAgentId, writeAgentId } from './agent-id.ts';
 import { Disposer } from './disposer.ts';
 import { ProcessExecutor, type TaskStatusChange } from './executors/process/executor.ts';
@@ -112,7 +113,12 @@ export function isolationSummary(cgroups: CgroupSupport, containers: ContainerSu
   return `${c}; ${d}`;
 }
 
+/** Starts an agent with its work dir locked (a second process on it is refused, naming the holder). */
 export async function startAgent(opts: AgentOptions): Promise<AgentHandle> {
+  return withDirLock(compileAgentOptions(opts).workDir, 'agent', 'workDir', () => startLockedAgent(opts));
+}
+
+async function startLockedAgent(opts: AgentOptions): Promise<AgentHandle> {
   // Flags are checked before anything is measured, bound or connected.
   const cfg = compileAgentOptions(opts);
   const log = (opts.logger ?? pino({ name: 'cairn-agent' })).child({ component: 'agent' });

@@ -11,6 +11,7 @@ import { hostname } from 'node:os';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { CairnError } from '../shared/errors.ts';
+import { withDirLock } from '../shared/dir-lock.ts';
 import { createLogger } from '../shared/logger.ts';
 import { AGENT_PATH, AgentEndpoint } from './agents/agent-endpoint.ts';
 import { toHttpError } from './api/http-errors.ts';
@@ -85,7 +86,12 @@ export function compileMasterConfig(opts: MasterOptions): MasterConfig {
   return c;
 }
 
+/** Starts a master with its data dir locked (a second process on it is refused, naming the holder). */
 export async function startMaster(opts: MasterOptions): Promise<MasterHandle> {
+  return withDirLock(compileMasterConfig(opts).dataDir, 'master', 'dataDir', () => startLockedMaster(opts));
+}
+
+async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
   const config = compileMasterConfig(opts);
   const port = opts.port ?? 5050;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CairnError('CAIRN_BAD_FLAG', `must be a port number, got ${port}`, 'port');

@@ -17,6 +17,8 @@ export type CairnErrorCode =
   | 'CAIRN_BAD_FLAG'
   | 'CAIRN_AGENT_UNAVAILABLE'
   | 'CAIRN_INTERNAL'
+  // A data or work dir another process holds
+  | 'CAIRN_DIR_LOCKED'
   // Gossip membership
   | 'CAIRN_GOSSIP_OFF'
   // Raft-replicated masters
