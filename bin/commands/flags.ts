@@ -6,6 +6,7 @@ import { InvalidArgumentError } from 'commander';
 import { Resources } from '../../shared/resources.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { tryParseAddress } from '../../shared/gossip/address.ts';
+import { durationProblem, formatDurationMs, parseDurationMs } from '../../agent/duration.ts';
 import { DEFAULT_MASTER_URL } from './options.ts';
 
 export function integerFlag(min: number, max: number): (value: string) => number {
@@ -14,6 +15,21 @@ export function integerFlag(min: number, max: number): (value: string) => number
     const n = Number(value);
     if (n < min || n > max) throw new InvalidArgumentError(`must be a whole number from ${min} to ${max}.`);
     return n;
+  };
+}
+
+/**
+ * A duration flag (`500ms`, `45s`, `30m`, `12h`, `7d`), in milliseconds, within [minMs, maxMs].
+ * The unit is required: a bare number is refused, and commander's message names the flag.
+ */
+export function durationFlag(minMs = 1, maxMs = Number.MAX_SAFE_INTEGER): (value: string) => number {
+  return (value) => {
+    const ms = parseDurationMs(value);
+    if (ms === undefined) throw new InvalidArgumentError(durationProblem(value));
+    if (ms < minMs || ms > maxMs) {
+      throw new InvalidArgumentError(`must be from ${formatDurationMs(minMs)} to ${formatDurationMs(maxMs)}.`);
+    }
+    return ms;
   };
 }
 

@@ -5,9 +5,10 @@
 
 import { resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { formatDurationMs, parseDurationMs } from '../../agent/duration.ts';
+import { formatDurationMs } from '../../agent/duration.ts';
 import { AGENT_DEFAULTS, MAX_GPU_SHARING, RECOVER_MODES } from '../../agent/defaults.ts';
 import { CAIRN_VERSION } from '../../shared/version.ts';
+import { MAX_DRAIN_DEADLINE_MS } from '../../shared/drain-request.ts';
 import type { CliIo } from './io.ts';
 import {
   DEFAULT_AGENT_GOSSIP_PORT,
@@ -27,7 +28,7 @@ import {
   type TopOptions,
   type UpOptions,
 } from './options.ts';
-import { attributesFlag, checkMasterUrl, domainFlag, envFlag, gossipAddrFlag, integerFlag, joinFlag, mastersFlag, nameFlag, numberFlag, peersFlag, resolversFlag, resourcesFlag, roleFlag } from './flags.ts';
+import { attributesFlag, checkMasterUrl, domainFlag, durationFlag, envFlag, gossipAddrFlag, integerFlag, joinFlag, mastersFlag, nameFlag, numberFlag, peersFlag, resolversFlag, resourcesFlag, roleFlag } from './flags.ts';
 
 /** Each handler runs one command and resolves with the process exit code. */
 export interface CommandHandlers {
@@ -83,13 +84,6 @@ function masterUrlOf(flag: string | undefined, io: CliIo, cmd: Command): string 
     const source = flag !== undefined ? "option '--master <url>'" : 'environment variable CAIRN_MASTER';
     return cmd.error(`error: ${source}: ${(err as Error).message}`, { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
   }
-}
-
-/** A duration flag (`7d`, `12h`, `30m`, `45s`, `500ms`; a bare number is milliseconds). */
-function durationFlag(value: string): number {
-  const ms = parseDurationMs(value);
-  if (ms === undefined) throw new InvalidArgumentError('must be a duration such as 7d, 12h, 30m, 45s or 500ms.');
-  return ms;
 }
 
 /** The DNS flags, shared by `up` and `master`. */
@@ -242,7 +236,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .option('--no-docker', 'run no container tasks (they fail at launch)')
     .addOption(new Option('--docker-socket <path>', "the Docker daemon's socket").default(AGENT_DEFAULTS.dockerSocket))
     .option('--docker-runtime <name>', "the OCI runtime containers start with, one the Docker daemon has registered (e.g. crun); default: the daemon's")
-    .addOption(new Option('--sandbox-gc-age <duration>', "how long a finished task's sandbox is kept, e.g. 7d, 12h, 30m").argParser(durationFlag).default(AGENT_DEFAULTS.sandboxGcAgeMs, formatDurationMs(AGENT_DEFAULTS.sandboxGcAgeMs)))
+    .addOption(new Option('--sandbox-gc-age <duration>', "how long a finished task's sandbox is kept, e.g. 7d, 12h, 30m").argParser(durationFlag()).default(AGENT_DEFAULTS.sandboxGcAgeMs, formatDurationMs(AGENT_DEFAULTS.sandboxGcAgeMs)))
     .addOption(new Option('--sandbox-gc-disk-percent <percent>', 'above this much of the work dir\'s disk in use, finished sandboxes go sooner, oldest first').argParser(integerFlag(1, 100)).default(AGENT_DEFAULTS.sandboxGcDiskPercent))
     .option('--secret-file <path>', 'file holding the cluster secret (at least 16 bytes); with it, the agent runs a gossip member');
   addGossipOptions(agent, DEFAULT_AGENT_GOSSIP_PORT)
@@ -272,7 +266,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
       .description(undrain ? 'end a drain: the agent is offered again' : 'drain an agent: no new offers of it; its tasks finish, or are killed at the deadline')
       .argument('<host>', 'agent id, host name or address (as `cairn agents` lists them)')
       .addOption(masterOption());
-    if (!undrain) c.addOption(new Option('--deadline <duration>', 'kill tasks still running after this long, e.g. 10m, 1h (default: let them finish)').argParser(durationFlag));
+    if (!undrain) c.addOption(new Option('--deadline <duration>', 'kill tasks still running after this long, e.g. 90s, 10m, 1h (default: let them finish)').argParser(durationFlag(1, MAX_DRAIN_DEADLINE_MS)));
     c.action(async (host: string, o: { master?: string; deadline?: number }, cmd: Command) => {
       // `cairn agent --master URL drain HOST` leaves --master with the parent command.
       const flag = o.master ?? (cmd.parent?.opts() as { master?: string } | undefined)?.master;
@@ -354,7 +348,7 @@ Examples:
     .command('top')
     .description('a live table of what running tasks use (CPU, memory, GPUs), refreshed every 2 s')
     .addOption(masterOption())
-    .addOption(new Option('--interval <ms>', 'time between refreshes').argParser(integerFlag(100, 3_600_000)).default(2000))
+    .addOption(new Option('--interval <duration>', 'time between refreshes, e.g. 2s, 500ms').argParser(durationFlag(100, 3_600_000)).default(2000, '2s'))
     .option('--once', 'print one table and exit', false)
     .action(async (o: { master?: string; interval: number; once: boolean }, cmd: Command) => {
       const tty = (io.stdout as { isTTY?: boolean }).isTTY === true;

@@ -91,9 +91,9 @@ describe('sandbox gc', () => {
     expect(parseDurationMs('7d')).toBe(7 * 86_400_000);
     expect(parseDurationMs('1.5h')).toBe(5_400_000);
     expect(parseDurationMs('500ms')).toBe(500);
-    expect(parseDurationMs('250')).toBe(250);
     expect(parseDurationMs('2w')).toBe(14 * 86_400_000);
-    for (const bad of ['', '0', '7 days', '-1s', 'd']) expect(parseDurationMs(bad)).toBeUndefined();
+    // A bare number has no unit: not a duration.
+    for (const bad of ['', '0', '250', '7 days', '-1s', 'd']) expect(parseDurationMs(bad)).toBeUndefined();
   });
 
   it('measures the disk as df does', async () => {

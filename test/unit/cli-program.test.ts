@@ -221,6 +221,40 @@ describe('daemon commands: parsing', () => {
   });
 });
 
+describe('duration flags need a unit', () => {
+  it('reads 90s, 5m, 500ms, 1h on every duration flag', async () => {
+    expect((await parse(['agent', 'drain', 'h', '--deadline', '90s'])).options).toMatchObject({ deadlineMs: 90_000 });
+    expect((await parse(['agent', 'drain', 'h', '--deadline', '1h'])).options).toMatchObject({ deadlineMs: 3_600_000 });
+    expect((await parse(['agent', '--sandbox-gc-age', '5m'])).options).toMatchObject({ sandboxGcAgeMs: 300_000 });
+    expect((await parse(['top', '--interval', '500ms'])).options).toMatchObject({ intervalMs: 500 });
+    expect((await parse(['top'])).options).toMatchObject({ intervalMs: 2000 });
+  });
+
+  it('refuses a bare number, naming the flag and the units', async () => {
+    for (const [argv, flag] of [
+      [['agent', 'drain', 'h', '--deadline', '90'], '--deadline'],
+      [['agent', '--sandbox-gc-age', '250'], '--sandbox-gc-age'],
+      [['top', '--interval', '2000'], '--interval'],
+    ] as const) {
+      const r = await parse([...argv]);
+      expect(r.code).toBe(2);
+      expect(r.command).toBeUndefined();
+      expect(r.err).toContain(`option '${flag} <duration>' argument '${argv.at(-1)}' is invalid`);
+      expect(r.err).toContain(`needs a unit: write e.g. ${argv.at(-1)}s`);
+    }
+  });
+
+  it('refuses durations out of range or malformed', async () => {
+    expect((await parse(['agent', 'drain', 'h', '--deadline', '8d'])).err).toContain('must be from 1ms to 7d');
+    expect((await parse(['top', '--interval', '10ms'])).err).toContain('must be from 100ms to 1h');
+    for (const bad of ['0s', '-5s', '5 minutes', 's', '']) {
+      const r = await parse(['agent', 'drain', 'h', '--deadline', bad]);
+      expect(r.code).toBe(2);
+      expect(r.err).toContain("option '--deadline <duration>'");
+    }
+  });
+});
+
 describe('gossip flags', () => {
   it('master: gossip runs with --secret-file, on the default port unless told', async () => {
     expect((await parse(['master'])).options.gossip).toBeUndefined();
