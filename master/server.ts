@@ -15,6 +15,7 @@ import { withDirLock } from '../shared/dir-lock.ts';
 import { createLogger } from '../shared/logger.ts';
 import { AGENT_PATH, AgentEndpoint } from './agents/agent-endpoint.ts';
 import { toHttpError } from './api/http-errors.ts';
+import { MAX_BODY_BYTES, registerJsonBodyParser } from './api/json-body.ts';
 import { registerRestApi } from './api/rest.ts';
 import { registerMastersApi } from './api/masters-http.ts';
 import { registerSchedulerApi } from './api/scheduler-http.ts';
@@ -190,12 +191,13 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
     lead();
   }
 
-  const app = Fastify({ logger: false, bodyLimit: 16 * 1024 * 1024, keepAliveTimeout: 60_000 });
+  const app = Fastify({ logger: false, bodyLimit: MAX_BODY_BYTES, keepAliveTimeout: 60_000 });
   app.setErrorHandler((err, _req, reply) => {
     const { status, body } = toHttpError(err);
     if (status >= 500) log.error({ err }, 'request failed');
     void reply.code(status).send(body);
   });
+  registerJsonBodyParser(app);
   registerRestApi(app, ctx);
   registerSchedulerApi(app, ctx);
   if (dns) registerDnsApi(app, dns);

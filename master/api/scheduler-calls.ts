@@ -40,6 +40,31 @@ export type SchedulerCallParsed =
   | { type: 'TEARDOWN'; frameworkId: string };
 
 const ID_PATTERN = /^[A-Za-z0-9._:@-]{1,255}$/;
+
+/**
+ * The longest strings a client may send, in characters. The registry keeps them, every
+ * master replicates them, agents and DNS use them: a 15 MB framework name was stored once.
+ * Each is far above what a real client sends, and far below what hurts.
+ */
+export const MAX_LENGTH = {
+  /** Framework and task names, roles, capabilities, images, label keys: the default. */
+  name: 1024,
+  /** The OS user a framework runs as, and its principal. */
+  user: 256,
+  /** An environment variable's name. */
+  envName: 256,
+  /** Volume paths (Linux' PATH_MAX). */
+  path: 4096,
+  /** A label's value. */
+  labelValue: 4096,
+  /** A command's value and arguments together, and each environment value. */
+  command: 64 * 1024,
+  /** Words from a fixed set (call and operation types, network, protocol, mode). */
+  word: 64,
+} as const;
+
+/** The most environment variables and labels one task may carry. */
+export const MAX_ITEMS = { environment: 1024, labels: 1024 } as const;
 const ROLE_PATTERN = /^(\*|[A-Za-z0-9_][A-Za-z0-9._-]{0,127})$/;
 
 /** Mesos v1 clients often send explicit nulls for unset fields; treat them as absent. */
@@ -64,13 +89,20 @@ function obj(value: unknown, field: string, required = true): Json | undefined {
   return value as Json;
 }
 
-function str(value: unknown, field: string, fallback?: string): string {
+function str(value: unknown, field: string, fallback?: string, maxLength: number = MAX_LENGTH.name): string {
   if (value === undefined) {
     if (fallback !== undefined) return fallback;
     throw badRequest(field, 'is required');
   }
   if (typeof value !== 'string') throw badRequest(field, 'must be a string');
+  if (value.length > maxLength) throw badRequest(field, `is too long: ${value.length} characters, at most ${maxLength}`);
   return value;
+}
+
+function arrAtMost(value: unknown, field: string, maxItems: number): unknown[] {
+  const a = arr(value, field);
+  if (a.length > maxItems) throw badRequest(field, `has ${a.length} entries, at most ${maxItems}`);
+  return a;
 }
 
 function num(value: unknown, field: string): number | undefined {
@@ -112,9 +144,9 @@ function parseFramework(info: Json, field: string): FrameworkSpec {
     capabilities,
     id,
     name: str(info.name, `${field}.name`, ''),
-    user: str(info.user, `${field}.user`, ''),
+    user: str(info.user, `${field}.user`, '', MAX_LENGTH.user),
     role,
-    principal: str(info.principal, `${field}.principal`, ''),
+    principal: str(info.principal, `${field}.principal`, '', MAX_LENGTH.user),
     failoverTimeoutS: num(info.failover_timeout, `${field}.failover_timeout`) ?? 0,
   };
 }
@@ -123,16 +155,18 @@ function parseCommand(value: unknown, field: string): CommandSpec {
   const c = obj(value, field)!;
   const shell = c.shell === undefined ? true : c.shell;
   if (typeof shell !== 'boolean') throw badRequest(`${field}.shell`, 'must be a boolean');
-  const value_ = str(c.value, `${field}.value`, '');
-  const args = arr(c.arguments, `${field}.arguments`).map((a, i) => str(a, `${field}.arguments[${i}]`));
+  const value_ = str(c.value, `${field}.value`, '', MAX_LENGTH.command);
+  const args = arr(c.arguments, `${field}.arguments`).map((a, i) => str(a, `${field}.arguments[${i}]`, undefined, MAX_LENGTH.command));
+  const commandLength = args.reduce((n, a) => n + a.length, value_.length);
+  if (commandLength > MAX_LENGTH.command) throw badRequest(`${field}.arguments`, `the command is too long: ${commandLength} characters with its value, at most ${MAX_LENGTH.command}`);
   if (shell && value_ === '') throw badRequest(`${field}.value`, 'is required for a shell command');
   if (!shell && value_ === '' && args.length === 0) throw badRequest(`${field}.value`, 'a command needs a program');
   const env = obj(c.environment, `${field}.environment`, false);
-  const environment = arr(env?.variables, `${field}.environment.variables`).map((v, i) => {
+  const environment = arrAtMost(env?.variables, `${field}.environment.variables`, MAX_ITEMS.environment).map((v, i) => {
     const e = obj(v, `${field}.environment.variables[${i}]`)!;
-    const name = str(e.name, `${field}.environment.variables[${i}].name`);
+    const name = str(e.name, `${field}.environment.variables[${i}].name`, undefined, MAX_LENGTH.envName);
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw badRequest(`${field}.environment.variables[${i}].name`, `'${name}' is not a valid variable name`);
-    return { name, value: str(e.value, `${field}.environment.variables[${i}].value`, '') };
+    return { name, value: str(e.value, `${field}.environment.variables[${i}].value`, '', MAX_LENGTH.command) };
   });
   return { shell, value: value_, arguments: args, environment };
 }
@@ -146,9 +180,9 @@ function parseTask(value: unknown, field: string): TaskSpec {
     throw badRequest(`${field}.resources`, 'a task needs some cpus or mem');
   }
   const labelsObj = obj(t.labels, `${field}.labels`, false);
-  const labels = arr(labelsObj?.labels, `${field}.labels.labels`).map((l, i) => {
+  const labels = arrAtMost(labelsObj?.labels, `${field}.labels.labels`, MAX_ITEMS.labels).map((l, i) => {
     const o = obj(l, `${field}.labels.labels[${i}]`)!;
-    return { name: str(o.key, `${field}.labels.labels[${i}].key`), value: str(o.value, `${field}.labels.labels[${i}].value`, '') };
+    return { name: str(o.key, `${field}.labels.labels[${i}].key`), value: str(o.value, `${field}.labels.labels[${i}].value`, '', MAX_LENGTH.labelValue) };
   });
   const kp = obj(t.kill_policy, `${field}.kill_policy`, false);
   const gp = obj(kp?.grace_period, `${field}.kill_policy.grace_period`, false);
@@ -173,16 +207,16 @@ function parseTask(value: unknown, field: string): TaskSpec {
  */
 function parseContainer(value: unknown, resources: Resources, field: string): ContainerSpec {
   const c = obj(value, field)!;
-  const type = str(c.type, `${field}.type`).toLowerCase();
+  const type = str(c.type, `${field}.type`, undefined, MAX_LENGTH.word).toLowerCase();
   if (type !== 'docker') throw badRequest(`${field}.type`, `container type '${type}' is not supported (supported: DOCKER)`);
   const d = obj(c.docker, `${field}.docker`)!;
   const image = str(d.image, `${field}.docker.image`);
   if (!/^[A-Za-z0-9][A-Za-z0-9._\/:@-]*$/.test(image)) throw badRequest(`${field}.docker.image`, `'${image}' is not an image reference`);
-  const network = str(d.network, `${field}.docker.network`, 'HOST').toLowerCase();
+  const network = str(d.network, `${field}.docker.network`, 'HOST', MAX_LENGTH.word).toLowerCase();
   if (network !== 'host' && network !== 'bridge') throw badRequest(`${field}.docker.network`, `network '${network}' is not supported (supported: HOST, BRIDGE)`);
   const forcePull = d.force_pull_image === undefined ? false : d.force_pull_image;
   if (typeof forcePull !== 'boolean') throw badRequest(`${field}.docker.force_pull_image`, 'must be a boolean');
-  const pullPolicy = str(d.pull_policy, `${field}.docker.pull_policy`, forcePull ? 'always' : 'if-not-present');
+  const pullPolicy = str(d.pull_policy, `${field}.docker.pull_policy`, forcePull ? 'always' : 'if-not-present', MAX_LENGTH.word);
   if (pullPolicy !== 'always' && pullPolicy !== 'if-not-present' && pullPolicy !== 'never') {
     throw badRequest(`${field}.docker.pull_policy`, `must be always, if-not-present or never, got '${pullPolicy}'`);
   }
@@ -196,7 +230,7 @@ function parseContainer(value: unknown, resources: Resources, field: string): Co
     }
     const hostPort = num(o.host_port, `${f}.host_port`) ?? 0;
     if (hostPort !== 0 && !taskPorts.has(hostPort)) throw badRequest(`${f}.host_port`, `port ${hostPort} is not among the task's ports`);
-    const protocol = str(o.protocol, `${f}.protocol`, 'tcp').toLowerCase();
+    const protocol = str(o.protocol, `${f}.protocol`, 'tcp', MAX_LENGTH.word).toLowerCase();
     if (protocol !== 'tcp' && protocol !== 'udp') throw badRequest(`${f}.protocol`, `must be tcp or udp, got '${protocol}'`);
     return { hostPort, containerPort, protocol };
   });
@@ -209,11 +243,11 @@ function parseContainer(value: unknown, resources: Resources, field: string): Co
   const volumes = arr(c.volumes, `${field}.volumes`).map((v, i) => {
     const f = `${field}.volumes[${i}]`;
     const o = obj(v, f)!;
-    const hostPath = str(o.host_path, `${f}.host_path`);
-    const containerPath = str(o.container_path, `${f}.container_path`);
+    const hostPath = str(o.host_path, `${f}.host_path`, undefined, MAX_LENGTH.path);
+    const containerPath = str(o.container_path, `${f}.container_path`, undefined, MAX_LENGTH.path);
     if (!hostPath.startsWith('/')) throw badRequest(`${f}.host_path`, 'must be an absolute path');
     if (!containerPath.startsWith('/')) throw badRequest(`${f}.container_path`, 'must be an absolute path');
-    const mode = str(o.mode, `${f}.mode`, 'RW').toUpperCase();
+    const mode = str(o.mode, `${f}.mode`, 'RW', MAX_LENGTH.word).toUpperCase();
     if (mode !== 'RW' && mode !== 'RO') throw badRequest(`${f}.mode`, `must be RW or RO, got '${mode}'`);
     return { hostPath, containerPath, readOnly: mode === 'RO' };
   });
@@ -224,7 +258,7 @@ const CALL_TYPES = ['SUBSCRIBE', 'ACCEPT', 'DECLINE', 'REVIVE', 'SUPPRESS', 'KIL
 
 export function parseSchedulerCall(raw: unknown): SchedulerCallParsed {
   const body = obj(stripNulls(raw), 'body')!;
-  const type = str(body.type, 'type');
+  const type = str(body.type, 'type', undefined, MAX_LENGTH.word);
   if (!CALL_TYPES.includes(type)) {
     throw new CairnError('CAIRN_UNKNOWN_CALL', `unknown call type '${type}' (supported: ${CALL_TYPES.join(', ')})`, 'type');
   }
@@ -249,7 +283,7 @@ export function parseSchedulerCall(raw: unknown): SchedulerCallParsed {
       const tasks: TaskSpec[] = [];
       arr(a.operations, 'accept.operations').forEach((op, i) => {
         const o = obj(op, `accept.operations[${i}]`)!;
-        const opType = str(o.type, `accept.operations[${i}].type`);
+        const opType = str(o.type, `accept.operations[${i}].type`, undefined, MAX_LENGTH.word);
         if (opType !== 'LAUNCH') throw badRequest(`accept.operations[${i}].type`, `operation '${opType}' is not supported (supported: LAUNCH)`);
         const launch = obj(o.launch, `accept.operations[${i}].launch`)!;
         arr(launch.task_infos, `accept.operations[${i}].launch.task_infos`).forEach((t, j) =>
@@ -273,7 +307,7 @@ export function parseSchedulerCall(raw: unknown): SchedulerCallParsed {
     }
     case 'ACKNOWLEDGE': {
       const a = obj(body.acknowledge, 'acknowledge')!;
-      const uuid = str(a.uuid, 'acknowledge.uuid');
+      const uuid = str(a.uuid, 'acknowledge.uuid', undefined, MAX_LENGTH.word);
       if (!/^[A-Za-z0-9+/]+={0,2}$/.test(uuid) || Buffer.from(uuid, 'base64').length !== 16) {
         throw badRequest('acknowledge.uuid', 'must be the base64 of a 16-byte uuid');
       }

@@ -2,7 +2,8 @@
 // the field.
 
 import { describe, expect, it } from 'vitest';
-import { parseSchedulerCall } from '../../master/api/scheduler-calls.ts';
+import { MAX_LENGTH, parseSchedulerCall } from '../../master/api/scheduler-calls.ts';
+import { checkJsonDepth, jsonDepth, MAX_JSON_DEPTH } from '../../master/api/json-body.ts';
 import { CairnError } from '../../shared/errors.ts';
 
 const launch = (task: Record<string, unknown>) => ({
@@ -69,5 +70,71 @@ describe('scheduler call validation', () => {
     expect(fieldOf(launch({ ...base, task_id: { value: 'has space' } }))).toBe('accept.operations[0].launch.task_infos[0].task_id.value');
     expect(fieldOf(launch({ ...base, command: { shell: true } }))).toBe('accept.operations[0].launch.task_infos[0].command.value');
     expect(fieldOf({ type: 'ACKNOWLEDGE', framework_id: { value: 'fw' }, acknowledge: { agent_id: { value: 'a' }, task_id: { value: 't' }, uuid: 'short' } })).toBe('acknowledge.uuid');
+  });
+
+  it('bounds every string a client sends, naming the field', () => {
+    const long = (n: number) => 'x'.repeat(n);
+    const problem = (body: unknown): CairnError => {
+      try {
+        parseSchedulerCall(body);
+      } catch (err) {
+        return err as CairnError;
+      }
+      throw new Error('accepted');
+    };
+    const subscribe = (info: Record<string, unknown>) => ({ type: 'SUBSCRIBE', subscribe: { framework_info: { user: 'u', name: 'n', ...info } } });
+    const fi = 'subscribe.framework_info';
+    for (const [info, field] of [
+      [{ name: long(15 * 1024 * 1024) }, `${fi}.name`],
+      [{ user: long(MAX_LENGTH.user + 1) }, `${fi}.user`],
+      [{ principal: long(MAX_LENGTH.user + 1) }, `${fi}.principal`],
+      [{ role: long(100_000) }, `${fi}.role`],
+      [{ roles: [long(100_000)] }, `${fi}.roles[0]`],
+      [{ capabilities: [{ type: long(100_000) }] }, `${fi}.capabilities[0].type`],
+      [{ id: { value: long(100_000) } }, `${fi}.id.value`],
+    ] as const) {
+      const err = problem(subscribe(info));
+      expect(err).toMatchObject({ code: 'CAIRN_BAD_REQUEST', field });
+      expect(err.message).toMatch(/is too long: \d+ characters, at most \d+/);
+      expect(err.message.length).toBeLessThan(300);
+    }
+    // At the limit is fine.
+    expect(parseSchedulerCall(subscribe({ name: long(MAX_LENGTH.name), user: long(MAX_LENGTH.user) }))).toMatchObject({ type: 'SUBSCRIBE' });
+
+    const t = 'accept.operations[0].launch.task_infos[0]';
+    const cmd = (c: Record<string, unknown>) => ({ ...base, command: { value: 'true', shell: true, ...c } });
+    for (const [task, field] of [
+      [{ ...base, name: long(100_000) }, `${t}.name`],
+      [{ ...base, task_id: { value: long(100_000) } }, `${t}.task_id.value`],
+      [{ ...base, task_id: { value: long(256) } }, `${t}.task_id.value`],
+      [cmd({ value: long(MAX_LENGTH.command + 1) }), `${t}.command.value`],
+      [cmd({ shell: false, value: 'prog', arguments: ['prog', long(MAX_LENGTH.command - 2)] }), `${t}.command.arguments`],
+      [cmd({ environment: { variables: [{ name: long(MAX_LENGTH.envName + 1), value: 'v' }] } }), `${t}.command.environment.variables[0].name`],
+      [cmd({ environment: { variables: [{ name: 'V', value: long(MAX_LENGTH.command + 1) }] } }), `${t}.command.environment.variables[0].value`],
+      [cmd({ environment: { variables: Array.from({ length: 1025 }, (_, i) => ({ name: `V${i}`, value: '' })) } }), `${t}.command.environment.variables`],
+      [{ ...base, labels: { labels: [{ key: long(100_000), value: 'v' }] } }, `${t}.labels.labels[0].key`],
+      [{ ...base, labels: { labels: [{ key: 'k', value: long(MAX_LENGTH.labelValue + 1) }] } }, `${t}.labels.labels[0].value`],
+      [{ ...base, container: { type: 'DOCKER', docker: { image: long(100_000) } } }, `${t}.container.docker.image`],
+      [{ ...base, container: { type: 'DOCKER', docker: { image: 'x' }, volumes: [{ host_path: `/${long(MAX_LENGTH.path)}`, container_path: '/d' }] } }, `${t}.container.volumes[0].host_path`],
+    ] as const) {
+      expect(problem(launch(task))).toMatchObject({ code: 'CAIRN_BAD_REQUEST', field });
+    }
+    expect(problem({ type: long(100_000) })).toMatchObject({ field: 'type' });
+    expect(problem({ type: 'ACKNOWLEDGE', framework_id: { value: 'fw' }, acknowledge: { agent_id: { value: 'a' }, task_id: { value: 't' }, uuid: long(1_000_000) } })).toMatchObject({ field: 'acknowledge.uuid' });
+    // A long command within the bound is fine.
+    expect(parseSchedulerCall(launch(cmd({ value: long(MAX_LENGTH.command) })))).toMatchObject({ type: 'ACCEPT' });
+  });
+});
+
+describe('JSON body depth', () => {
+  it('measures nesting outside strings, and refuses bodies deeper than the bound', () => {
+    expect(jsonDepth('{}')).toBe(1);
+    expect(jsonDepth('{"a":[1,{"b":[]}]}')).toBe(4);
+    expect(jsonDepth('{"a":"[[[[{{{{\\"[[["}')).toBe(1);
+    expect(jsonDepth('"\\"[["')).toBe(0);
+    expect(jsonDepth('[[[]],[[]]]')).toBe(3);
+    expect(() => checkJsonDepth('['.repeat(MAX_JSON_DEPTH) + ']'.repeat(MAX_JSON_DEPTH))).not.toThrow();
+    expect(() => checkJsonDepth('['.repeat(100_000))).toThrow(expect.objectContaining({ code: 'CAIRN_BAD_REQUEST', field: 'body' }));
+    expect(() => checkJsonDepth('['.repeat(MAX_JSON_DEPTH + 1) + ']'.repeat(MAX_JSON_DEPTH + 1))).toThrow(/more than 64 deep/);
   });
 });
