@@ -25,6 +25,8 @@ export type CairnErrorCode =
   | 'CAIRN_NOT_LEADER'
   | 'CAIRN_RAFT_OFF'
   | 'CAIRN_UNAUTHENTICATED'
+  // An authentic Raft frame or gossip packet seen before (or too old to tell).
+  | 'CAIRN_REPLAYED'
   | 'CAIRN_RAFT_CHANGE_PENDING'
   | 'CAIRN_RAFT_NO_QUORUM'
   | 'CAIRN_RAFT_BAD_CHANGE'

@@ -199,6 +199,7 @@ function replicationMetrics(ctx: MasterContext): string[] {
     promFamily('cairn_master_raft_leader', 'gauge', '1 when this master leads.', [{ value: r.role === 'leader' ? 1 : 0 }]),
     promFamily('cairn_master_raft_commit_index', 'gauge', 'Raft commit index.', [{ value: r.commit }]),
     promFamily('cairn_master_raft_applied_index', 'gauge', 'Last log index applied to the registry.', [{ value: r.applied }]),
-    promFamily('cairn_master_raft_bad_peer_frames_total', 'counter', 'Frames from peers refused as undecodable or unauthenticated.', [{ value: r.badPeerFrames }]),
+    promFamily('cairn_master_raft_bad_peer_frames_total', 'counter', 'Frames from peers refused as undecodable, unauthenticated or replayed.', [{ value: r.badPeerFrames }]),
+    promFamily('cairn_master_raft_replayed_peer_frames_total', 'counter', 'Frames from peers refused as replayed (counted among the bad ones too).', [{ value: r.replayedPeerFrames }]),
   ];
 }

@@ -1,24 +1,32 @@
 // Masters talk to each other over WebSocket: every master serves `/api/v1/raft` and keeps
-// one outgoing connection to each peer. Frames are authenticated batches of Raft messages
-// (shared/raft/wire.ts, HMAC with the cluster secret); a peer whose frame fails to decode
-// or authenticate is logged, counted and dropped. Sending never blocks: a message for a
-// peer that is not connected is dropped, and Raft's own retries recover it.
+// one outgoing connection to each peer. A connection opens with a handshake (the dialer's
+// hello, the listener's welcome, each with a fresh nonce, under the cluster secret); then
+// frames are authenticated batches of Raft messages, numbered per connection
+// (shared/raft/wire.ts), so a captured frame sent again, on its connection or another, is
+// refused. A peer whose frame fails to decode or authenticate, or is replayed, is logged,
+// counted and dropped. Sending never blocks: a message for a peer that is not connected (or
+// whose handshake has not completed) is dropped, and Raft's own retries recover it.
 
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import WebSocket, { WebSocketServer, type RawData } from 'ws';
 import type { Logger } from 'pino';
 import type { Message, NodeId } from '../../shared/raft/types.ts';
-import { RaftWire } from '../../shared/raft/wire.ts';
+import { CairnError } from '../../shared/errors.ts';
+import { RaftWire, type Dialing, type RaftSession } from '../../shared/raft/wire.ts';
 
 export const RAFT_PATH = '/api/v1/raft';
 const RECONNECT_MIN_MS = 50;
 const RECONNECT_MAX_MS = 500;
+/** A connection whose handshake has not completed by then is dropped (and redialled). */
+const HANDSHAKE_TIMEOUT_MS = 5_000;
 
 interface Peer {
   id: NodeId;
   url: string;
   socket: WebSocket | undefined;
+  /** The outgoing connection's session, once the peer has welcomed our hello. */
+  session: RaftSession | undefined;
   attempt: number;
   timer: NodeJS.Timeout | undefined;
 }
@@ -27,8 +35,12 @@ export class PeerTransport {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 256 * 1024 * 1024 });
   private readonly peers = new Map<NodeId, Peer>();
   private closed = false;
-  /** Frames refused (undecodable or unauthenticated), for metrics. */
+  /** Connections being closed for a refused frame: what else they sent is not read. */
+  private readonly refused = new WeakSet<WebSocket>();
+  /** Frames refused (undecodable, unauthenticated or replayed), for metrics. */
   badFrames = 0;
+  /** Of those, frames refused as replayed (a counter already seen, an old welcome). */
+  replayedFrames = 0;
 
   constructor(
     private readonly wire: RaftWire,
@@ -42,14 +54,33 @@ export class PeerTransport {
     this.wss.on('connection', (socket: WebSocket, req: IncomingMessage) => {
       const remote = req.socket.remoteAddress ?? '?';
       this.redialIfWaiting(req.url);
-      // Which peer this is, learnt from its first authenticated frame; when its connection
-      // breaks the node hears of it (a crashed leader is noticed from either direction).
+      // Which peer this is, as its hello says (else its first frame's sender), once it has
+      // sent a frame that passes: a hello alone proves nothing (it may be an old one sent
+      // again). When its connection breaks the node hears of it (a crashed leader is noticed
+      // from either direction).
       let peer: NodeId | undefined;
+      // The first frame must be a hello; until then nothing else is read.
+      let session: RaftSession | undefined;
+      const handshake = setTimeout(() => socket.terminate(), HANDSHAKE_TIMEOUT_MS);
+      handshake.unref();
       socket.on('message', (data: RawData) => {
-        const from = this.receive(socket, remote, data);
-        if (from !== undefined) peer = from;
+        if (this.refused.has(socket)) return;
+        if (session === undefined) {
+          try {
+            const accepted = this.wire.accept(frameBytes(data), this.selfId);
+            session = accepted.session;
+            clearTimeout(handshake);
+            socket.send(accepted.welcome);
+          } catch (err) {
+            this.refuse(socket, remote, err);
+          }
+          return;
+        }
+        const from = this.receive(socket, session, remote, data);
+        if (from !== undefined) peer = session.peer !== 0 ? session.peer : from;
       });
       socket.on('close', () => {
+        clearTimeout(handshake);
         if (peer !== undefined && !this.closed) this.onConnectionLost(peer);
       });
       socket.on('error', () => undefined);
@@ -66,7 +97,7 @@ export class PeerTransport {
     }
     for (const [id, url] of peers) {
       if (!this.peers.has(id)) {
-        const p: Peer = { id, url, socket: undefined, attempt: 0, timer: undefined };
+        const p: Peer = { id, url, socket: undefined, session: undefined, attempt: 0, timer: undefined };
         this.peers.set(id, p);
         this.connect(p);
       }
@@ -90,28 +121,35 @@ export class PeerTransport {
     }
     for (const [to, list] of byPeer) {
       const p = this.peers.get(to);
-      if (!p?.socket || p.socket.readyState !== WebSocket.OPEN) {
+      if (!p?.socket || p.session === undefined || p.socket.readyState !== WebSocket.OPEN) {
         this.onUnreachable(to);
         continue;
       }
-      p.socket.send(this.wire.encode(list));
+      p.socket.send(p.session.encode(list));
     }
   }
 
   /** Hands the messages on; returns the sender, or undefined when the frame was refused. */
-  private receive(socket: WebSocket, remote: string, data: RawData): NodeId | undefined {
+  private receive(socket: WebSocket, session: RaftSession, remote: string, data: RawData): NodeId | undefined {
     let messages: Message[];
     try {
-      const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
-      messages = this.wire.decode(bytes);
+      messages = session.decode(frameBytes(data));
     } catch (err) {
-      this.badFrames++;
-      this.log.warn({ remote, err: (err as Error).message }, 'refused a frame from a peer; dropping the connection');
-      socket.close(1008, 'bad frame');
+      this.refuse(socket, remote, err);
       return undefined;
     }
     this.onMessages(messages);
     return messages[0]?.from;
+  }
+
+  /** A frame that failed to decode, authenticate, or was replayed: counted, logged, connection dropped. */
+  private refuse(socket: WebSocket, remote: string, err: unknown): void {
+    this.refused.add(socket);
+    this.badFrames++;
+    const replayed = err instanceof CairnError && err.code === 'CAIRN_REPLAYED';
+    if (replayed) this.replayedFrames++;
+    this.log.warn({ remote, err: (err as Error).message, replayed }, 'refused a frame from a peer; dropping the connection');
+    socket.close(1008, replayed ? 'replayed frame' : 'bad frame');
   }
 
   /**
@@ -136,17 +174,43 @@ export class PeerTransport {
     const query = this.selfId !== undefined ? `?from=${this.selfId}` : '';
     const ws = new WebSocket(p.url.replace(/^http/, 'ws') + RAFT_PATH + query, { perMessageDeflate: false });
     p.socket = ws;
+    p.session = undefined;
+    let dialing: Dialing | undefined;
+    let handshake: NodeJS.Timeout | undefined;
     ws.on('open', () => {
       p.attempt = 0;
       (ws as unknown as { _socket?: { setNoDelay?: (b: boolean) => void } })._socket?.setNoDelay?.(true);
+      const hello = this.wire.hello(this.selfId);
+      dialing = hello.dialing;
+      ws.send(hello.frame);
+      handshake = setTimeout(() => ws.terminate(), HANDSHAKE_TIMEOUT_MS);
+      handshake.unref();
     });
-    ws.on('message', (data: RawData) => this.receive(ws, p.url, data));
+    let session: RaftSession | undefined;
+    ws.on('message', (data: RawData) => {
+      if (this.refused.has(ws)) return;
+      if (session !== undefined) {
+        this.receive(ws, session, p.url, data);
+        return;
+      }
+      if (dialing === undefined) return;
+      try {
+        session = dialing.welcome(frameBytes(data));
+      } catch (err) {
+        this.refuse(ws, p.url, err);
+        return;
+      }
+      clearTimeout(handshake);
+      if (p.socket === ws) p.session = session;
+    });
     ws.on('error', () => undefined);
     let opened = false;
     ws.on('open', () => (opened = true));
     ws.on('close', () => {
+      clearTimeout(handshake);
       if (p.socket !== ws || this.closed || this.peers.get(p.id) !== p) return;
       p.socket = undefined;
+      p.session = undefined;
       if (opened) this.onConnectionLost(p.id);
       const delay = Math.min(RECONNECT_MAX_MS, RECONNECT_MIN_MS * 2 ** p.attempt++);
       p.timer = setTimeout(() => this.connect(p), delay);
@@ -158,6 +222,7 @@ export class PeerTransport {
     if (p.timer) clearTimeout(p.timer);
     p.socket?.terminate();
     p.socket = undefined;
+    p.session = undefined;
   }
 
   close(): void {
@@ -166,4 +231,8 @@ export class PeerTransport {
     for (const c of this.wss.clients) c.terminate();
     this.wss.close();
   }
+}
+
+function frameBytes(data: RawData): Buffer {
+  return Array.isArray(data) ? Buffer.concat(data) : Buffer.isBuffer(data) ? data : Buffer.from(data);
 }

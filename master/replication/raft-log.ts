@@ -60,8 +60,10 @@ export interface ReplicationStatus {
   commit: number;
   applied: number;
   members: { id: NodeId; url: string; voter: boolean }[];
-  /** Peer frames refused (undecodable, unauthenticated, another cluster's). */
+  /** Peer frames refused (undecodable, unauthenticated, another cluster's, replayed). */
   badPeerFrames: number;
+  /** Of those, frames refused as replayed (sent again on their connection, or an old welcome). */
+  replayedPeerFrames: number;
 }
 
 const encoder = new TextEncoder();
@@ -174,6 +176,7 @@ export class RaftCommandLog implements CommandLog {
       applied: this.applied,
       members: [...s.config.voters, ...s.config.learners].map((id) => ({ id, url: this.members.get(id) ?? '', voter: voters.has(id) })),
       badPeerFrames: this.transport.badFrames,
+      replayedPeerFrames: this.transport.replayedFrames,
     };
   }
 

@@ -1,29 +1,48 @@
-// Raft messages on the wire between masters (proto/raft.proto). A frame carries a batch of
-// messages, the cluster id, and an HMAC-SHA256 keyed by the cluster secret. Decoding
-// refuses, with a CairnError and nothing half-read:
-//  - CAIRN_UNAUTHENTICATED: another cluster's frame, or a missing or wrong HMAC (checked
-//    before the payload is decoded, in constant time);
+// Raft messages on the wire between masters (proto/raft.proto). A connection opens with a
+// handshake (the dialer's HELLO, the listener's WELCOME, each with a fresh 16-byte nonce, the
+// cluster id and an HMAC-SHA256 under the cluster secret); both sides then hold a RaftSession
+// with one key per direction, derived from the secret, the cluster id and both nonces. Every
+// data frame carries a batch of messages, a counter and one HMAC under its direction's key, so
+// that a frame cannot be replayed: not on its own connection (its counter is no longer above
+// the last accepted), not on another one (other nonces, other keys). Decoding refuses, with a
+// CairnError and nothing half-read:
+//  - CAIRN_UNAUTHENTICATED: another cluster's hello or welcome, a missing or wrong HMAC (checked
+//    before the payload is decoded, in constant time), a frame made for another connection;
+//  - CAIRN_REPLAYED: an authentic frame whose counter is not above the last one accepted;
 //  - CAIRN_BAD_FRAME: anything undecodable or out of range (unknown message, zero or
-//    over-2^53 ids/terms/indexes, entries that do not follow prevIndex, bad membership).
-// There is no replay protection: Raft already tolerates duplicated and delayed messages.
+//    over-2^53 ids/terms/indexes, entries that do not follow prevIndex, bad membership), or a
+//    frame of the wrong kind for the handshake's step.
+// Raft itself tolerates duplicated and delayed messages; what replay protection adds is that
+// only a master holding the secret, on a connection it opened now, can make a master act.
 
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createHmac, createSecretKey, randomBytes, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import protobuf from 'protobufjs';
 import { CairnError } from '../errors.ts';
-import type { ConfState, Entry, EntryType, Message, Snapshot } from './types.ts';
+import type { ConfState, Entry, EntryType, Message, NodeId, Snapshot } from './types.ts';
 
 const root = protobuf.loadSync(fileURLToPath(new URL('../../proto/raft.proto', import.meta.url)));
 const FrameType = root.lookupType('cairn.raft.Frame');
 const BatchType = root.lookupType('cairn.raft.Batch');
+const HelloType = root.lookupType('cairn.raft.Hello');
+const WelcomeType = root.lookupType('cairn.raft.Welcome');
 
-const HMAC_TAG = Buffer.from('cairn-raft-frame-v1');
+const KIND_DATA = 0;
+const KIND_HELLO = 1;
+const KIND_WELCOME = 2;
+const HELLO_TAG = Buffer.from('cairn-raft-hello-v2');
+const WELCOME_TAG = Buffer.from('cairn-raft-welcome-v2');
+const SESSION_TAG = Buffer.from('cairn-raft-session-v2');
+const DIALER_TO_LISTENER = 1;
+const LISTENER_TO_DIALER = 2;
 const HMAC_BYTES = 32;
+/** Bytes of each side's nonce: 128 bits, never repeated by chance. */
+export const NONCE_BYTES = 16;
 /** Frames above this are refused unread; snapshots larger than this must be split by the transport. */
 export const MAX_FRAME_BYTES = 256 << 20;
 
 export interface WireOptions {
-  /** Names the group; a frame from another group is refused even if the secret matches. */
+  /** Names the group; a peer of another group is refused even if the secret matches. */
   clusterId: string;
   /** The shared secret (the contents of --secret-file); at least 16 bytes. */
   secret: Uint8Array | string;
@@ -31,11 +50,43 @@ export interface WireOptions {
 
 const ENTRY_TYPE_CODE: Record<EntryType, number> = { normal: 0, confChange: 1 };
 
-/** Encodes and decodes authenticated frames for one cluster. */
+interface ProtoFrame { clusterId: string; payload: Uint8Array; hmac: Uint8Array; kind: number; counter: Uint64 }
+
+/** Opens a frame's envelope: size, protobuf, kind. */
+function parseFrame(frame: Uint8Array, kind: number): ProtoFrame {
+  if (frame.length > MAX_FRAME_BYTES) {
+    throw new CairnError('CAIRN_BAD_FRAME', `frame of ${frame.length} bytes exceeds ${MAX_FRAME_BYTES}`, 'frame');
+  }
+  let f: ProtoFrame;
+  try {
+    f = FrameType.decode(frame) as unknown as ProtoFrame;
+  } catch (err) {
+    throw new CairnError('CAIRN_BAD_FRAME', `undecodable raft frame: ${(err as Error).message}`, 'frame');
+  }
+  const got = f.kind ?? KIND_DATA;
+  if (got !== kind) {
+    throw new CairnError('CAIRN_BAD_FRAME', `expected a ${KIND_NAMES[kind]} frame, got a ${KIND_NAMES[got] ?? `kind ${got}`} frame`, 'frame.kind');
+  }
+  return f;
+}
+
+const KIND_NAMES: Record<number, string> = { [KIND_DATA]: 'data', [KIND_HELLO]: 'hello', [KIND_WELCOME]: 'welcome' };
+
+function macMatches(got: Uint8Array | undefined, expected: Buffer): boolean {
+  return got !== undefined && got.length === HMAC_BYTES && timingSafeEqual(Buffer.from(got.buffer, got.byteOffset, got.length), expected);
+}
+
+/**
+ * The handshake of one cluster. The dialer calls `hello()` and sends its frame, then hands
+ * the answer to `Dialing.welcome()`; the listener hands the first frame it gets to `accept()`
+ * and sends back the welcome. Both come out with a RaftSession for the connection.
+ */
 export class RaftWire {
   private readonly clusterId: string;
   private readonly clusterIdBytes: Buffer;
   private readonly secret: Buffer;
+  /** uint32be(len(cluster)) || cluster: what every MAC under the secret starts with after its tag. */
+  private readonly clusterPrefix: Buffer;
 
   constructor(options: WireOptions) {
     if (typeof options.clusterId !== 'string' || options.clusterId.length === 0) {
@@ -48,35 +99,147 @@ export class RaftWire {
     this.clusterId = options.clusterId;
     this.clusterIdBytes = Buffer.from(options.clusterId, 'utf8');
     this.secret = secret;
+    const len = Buffer.alloc(4);
+    len.writeUInt32BE(this.clusterIdBytes.length);
+    this.clusterPrefix = Buffer.concat([len, this.clusterIdBytes]);
   }
 
-  private mac(clusterIdBytes: Uint8Array, payload: Uint8Array): Buffer {
-    const len = Buffer.alloc(4);
-    len.writeUInt32BE(clusterIdBytes.length);
-    return createHmac('sha256', this.secret).update(HMAC_TAG).update(len).update(clusterIdBytes).update(payload).digest();
+  private handshakeMac(tag: Buffer, payload: Uint8Array): Buffer {
+    return createHmac('sha256', this.secret).update(tag).update(this.clusterPrefix).update(payload).digest();
+  }
+
+  private sessionKey(dialerNonce: Uint8Array, listenerNonce: Uint8Array, direction: number): KeyObject {
+    const key = createHmac('sha256', this.secret)
+      .update(SESSION_TAG).update(this.clusterPrefix).update(dialerNonce).update(listenerNonce).update(Buffer.from([direction]))
+      .digest();
+    return createSecretKey(key);
+  }
+
+  /** Reads and checks a hello or welcome under the secret; returns its payload. */
+  private openHandshake(frame: Uint8Array, kind: number, tag: Buffer): Uint8Array {
+    const f = parseFrame(frame, kind);
+    if (f.clusterId !== this.clusterId) {
+      throw new CairnError('CAIRN_UNAUTHENTICATED', `peer is of cluster '${f.clusterId}', not '${this.clusterId}'`, 'frame.clusterId');
+    }
+    if (!macMatches(f.hmac, this.handshakeMac(tag, f.payload))) {
+      throw new CairnError('CAIRN_UNAUTHENTICATED', `${KIND_NAMES[kind]} HMAC does not match the cluster secret`, 'frame.hmac');
+    }
+    return f.payload;
+  }
+
+  /** The dialer's side: the hello to send first, and what takes the listener's welcome. */
+  hello(from: NodeId = 0): { frame: Uint8Array; dialing: Dialing } {
+    const nonce = randomBytes(NONCE_BYTES);
+    const payload = HelloType.encode({ nonce, from }).finish();
+    const frame = FrameType.encode({ kind: KIND_HELLO, clusterId: this.clusterId, payload, hmac: this.handshakeMac(HELLO_TAG, payload) }).finish();
+    return { frame, dialing: new Dialing(nonce, (welcome) => this.completeDial(nonce, welcome)) };
+  }
+
+  private completeDial(dialerNonce: Buffer, frame: Uint8Array): RaftSession {
+    const payload = this.openHandshake(frame, KIND_WELCOME, WELCOME_TAG);
+    let w: { dialerNonce: Uint8Array; nonce: Uint8Array; from: Uint64 };
+    try {
+      w = WelcomeType.decode(payload) as unknown as typeof w;
+    } catch (err) {
+      throw bad('frame.payload', `undecodable welcome: ${(err as Error).message}`);
+    }
+    // An authentic welcome for another connection (an old one sent again) is not ours.
+    if (w.dialerNonce.length !== NONCE_BYTES || !timingSafeEqual(Buffer.from(w.dialerNonce), dialerNonce)) {
+      throw new CairnError('CAIRN_REPLAYED', 'the welcome answers another connection\'s hello', 'welcome.dialerNonce');
+    }
+    if (w.nonce.length !== NONCE_BYTES) throw bad('welcome.nonce', `must be ${NONCE_BYTES} bytes, got ${w.nonce.length}`);
+    const peer = num(w.from, 'welcome.from');
+    return new RaftSession(
+      this.sessionKey(dialerNonce, w.nonce, DIALER_TO_LISTENER),
+      this.sessionKey(dialerNonce, w.nonce, LISTENER_TO_DIALER),
+      peer,
+    );
+  }
+
+  /**
+   * The listener's side: checks the connection's first frame (a hello of this cluster, under
+   * the secret) and returns the welcome to send back and the connection's session.
+   */
+  accept(frame: Uint8Array, self: NodeId = 0): { welcome: Uint8Array; session: RaftSession } {
+    const payload = this.openHandshake(frame, KIND_HELLO, HELLO_TAG);
+    let h: { nonce: Uint8Array; from: Uint64 };
+    try {
+      h = HelloType.decode(payload) as unknown as typeof h;
+    } catch (err) {
+      throw bad('frame.payload', `undecodable hello: ${(err as Error).message}`);
+    }
+    if (h.nonce.length !== NONCE_BYTES) throw bad('hello.nonce', `must be ${NONCE_BYTES} bytes, got ${h.nonce.length}`);
+    const peer = num(h.from, 'hello.from');
+    // A hello sent again (captured, replayed) gets a fresh nonce here, so the keys differ from
+    // the original connection's and none of its frames will pass.
+    const nonce = randomBytes(NONCE_BYTES);
+    const wp = WelcomeType.encode({ dialerNonce: h.nonce, nonce, from: self }).finish();
+    const welcome = FrameType.encode({ kind: KIND_WELCOME, clusterId: this.clusterId, payload: wp, hmac: this.handshakeMac(WELCOME_TAG, wp) }).finish();
+    const session = new RaftSession(
+      this.sessionKey(h.nonce, nonce, LISTENER_TO_DIALER),
+      this.sessionKey(h.nonce, nonce, DIALER_TO_LISTENER),
+      peer,
+    );
+    return { welcome, session };
+  }
+}
+
+/** A dialer waiting for the welcome to its hello. */
+export class Dialing {
+  /** @internal */
+  constructor(
+    readonly nonce: Uint8Array,
+    private readonly complete: (welcome: Uint8Array) => RaftSession,
+  ) {}
+
+  /** Checks the listener's answer (this cluster, under the secret, to this hello): the session. */
+  welcome(frame: Uint8Array): RaftSession {
+    return this.complete(frame);
+  }
+}
+
+/**
+ * One connection's frames, after the handshake: encode() numbers and authenticates outgoing
+ * batches, decode() refuses a frame not made for this connection and direction or whose
+ * counter is not above the last one accepted. One HMAC per frame either way.
+ */
+export class RaftSession {
+  private sent = 0;
+  private received = 0;
+
+  /** @internal made by RaftWire's handshake */
+  constructor(
+    private readonly sendKey: KeyObject,
+    private readonly receiveKey: KeyObject,
+    /** The other side's Raft id as it said in the handshake (0: none given). */
+    readonly peer: NodeId,
+  ) {}
+
+  /** The counter of the last frame accepted (0: none yet). */
+  get lastReceived(): number {
+    return this.received;
+  }
+
+  private mac(key: KeyObject, counter: number, payload: Uint8Array): Buffer {
+    const c = Buffer.allocUnsafe(8);
+    c.writeBigUInt64BE(BigInt(counter));
+    return createHmac('sha256', key).update(c).update(payload).digest();
   }
 
   encode(messages: readonly Message[]): Uint8Array {
     const payload = BatchType.encode({ messages: messages.map(toProto) }).finish();
-    return FrameType.encode({ clusterId: this.clusterId, payload, hmac: this.mac(this.clusterIdBytes, payload) }).finish();
+    const counter = ++this.sent;
+    return FrameType.encode({ kind: KIND_DATA, counter, payload, hmac: this.mac(this.sendKey, counter, payload) }).finish();
   }
 
   decode(frame: Uint8Array): Message[] {
-    if (frame.length > MAX_FRAME_BYTES) {
-      throw new CairnError('CAIRN_BAD_FRAME', `frame of ${frame.length} bytes exceeds ${MAX_FRAME_BYTES}`, 'frame');
+    const f = parseFrame(frame, KIND_DATA);
+    const counter = num(f.counter, 'frame.counter', 1);
+    if (!macMatches(f.hmac, this.mac(this.receiveKey, counter, f.payload))) {
+      throw new CairnError('CAIRN_UNAUTHENTICATED', 'frame HMAC does not match this connection (made for another connection, or a wrong secret)', 'frame.hmac');
     }
-    let f: { clusterId: string; payload: Uint8Array; hmac: Uint8Array };
-    try {
-      f = FrameType.decode(frame) as unknown as typeof f;
-    } catch (err) {
-      throw new CairnError('CAIRN_BAD_FRAME', `undecodable raft frame: ${(err as Error).message}`, 'frame');
-    }
-    if (f.clusterId !== this.clusterId) {
-      throw new CairnError('CAIRN_UNAUTHENTICATED', `frame is for cluster '${f.clusterId}', not '${this.clusterId}'`, 'frame.clusterId');
-    }
-    const expected = this.mac(this.clusterIdBytes, f.payload);
-    if (f.hmac.length !== HMAC_BYTES || !timingSafeEqual(Buffer.from(f.hmac.buffer, f.hmac.byteOffset, f.hmac.length), expected)) {
-      throw new CairnError('CAIRN_UNAUTHENTICATED', 'frame HMAC does not match the cluster secret', 'frame.hmac');
+    if (counter <= this.received) {
+      throw new CairnError('CAIRN_REPLAYED', `frame counter ${counter} is not above the last accepted, ${this.received}: a replayed frame`, 'frame.counter');
     }
     let batch: { messages: ProtoMessage[] };
     try {
@@ -84,7 +247,10 @@ export class RaftWire {
     } catch (err) {
       throw new CairnError('CAIRN_BAD_FRAME', `undecodable raft payload: ${(err as Error).message}`, 'frame.payload');
     }
-    return batch.messages.map((m, i) => fromProto(m, `messages[${i}]`));
+    const messages = batch.messages.map((m, i) => fromProto(m, `messages[${i}]`));
+    // Counted only once the whole frame is accepted: a refused one closes the connection anyway.
+    this.received = counter;
+    return messages;
   }
 }
 
