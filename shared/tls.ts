@@ -14,7 +14,8 @@
 
 import { readFileSync } from 'node:fs';
 import type { AgentOptions as HttpsAgentOptions, ServerOptions as HttpsServerOptions } from 'node:https';
-import { createSecureContext } from 'node:tls';
+import { isIP } from 'node:net';
+import { connect as tlsConnect, createSecureContext } from 'node:tls';
 import { Agent, fetch as undiciFetch } from 'undici';
 import { CairnError } from './errors.ts';
 
@@ -133,8 +134,13 @@ export class TlsClient {
       this.dispatcher = dispatcher;
       // undici's Request/Response are the classes Node's own fetch uses; only the type
       // declarations differ between the package and @types/node.
-      this.fetch = ((input: Parameters<typeof globalThis.fetch>[0], init?: RequestInit) =>
-        undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as object), dispatcher } as Parameters<typeof undiciFetch>[1])) as unknown as typeof globalThis.fetch;
+      this.fetch = (async (input: Parameters<typeof globalThis.fetch>[0], init?: RequestInit) => {
+        try {
+          return await undiciFetch(input as Parameters<typeof undiciFetch>[0], { ...(init as object), dispatcher } as Parameters<typeof undiciFetch>[1]);
+        } catch (err) {
+          throw await this.explainClosed(err, input);
+        }
+      }) as unknown as typeof globalThis.fetch;
     }
   }
 
@@ -155,6 +161,40 @@ export class TlsClient {
   /** Options for a node:https Agent. */
   httpsAgentOptions(base: HttpsAgentOptions = {}): HttpsAgentOptions {
     return { ...base, ...this.connectOptions() };
+  }
+
+  /**
+   * undici reports a server's TLS alert (a client certificate required or refused) only as
+   * "other side closed". When an HTTPS request fails so, one handshake alone asks the server
+   * why, and the alert becomes the error's cause (describeTlsError then says it in words).
+   * Costs nothing unless a request has already failed.
+   */
+  private async explainClosed(err: unknown, input: unknown): Promise<unknown> {
+    if (!codesOf(err).includes('UND_ERR_SOCKET')) return err;
+    let url: URL;
+    try {
+      url = new URL(typeof input === 'string' ? input : input instanceof URL ? input.href : (input as { url: string }).url);
+    } catch {
+      return err;
+    }
+    if (url.protocol !== 'https:') return err;
+    const alert = await new Promise<Error | undefined>((resolve) => {
+      const host = url.hostname.replace(/^\[|\]$/g, '');
+      const socket = tlsConnect({ host, port: Number(url.port) || 443, ...(isIP(host) === 0 ? { servername: host } : {}), ...this.connectOptions() });
+      const done = (e: Error | undefined) => {
+        clearTimeout(timer);
+        socket.destroy();
+        resolve(e);
+      };
+      // A TLS 1.3 server judges the client's certificate after the client's handshake ends.
+      const timer = setTimeout(() => done(undefined), 2_000);
+      socket.once('error', (e) => done(e));
+      socket.once('close', () => done(undefined));
+      socket.once('secureConnect', () => socket.write('HEAD / HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n'));
+      socket.once('data', () => done(undefined));
+    });
+    if (alert === undefined || describeTlsError(alert) === undefined) return err;
+    return new TypeError(`fetch failed: ${(alert as Error).message}`, { cause: alert });
   }
 
   /** Closes pooled connections (daemons stopping; a CLI's idle sockets do not hold it open). */

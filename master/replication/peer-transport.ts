@@ -50,6 +50,8 @@ export class PeerTransport {
     private readonly onConnectionLost: (id: NodeId) => void = () => undefined,
     /** This master's id, sent as a hint when dialling so that the peer dials back at once. */
     private readonly selfId?: NodeId,
+    /** TLS options of outgoing connections (CA, client certificate); wss:// peers need them. */
+    private readonly dial: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {},
   ) {
     this.wss.on('connection', (socket: WebSocket, req: IncomingMessage) => {
       const remote = req.socket.remoteAddress ?? '?';
@@ -172,7 +174,7 @@ export class PeerTransport {
     if (this.closed) return;
     p.timer = undefined;
     const query = this.selfId !== undefined ? `?from=${this.selfId}` : '';
-    const ws = new WebSocket(p.url.replace(/^http/, 'ws') + RAFT_PATH + query, { perMessageDeflate: false });
+    const ws = new WebSocket(p.url.replace(/^http/, 'ws') + RAFT_PATH + query, { perMessageDeflate: false, ...this.dial });
     p.socket = ws;
     p.session = undefined;
     let dialing: Dialing | undefined;

@@ -49,6 +49,8 @@ export interface RaftLogOptions {
   /** How long an added master may take to catch up before its promotion is given up (default 60 s). */
   catchUpTimeoutMs?: number;
   log: Logger;
+  /** TLS options of the connections to peers (shared/tls.ts: the CA to verify them with, the certificate to present). */
+  dial?: { ca?: Buffer; cert?: Buffer; key?: Buffer };
 }
 
 export interface ReplicationStatus {
@@ -125,6 +127,7 @@ export class RaftCommandLog implements CommandLog {
         this.schedule();
       },
       opts.id,
+      opts.dial,
     );
     this.setPeers();
     this.timer = setInterval(() => {
