@@ -455,13 +455,15 @@ class Agent {
       return;
     }
     if (reg.agentId !== this.agentId) {
+      if (this.agentId !== undefined) this.log.warn({ old: this.agentId, new: reg.agentId }, 'master gave this agent a new id');
+      // Taken at once: a launch may arrive while the id is written, and its container is
+      // labelled with the id.
+      this.agentId = reg.agentId;
       try {
         await writeAgentId(this.cfg.workDir, reg.agentId);
       } catch (err) {
         this.log.error({ err: (err as Error).message }, 'cannot store the agent id; a restart will register as a new agent');
       }
-      if (this.agentId !== undefined) this.log.warn({ old: this.agentId, new: reg.agentId }, 'master gave this agent a new id');
-      this.agentId = reg.agentId;
     }
     // The connection may have gone while the id was written.
     if (generation !== this.link.currentGeneration || !this.link.isOpen) return;

@@ -10,6 +10,7 @@ import type { TaskInfo } from '../../shared/agent-protocol.ts';
 import { DockerExecutor, type DockerTaskInfo } from '../../agent/executors/docker/docker-executor.ts';
 import type { TaskStatusChange } from '../../agent/executors/process/executor.ts';
 import { GpuPool } from '../../agent/resources/gpu-pool.ts';
+import { workDirInstance } from '../../agent/executors/docker/ownership.ts';
 import { dockerRuntimeMissing, dockerUnavailable, ensureTestImage, TEST_IMAGE } from '../harness/docker.ts';
 import { startAgent } from '../../agent/agent.ts';
 import { silentLogger } from '../../shared/logger.ts';
@@ -120,7 +121,8 @@ describe.skipIf(!!why)('Docker executor', () => {
   it('replaces a container an earlier attempt left under the task\'s name', async () => {
     statuses = [];
     const e = executor();
-    const stale = await new Docker().createContainer({ name: DockerExecutor.containerName('c-stale'), Image: TEST_IMAGE, Cmd: ['true'], Labels: { 'cairn.framework-id': 'fw-docker' } });
+    // As an earlier attempt of this agent leaves it: with this work dir's instance.
+    const stale = await new Docker().createContainer({ name: DockerExecutor.containerName('c-stale'), Image: TEST_IMAGE, Cmd: ['true'], Labels: { 'cairn.framework-id': 'fw-docker', 'cairn.task-id': 'c-stale', 'cairn.agent-id': 'agent-docker-test', 'cairn.agent-instance': workDirInstance(workDir) } });
     e.launch(task('c-stale', 'echo fresh'));
     await waitFor('finished', () => final('c-stale')?.state === 'TASK_FINISHED', 30_000);
     expect((await e.readLog('c-stale', 'stdout', 0, 1 << 20)).data).toBe('fresh\n');

@@ -1,11 +1,15 @@
-// The pure translation of a task into Docker's container-create body, and the masters' DNS
-// servers as Docker takes them.
+// The pure translation of a task into Docker's container-create body, the masters' DNS
+// servers as Docker takes them, and which containers an agent takes for its own.
 
 import { describe, expect, it } from 'vitest';
 import { containerConfig, resolvePortMappings } from '../../agent/executors/docker/container-config.ts';
 import type { DockerTaskInfo } from '../../agent/executors/docker/docker-executor.ts';
 import { dockerDnsServers } from '../../agent/agent.ts';
 import { cgroupFromProcFile } from '../../agent/isolation/cgroups.ts';
+import { containerOwnership, workDirInstance } from '../../agent/executors/docker/ownership.ts';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 
 function task(over: Partial<DockerTaskInfo['container']['docker']> = {}, resources = 'cpus:0.5;mem:128;ports:[31000-31001]'): DockerTaskInfo {
   return {
@@ -17,14 +21,14 @@ function task(over: Partial<DockerTaskInfo['container']['docker']> = {}, resourc
 
 describe('container create body', () => {
   it('carries env, limits, ports, volumes, DNS, GPUs and the labels that tie it to its task', () => {
-    const b = containerConfig({ task: task(), agentId: 'a-S0', hostname: 'h1', sandbox: '/w/sandboxes/web.1', gpuIndices: [1, 3], dnsServers: ['10.0.0.1', '10.0.0.2'], cpuQuota: true });
+    const b = containerConfig({ task: task(), agentId: 'a-S0', agentInstance: 'inst-1', hostname: 'h1', sandbox: '/w/sandboxes/web.1', gpuIndices: [1, 3], dnsServers: ['10.0.0.1', '10.0.0.2'], cpuQuota: true });
     expect(b.name).toBe('cairn-web.1');
     expect(b.Image).toBe('img:1');
     expect(b.Entrypoint).toEqual(['/bin/sh', '-c']);
     expect(b.Cmd).toEqual(['echo hi']);
     expect(b.Env).toEqual(expect.arrayContaining(['PORT=31000', 'PORT0=31000', 'PORT1=31001', 'HOST=h1', 'GREETING=hi', 'CAIRN_TASK_ID=web.1', 'CUDA_VISIBLE_DEVICES=1,3']));
     expect(b.Env.some((e) => e.startsWith('PATH='))).toBe(false); // the image's own PATH
-    expect(b.Labels).toMatchObject({ 'cairn.task-id': 'web.1', 'cairn.framework-id': 'fw', 'cairn.agent-id': 'a-S0', 'cairn.label.team': 'ml' });
+    expect(b.Labels).toMatchObject({ 'cairn.task-id': 'web.1', 'cairn.framework-id': 'fw', 'cairn.agent-id': 'a-S0', 'cairn.agent-instance': 'inst-1', 'cairn.label.team': 'ml' });
     expect(b.HostConfig).toMatchObject({
       NetworkMode: 'bridge',
       Memory: 128 * 1024 * 1024,
@@ -40,7 +44,7 @@ describe('container create body', () => {
   });
 
   it('on the host network has no port bindings; without DNS servers or GPUs sets neither', () => {
-    const b = containerConfig({ task: task({ network: 'host', portMappings: [] }), agentId: 'a', hostname: 'h', sandbox: '/s', gpuIndices: [], dnsServers: [] });
+    const b = containerConfig({ task: task({ network: 'host', portMappings: [] }), agentId: 'a', agentInstance: 'i', hostname: 'h', sandbox: '/s', gpuIndices: [], dnsServers: [] });
     expect(b.HostConfig.NetworkMode).toBe('host');
     expect(b.HostConfig.PortBindings).toBeUndefined();
     expect(b.HostConfig.Dns).toBeUndefined();
@@ -53,7 +57,7 @@ describe('container create body', () => {
   });
 
   it('starts the container with the runtime the agent names', () => {
-    const b = containerConfig({ task: task(), agentId: 'a', hostname: 'h', sandbox: '/s', gpuIndices: [], dnsServers: [], runtime: 'crun' });
+    const b = containerConfig({ task: task(), agentId: 'a', agentInstance: 'i', hostname: 'h', sandbox: '/s', gpuIndices: [], dnsServers: [], runtime: 'crun' });
     expect(b.HostConfig.Runtime).toBe('crun');
   });
 
@@ -83,5 +87,47 @@ describe('a container\'s cgroup, from /proc/PID/cgroup', () => {
   it('reads the unified hierarchy when there is no v1 memory controller', () => {
     expect(cgroupFromProcFile('0::/system.slice/docker-abc.scope\n', { v1: new Map(), v2: ['/sys/fs/cgroup'] })).toEqual({ version: 2, dir: '/sys/fs/cgroup/system.slice/docker-abc.scope' });
     expect(cgroupFromProcFile('garbage', { v1: new Map(), v2: [] })).toBeUndefined();
+  });
+});
+
+describe('which containers are this agent\'s', () => {
+  const me = { instance: 'a'.repeat(32), agentId: 'agent-S1', sandboxOf: (t: string) => `/work/sandboxes/${t}` };
+  const mount = (t: string) => [{ Source: `/work/sandboxes/${t}`, Destination: '/mnt/mesos/sandbox' }];
+
+  it('adopts a container with this work dir\'s instance, and no other', () => {
+    expect(containerOwnership({ Id: 'c1', Labels: { 'cairn.task-id': 't1', 'cairn.agent-instance': me.instance, 'cairn.agent-id': 'agent-S1' } }, me)).toEqual({ ours: true });
+    // The instance decides, even when the agent id was changed by the master since.
+    expect(containerOwnership({ Id: 'c1', Labels: { 'cairn.task-id': 't1', 'cairn.agent-instance': me.instance, 'cairn.agent-id': 'old-S0' } }, me)).toEqual({ ours: true });
+    expect(containerOwnership({ Id: 'c2', Labels: { 'cairn.task-id': 't1', 'cairn.agent-instance': 'b'.repeat(32), 'cairn.agent-id': 'agent-S1' }, Mounts: mount('t1') }, me))
+      .toMatchObject({ ours: false, why: expect.stringContaining('another agent work dir') });
+  });
+
+  it('adopts an unmarked container (an older agent\'s) only with its own agent id and sandbox', () => {
+    expect(containerOwnership({ Id: 'c', Labels: { 'cairn.task-id': 't1', 'cairn.agent-id': 'agent-S1' }, Mounts: mount('t1') }, me)).toEqual({ ours: true });
+    expect(containerOwnership({ Id: 'c', Labels: { 'cairn.task-id': 't1', 'cairn.agent-id': '' }, Mounts: mount('t1') }, me)).toMatchObject({ ours: false, why: 'it carries no agent id' });
+    expect(containerOwnership({ Id: 'c', Labels: { 'cairn.task-id': 't1' }, Mounts: mount('t1') }, me)).toMatchObject({ ours: false, why: 'it carries no agent id' });
+    expect(containerOwnership({ Id: 'c', Labels: { 'cairn.task-id': 't1', 'cairn.agent-id': 'other-S9' }, Mounts: mount('t1') }, me)).toMatchObject({ ours: false, why: 'it belongs to agent other-S9' });
+    expect(containerOwnership({ Id: 'c', Labels: { 'cairn.task-id': 't1', 'cairn.agent-id': 'agent-S1' }, Mounts: [{ Source: '/elsewhere/t1', Destination: '/mnt/mesos/sandbox' }] }, me))
+      .toMatchObject({ ours: false, why: expect.stringContaining('/elsewhere/t1 is not in this agent') });
+    expect(containerOwnership({ Id: 'c', Labels: { 'cairn.task-id': 't1', 'cairn.agent-id': 'agent-S1' }, Mounts: mount('t1') }, { ...me, agentId: undefined })).toMatchObject({ ours: false });
+    expect(containerOwnership({ Id: 'c', Labels: { 'cairn.agent-id': 'agent-S1' } }, me)).toMatchObject({ ours: false, why: 'it names no task' });
+  });
+
+  it('never labels a container with an empty agent id', () => {
+    const input = { task: task(), agentId: '', agentInstance: 'i', hostname: 'h', sandbox: '/s', gpuIndices: [], dnsServers: [] };
+    expect(() => containerConfig(input)).toThrow(expect.objectContaining({ field: 'agentId' }));
+    expect(() => containerConfig({ ...input, agentId: 'a', agentInstance: '' })).toThrow(expect.objectContaining({ field: 'agentId' }));
+  });
+
+  it('keeps one instance id per work dir', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-instance-'));
+    try {
+      const id = workDirInstance(join(dir, 'agent'));
+      expect(id).toMatch(/^[0-9a-f]{32}$/);
+      expect(workDirInstance(join(dir, 'agent'))).toBe(id);
+      expect(workDirInstance(join(dir, 'other'))).not.toBe(id);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -14,6 +14,8 @@ export const CONTAINER_SANDBOX = '/mnt/mesos/sandbox';
 export const LABEL_TASK_ID = 'cairn.task-id';
 export const LABEL_FRAMEWORK_ID = 'cairn.framework-id';
 export const LABEL_AGENT_ID = 'cairn.agent-id';
+/** The launching agent's work dir instance id (ownership.ts): only that agent adopts the container. */
+export const LABEL_AGENT_INSTANCE = 'cairn.agent-instance';
 
 /** CFS period used with a quota; 100 ms is the kernel's default. */
 const CPU_PERIOD_US = 100_000;
@@ -22,7 +24,10 @@ const MIN_MEMORY_BYTES = 6 * 1024 * 1024;
 
 export interface ContainerConfigInput {
   task: TaskInfo & { container: ContainerSpec };
+  /** The launching agent's id; never empty (a container labelled with none was adopted by any agent). */
   agentId: string;
+  /** The launching agent's work dir instance id. */
+  agentInstance: string;
   hostname: string;
   sandbox: string;
   gpuIndices: readonly number[];
@@ -85,6 +90,7 @@ export function resolvePortMappings(mappings: readonly PortMapping[], taskPorts:
 
 export function containerConfig(input: ContainerConfigInput): ContainerCreateBody {
   const { task } = input;
+  if (input.agentId === '' || input.agentInstance === '') throw new CairnError('CAIRN_INTERNAL', 'a container is launched only by an agent with an id and an instance', 'agentId');
   const docker = task.container.docker;
   const resources = Resources.parse(task.resources, 'resources');
   const ports = resources.portList();
@@ -108,6 +114,7 @@ export function containerConfig(input: ContainerConfigInput): ContainerCreateBod
       [LABEL_TASK_ID]: task.taskId,
       [LABEL_FRAMEWORK_ID]: task.frameworkId,
       [LABEL_AGENT_ID]: input.agentId,
+      [LABEL_AGENT_INSTANCE]: input.agentInstance,
       ...Object.fromEntries(task.labels.map((l) => [`cairn.label.${l.name}`, l.value])),
     },
     HostConfig: {

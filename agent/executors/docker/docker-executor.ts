@@ -1,11 +1,13 @@
 // The Docker executor: runs a task in a container through the Docker Engine API
 // (dockerode over the daemon's socket). Its output is copied from the container's log
 // stream into the task's sandbox files, so logs read the same for processes and
-// containers. Containers carry labels naming their task, which is how a restarted agent
-// finds them again (`recover`).
+// containers. Containers carry labels naming their task and the agent that launched them,
+// which is how a restarted agent finds them again (`recover`); a container another agent
+// launched is never adopted nor removed (ownership.ts). An error in one container's I/O (its
+// log stream, its sandbox files, the container vanishing) ends that task, never the agent.
 
 import Docker from 'dockerode';
-import { createWriteStream, statSync, type WriteStream } from 'node:fs';
+import { createWriteStream, mkdirSync, statSync, type WriteStream } from 'node:fs';
 import type { Logger } from 'pino';
 import { isTerminal, type ContainerSpec, type PullPolicy, type RunningTask, type TaskInfo, type TaskState } from '../../../shared/agent-protocol.ts';
 import type { LogChunk } from '../../../shared/master-state.ts';
@@ -14,7 +16,8 @@ import { GpuPool } from '../../resources/gpu-pool.ts';
 import { cgroupOfProcess, type CgroupRef } from '../../isolation/cgroups.ts';
 import { closeQuietly, logPath, openSandbox, readSandboxLog, sandboxDir, type LogStream } from '../process/sandbox.ts';
 import type { KillOutcome, LaunchOutcome, RecoverMode, TaskSnapshot, TaskStatusChange } from '../process/executor.ts';
-import { containerConfig, containerName, type ContainerCreateBody, LABEL_AGENT_ID, LABEL_FRAMEWORK_ID, LABEL_TASK_ID } from './container-config.ts';
+import { containerConfig, containerName, type ContainerCreateBody, LABEL_FRAMEWORK_ID, LABEL_TASK_ID } from './container-config.ts';
+import { containerOwnership, workDirInstance, type ListedContainer, type Ownership } from './ownership.ts';
 
 export const LABEL_RESOURCES = 'cairn.resources';
 /** The GPU devices the container holds, comma-separated, so a restarted agent holds them again. */
@@ -70,6 +73,8 @@ interface ContainerTask {
   /** Settles once the log stream has ended (or failed): all the container wrote is copied. */
   logsDone: Promise<void> | undefined;
   files: WriteStream[];
+  /** The sources of I/O errors already logged for this task. */
+  ioErrors?: Set<string>;
   ended: Promise<void>;
   markEnded: () => void;
 }
@@ -81,6 +86,10 @@ export class DockerExecutor {
   private closed = false;
   /** Shut down leaving containers running: their ends are the next agent process's to report. */
   private detached = false;
+  /** This work dir's instance id, which every container launched from it carries. */
+  private instance: string | undefined;
+  /** Containers with Cairn's labels that are not this agent's, each logged once and left alone. */
+  private readonly foreign = new Set<string>();
 
   constructor(private readonly opts: DockerExecutorOptions) {
     this.docker = new Docker({ socketPath: opts.socketPath ?? '/var/run/docker.sock' });
@@ -117,7 +126,26 @@ export class DockerExecutor {
     return t;
   }
 
+  private ownInstance(): string {
+    return (this.instance ??= workDirInstance(this.opts.workDir));
+  }
+
+  /** Whether a container (as listed or inspected) is this agent's; see ownership.ts. */
+  private ownership(c: ListedContainer): Ownership {
+    const agentId = this.opts.agentId();
+    return containerOwnership(c, { instance: this.ownInstance(), agentId: agentId === '' ? undefined : agentId, sandboxOf: (taskId) => sandboxDir(this.opts.workDir, taskId) });
+  }
+
+  private noteForeign(c: ListedContainer, why: string): void {
+    if (this.foreign.has(c.Id)) return;
+    this.foreign.add(c.Id);
+    this.opts.logger?.warn({ container: c.Id.slice(0, 12), name: c.Names?.[0], taskId: c.Labels[LABEL_TASK_ID], why }, "a container with Cairn's labels is not this agent's: left alone");
+  }
+
   private async run(t: ContainerTask, info: DockerTaskInfo): Promise<void> {
+    // A container is labelled with its agent's id; one launched with none would be any agent's.
+    const agentId = this.opts.agentId();
+    if (agentId === '') return this.finish(t, 'TASK_FAILED', 'the agent has no id yet: containers are launched once it has registered', 'REASON_CONTAINER_LAUNCH_FAILED');
     const opened = openSandbox(this.opts.workDir, info.taskId);
     closeQuietly(opened.stdoutFd);
     closeQuietly(opened.stderrFd);
@@ -138,7 +166,7 @@ export class DockerExecutor {
       t.gpus = [...got];
     }
     const body = containerConfig({
-      task: info, agentId: this.opts.agentId(), hostname: this.opts.hostname, sandbox: t.sandbox,
+      task: info, agentId, agentInstance: this.ownInstance(), hostname: this.opts.hostname, sandbox: t.sandbox,
       gpuIndices: t.gpus, dnsServers: this.opts.dnsServers?.() ?? [], cpuQuota: this.opts.cpuQuota ?? false,
       ...(this.opts.runtime !== undefined ? { runtime: this.opts.runtime } : {}),
     });
@@ -171,8 +199,17 @@ export class DockerExecutor {
 
   /** Copies the container's output into the sandbox files from `sinceSec` on. */
   private async follow(t: ContainerTask, container: Docker.Container, sinceSec: number): Promise<void> {
+    // A recovered container's sandbox may be gone (removed by hand): it is made again.
+    try {
+      mkdirSync(t.sandbox, { recursive: true });
+    } catch (err) {
+      this.ioError(t, 'sandbox', err);
+    }
     const out = createWriteStream(logPath(t.sandbox, 'stdout'), { flags: 'a' });
     const err = createWriteStream(logPath(t.sandbox, 'stderr'), { flags: 'a' });
+    // A file that cannot be written loses that output, not the agent.
+    out.on('error', (e) => this.ioError(t, 'stdout file', e));
+    err.on('error', (e) => this.ioError(t, 'stderr file', e));
     t.files = [out, err];
     const stream = (await container.logs({ follow: true, stdout: true, stderr: true, since: sinceSec })) as unknown as NodeJS.ReadableStream;
     t.logs = stream;
@@ -180,7 +217,10 @@ export class DockerExecutor {
     t.logsDone = new Promise<void>((resolve) => {
       stream.once('end', resolve);
       stream.once('close', resolve);
-      stream.once('error', () => resolve());
+      stream.on('error', (e) => {
+        this.ioError(t, 'log stream', e);
+        resolve();
+      });
     });
     this.docker.modem.demuxStream(stream, out, err);
   }
@@ -205,11 +245,19 @@ export class DockerExecutor {
     return this.finish(t, 'TASK_FAILED', `exited with code ${code}`, 'REASON_COMMAND_EXECUTOR_FAILED', code);
   }
 
+  /** Logs an I/O error of one task's (once per source); the task goes on as far as it can. */
+  private ioError(t: ContainerTask, source: string, err: unknown): void {
+    const seen = (t.ioErrors ??= new Set<string>());
+    if (seen.has(source)) return;
+    seen.add(source);
+    this.opts.logger?.warn({ taskId: t.taskId, source, err: (err as Error)?.message ?? String(err) }, "error in a container's I/O: its output may be incomplete");
+  }
+
   /**
    * Creates the container; a string says why it could not be. An image that is not here is
    * pulled once with `if-not-present`, and is the failure with `never`. A container left with
-   * this task's name by an earlier attempt is in the way and is ours: it goes, and the create
-   * is tried again.
+   * this task's name by an earlier attempt of this agent is in the way: it goes, and the
+   * create is tried again. One that is not this agent's is left alone, and the launch fails.
    */
   private async create(body: ContainerCreateBody, policy: PullPolicy): Promise<Docker.Container | string> {
     let pulled = policy === 'always';
@@ -227,7 +275,17 @@ export class DockerExecutor {
           if (pullError) return pullError;
         } else if (status === 409 && !removed) {
           removed = true;
-          await this.docker.getContainer(body.name).remove({ force: true }).catch(() => undefined);
+          const inTheWay = this.docker.getContainer(body.name);
+          const info = await inTheWay.inspect().catch(() => undefined);
+          if (info) {
+            const listed: ListedContainer = { Id: info.Id, Names: [info.Name], Labels: info.Config?.Labels ?? {}, Mounts: info.Mounts };
+            const owned = this.ownership(listed);
+            if (!owned.ours) {
+              this.noteForeign(listed, owned.why);
+              return `a container named ${body.name} that is not this agent's is in the way (${owned.why}); it is left alone`;
+            }
+          }
+          await inTheWay.remove({ force: true }).catch(() => undefined);
         } else {
           throw err;
         }
@@ -264,14 +322,20 @@ export class DockerExecutor {
    * Finds this agent's containers after a restart: running ones are followed again (their
    * output since the sandbox was last written is appended), ended ones are reported with
    * their exit code. Returns the tasks that are still running. With `cleanup`, running
-   * containers are stopped instead (reported TASK_KILLED).
+   * containers are stopped instead (reported TASK_KILLED). Containers with Cairn's labels
+   * that this agent did not launch are logged once and left alone.
    */
   async recover(mode: RecoverMode = 'reconnect'): Promise<RunningTask[]> {
-    const list = await this.docker.listContainers({ all: true, filters: { label: [LABEL_TASK_ID, `${LABEL_AGENT_ID}=${this.opts.agentId()}`] } });
+    const list = await this.docker.listContainers({ all: true, filters: { label: [LABEL_TASK_ID] } });
     const running: RunningTask[] = [];
     for (const c of list) {
       const taskId = c.Labels[LABEL_TASK_ID];
       if (!taskId || this.tasks.has(taskId)) continue;
+      const owned = this.ownership(c);
+      if (!owned.ours) {
+        this.noteForeign(c, owned.why);
+        continue;
+      }
       const t = this.track(taskId, c.Labels[LABEL_FRAMEWORK_ID] ?? '', c.Labels[LABEL_RESOURCES] ?? '', sandboxDir(this.opts.workDir, taskId));
       t.containerId = c.Id;
       t.state = 'TASK_RUNNING';
