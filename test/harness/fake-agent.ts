@@ -22,6 +22,8 @@ export interface FakeAgentOptions {
   finishTasks?: boolean;
   /** Do not answer pings (to make the master declare the agent unreachable). */
   silent?: boolean;
+  /** TLS options of the connection (a wss:// master): the CA, a client certificate (shared/tls.ts connectOptions). */
+  tls?: { ca?: Buffer; cert?: Buffer; key?: Buffer };
   /** Tasks to report as running in the registration. */
   running?: { taskId: string; frameworkId: string; state: TaskState; resources: string }[];
 }
@@ -38,7 +40,7 @@ export class FakeAgent {
 
   connect(): Promise<string> {
     const url = this.opts.masterUrl.replace(/^http/, 'ws') + '/api/v1/agent';
-    const ws = new WebSocket(url);
+    const ws = new WebSocket(url, { ...this.opts.tls });
     this.ws = ws;
     return new Promise((resolve, reject) => {
       ws.on('open', () =>

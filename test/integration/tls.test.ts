@@ -5,7 +5,6 @@
 // through the master. The same with mutual TLS, where a client without a certificate is
 // refused. A client without the cluster's CA is refused with an error that says why.
 
-import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -13,47 +12,11 @@ import { MasterClient } from '../../shared/sdk/master-client.ts';
 import { loadTls, TlsClient } from '../../shared/tls.ts';
 import { TEST_USER } from '../harness/credentials.ts';
 import { Cleanup, freePort, runCairn, startCairn, waitFor, type CairnProcess } from '../harness/processes.ts';
+import { hasOpenssl, makeCerts, type Certs } from '../harness/tls-certs.ts';
 
-function hasOpenssl(): boolean {
-  try {
-    execFileSync('openssl', ['version'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
-}
 const openssl = hasOpenssl();
 if (!openssl && !process.env.CI) console.warn('tls.test.ts skipped: openssl is not installed');
 const describeTls = openssl || process.env.CI ? describe : describe.skip;
-
-interface Certs {
-  dir: string;
-  ca: string;
-  /** The daemons' certificate: 127.0.0.1 and localhost, for serving and for dialling each other. */
-  nodeCert: string;
-  nodeKey: string;
-  /** A user's client certificate, signed by the same CA. */
-  clientCert: string;
-  clientKey: string;
-}
-
-/** A CA and two certificates it signs, in `dir` (P-256 keys: quick to make). */
-function makeCerts(dir: string): Certs {
-  const run = (...args: string[]) => execFileSync('openssl', args, { cwd: dir, stdio: ['ignore', 'ignore', 'pipe'] });
-  const key = (name: string) => run('genpkey', '-algorithm', 'EC', '-pkeyopt', 'ec_paramgen_curve:P-256', '-out', name);
-  key('ca.key');
-  run('req', '-x509', '-new', '-key', 'ca.key', '-out', 'ca.pem', '-days', '2', '-subj', '/CN=cairn test CA',
-    '-addext', 'basicConstraints=critical,CA:TRUE', '-addext', 'keyUsage=critical,keyCertSign,cRLSign');
-  const sign = (name: string, cn: string, ext: string) => {
-    key(`${name}.key`);
-    run('req', '-new', '-key', `${name}.key`, '-out', `${name}.csr`, '-subj', `/CN=${cn}`);
-    writeFileSync(join(dir, `${name}.ext`), ext);
-    run('x509', '-req', '-in', `${name}.csr`, '-CA', 'ca.pem', '-CAkey', 'ca.key', '-CAcreateserial', '-out', `${name}.pem`, '-days', '2', '-extfile', `${name}.ext`);
-  };
-  sign('node', 'cairn node', 'basicConstraints=CA:FALSE\nsubjectAltName=IP:127.0.0.1,DNS:localhost\nextendedKeyUsage=serverAuth,clientAuth\n');
-  sign('client', 'tester', 'basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n');
-  return { dir, ca: join(dir, 'ca.pem'), nodeCert: join(dir, 'node.pem'), nodeKey: join(dir, 'node.key'), clientCert: join(dir, 'client.pem'), clientKey: join(dir, 'client.key') };
-}
 
 const cleanup = new Cleanup();
 const clients: TlsClient[] = [];
