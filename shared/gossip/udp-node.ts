@@ -5,11 +5,15 @@
 // is some 100 datagrams. TCP delivers it whole or not at all, and a failed exchange is simply
 // retried at the next period, as in memberlist.
 //
-// Everything that arrives is authenticated (HMAC-SHA256 under the cluster secret and name) and
-// validated before the core sees it; a packet that fails is counted and dropped, never thrown.
-// One timer follows the core's next deadline. stop() releases socket, listener, connections and
-// timer in reverse order.
+// Everything that arrives is authenticated (HMAC-SHA256 under the cluster secret and name, or
+// AES-256-GCM with `encrypt`), checked for freshness (its stamp: a time within 30 s of ours and
+// a sequence number not seen before, see replay-guard.ts) and validated before the core sees it;
+// a packet that fails is counted and dropped, never thrown. Packets are stamped here with this
+// run's id, a sequence number and the wall clock, which the core never reads. One timer follows
+// the core's next deadline. stop() releases socket, listener, connections and timer in reverse
+// order.
 
+import { randomBytes } from 'node:crypto';
 import { createSocket, type Socket as UdpSocket } from 'node:dgram';
 import { createServer, connect, type Server, type Socket } from 'node:net';
 import { networkInterfaces } from 'node:os';
@@ -23,7 +27,8 @@ import { formatAddress, parseAddress, tryParseAddress } from './address.ts';
 import { compileGossipConfig, type GossipConfigOptions } from './config.ts';
 import type { MemberMeta, MemberRole, OutgoingPacket } from './messages.ts';
 import { GossipNode, type GossipNodeStats, type GossipOutput, type MemberView, type MembershipEvent } from './node.ts';
-import { deriveGossipKey, openPacket, sealPacket } from './wire.ts';
+import { ReplayGuard } from './replay-guard.ts';
+import { deriveGossipKeys, openPacket, RUN_BYTES, sealPacket, type GossipKeys } from './wire.ts';
 
 export interface StartGossipOptions {
   /** Unique in the cluster; a restarted member reuses its name. */
@@ -46,6 +51,11 @@ export interface StartGossipOptions {
   readonly secret: string | Uint8Array;
   /** Name of the cluster, part of the packet key: default `cairn`. */
   readonly cluster?: string;
+  /**
+   * Encrypt every packet (AES-256-GCM under a key derived from the secret). Members with it on
+   * and members with it off do not understand each other: each drops the other's packets.
+   */
+  readonly encrypt?: boolean;
   /** `host:port` of members to join through; one live one is enough. Retried while alone. */
   readonly join?: readonly string[];
   readonly config?: GossipConfigOptions;
@@ -62,6 +72,12 @@ export interface GossipCounters {
   streamsSent: number;
   /** No envelope, or the MAC does not match (wrong secret or cluster, altered). */
   droppedUnauthenticated: number;
+  /** Encrypted while this member runs without encryption, or the other way round. */
+  droppedEncryptionMismatch: number;
+  /** Authentic, but seen before (or too far behind the newest from its sender to tell). */
+  droppedReplayed: number;
+  /** Authentic, but sent further than the replay window (30 s) from our clock: old, or a clock far off. */
+  droppedStale: number;
   /** Authentic but not a valid gossip packet. */
   droppedMalformed: number;
   /** Larger than a datagram (sending) or a stream frame (receiving) may be. */
@@ -90,6 +106,7 @@ export class GossipMember extends TypedEmitter<GossipEvents> {
   readonly address: string;
   readonly counters: GossipCounters = {
     packetsReceived: 0, packetsSent: 0, streamsReceived: 0, streamsSent: 0, droppedUnauthenticated: 0,
+    droppedEncryptionMismatch: 0, droppedReplayed: 0, droppedStale: 0,
     droppedMalformed: 0, droppedOversized: 0, sendErrors: 0, streamErrors: 0,
   };
 
@@ -98,13 +115,20 @@ export class GossipMember extends TypedEmitter<GossipEvents> {
   private stopped = false;
   private leaveWaiter: (() => void) | undefined;
   private readonly streams = new Set<Socket>();
+  /** This run's id in every packet's stamp: a restarted member's numbers start again under a new one. */
+  private readonly run = randomBytes(RUN_BYTES);
+  private datagramSeq = 0;
+  private streamSeq = 0;
+  private readonly replay = new ReplayGuard();
+  /** When each kind of warning about dropped packets was last logged: one a minute at most. */
+  private readonly warned = new Map<string, { atMs: number; since: number }>();
 
   /** @internal use startGossip */
   constructor(
     private readonly core: GossipNode,
     private readonly udp: UdpSocket,
     private readonly tcp: Server,
-    private readonly key: Buffer,
+    private readonly keys: GossipKeys,
     private readonly logger: Logger,
     private readonly clock: () => number,
   ) {
@@ -196,7 +220,7 @@ export class GossipMember extends TypedEmitter<GossipEvents> {
   private onDatagram(bytes: Buffer): void {
     if (this.stopped) return;
     this.counters.packetsReceived++;
-    this.deliver(bytes);
+    this.deliver(bytes, false);
   }
 
   private onStream(socket: Socket): void {
@@ -230,19 +254,36 @@ export class GossipMember extends TypedEmitter<GossipEvents> {
         socket.end();
         if (this.stopped) return;
         this.counters.streamsReceived++;
-        this.deliver(frame);
+        this.deliver(frame, true);
       }
     });
   }
 
-  private deliver(bytes: Uint8Array): void {
+  private deliver(bytes: Uint8Array, stream: boolean): void {
     let packet;
     try {
-      packet = openPacket(this.key, bytes);
+      packet = openPacket(this.keys, bytes);
     } catch (err) {
-      if (err instanceof CairnError && err.code === 'CAIRN_UNAUTHENTICATED') this.counters.droppedUnauthenticated++;
+      if (err instanceof CairnError && err.code === 'CAIRN_UNAUTHENTICATED' && err.field === 'packet.mode') {
+        this.counters.droppedEncryptionMismatch++;
+        this.warnAtMostEveryMinute('encryption', err.message);
+      } else if (err instanceof CairnError && err.code === 'CAIRN_UNAUTHENTICATED') this.counters.droppedUnauthenticated++;
       else this.counters.droppedMalformed++;
       this.logger.debug({ err }, 'gossip: dropped a packet');
+      return;
+    }
+    // A datagram's bytes sent again over TCP (or the other way) would escape its channel's
+    // sequence: the stamp says which channel it was sealed for.
+    const verdict = packet.stamp.stream !== stream ? 'replayed' : this.replay.check(packet.stamp, Date.now());
+    if (verdict === 'replayed') {
+      this.counters.droppedReplayed++;
+      this.warnAtMostEveryMinute('replayed', `dropped an authentic gossip packet seen before (replayed) from ${packet.from}`);
+      return;
+    }
+    if (verdict === 'stale') {
+      this.counters.droppedStale++;
+      const skewS = Math.round((Date.now() - packet.stamp.sentAtMs) / 1000);
+      this.warnAtMostEveryMinute('stale', `dropped an authentic gossip packet from ${packet.from} sent ${Math.abs(skewS)} s ${skewS >= 0 ? 'ago' : 'in the future'} by its clock: replayed, or the clocks of the two hosts are that far apart`);
       return;
     }
     try {
@@ -252,6 +293,18 @@ export class GossipMember extends TypedEmitter<GossipEvents> {
       this.counters.droppedMalformed++;
       this.logger.error({ err }, 'gossip: a packet could not be handled');
     }
+  }
+
+  /** A warning about dropped packets, at most once a minute per kind, with how many were dropped since. */
+  private warnAtMostEveryMinute(kind: string, message: string): void {
+    const now = Date.now();
+    const w = this.warned.get(kind);
+    if (w !== undefined && now - w.atMs < 60_000) {
+      w.since++;
+      return;
+    }
+    this.warned.set(kind, { atMs: now, since: 0 });
+    this.logger.warn({ droppedSinceLastWarning: w?.since ?? 0, counters: this.counters }, `gossip: ${message}`);
   }
 
   private onTimer(): void {
@@ -302,7 +355,8 @@ export class GossipMember extends TypedEmitter<GossipEvents> {
       this.counters.sendErrors++;
       return;
     }
-    const sealed = sealPacket(this.key, this.address, p.messages);
+    const stamp = { run: this.run, stream: p.stream, seq: p.stream ? ++this.streamSeq : ++this.datagramSeq, sentAtMs: Date.now() };
+    const sealed = sealPacket(this.keys, this.address, p.messages, stamp);
     if (p.stream) {
       this.sendStream(to.host, to.port, sealed);
       return;
@@ -349,7 +403,7 @@ export async function startGossip(options: StartGossipOptions): Promise<GossipMe
   const join = options.join ?? [];
   join.forEach((a, i) => parseAddress(a, `join[${i}]`));
   const config = compileGossipConfig(options.config);
-  const key = deriveGossipKey(options.secret, options.cluster ?? 'cairn');
+  const keys = deriveGossipKeys(options.secret, options.cluster ?? 'cairn', options.encrypt === true);
   const bindHost = options.bindHost ?? '0.0.0.0';
   if (isIP(bindHost) === 0) throw new CairnError('CAIRN_BAD_REQUEST', `'${bindHost}' is not an IP address`, 'bindHost');
 
@@ -389,8 +443,8 @@ export async function startGossip(options: StartGossipOptions): Promise<GossipMe
     tcp.close();
     throw err;
   }
-  const member = new GossipMember(core, udp, tcp, key, logger, clock);
-  logger.info({ name: options.name, address: advertise, join }, 'gossip: started');
+  const member = new GossipMember(core, udp, tcp, keys, logger, clock);
+  logger.info({ name: options.name, address: advertise, join, encrypted: keys.cipher !== undefined }, 'gossip: started');
   member.start(join);
   return member;
 }

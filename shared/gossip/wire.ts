@@ -1,14 +1,26 @@
-// Gossip frames on the wire: protobuf (proto/gossip.proto) behind an HMAC-SHA256 envelope.
+// Gossip frames on the wire: protobuf (proto/gossip.proto) behind an authenticated envelope,
+// optionally encrypted.
 //
-// Datagram: "CG" | version 1 | HMAC-SHA256(key, "CG" 1 packet) (32 bytes) | Packet (protobuf).
-// The key is derived from the cluster secret and the cluster name, so two clusters sharing a
-// secret by accident still cannot talk. The MAC is checked before the protobuf parser sees a
-// byte; then every field is validated. Anything wrong is a CairnError: CAIRN_UNAUTHENTICATED
-// (no envelope, or the MAC does not match) or CAIRN_BAD_FRAME (authentic but malformed), which
-// the shell counts and drops.
+// Datagram, authenticated:  "CG" | version 2 | mode 0 | HMAC-SHA256(mac key, "CG" 2 0 || body) (32 bytes) | body
+// Datagram, encrypted:      "CG" | version 2 | mode 1 | nonce (12 bytes) | AES-256-GCM(cipher key, nonce, aad "CG" 2 1)(body) | tag (16 bytes)
+// body = stamp (21 bytes) | Packet (protobuf)
+// stamp = sender run (8 random bytes, drawn when the member starts) | channel (0 datagram,
+//         1 stream) | sequence (uint48be, per run and channel) | sent at (uint48be, ms since
+//         the epoch, the sender's wall clock)
+//
+// The keys are derived from the cluster secret and the cluster name, so two clusters sharing a
+// secret by accident still cannot talk: the MAC key as HMAC-SHA256(secret, "cairn-gossip-v1" NUL
+// cluster), the cipher key by HKDF-SHA256 with its own label. Each encrypted datagram has a fresh
+// random 96-bit nonce: at some tens of datagrams a second per member, the 2^32 messages under
+// one key that random nonces allow are centuries away. The MAC or the tag is checked before the
+// protobuf parser sees a byte; then every field is validated. The stamp is what the shell's
+// ReplayGuard (replay-guard.ts) judges freshness by; this file reads no clock. Anything wrong is
+// a CairnError: CAIRN_UNAUTHENTICATED (no envelope, the MAC or tag does not match, or the sender
+// and this member disagree on encryption: field `packet.mode`) or CAIRN_BAD_FRAME (authentic but
+// malformed), which the shell counts and drops.
 
 import protobuf from 'protobufjs';
-import { createHmac, timingSafeEqual } from 'node:crypto';
+import { createCipheriv, createDecipheriv, createHmac, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { CairnError } from '../errors.ts';
 import { tryParseAddress } from './address.ts';
@@ -23,17 +35,31 @@ import {
   type MemberSnapshot,
   type MemberState,
 } from './messages.ts';
+import type { PacketStamp } from './replay-guard.ts';
 
 const root = protobuf.loadSync(fileURLToPath(new URL('../../proto/gossip.proto', import.meta.url)));
 const PacketType = root.lookupType('cairn.gossip.Packet');
 
 const MAGIC_0 = 0x43; // 'C'
 const MAGIC_1 = 0x47; // 'G'
-const VERSION = 1;
+const VERSION = 2;
+const MODE_MAC = 0;
+const MODE_GCM = 1;
+const HEADER_BYTES = 4;
 const MAC_BYTES = 32;
-export const ENVELOPE_BYTES = 3 + MAC_BYTES;
-/** Magic and version, covered by the MAC too, so that no one can relabel a packet's version. */
-const HEADER = Buffer.from([MAGIC_0, MAGIC_1, VERSION]);
+const NONCE_BYTES = 12;
+const TAG_BYTES = 16;
+/** Bytes of the sender's run id. */
+export const RUN_BYTES = 8;
+const STAMP_BYTES = RUN_BYTES + 1 + 6 + 6;
+/** What an authenticated envelope adds to a Packet. */
+export const ENVELOPE_BYTES = HEADER_BYTES + MAC_BYTES + STAMP_BYTES;
+/** What an encrypted envelope adds to a Packet. */
+export const SEALED_ENVELOPE_BYTES = HEADER_BYTES + NONCE_BYTES + TAG_BYTES + STAMP_BYTES;
+/** Magic, version and mode, covered by the MAC (or the tag) too, so that no one can relabel a packet. */
+const HEADER_MAC = Buffer.from([MAGIC_0, MAGIC_1, VERSION, MODE_MAC]);
+const HEADER_GCM = Buffer.from([MAGIC_0, MAGIC_1, VERSION, MODE_GCM]);
+const UINT48_MAX = 2 ** 48 - 1;
 
 /** Names are short labels; anything longer is garbage or an attack. */
 const MAX_NAME_BYTES = 255;
@@ -51,8 +77,14 @@ const STATE_FROM_WIRE: Record<string, MemberState> = {
 
 const TO_OBJECT: protobuf.IConversionOptions = { longs: Number, enums: String, defaults: true, arrays: true, objects: true, oneofs: true };
 
-/** The MAC key of a cluster: HMAC-SHA256(secret, "cairn-gossip-v1" NUL cluster). */
-export function deriveGossipKey(secret: string | Uint8Array, cluster: string): Buffer {
+/** The keys of a cluster's gossip: a MAC key, and with encryption on an AES-256 key. */
+export interface GossipKeys {
+  readonly mac: Buffer;
+  /** Set when packets are encrypted; then unencrypted ones are refused, and the other way round. */
+  readonly cipher: Buffer | undefined;
+}
+
+function secretBytes(secret: string | Uint8Array, cluster: string): Buffer {
   const s = typeof secret === 'string' ? Buffer.from(secret, 'utf8') : Buffer.from(secret);
   if (s.length < 16) {
     throw new CairnError('CAIRN_BAD_REQUEST', `must be at least 16 bytes, got ${s.length}`, 'secret');
@@ -60,43 +92,115 @@ export function deriveGossipKey(secret: string | Uint8Array, cluster: string): B
   if (typeof cluster !== 'string' || cluster.length === 0) {
     throw new CairnError('CAIRN_BAD_REQUEST', 'must be a non-empty string', 'cluster');
   }
-  return createHmac('sha256', s).update(`cairn-gossip-v1\0${cluster}`).digest();
+  return s;
+}
+
+/** A cluster's gossip keys; `encrypt` adds the cipher key (HKDF-SHA256, a label of its own). */
+export function deriveGossipKeys(secret: string | Uint8Array, cluster: string, encrypt = false): GossipKeys {
+  const s = secretBytes(secret, cluster);
+  const mac = createHmac('sha256', s).update(`cairn-gossip-v1\0${cluster}`).digest();
+  const cipher = encrypt ? Buffer.from(hkdfSync('sha256', s, Buffer.alloc(0), `cairn-gossip-aes-256-gcm-v1\0${cluster}`, 32)) : undefined;
+  return { mac, cipher };
 }
 
 export interface OpenedPacket {
   readonly from: string;
   readonly messages: GossipMessage[];
+  /** The replay fields, for the shell's ReplayGuard. */
+  readonly stamp: PacketStamp;
 }
 
-/** Encodes and authenticates one packet. */
-export function sealPacket(key: Uint8Array, from: string, messages: readonly GossipMessage[]): Buffer {
-  const body = PacketType.encode({ from, messages: messages.map(toWire) }).finish();
-  const mac = createHmac('sha256', key).update(HEADER).update(body).digest();
-  const out = Buffer.allocUnsafe(ENVELOPE_BYTES + body.length);
-  out[0] = MAGIC_0;
-  out[1] = MAGIC_1;
-  out[2] = VERSION;
-  mac.copy(out, 3);
-  out.set(body, ENVELOPE_BYTES);
-  return out;
+/** The stamp a sealed packet carries: `run` as RUN_BYTES bytes. */
+export interface SealStamp {
+  readonly run: Uint8Array;
+  readonly stream: boolean;
+  readonly seq: number;
+  readonly sentAtMs: number;
 }
 
-/** Authenticates, decodes and validates one packet; throws a CairnError on anything wrong. */
-export function openPacket(key: Uint8Array, bytes: Uint8Array): OpenedPacket {
-  if (bytes.length < ENVELOPE_BYTES || bytes[0] !== MAGIC_0 || bytes[1] !== MAGIC_1) {
+function writeStamp(out: Buffer, at: number, stamp: SealStamp): void {
+  if (stamp.run.length !== RUN_BYTES) throw new CairnError('CAIRN_BAD_REQUEST', `must be ${RUN_BYTES} bytes`, 'stamp.run');
+  for (const [v, f] of [[stamp.seq, 'seq'], [stamp.sentAtMs, 'sentAtMs']] as const) {
+    if (!Number.isInteger(v) || v < 0 || v > UINT48_MAX) throw new CairnError('CAIRN_BAD_REQUEST', 'must be an integer within 48 bits', `stamp.${f}`);
+  }
+  out.set(stamp.run, at);
+  out[at + RUN_BYTES] = stamp.stream ? 1 : 0;
+  out.writeUIntBE(stamp.seq, at + RUN_BYTES + 1, 6);
+  out.writeUIntBE(stamp.sentAtMs, at + RUN_BYTES + 7, 6);
+}
+
+/** Encodes, stamps and authenticates (or encrypts, with a cipher key) one packet. */
+export function sealPacket(keys: GossipKeys, from: string, messages: readonly GossipMessage[], stamp: SealStamp): Buffer {
+  const packet = PacketType.encode({ from, messages: messages.map(toWire) }).finish();
+  if (keys.cipher === undefined) {
+    const out = Buffer.allocUnsafe(ENVELOPE_BYTES + packet.length);
+    HEADER_MAC.copy(out, 0);
+    const bodyAt = HEADER_BYTES + MAC_BYTES;
+    writeStamp(out, bodyAt, stamp);
+    out.set(packet, bodyAt + STAMP_BYTES);
+    createHmac('sha256', keys.mac).update(HEADER_MAC).update(out.subarray(bodyAt)).digest().copy(out, HEADER_BYTES);
+    return out;
+  }
+  const body = Buffer.allocUnsafe(STAMP_BYTES + packet.length);
+  writeStamp(body, 0, stamp);
+  body.set(packet, STAMP_BYTES);
+  const nonce = randomBytes(NONCE_BYTES);
+  const cipher = createCipheriv('aes-256-gcm', keys.cipher, nonce);
+  cipher.setAAD(HEADER_GCM);
+  const encrypted = cipher.update(body);
+  cipher.final();
+  return Buffer.concat([HEADER_GCM, nonce, encrypted, cipher.getAuthTag()]);
+}
+
+/** Authenticates (or decrypts), decodes and validates one packet; throws a CairnError on anything wrong. */
+export function openPacket(keys: GossipKeys, bytes: Uint8Array): OpenedPacket {
+  if (bytes.length < HEADER_BYTES || bytes[0] !== MAGIC_0 || bytes[1] !== MAGIC_1) {
     throw new CairnError('CAIRN_UNAUTHENTICATED', 'not a gossip packet (no envelope)', 'packet');
   }
   if (bytes[2] !== VERSION) {
-    throw new CairnError('CAIRN_BAD_FRAME', `unknown gossip envelope version ${bytes[2]}`, 'packet.version');
+    throw new CairnError('CAIRN_BAD_FRAME', `unknown gossip envelope version ${bytes[2]} (this member speaks ${VERSION})`, 'packet.version');
   }
-  const body = bytes.subarray(ENVELOPE_BYTES);
-  const expected = createHmac('sha256', key).update(HEADER).update(body).digest();
-  if (!timingSafeEqual(expected, bytes.subarray(3, ENVELOPE_BYTES))) {
-    throw new CairnError('CAIRN_UNAUTHENTICATED', 'gossip packet MAC does not match (wrong secret or cluster, or altered)', 'packet');
+  const mode = bytes[3];
+  if (mode !== MODE_MAC && mode !== MODE_GCM) {
+    throw new CairnError('CAIRN_BAD_FRAME', `unknown gossip envelope mode ${mode}`, 'packet.mode');
   }
+  if (mode === MODE_GCM && keys.cipher === undefined) {
+    throw new CairnError('CAIRN_UNAUTHENTICATED', 'gossip packet is encrypted, but this member runs without gossip encryption (--gossip-encrypt): every member of a cluster must have it on, or all off', 'packet.mode');
+  }
+  if (mode === MODE_MAC && keys.cipher !== undefined) {
+    throw new CairnError('CAIRN_UNAUTHENTICATED', 'gossip packet is not encrypted, but this member runs with gossip encryption (--gossip-encrypt): every member of a cluster must have it on, or all off', 'packet.mode');
+  }
+  let body: Buffer;
+  if (mode === MODE_MAC) {
+    if (bytes.length < ENVELOPE_BYTES) throw new CairnError('CAIRN_UNAUTHENTICATED', 'gossip packet too short for its envelope', 'packet');
+    body = Buffer.from(bytes.buffer, bytes.byteOffset + HEADER_BYTES + MAC_BYTES, bytes.length - HEADER_BYTES - MAC_BYTES);
+    const expected = createHmac('sha256', keys.mac).update(HEADER_MAC).update(body).digest();
+    if (!timingSafeEqual(expected, bytes.subarray(HEADER_BYTES, HEADER_BYTES + MAC_BYTES))) {
+      throw new CairnError('CAIRN_UNAUTHENTICATED', 'gossip packet MAC does not match (wrong secret or cluster, or altered)', 'packet');
+    }
+  } else {
+    if (bytes.length < SEALED_ENVELOPE_BYTES) throw new CairnError('CAIRN_UNAUTHENTICATED', 'gossip packet too short for its envelope', 'packet');
+    const nonce = bytes.subarray(HEADER_BYTES, HEADER_BYTES + NONCE_BYTES);
+    const tag = bytes.subarray(bytes.length - TAG_BYTES);
+    try {
+      const decipher = createDecipheriv('aes-256-gcm', keys.cipher!, nonce);
+      decipher.setAAD(HEADER_GCM);
+      decipher.setAuthTag(tag);
+      body = Buffer.concat([decipher.update(bytes.subarray(HEADER_BYTES + NONCE_BYTES, bytes.length - TAG_BYTES)), decipher.final()]);
+    } catch {
+      throw new CairnError('CAIRN_UNAUTHENTICATED', 'gossip packet does not decrypt (wrong secret or cluster, or altered)', 'packet');
+    }
+  }
+  const stamp: PacketStamp = {
+    run: body.toString('hex', 0, RUN_BYTES),
+    stream: body[RUN_BYTES] === 1,
+    seq: body.readUIntBE(RUN_BYTES + 1, 6),
+    sentAtMs: body.readUIntBE(RUN_BYTES + 7, 6),
+  };
+  if (body[RUN_BYTES] > 1) throw bad('packet.stamp', `unknown channel ${body[RUN_BYTES]}`);
   let obj: Record<string, unknown>;
   try {
-    obj = PacketType.toObject(PacketType.decode(body), TO_OBJECT) as Record<string, unknown>;
+    obj = PacketType.toObject(PacketType.decode(body.subarray(STAMP_BYTES)), TO_OBJECT) as Record<string, unknown>;
   } catch (err) {
     throw bad('packet', `undecodable: ${(err as Error).message}`);
   }
@@ -104,7 +208,7 @@ export function openPacket(key: Uint8Array, bytes: Uint8Array): OpenedPacket {
   const list = obj.messages as Record<string, unknown>[];
   if (list.length === 0) throw bad('packet.messages', 'empty');
   if (list.length > MAX_MESSAGES) throw bad('packet.messages', `${list.length} messages, at most ${MAX_MESSAGES}`);
-  return { from, messages: list.map((m, i) => fromWire(m, `packet.messages[${i}]`)) };
+  return { from, messages: list.map((m, i) => fromWire(m, `packet.messages[${i}]`)), stamp };
 }
 
 // ---- to the wire -------------------------------------------------------------------------

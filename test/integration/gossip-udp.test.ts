@@ -5,12 +5,17 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { createSocket } from 'node:dgram';
 import { connect } from 'node:net';
 import { createHmac } from 'node:crypto';
+import pino from 'pino';
 import { startGossip, type GossipMember } from '../../shared/gossip/udp-node.ts';
-import { deriveGossipKey, sealPacket } from '../../shared/gossip/wire.ts';
+import { deriveGossipKeys, openPacket, sealPacket, type GossipKeys, type SealStamp } from '../../shared/gossip/wire.ts';
 import type { GossipConfigOptions } from '../../shared/gossip/config.ts';
 import type { MembershipEvent } from '../../shared/gossip/node.ts';
 
 const SECRET = 'test-cluster-secret-0123456789';
+const KEYS = deriveGossipKeys(SECRET, 'cairn');
+let seq = 0;
+/** A stamp of this test's own run, fresh now. */
+const stampNow = (over: Partial<SealStamp> = {}): SealStamp => ({ run: Buffer.from('7e57000000000001', 'hex'), stream: false, seq: ++seq, sentAtMs: Date.now(), ...over });
 const CONFIG: GossipConfigOptions = {
   probeIntervalMs: 200,
   probeTimeoutMs: 100,
@@ -55,6 +60,21 @@ async function sendDatagram(port: number, bytes: Uint8Array): Promise<void> {
   s.close();
 }
 
+/** A UDP socket of the test's own on loopback: what members send it, as it came off the wire. */
+async function spySocket(): Promise<{ address: string; port: number; received: Buffer[]; close: () => void }> {
+  const s = createSocket('udp4');
+  const received: Buffer[] = [];
+  s.on('message', (bytes) => received.push(bytes));
+  await new Promise<void>((resolve) => s.bind(0, '127.0.0.1', () => resolve()));
+  const port = s.address().port;
+  return { address: `127.0.0.1:${port}`, port, received, close: () => s.close() };
+}
+
+/** The acks among what a spy received, opened with `keys`. */
+function acksIn(received: Buffer[], keys: GossipKeys): number[] {
+  return received.flatMap((bytes) => openPacket(keys, bytes).messages.flatMap((m) => (m.type === 'ack' ? [m.seq] : [])));
+}
+
 describe('gossip over UDP on loopback', () => {
   let a: GossipMember, b: GossipMember, c: GossipMember, d: GossipMember;
 
@@ -83,23 +103,60 @@ describe('gossip over UDP on loopback', () => {
     const port = Number(a.address.split(':')[1]);
     const before = { ...a.counters };
     // A well-formed packet sealed with another secret: an alive message that would add a member.
-    const forged = sealPacket(deriveGossipKey('another-secret-0123456789', 'cairn'), '127.0.0.1:9', [
+    const forged = sealPacket(deriveGossipKeys('another-secret-0123456789', 'cairn'), '127.0.0.1:9', [
       { type: 'alive', member: { name: 'intruder', address: '127.0.0.1:9', role: 'master', incarnation: 1, meta: {} } },
-    ]);
+    ], stampNow());
     await sendDatagram(port, forged);
     // Same secret, other cluster name.
-    await sendDatagram(port, sealPacket(deriveGossipKey(SECRET, 'other-cluster'), '127.0.0.1:9', [{ type: 'ack', seq: 1 }]));
+    await sendDatagram(port, sealPacket(deriveGossipKeys(SECRET, 'other-cluster'), '127.0.0.1:9', [{ type: 'ack', seq: 1 }], stampNow()));
     await sendDatagram(port, Buffer.from('GET / HTTP/1.1\r\n\r\n'));
     // Right key, but the body is not a gossip packet.
-    const header = Buffer.from([0x43, 0x47, 1]);
-    const body = Buffer.from([0x0a, 0xff, 0xff, 0xff]);
-    const mac = createHmac('sha256', deriveGossipKey(SECRET, 'cairn')).update(header).update(body).digest();
+    const header = Buffer.from([0x43, 0x47, 2, 0]);
+    const body = Buffer.concat([Buffer.alloc(21), Buffer.from([0x0a, 0xff, 0xff, 0xff])]);
+    const mac = createHmac('sha256', KEYS.mac).update(header).update(body).digest();
     await sendDatagram(port, Buffer.concat([header, mac, body]));
     await waitFor('four drops counted', () =>
       a.counters.droppedUnauthenticated - before.droppedUnauthenticated === 3 &&
       a.counters.droppedMalformed - before.droppedMalformed === 1);
     expect(a.member('intruder')).toBeUndefined();
     expect(a.members().filter(live)).toHaveLength(4);
+  });
+
+  it('drops a datagram sent again (over UDP or TCP), and one sent long ago, without acting on it', async () => {
+    const port = Number(a.address.split(':')[1]);
+    const spy = await spySocket();
+    try {
+      const before = { ...a.counters };
+      const ping = (seq: number, stamp = stampNow()) => sealPacket(KEYS, spy.address, [{ type: 'ping', seq, target: 'master-a', from: 'spy' }], stamp);
+      // A ping that a answers, to where it says it is from: that answer is what a replay would get again.
+      const first = ping(101);
+      await sendDatagram(port, first);
+      await waitFor('the ack of the first ping', () => acksIn(spy.received, KEYS).includes(101));
+      // The same bytes again, as one who captured them would send them.
+      await sendDatagram(port, first);
+      await waitFor('the replay counted', () => a.counters.droppedReplayed - before.droppedReplayed === 1);
+      // The same bytes over TCP, where the stream sequence has not seen them: the stamp says datagram.
+      await new Promise<void>((resolve, reject) => {
+        const header = Buffer.alloc(4);
+        header.writeUInt32BE(first.length);
+        const sock = connect({ host: '127.0.0.1', port }, () => sock.end(Buffer.concat([header, first])));
+        sock.on('close', () => resolve());
+        sock.on('error', reject);
+      });
+      await waitFor('the replay over TCP counted', () => a.counters.droppedReplayed - before.droppedReplayed === 2);
+      // Authentic and never seen, but sent a minute ago.
+      await sendDatagram(port, ping(102, stampNow({ sentAtMs: Date.now() - 60_000 })));
+      await waitFor('the old one counted', () => a.counters.droppedStale - before.droppedStale === 1);
+      // A fresh ping, answered: on loopback the answers come in order, so had the replays or
+      // the old ping been answered, their acks would be in before this one.
+      await sendDatagram(port, ping(103));
+      await waitFor('the ack of the fresh ping', () => acksIn(spy.received, KEYS).includes(103));
+      expect(acksIn(spy.received, KEYS)).toEqual([101, 103]);
+      expect(a.counters.droppedUnauthenticated).toBe(before.droppedUnauthenticated);
+      expect(a.members().filter(live)).toHaveLength(4);
+    } finally {
+      spy.close();
+    }
   });
 
   it('declares a member that stops abruptly dead at every other member within a few seconds', async () => {
@@ -127,7 +184,7 @@ describe('gossip over UDP on loopback', () => {
       name: `agent-${i}`, address: `127.0.0.2:${20_000 + i}`, role: 'agent' as const, incarnation: 0,
       meta: { api: `http://127.0.0.2:${30_000 + i}` }, state: 'alive' as const,
     }));
-    const frame = sealPacket(deriveGossipKey(SECRET, 'cairn'), '127.0.0.2:19999', [{ type: 'push-pull', join: false, reply: true, members }]);
+    const frame = sealPacket(KEYS, '127.0.0.2:19999', [{ type: 'push-pull', join: false, reply: true, members }], stampNow({ stream: true }));
     expect(frame.length).toBeGreaterThan(150_000); // over 100 datagrams of 1,400 bytes
     const header = Buffer.alloc(4);
     header.writeUInt32BE(frame.length);
@@ -163,5 +220,75 @@ describe('gossip over UDP on loopback', () => {
     const second = await startGossip({ ...opts, anyPortIfTaken: true });
     started.push(second);
     expect(Number(second.address.split(':')[1])).not.toBe(port);
+  });
+});
+
+describe('gossip encrypted (AES-256-GCM)', () => {
+  const ENCRYPTED = deriveGossipKeys(SECRET, 'cairn', true);
+  const logged: string[] = [];
+  const logger = pino({ level: 'warn' }, { write: (line: string) => void logged.push(line) });
+  const encrypted = async (name: string, join: string[] = [], secret = SECRET, encrypt = true): Promise<GossipMember> => {
+    const m = await startGossip({
+      name, role: 'agent', bindHost: '127.0.0.1', bindPort: 0, secret, join, config: CONFIG, encrypt,
+      meta: { api: `http://${name}.example:5050` }, ...(name === 'enc-a' ? { logger } : {}),
+    });
+    started.push(m);
+    return m;
+  };
+  let ea: GossipMember, eb: GossipMember, ec: GossipMember;
+
+  it('converges', async () => {
+    ea = await encrypted('enc-a');
+    eb = await encrypted('enc-b', [ea.address]);
+    ec = await encrypted('enc-c', [ea.address]);
+    await waitFor('every encrypted member to see three alive', () =>
+      [ea, eb, ec].every((m) => m.members().filter((v) => v.state === 'alive').length === 3));
+    expect(eb.member('enc-a')).toMatchObject({ meta: { api: 'http://enc-a.example:5050' } });
+    expect(ea.counters.droppedUnauthenticated + ea.counters.droppedEncryptionMismatch + ea.counters.droppedReplayed + ea.counters.droppedStale).toBe(0);
+  });
+
+  it('sends nothing of its members in clear: a datagram read off the wire shows no name or metadata', async () => {
+    const spy = await spySocket();
+    try {
+      // Told of a member at the spy's address, enc-a probes it and gossips to it.
+      await sendDatagram(Number(ea.address.split(':')[1]), sealPacket(ENCRYPTED, spy.address, [
+        { type: 'alive', member: { name: 'spy', address: spy.address, role: 'agent', incarnation: 1, meta: {} } },
+      ], stampNow()));
+      // Until enc-a's probe of the spy (its name inside) and news with metadata have come.
+      const read = (bytes: Buffer) => JSON.stringify(openPacket(ENCRYPTED, bytes));
+      await waitFor('a probe naming enc-a, and metadata, at the spy', () =>
+        spy.received.some((bytes) => read(bytes).includes('"from":"enc-a"')) && spy.received.some((bytes) => read(bytes).includes('.example:5050')));
+      const seen = spy.received.slice();
+      for (const bytes of seen) {
+        for (const text of ['enc-a', 'enc-b', 'enc-c', 'example', ea.address]) expect(bytes.includes(text), text).toBe(false);
+        // Nor can they be read as the authenticated-only format.
+        expect(() => openPacket(KEYS, bytes)).toThrow(/encrypted/);
+      }
+    } finally {
+      spy.close();
+    }
+  });
+
+  it('ignores a member without the key, and one with encryption off, saying why', async () => {
+    const before = { ...ea.counters };
+    const outsider = await encrypted('outsider', [ea.address], 'another-secret-0123456789');
+    const plain = await encrypted('plain', [ea.address], SECRET, false);
+    await waitFor('the outsider and the plain member dropped at enc-a', () =>
+      ea.counters.droppedUnauthenticated > before.droppedUnauthenticated && ea.counters.droppedEncryptionMismatch > before.droppedEncryptionMismatch);
+    // Both try again every rejoin interval; wait out a few, then nobody has let them in.
+    await waitFor('a few more tries', () => ea.counters.droppedEncryptionMismatch >= before.droppedEncryptionMismatch + 3, 10_000);
+    for (const m of [ea, eb, ec]) {
+      expect(m.member('outsider')).toBeUndefined();
+      expect(m.member('plain')).toBeUndefined();
+    }
+    expect(outsider.members().map((v) => v.name)).toEqual(['outsider']);
+    expect(plain.members().map((v) => v.name)).toEqual(['plain']);
+    expect(plain.counters.droppedEncryptionMismatch + ea.counters.droppedEncryptionMismatch).toBeGreaterThan(0);
+    // One line says why, not one per packet.
+    const why = logged.filter((l) => l.includes('--gossip-encrypt'));
+    expect(why).toHaveLength(1);
+    expect(why[0]).toMatch(/is not encrypted, but this member runs with gossip encryption/);
+    await outsider.stop();
+    await plain.stop();
   });
 });
