@@ -24,8 +24,10 @@ import { DockerExecutor } from './executors/docker/docker-executor.ts';
 import { TaskExecutors, type ContainerSupport } from './executors/executors.ts';
 import { GpuPool } from './resources/gpu-pool.ts';
 import Docker from 'dockerode';
+import { daemonTlsClient, schemeOf, servesTls, type TlsClient } from '../shared/tls.ts';
 import { startAgentHttp } from './http.ts';
 import { MasterLink } from './master-link.ts';
+import { authorizationHeader } from './credential.ts';
 import { AgentMembership } from './membership.ts';
 import { compileAgentOptions, type AgentConfig, type AgentOptions } from './options.ts';
 import { discoverResources } from './resources/discover.ts';
@@ -36,6 +38,7 @@ import type { NvidiaGpu } from './resources/nvidia-smi.ts';
 import { UsageSampler } from './usage/sampler.ts';
 import { usageReport } from './usage/usage.ts';
 import { SandboxGc } from './sandbox-gc.ts';
+import { agentIdentity, TaskUsers, UserDb } from './task-users.ts';
 import { readDrainState, writeDrainState, type DrainState } from './drain.ts';
 
 /** The `draining` part of /health and the answer to a drain request. */
@@ -70,15 +73,16 @@ function detectIsolation(cfg: AgentConfig, log: Logger): Omit<Isolation, 'contai
     log.warn('cgroup isolation is off (--no-cgroups): tasks are not limited to their memory and cpus');
     return { cgroups: undefined, support };
   }
-  const found = Cgroups.detect({ root: cfg.cgroupsRoot, workDir: cfg.workDir, cpuQuota: cfg.cgroupsCpuQuota });
+  const found = Cgroups.detect({ root: cfg.cgroupsRoot, workDir: cfg.workDir, cpuQuota: cfg.cgroupsCpuQuota, pidsMax: cfg.taskPidsMax });
   if (found.cgroups) log.info({ support: found.support }, 'tasks run in their own cgroups');
+  if (found.support.enabled && !found.support.pids.limited) log.warn({ reason: found.support.pids.reason }, "tasks' process counts are not limited");
   else if (!found.support.enabled) log.warn({ reason: found.support.reason }, 'cgroup isolation is unavailable: tasks are not limited to their memory and cpus');
   return found;
 }
 
 /** The `isolation` part of /health. */
 export function isolationReport(support: CgroupSupport): Record<string, unknown> {
-  return support.enabled ? { cgroups: true, version: support.version, paths: support.paths } : { cgroups: false, reason: support.reason };
+  return support.enabled ? { cgroups: true, version: support.version, paths: support.paths, pids: support.pids } : { cgroups: false, reason: support.reason };
 }
 
 /** Whether the Docker daemon answers on its socket; said once at start, not at each launch. */
@@ -106,6 +110,24 @@ async function detectContainers(cfg: AgentConfig, log: Logger): Promise<Containe
   return { enabled: true, version, runtime };
 }
 
+/**
+ * Whom tasks run as here. A root agent's default task user must exist, and be root only
+ * with --allow-root-tasks: otherwise every task without a user would fail, so the agent
+ * refuses to start instead, naming the flag.
+ */
+function taskUsersFor(cfg: AgentConfig, log: Logger): TaskUsers {
+  const agent = agentIdentity();
+  const users = new TaskUsers({ agent, defaultUser: cfg.defaultTaskUser, allowRoot: cfg.allowRootTasks }, new UserDb());
+  if (agent.uid !== 0) {
+    log.warn({ user: agent.user, uid: agent.uid }, 'the agent is not root: every task runs as its user, and tasks asking for another user fail');
+    return users;
+  }
+  const probe = users.decide('');
+  if (!probe.ok) throw new CairnError('CAIRN_BAD_FLAG', probe.message, 'defaultTaskUser');
+  log.info({ defaultTaskUser: cfg.defaultTaskUser, uid: probe.runAs.uid, allowRootTasks: cfg.allowRootTasks }, "tasks run as their framework's user, or the default task user");
+  return users;
+}
+
 /** The one-line account of how tasks are isolated here, sent to the master and shown in its state. */
 export function isolationSummary(cgroups: CgroupSupport, containers: ContainerSupport): string {
   const c = cgroups.enabled ? `processes in cgroups v${cgroups.version}` : `processes not isolated (${cgroups.reason})`;
@@ -130,7 +152,8 @@ async function startLockedAgent(opts: AgentOptions): Promise<AgentHandle> {
   const checkpoints = new CheckpointStore(checkpointsDir(cfg.workDir));
   const isolation = detectIsolation(cfg, log);
   const containers = await detectContainers(cfg, log);
-  const agent = new Agent(cfg, log, discovered.resources, discovered.gpuIndices, storedId, checkpoints, { ...isolation, containers }, discovered.facts.gpus);
+  const users = taskUsersFor(cfg, log);
+  const agent = new Agent(cfg, log, discovered.resources, discovered.gpuIndices, storedId, checkpoints, { ...isolation, containers }, discovered.facts.gpus, users);
   try {
     await agent.recover();
     await agent.start();
@@ -162,6 +185,8 @@ class Agent {
   /** The gossip member, when the agent runs one; it also says where the leader is. */
   private membership: AgentMembership | undefined;
   private leaveOnStop = false;
+  /** How the agent dials the masters (TLS: their certificates verified, its own presented). */
+  private readonly tlsClient: TlsClient;
 
   constructor(
     private readonly cfg: AgentConfig,
@@ -172,6 +197,7 @@ class Agent {
     private readonly checkpoints: CheckpointStore,
     private readonly isolation: Isolation,
     private readonly knownGpus: readonly NvidiaGpu[],
+    private readonly users: TaskUsers,
   ) {
     this.agentId = storedId !== '' ? storedId : undefined;
     const gpuPool = new GpuPool(gpuIndices, cfg.gpuSharing);
@@ -187,6 +213,7 @@ class Agent {
       dns: () => this.membership?.dns(),
       defaultKillGraceMs: cfg.defaultKillGraceMs,
       onStatus,
+      users,
       logger: log.child({ component: 'executor' }),
     });
     const containers = isolation.containers.enabled
@@ -201,12 +228,17 @@ class Agent {
           gpuPool,
           defaultKillGraceMs: cfg.defaultKillGraceMs,
           onStatus,
+          users,
+          pidsMax: cfg.taskPidsMax,
           logger: log.child({ component: 'docker' }),
         })
       : undefined;
     this.executor = new TaskExecutors(processes, containers, isolation.containers, onStatus);
+    this.tlsClient = daemonTlsClient(cfg.tls);
     this.link = new MasterLink({
       url: cfg.masterWsUrl,
+      dial: this.tlsClient.connectOptions(),
+      ...(cfg.credential ? { headers: { authorization: authorizationHeader(cfg.credential) } } : {}),
       alternates: cfg.masterWsUrls,
       leaderHint: () => this.membership?.leader(),
       logger: log.child({ component: 'master-link' }),
@@ -271,15 +303,18 @@ class Agent {
 
     const http = await startAgentHttp({
       usage,
+      ...(servesTls(this.cfg.tls) ? { tls: this.cfg.tls } : {}),
       host: this.cfg.httpHost,
       port: this.cfg.httpPort,
       executor: this.executor,
       agentId: () => this.agentId,
+      ...(this.cfg.credential ? { credential: this.cfg.credential } : {}),
       members: () => this.membership?.view(),
-      health: () => ({ isolation: { ...isolationReport(this.isolation.support), containers: this.isolation.containers }, draining: this.drainReport() }),
+      health: () => ({ isolation: { ...isolationReport(this.isolation.support), containers: this.isolation.containers }, taskUsers: this.users.report(), draining: this.drainReport() }),
     });
     this.owner.add('http server', () => http.close());
-    this.httpUrl = `http://${this.cfg.ip.includes(':') ? `[${this.cfg.ip}]` : this.cfg.ip}:${http.port}`;
+    this.owner.add('tls client', () => this.tlsClient.close());
+    this.httpUrl = `${schemeOf(this.cfg.tls)}://${this.cfg.ip.includes(':') ? `[${this.cfg.ip}]` : this.cfg.ip}:${http.port}`;
 
     if (this.cfg.gossip) await this.startGossip(this.cfg.gossip);
 
@@ -309,7 +344,7 @@ class Agent {
     membership.onMasterDown((ws) => {
       if (this.link.connectedUrl === ws) this.link.drop('gossip declared this master dead');
     });
-    if ((g.join ?? []).length === 0) membership.seedFromMasters(this.cfg.masterUrl.split(',').map((u) => u.trim()).filter((u) => u !== ''));
+    if ((g.join ?? []).length === 0) membership.seedFromMasters(this.cfg.masterUrl.split(',').map((u) => u.trim()).filter((u) => u !== ''), this.tlsClient.fetch);
   }
 
   /**
@@ -392,6 +427,7 @@ class Agent {
         tasks: this.executor.activeTasks(),
         version: this.cfg.version,
         isolation: isolationSummary(this.isolation.support, this.isolation.containers),
+        https: servesTls(this.cfg.tls),
       },
     });
     this.log.debug({ generation, sent }, 'register sent');

@@ -7,6 +7,8 @@ import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CairnError } from '../shared/errors.ts';
+import { bearsSecret, type AgentCredential } from './credential.ts';
+import { tlsServerOptions, type TlsMaterial } from '../shared/tls.ts';
 import type { MembersJson } from '../shared/gossip/cluster.ts';
 import { isTerminal } from '../shared/agent-protocol.ts';
 import { LOG_FOLLOW_KEEPALIVE_MS, parseLogQuery, type LogQuery } from '../shared/log-query.ts';
@@ -22,12 +24,16 @@ export interface AgentHttpOptions {
   /** The agent's executors (or one of them, in tests): logs and task lookups. */
   executor: Pick<ProcessExecutor, 'readLog' | 'snapshot'>;
   agentId: () => string | undefined;
+  /** When given, every route but /health answers only requests bearing this credential's secret. */
+  credential?: AgentCredential;
   /** The gossip view (GET /api/v1/members); undefined when the agent runs no gossip member. */
   members?: () => MembersJson | undefined;
   /** More of /health (isolation, draining). */
   health?: () => Record<string, unknown>;
   /** Usage samples; without, the usage routes answer 404. */
   usage?: UsageSampler;
+  /** Serve HTTPS with this certificate (and, with client auth, only to clients the CA signed). */
+  tls?: TlsMaterial & { cert: Buffer; key: Buffer };
 }
 
 export interface AgentHttpServer {
@@ -55,7 +61,17 @@ function sendLine(res: ServerResponse, chunk: LogChunk, signal: AbortSignal): Pr
 }
 
 export function buildAgentHttp(opts: Omit<AgentHttpOptions, 'host' | 'port'>): FastifyInstance {
-  const app = Fastify({ logger: false });
+  const app = Fastify({ logger: false, ...(opts.tls ? { https: tlsServerOptions(opts.tls) } : {}) });
+
+  if (opts.credential) {
+    const credential = opts.credential;
+    app.addHook('onRequest', async (req, reply) => {
+      if (req.url === '/health' || req.url.startsWith('/health?')) return;
+      if (!bearsSecret(req.headers, credential)) {
+        return sendError(reply, 401, new CairnError('CAIRN_UNAUTHENTICATED', "this agent answers only its masters: read logs and usage through the master's API", 'Authorization'));
+      }
+    });
+  }
 
   app.get('/health', async () => ({ status: 'ok', agentId: opts.agentId() ?? null, ...(opts.health?.() ?? {}) }));
 
@@ -84,7 +100,7 @@ export function buildAgentHttp(opts: Omit<AgentHttpOptions, 'host' | 'port'>): F
     try {
       first = await read(q.offset);
     } catch (err) {
-      if (err instanceof CairnError) return sendError(reply, err.code === 'CAIRN_UNKNOWN_TASK' ? 404 : 400, err);
+      if (err instanceof CairnError) return sendError(reply, err.code === 'CAIRN_UNKNOWN_TASK' ? 404 : err.code === 'CAIRN_LOG_REFUSED' ? 403 : 400, err);
       throw err;
     }
     if (!q.follow) return first;

@@ -26,6 +26,10 @@ export const NOT_LEADER_CLOSE_CODE = 4001;
 export interface MasterLinkOptions {
   /** The first master to try; '' to wait for `leaderHint`. */
   url: string;
+  /** TLS options of the connection (shared/tls.ts: the CA to verify the master with, the certificate to present). */
+  dial?: { ca?: Buffer; cert?: Buffer; key?: Buffer };
+  /** Sent with every connection's upgrade request: the agent's credential. */
+  headers?: Record<string, string>;
   /** All masters' agent endpoints: tried in turn when one cannot be reached. */
   alternates?: readonly string[];
   /** The leader's agent endpoint as gossip knows it (ws://…/api/v1/agent), if it does. */
@@ -151,7 +155,7 @@ export class MasterLink {
     }
     const generation = ++this.generation;
     const url = this.target;
-    const ws = new WebSocket(url, { perMessageDeflate: false, handshakeTimeout: 5000 });
+    const ws = new WebSocket(url, { perMessageDeflate: false, handshakeTimeout: 5000, ...this.opts.dial, ...(this.opts.headers ? { headers: this.opts.headers } : {}) });
     ws.binaryType = 'nodebuffer';
     this.ws = ws;
     let closed = false;

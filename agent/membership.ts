@@ -54,6 +54,7 @@ export class AgentMembership {
       advertise: opts.advertise ?? self.advertiseHost,
       join: opts.join,
       secret: opts.secret,
+      encrypt: opts.encrypt,
       meta: agentMeta(self),
       config: opts.config,
       logger: log,

@@ -9,10 +9,13 @@ import type { Logger } from 'pino';
 import { CairnError } from '../shared/errors.ts';
 import { tryParseAddress } from '../shared/gossip/address.ts';
 import type { DaemonGossipOptions } from '../shared/gossip/cluster.ts';
+import type { TlsMaterial } from '../shared/tls.ts';
 import { CAIRN_VERSION } from '../shared/version.ts';
-import { AGENT_DEFAULTS, MAX_GPU_SHARING, RECOVER_MODES } from './defaults.ts';
+import { AGENT_DEFAULTS, MAX_GPU_SHARING, MAX_TASK_PIDS, RECOVER_MODES } from './defaults.ts';
+import { isValidUserName } from './task-users.ts';
 import { validateResourcesOverride } from './resources/discover.ts';
 import type { RecoverMode } from './executors/process/executor.ts';
+import type { AgentCredential } from './credential.ts';
 
 /** The agent's gossip member (see membership.ts); without `join`, the masters are asked for members. */
 export type AgentGossipOptions = DaemonGossipOptions;
@@ -25,6 +28,12 @@ export interface AgentOptions {
    */
   masterUrl?: string;
   workDir: string;
+  /**
+   * What the agent authenticates to masters with (agent/credential.ts); its HTTP API then
+   * answers only requests bearing the same secret. Left out: for masters that authenticate
+   * no one (embedded), and the API is open.
+   */
+  credential?: AgentCredential;
   /** Mesos text form; each resource named here replaces what was measured. */
   resources?: string;
   /** `k:v;k2:v2`. */
@@ -77,6 +86,17 @@ export interface AgentOptions {
   sandboxGcIntervalMs?: number;
   /** Run a gossip member; left out, none runs. */
   gossip?: AgentGossipOptions;
+  /**
+   * TLS (shared/tls.ts loadTls): with a certificate the HTTP endpoint serves HTTPS; the CA and
+   * certificate are also what the agent verifies and presents when it dials the masters.
+   */
+  tls?: TlsMaterial;
+  /** The user tasks run as when their framework names none (a root agent only). */
+  defaultTaskUser?: string;
+  /** Let tasks run as root (uid 0). */
+  allowRootTasks?: boolean;
+  /** Processes and threads one task may have at once (its cgroup's pids limit); 0: no limit. */
+  taskPidsMax?: number;
 }
 
 export interface Attribute {
@@ -92,6 +112,7 @@ export interface AgentConfig {
   /** Every master given (`--master a,b,c`); the agent tries them in turn and follows redirects to the leader. */
   masterWsUrls: string[];
   workDir: string;
+  credential: AgentCredential | undefined;
   resourcesText: string | undefined;
   attributes: Attribute[];
   hostname: string;
@@ -126,6 +147,11 @@ export interface AgentConfig {
   sandboxGcDiskPercent: number;
   sandboxGcIntervalMs: number;
   gossip: AgentGossipOptions | undefined;
+  tls: TlsMaterial | undefined;
+  defaultTaskUser: string;
+  allowRootTasks: boolean;
+  /** 0: no limit. */
+  taskPidsMax: number;
 }
 
 /** Parses `k:v;k2:v2` (Mesos' --attributes). Empty text means no attributes. */
@@ -217,6 +243,16 @@ function checkGossip(g: AgentGossipOptions | undefined): AgentGossipOptions | un
   return g;
 }
 
+function checkTaskUser(name: string): string {
+  if (typeof name !== 'string' || !isValidUserName(name)) throw new CairnError('CAIRN_BAD_FLAG', `must be a user name (letters, digits, '.', '_', '-'), got '${String(name)}'`, 'defaultTaskUser');
+  return name;
+}
+
+function checkPidsMax(n: number): number {
+  if (!Number.isInteger(n) || n < 0 || n > MAX_TASK_PIDS) throw new CairnError('CAIRN_BAD_FLAG', `must be a whole number from 0 (no limit) to ${MAX_TASK_PIDS}, got ${n}`, 'taskPidsMax');
+  return n;
+}
+
 export function compileAgentOptions(opts: AgentOptions): AgentConfig {
   const masterUrl = opts.masterUrl ?? '';
   const masterWsUrls = masterUrl.split(',').map((u) => u.trim()).filter((u) => u !== '').map((u) => masterWebSocketUrl(u));
@@ -226,6 +262,7 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
   const masterWsUrl = masterWsUrls[0] ?? '';
   // What the advertised address is chosen against: the first master, else the first member joined through.
   const reference = masterWsUrls.length > 0 ? masterUrl.split(',')[0].trim() : `http://${join[0]}`;
+  const advertisedIp = opts.ip ?? defaultAdvertisedIp(reference);
   if (typeof opts.workDir !== 'string' || opts.workDir.trim() === '') {
     throw new CairnError('CAIRN_BAD_FLAG', 'a work directory is required', 'workDir');
   }
@@ -253,12 +290,14 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     masterWsUrl,
     masterWsUrls,
     workDir: resolve(opts.workDir),
+    credential: opts.credential,
     resourcesText: opts.resources,
     attributes,
     hostname: opts.hostname ?? osHostname(),
-    ip: opts.ip ?? defaultAdvertisedIp(reference),
+    ip: advertisedIp,
     // Listen where we advertise when told; otherwise on every interface, as Mesos does.
-    httpHost: opts.ip ?? '0.0.0.0',
+    // The advertised address only, never every interface: loopback when the master is local.
+    httpHost: advertisedIp,
     httpPort,
     reconnectMinMs: Math.min(100, reconnectMaxMs),
     reconnectMaxMs,
@@ -283,5 +322,9 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     sandboxGcDiskPercent,
     sandboxGcIntervalMs: positiveMs(opts.sandboxGcIntervalMs, AGENT_DEFAULTS.sandboxGcIntervalMs, 'sandboxGcIntervalMs'),
     gossip,
+    tls: opts.tls,
+    defaultTaskUser: checkTaskUser(opts.defaultTaskUser ?? AGENT_DEFAULTS.defaultTaskUser),
+    allowRootTasks: opts.allowRootTasks ?? AGENT_DEFAULTS.allowRootTasks,
+    taskPidsMax: checkPidsMax(opts.taskPidsMax ?? AGENT_DEFAULTS.taskPidsMax),
   };
 }

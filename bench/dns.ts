@@ -20,6 +20,7 @@ import { silentLogger } from '../shared/logger.ts';
 import { FakeAgent } from '../test/harness/fake-agent.ts';
 import { tempDir } from '../test/harness/processes.ts';
 import { RawScheduler, taskInfo, type RawEvent } from '../test/harness/raw-scheduler.ts';
+import { MasterAuth } from '../master/auth/master-auth.ts';
 
 const TASKS = 100;
 const LOAD_SECONDS = 5;
@@ -127,7 +128,7 @@ async function freshness(handle: MasterHandle, s: RawScheduler, agent: FakeAgent
 
 export async function run(): Promise<unknown> {
   const dir = tempDir('cairn-bench-');
-  const handle = await startMaster({ dataDir: dir, port: 0, host: '127.0.0.1', dnsPort: 0, dnsResolvers: [], logger: silentLogger(), allocationIntervalMs: 50 });
+  const handle = await startMaster({ auth: MasterAuth.off(), dataDir: dir, port: 0, host: '127.0.0.1', dnsPort: 0, dnsResolvers: [], logger: silentLogger(), allocationIntervalMs: 50 });
   const agent = new FakeAgent({ masterUrl: handle.url, hostname: 'bench', resources: 'cpus:64;mem:65536;disk:1000;ports:[31000-32999]' });
   await agent.connect();
   const s = new RawScheduler(handle.url);

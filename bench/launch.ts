@@ -11,6 +11,7 @@ import { silentLogger } from '../shared/logger.ts';
 import { FakeAgent } from '../test/harness/fake-agent.ts';
 import { tempDir } from '../test/harness/processes.ts';
 import { RawScheduler, taskInfo, type RawEvent } from '../test/harness/raw-scheduler.ts';
+import { MasterAuth } from '../master/auth/master-auth.ts';
 
 const TASK = { cpus: 0.1, mem: 32 };
 
@@ -21,7 +22,7 @@ function median(xs: number[]): number {
 
 async function throughput(agentCount: number, taskCount: number): Promise<{ tasks: number; agents: number; seconds: number; tasksPerSecond: number }> {
   const dir = tempDir('cairn-bench-');
-  const handle = await startMaster({ dataDir: dir, port: 0, host: '127.0.0.1', logger: silentLogger(), allocationIntervalMs: 100 });
+  const handle = await startMaster({ auth: MasterAuth.off(), dataDir: dir, port: 0, host: '127.0.0.1', logger: silentLogger(), allocationIntervalMs: 100 });
   const perAgent = Math.ceil(taskCount / agentCount);
   const agents = Array.from({ length: agentCount }, (_, i) => new FakeAgent({
     masterUrl: handle.url,
@@ -62,7 +63,7 @@ async function throughput(agentCount: number, taskCount: number): Promise<{ task
   };
   s.onEvent(onEvent);
   const t0 = performance.now();
-  await s.subscribe({ user: 'bench', name: 'launch-bench' });
+  await s.subscribe({ user: '', name: 'launch-bench' });
   await allRunning;
   const seconds = (performance.now() - t0) / 1000;
   await Promise.allSettled(calls); // acknowledgements still in flight, outside the timing
@@ -75,10 +76,10 @@ async function throughput(agentCount: number, taskCount: number): Promise<{ task
 
 async function realTaskLatency(samples: number): Promise<{ samples: number; medianMs: number; p90Ms: number; minMs: number }> {
   const dir = tempDir('cairn-bench-');
-  const handle = await startMaster({ dataDir: `${dir}/master`, port: 0, host: '127.0.0.1', logger: silentLogger(), allocationIntervalMs: 1000, defaultRefuseMs: 0 });
+  const handle = await startMaster({ auth: MasterAuth.off(), dataDir: `${dir}/master`, port: 0, host: '127.0.0.1', logger: silentLogger(), allocationIntervalMs: 1000, defaultRefuseMs: 0 });
   const agent = await startAgent({ masterUrl: handle.url, workDir: `${dir}/agent`, httpPort: 0, hostname: 'localhost', resources: 'cpus:2;mem:2048', logger: silentLogger() });
   const s = new RawScheduler(handle.url);
-  await s.subscribe({ user: 'bench', name: 'latency-bench' });
+  await s.subscribe({ user: '', name: 'latency-bench' });
   const latencies: number[] = [];
   for (let i = 0; i < samples; i++) {
     const mark = s.events.length;

@@ -14,6 +14,7 @@ import { join } from 'node:path';
 import { startMaster, type MasterHandle } from '../master/server.ts';
 import { silentLogger } from '../shared/logger.ts';
 import { Cleanup, freePort, startCairn, tempDir, waitFor, type CairnProcess } from '../test/harness/processes.ts';
+import { MasterAuth } from '../master/auth/master-auth.ts';
 
 const SECRET = 'bench-secret-of-enough-bytes-0123456789';
 
@@ -27,7 +28,7 @@ async function inProcessGroup(): Promise<{ masters: MasterHandle[]; dir: string 
   const ports = [await freePort(), await freePort(), await freePort()];
   const members = new Map(ports.map((p, i) => [i + 1, `http://127.0.0.1:${p}`] as [number, string]));
   const masters = await Promise.all(ports.map((port, i) =>
-    startMaster({ port, host: '127.0.0.1', dataDir: join(dir, `m${i + 1}`), logger: silentLogger(), dnsPort: null, raft: { id: i + 1, members, secret: SECRET } }),
+    startMaster({ auth: MasterAuth.off(), port, host: '127.0.0.1', dataDir: join(dir, `m${i + 1}`), logger: silentLogger(), dnsPort: null, raft: { id: i + 1, members, secret: SECRET } }),
   ));
   await waitFor('a leader', () => masters.find((m) => m.raft!.status().role === 'leader'), 20_000);
   return { masters, dir };

@@ -3,6 +3,9 @@
 // where the leader is when it does not.
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import type { TlsClient } from '../shared/tls.ts';
+import type { Logger } from 'pino';
+import type { MasterAuth } from './auth/master-auth.ts';
 import type { Master } from './master.ts';
 import type { Registry } from './registry/registry.ts';
 import type { ReplicationStatus } from './replication/raft-log.ts';
@@ -15,6 +18,12 @@ export interface MasterContext {
   leaderUrl(): string | undefined;
   /** This master's own base URL. */
   selfUrl(): string;
+  /** How this master dials agents and other masters: their certificates verified against its CA, its own presented (shared/tls.ts); absent: plain fetch. */
+  readonly tlsClient?: TlsClient;
+  /** Who may call this master, and what they may do. */
+  readonly auth: MasterAuth;
+  /** Where every change is written with its principal. */
+  readonly audit: Logger;
   /** Raft status of this master; undefined for a single master without replication. */
   replication(): ReplicationStatus | undefined;
 }

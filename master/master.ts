@@ -104,7 +104,7 @@ export class Master {
       this.links.delete(conn);
       this.step({ type: 'agent_disconnected', conn });
     });
-    this.step({ type: 'agent_connected', conn, remoteAddress: link.remoteAddress });
+    this.step({ type: 'agent_connected', conn, remoteAddress: link.remoteAddress, principal: link.principal });
   }
 
   agentFrame(link: AgentLink, frame: AgentToMaster): void {

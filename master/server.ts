@@ -13,7 +13,10 @@ import type { Logger } from 'pino';
 import { CairnError } from '../shared/errors.ts';
 import { withDirLock } from '../shared/dir-lock.ts';
 import { createLogger } from '../shared/logger.ts';
+import { daemonTlsClient, schemeOf, servesTls, tlsServerOptions, type TlsMaterial } from '../shared/tls.ts';
 import { AGENT_PATH, AgentEndpoint } from './agents/agent-endpoint.ts';
+import { registerAuthHooks } from './auth/http-hooks.ts';
+import type { MasterAuth } from './auth/master-auth.ts';
 import { toHttpError } from './api/http-errors.ts';
 import { MAX_BODY_BYTES, registerJsonBodyParser } from './api/json-body.ts';
 import { registerRestApi } from './api/rest.ts';
@@ -33,8 +36,18 @@ import { RaftCommandLog } from './replication/raft-log.ts';
 
 export interface MasterOptions extends Partial<Omit<MasterConfig, 'dataDir'>> {
   dataDir: string;
+  /**
+   * Who may call this master: `MasterAuth.on({credentials, acls})`, or `MasterAuth.off()`
+   * for a master embedded in a program that guards it otherwise (never the daemons).
+   */
+  auth: MasterAuth;
   /** 5050 by default; 0 picks a free port. */
   port?: number;
+  /**
+   * TLS (shared/tls.ts loadTls): with a certificate the master serves HTTPS/WSS; its CA and
+   * certificate are also what it verifies and presents when it dials agents and other masters.
+   */
+  tls?: TlsMaterial;
   host?: string;
   logger?: Logger;
   /**
@@ -94,6 +107,12 @@ export async function startMaster(opts: MasterOptions): Promise<MasterHandle> {
 
 async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
   const config = compileMasterConfig(opts);
+  const scheme = schemeOf(opts.tls);
+  const ownRaftUrl = opts.raft?.members.get(opts.raft.id);
+  if (ownRaftUrl !== undefined && new URL(ownRaftUrl).protocol !== `${scheme}:`) {
+    throw new CairnError('CAIRN_BAD_FLAG', `this master serves ${scheme.toUpperCase()}${scheme === 'https' ? ' (--tls-cert)' : ''}: its URL must start with ${scheme}://, got ${ownRaftUrl}`, 'peers');
+  }
+  const tlsClient = daemonTlsClient(opts.tls);
   const port = opts.port ?? 5050;
   if (!Number.isInteger(port) || port < 0 || port > 65535) throw new CairnError('CAIRN_BAD_FLAG', `must be a port number, got ${port}`, 'port');
   const { default: Fastify } = await import('fastify');
@@ -119,6 +138,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
       join: opts.raft.join,
       catchUpTimeoutMs: opts.raft.catchUpTimeoutMs,
       log: log.child({ component: 'raft' }),
+      dial: tlsClient.connectOptions(),
     }, proposalPrefix));
   } else {
     registry = LocalCommandLog.open(join(config.dataDir, 'registry'), proposalPrefix);
@@ -131,7 +151,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
   const apiUrl = (): string => {
     if (opts.raft) return opts.raft.members.get(opts.raft.id) ?? selfUrl;
     if (host !== '0.0.0.0' && host !== '::' || !membership) return selfUrl;
-    return `http://${membership.member.address.replace(/:\d+$/, '')}:${new URL(selfUrl).port}`;
+    return `${scheme}://${membership.member.address.replace(/:\d+$/, '')}:${new URL(selfUrl).port}`;
   };
   const gossipMeta = () => {
     const s = raft?.status();
@@ -147,8 +167,13 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
     };
   };
   const announce = () => membership?.announce(gossipMeta());
+  // Written whatever the log level: an audit trail that a quiet log level silences is none.
+  const audit = log.child({ component: 'audit' }, { level: log.level === 'silent' || log.isLevelEnabled('info') ? log.level : 'info' });
   const ctx: MasterContext = {
     registry,
+    tlsClient,
+    auth: opts.auth,
+    audit,
     core: () => core,
     leaderUrl: () => {
       if (core) return undefined;
@@ -191,12 +216,13 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
     lead();
   }
 
-  const app = Fastify({ logger: false, bodyLimit: MAX_BODY_BYTES, keepAliveTimeout: 60_000 });
+  const app = Fastify({ logger: false, bodyLimit: MAX_BODY_BYTES, keepAliveTimeout: 60_000, ...(servesTls(opts.tls) ? { https: tlsServerOptions(opts.tls) } : {}) });
   app.setErrorHandler((err, _req, reply) => {
     const { status, body } = toHttpError(err);
     if (status >= 500) log.error({ err }, 'request failed');
     void reply.code(status).send(body);
   });
+  registerAuthHooks(app, opts.auth, audit);
   registerJsonBodyParser(app);
   registerRestApi(app, ctx);
   registerSchedulerApi(app, ctx);
@@ -224,7 +250,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
   }
   const addr = app.server.address();
   const boundPort = typeof addr === 'object' && addr ? addr.port : port;
-  selfUrl = `http://${opts.host && opts.host !== '0.0.0.0' ? opts.host : '127.0.0.1'}:${boundPort}`;
+  selfUrl = `${scheme}://${opts.host && opts.host !== '0.0.0.0' ? opts.host : '127.0.0.1'}:${boundPort}`;
   if (dns) {
     if (!raft) dns.zone.setLeader({ ip: advertiseIp, port: boundPort });
     try {
@@ -276,6 +302,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
         closeAll();
         app.server.closeAllConnections?.();
         await app.close();
+        await tlsClient.close();
       })()),
   };
 }

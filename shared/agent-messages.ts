@@ -35,6 +35,11 @@ export interface TaskInfo {
   container?: ContainerSpec | null;
   /** The task's DNS name (task.framework.domain) as the masters serve it; '' or absent when none. */
   dnsName?: string;
+  /**
+   * The OS user to run as (the framework's FrameworkInfo.user); '' or absent: the agent's
+   * default task user (or the agent's own user where it is not root).
+   */
+  user?: string;
 }
 export interface StatusUpdate {
   uuid: Uint8Array;
@@ -59,6 +64,8 @@ export interface Register {
   version: string;
   /** How tasks are isolated here, in words; '' from older agents. */
   isolation?: string;
+  /** The HTTP endpoint serves HTTPS; false from older agents. */
+  https?: boolean;
 }
 export interface GpuUse { index: number; utilizationPercent: number; memoryUsedMib: number; memoryTotalMib: number }
 export interface UsageReport {

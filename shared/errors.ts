@@ -14,6 +14,8 @@ export type CairnErrorCode =
   | 'CAIRN_UNKNOWN_AGENT'
   | 'CAIRN_STREAM_MISMATCH'
   | 'CAIRN_DUPLICATE_TASK'
+  // A task's log that is not a regular file of its sandbox (a symlink planted by the task)
+  | 'CAIRN_LOG_REFUSED'
   | 'CAIRN_BAD_FLAG'
   | 'CAIRN_AGENT_UNAVAILABLE'
   | 'CAIRN_INTERNAL'
@@ -27,6 +29,11 @@ export type CairnErrorCode =
   | 'CAIRN_UNAUTHENTICATED'
   // An authentic Raft frame or gossip packet seen before (or too old to tell).
   | 'CAIRN_REPLAYED'
+  // Authentication and authorization
+  | 'CAIRN_FORBIDDEN'
+  | 'CAIRN_CROSS_SITE'
+  | 'CAIRN_BAD_CREDENTIALS'
+  | 'CAIRN_BAD_ACLS'
   | 'CAIRN_RAFT_CHANGE_PENDING'
   | 'CAIRN_RAFT_NO_QUORUM'
   | 'CAIRN_RAFT_BAD_CHANGE'

@@ -9,6 +9,11 @@ import pino, { type Logger } from 'pino';
 import { startMaster } from '../../master/server.ts';
 import { startAgent } from '../../agent/agent.ts';
 import { MasterClient } from '../../shared/sdk/master-client.ts';
+import { loadTls, schemeOf, TlsClient, type TlsMaterial } from '../../shared/tls.ts';
+import { saveToken } from '../../shared/sdk/credentials.ts';
+import { MasterAuth } from '../../master/auth/master-auth.ts';
+import { bootstrapCredentials, loadCredentials } from '../../master/auth/credentials.ts';
+import { agentCredentialFromFlags, bootstrapFor, masterAuthFromFlags, newSecret } from './auth-flags.ts';
 import type { DaemonGossipOptions } from '../../shared/gossip/cluster.ts';
 import { gossipConfigForPeriod } from '../../shared/gossip/config.ts';
 import { nextInterrupt, type CliIo } from './io.ts';
@@ -71,14 +76,35 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
   const agentDir = join(o.dataDir, 'agent');
   await mkdir(agentDir, { recursive: true });
   const interrupted = nextInterrupt(io);
+  let tls: TlsMaterial | undefined;
+  try {
+    tls = loadTls(o.tls);
+  } catch (err) {
+    io.stderr.write(`cairn up: ${describe(err)}
+`);
+    return 1;
+  }
 
   // One master keeps the single-master layout (dir/master); a group gets dir/master-N each,
   // on consecutive ports. A secret generated once is kept in dir/secret.
-  const members = new Map(Array.from({ length: count }, (_, i) => [i + 1, `http://127.0.0.1:${o.port + i}`] as [number, string]));
+  const members = new Map(Array.from({ length: count }, (_, i) => [i + 1, `${schemeOf(tls)}://127.0.0.1:${o.port + i}`] as [number, string]));
   // The secret also authenticates gossip, which `up` always runs (on loopback, on free ports).
   const secret = await groupSecret(join(o.dataDir, 'secret'));
-  const gossip = (joinThrough: string[]): DaemonGossipOptions => ({ port: 0, host: '127.0.0.1', secret, join: joinThrough });
+  const gossip = (joinThrough: string[]): DaemonGossipOptions => ({ port: 0, host: '127.0.0.1', secret, join: joinThrough, ...(o.gossipEncrypt ? { encrypt: true } : {}) });
   const masters: Awaited<ReturnType<typeof startMaster>>[] = [];
+  let bootstrap;
+  let auth: MasterAuth;
+  try {
+    // One credentials file for every master of the group; the user's token goes where every
+    // `cairn` command finds it, so the embedded default needs no flag and is never open.
+    bootstrap = o.credentials !== undefined ? bootstrapCredentials(o.credentials, newSecret) : bootstrapFor(o.dataDir);
+    auth = MasterAuth.on({ credentials: loadCredentials(bootstrap.path) });
+    const saved = saveToken([...members.values()], { principal: bootstrap.admin.principal, token: bootstrap.admin.secret }, io.env);
+    log.info({ credentials: bootstrap.path, token: saved }, 'credentials: the admin token is saved for the CLI');
+  } catch (err) {
+    io.stderr.write(`cairn up: cannot set up credentials: ${describe(err)}\n`);
+    return 1;
+  }
   try {
     for (const [id] of members) {
       const dataDir = join(o.dataDir, count > 1 ? `master-${id}` : 'master');
@@ -87,6 +113,8 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
         port: o.port + id - 1,
         host: '127.0.0.1',
         dataDir,
+        auth,
+        ...(tls ? { tls } : {}),
         logger: log.child({ component: 'master', id }),
         // One DNS server is enough on one host; the others would only contend for its port.
         ...(id === 1 ? dnsOptions(o) : { dnsPort: null }),
@@ -105,6 +133,8 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
     agent = await startAgent({
       masterUrl: masters.map((m) => m.url).join(','),
       workDir: agentDir,
+      ...(tls ? { tls } : {}),
+      credential: bootstrap.agent,
       httpPort: o.agentPort,
       logger: log,
       gossip: gossip([master.gossip!.member.address]),
@@ -116,7 +146,7 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
     return 1;
   }
 
-  const registered = await Promise.race([waitForAgent(master.url, agent.agentId), interrupted.then(() => false)]);
+  const registered = await Promise.race([waitForAgent(master.url, bootstrap.admin.secret, agent.agentId, tls), interrupted.then(() => false)]);
   if (registered === false) log.warn('the agent has not registered with the master yet');
   io.stdout.write(`${master.url}\n`);
 
@@ -141,8 +171,8 @@ async function groupSecret(path: string): Promise<string> {
 }
 
 /** Polls the master until it lists the agent as reachable; false after the wait. */
-async function waitForAgent(masterUrl: string, agentId: () => string | undefined): Promise<boolean> {
-  const client = new MasterClient(masterUrl, { timeoutMs: 2000 });
+async function waitForAgent(masterUrl: string, token: string, agentId: () => string | undefined, tls: TlsMaterial | undefined): Promise<boolean> {
+  const client = new MasterClient(masterUrl, { timeoutMs: 2000, token, tls: new TlsClient(tls) });
   const deadline = Date.now() + REGISTRATION_WAIT_MS;
   while (Date.now() < deadline) {
     try {
@@ -167,6 +197,7 @@ async function gossipOptions(g: GossipFlags, defaultPort: number): Promise<Daemo
     join: g.join,
     ...(g.advertise !== undefined ? { advertise: g.advertise } : {}),
     ...(g.probeIntervalMs !== undefined ? { config: gossipConfigForPeriod(g.probeIntervalMs) } : {}),
+    ...(g.encrypt ? { encrypt: true } : {}),
   };
 }
 
@@ -185,6 +216,8 @@ export async function runMaster(o: MasterOptions, io: CliIo): Promise<number> {
   let master;
   try {
     master = await startMaster({
+      auth: masterAuthFromFlags(o, o.dataDir, log),
+      ...(o.tls ? { tls: loadTls(o.tls) } : {}),
       port: o.port,
       host: o.host,
       dataDir: o.dataDir,
@@ -216,9 +249,11 @@ export async function runAgent(o: AgentOptions, io: CliIo): Promise<number> {
   let agent;
   try {
     // The command's options are the agent's, but for the master ('' : from gossip) and gossip.
-    const { masterUrl, gossip, ...agentOptions } = o;
+    const { masterUrl, gossip, credentialFile, tls, ...agentOptions } = o;
     agent = await startAgent({
       ...agentOptions,
+      ...(tls ? { tls: loadTls(tls) } : {}),
+      credential: agentCredentialFromFlags(credentialFile, io.env),
       ...(masterUrl !== '' ? { masterUrl } : {}),
       ...(gossip ? { gossip: await gossipOptions(gossip, DEFAULT_AGENT_GOSSIP_PORT) } : {}),
       logger: log,

@@ -3,8 +3,10 @@
 
 import type { AgentView } from '../../shared/master-state.ts';
 import { MasterClient } from '../../shared/sdk/master-client.ts';
+import { clientTls } from './client-tls.ts';
 import type { CliIo } from './io.ts';
 import type { DrainOptions } from './options.ts';
+import { findToken } from '../../shared/sdk/credentials.ts';
 
 /** The one agent `host` names (id first, then host name or IP); throws when none or several match. */
 export function findAgent(agents: readonly AgentView[], host: string): AgentView {
@@ -19,7 +21,7 @@ export function findAgent(agents: readonly AgentView[], host: string): AgentView
 export async function runDrain(o: DrainOptions, io: CliIo): Promise<number> {
   const verb = o.undrain ? 'undrain' : 'drain';
   try {
-    const client = new MasterClient(o.masterUrl);
+    const client = new MasterClient(o.masterUrl, { token: findToken(o.masterUrl, io.env), tls: clientTls(o.tls) });
     const agent = findAgent((await client.state()).agents, o.host);
     if (o.undrain) {
       await client.undrainAgent(agent.id);

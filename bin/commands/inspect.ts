@@ -4,10 +4,12 @@
 import type { MembersJson } from '../../shared/gossip/cluster.ts';
 import type { AgentView, StateView, TaskView } from '../../shared/master-state.ts';
 import { MasterClient } from '../../shared/sdk/master-client.ts';
+import { clientTls } from './client-tls.ts';
 import type { CliIo } from './io.ts';
 import { followLogStream } from './log-relay.ts';
 import type { KillOptions, LogsOptions, MasterClientCommandOptions } from './options.ts';
 import { age, formatTable } from './table.ts';
+import { findToken } from '../../shared/sdk/credentials.ts';
 
 /** Pause before following a log again after its stream broke. */
 const FOLLOW_RETRY_MS = 500;
@@ -17,7 +19,7 @@ const FOLLOW_GIVE_UP_MS = 60_000;
 
 async function withMaster(name: string, o: MasterClientCommandOptions, io: CliIo, body: (client: MasterClient) => Promise<void>): Promise<number> {
   try {
-    await body(new MasterClient(o.masterUrl));
+    await body(new MasterClient(o.masterUrl, { token: findToken(o.masterUrl, io.env), tls: clientTls(o.tls) }));
     return 0;
   } catch (err) {
     io.stderr.write(`cairn ${name}: ${err instanceof Error ? err.message : String(err)}\n`);

@@ -3,10 +3,12 @@
 // a follower sends changes on to the leader (fetch follows its 307).
 
 import { MasterClient } from '../../shared/sdk/master-client.ts';
+import { clientTls } from './client-tls.ts';
 import type { MastersView } from '../../shared/masters-view.ts';
 import type { CliIo } from './io.ts';
 import type { MastersOptions } from './options.ts';
 import { formatTable } from './table.ts';
+import { findToken } from '../../shared/sdk/credentials.ts';
 
 /** An add waits for the new master to catch up (the leader gives it 60 s) before it is promoted. */
 const CHANGE_TIMEOUT_MS = 90_000;
@@ -27,7 +29,7 @@ export function mastersTable(view: MastersView): string {
 
 export async function runMasters(o: MastersOptions, io: CliIo): Promise<number> {
   try {
-    const client = new MasterClient(o.masterUrl, { timeoutMs: LIST_TIMEOUT_MS });
+    const client = new MasterClient(o.masterUrl, { timeoutMs: LIST_TIMEOUT_MS, token: findToken(o.masterUrl, io.env), tls: clientTls(o.tls) });
     const view =
       o.action === 'list' ? await client.masters()
       : o.action === 'add' ? await client.addMaster(o.id, o.url, o.replaces, CHANGE_TIMEOUT_MS)

@@ -2,6 +2,8 @@
 // the code that runs a command. Paths are absolute; numbers are numbers.
 
 import type { AgentOptions as AgentDaemonOptions } from '../../agent/options.ts';
+import type { TlsFiles } from '../../shared/tls.ts';
+import type { Openable } from '../../master/auth/master-auth.ts';
 
 export const DEFAULT_MASTER_URL = 'http://127.0.0.1:5050';
 
@@ -26,6 +28,8 @@ export interface GossipFlags {
   join: string[];
   /** `--gossip-interval-ms`: the probe period every other gossip period scales with. */
   probeIntervalMs?: number;
+  /** `--gossip-encrypt`: encrypt every gossip packet (every member must agree). */
+  encrypt?: boolean;
 }
 
 /** Default gossip ports: a master and an agent on one host each get their own. */
@@ -34,15 +38,23 @@ export const DEFAULT_AGENT_GOSSIP_PORT = 7947;
 
 export interface UpOptions extends DnsFlags {
   dataDir: string;
+  /** `--tls-cert/--tls-key/--tls-ca/--tls-client-auth`: both daemons serve TLS with them. */
+  tls?: TlsFiles;
   port: number;
   agentPort: number;
   /** Masters to run (1, 3 or 5); more than one form a replicated group on consecutive ports. */
   masters?: number;
   resources?: string;
+  /** `--gossip-encrypt`: the gossip between the daemons is encrypted. */
+  gossipEncrypt?: boolean;
+  /** A credentials file to use instead of the bootstrap one made in the data dir. */
+  credentials?: string;
 }
 
 export interface MasterOptions extends DnsFlags {
   port: number;
+  /** `--tls-cert/--tls-key/--tls-ca/--tls-client-auth`. */
+  tls?: TlsFiles;
   host: string;
   dataDir: string;
   /**
@@ -54,6 +66,12 @@ export interface MasterOptions extends DnsFlags {
   maxMissedPings?: number;
   offerTimeoutMs?: number;
   gossip?: GossipFlags;
+  /** --credentials: the principals; left out, a bootstrap file in the data dir (made once). */
+  credentials?: string;
+  /** --acls: who may do what; left out, every user principal may do everything. */
+  acls?: string;
+  /** --open: endpoints answered without a credential. */
+  open?: Openable[];
 }
 
 /** The agent's options that `cairn agent` has a flag for. */
@@ -61,7 +79,7 @@ export type AgentFlagOptions = Pick<
   AgentDaemonOptions,
   | 'workDir' | 'httpPort' | 'resources' | 'attributes' | 'hostname' | 'recover' | 'cgroups' | 'cgroupsRoot'
   | 'cgroupsCpuQuota' | 'usageIntervalMs' | 'gpuSharing' | 'docker' | 'dockerSocket' | 'dockerRuntime'
-  | 'sandboxGcAgeMs' | 'sandboxGcDiskPercent'
+  | 'sandboxGcAgeMs' | 'sandboxGcDiskPercent' | 'defaultTaskUser' | 'allowRootTasks' | 'taskPidsMax'
 >;
 
 /**
@@ -72,10 +90,16 @@ export interface AgentOptions extends AgentFlagOptions {
   /** '' when the agent learns the leader from gossip only (`--join` without `--master`). */
   masterUrl: string;
   gossip?: GossipFlags;
+  /** `--tls-cert/--tls-key/--tls-ca/--tls-client-auth`. */
+  tls?: TlsFiles;
+  /** --credential: the file of the agent's own credential. */
+  credentialFile?: string;
 }
 
 export interface DrainOptions {
   masterUrl: string;
+  /** The command line's TLS as a client (client-tls.ts). */
+  tls?: TlsFiles;
   /** Agent id, host name or address. */
   host: string;
   /** From now until running tasks are killed; undefined: they run until they finish. */
@@ -86,6 +110,8 @@ export interface DrainOptions {
 
 export interface RunOptions {
   masterUrl: string;
+  /** The command line's TLS as a client (client-tls.ts). */
+  tls?: TlsFiles;
   name: string;
   instances: number;
   cpus: number;
@@ -93,6 +119,8 @@ export interface RunOptions {
   gpus: number;
   ports: number;
   role: string;
+  /** The framework's user, which its tasks run as (`--user`); left out, the agent's default. */
+  user?: string;
   /** From `--env K=V`, in the order given (a later K wins). */
   env: [string, string][];
   /** The command and its arguments. */
@@ -101,6 +129,8 @@ export interface RunOptions {
 
 export interface MasterClientCommandOptions {
   masterUrl: string;
+  /** The command line's TLS as a client (client-tls.ts). */
+  tls?: TlsFiles;
 }
 
 /** `cairn masters` (list), `masters add ID=URL`, `masters replace OLD ID=URL`, `masters remove ID`. */

@@ -6,10 +6,13 @@
 import { resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { formatDurationMs } from '../../agent/duration.ts';
-import { AGENT_DEFAULTS, MAX_GPU_SHARING, RECOVER_MODES } from '../../agent/defaults.ts';
+import { AGENT_DEFAULTS, MAX_GPU_SHARING, MAX_TASK_PIDS, RECOVER_MODES } from '../../agent/defaults.ts';
 import { CAIRN_VERSION } from '../../shared/version.ts';
 import { MAX_DRAIN_DEADLINE_MS } from '../../shared/drain-request.ts';
+import type { TlsFiles } from '../../shared/tls.ts';
+import { clientTlsFiles, type ClientTlsFlagValues } from './client-tls.ts';
 import type { CliIo } from './io.ts';
+import { OPENABLE, type Openable } from '../../master/auth/master-auth.ts';
 import {
   DEFAULT_AGENT_GOSSIP_PORT,
   DEFAULT_MASTER_GOSSIP_PORT,
@@ -28,7 +31,7 @@ import {
   type TopOptions,
   type UpOptions,
 } from './options.ts';
-import { attributesFlag, checkMasterUrl, domainFlag, durationFlag, envFlag, gossipAddrFlag, integerFlag, joinFlag, mastersFlag, nameFlag, numberFlag, peersFlag, resolversFlag, resourcesFlag, roleFlag } from './flags.ts';
+import { attributesFlag, checkMasterUrl, domainFlag, durationFlag, envFlag, gossipAddrFlag, integerFlag, joinFlag, mastersFlag, nameFlag, numberFlag, peersFlag, resolversFlag, resourcesFlag, roleFlag, userFlag } from './flags.ts';
 
 /** Each handler runs one command and resolves with the process exit code. */
 export interface CommandHandlers {
@@ -72,6 +75,15 @@ function masterOption(): Option {
   return new Option('--master <url>', `master URL (default: $CAIRN_MASTER or ${DEFAULT_MASTER_URL})`);
 }
 
+/** `--open metrics,dns-api`: endpoints answered without a credential. */
+function openFlag(value: string): Openable[] {
+  const items = value.split(',').map((v) => v.trim()).filter((v) => v !== '');
+  for (const v of items) {
+    if (!(OPENABLE as readonly string[]).includes(v)) throw new InvalidArgumentError(`'${v}' cannot be opened (known: ${OPENABLE.join(', ')})`);
+  }
+  return items as Openable[];
+}
+
 /** The master URL from --master, else CAIRN_MASTER, else the default; a bad one is a usage error. */
 function masterUrlOf(flag: string | undefined, io: CliIo, cmd: Command): string {
   const fromEnv = io.env.CAIRN_MASTER;
@@ -109,11 +121,42 @@ function addGossipOptions(cmd: Command, defaultPort: number): Command {
     .addOption(new Option('--gossip-port <port>', `gossip port, UDP and TCP (default: ${defaultPort}; 0: any free port)`).argParser(PORT))
     .addOption(new Option('--gossip-addr <host[:port]>', 'the address other members reach this one at (default: the advertised address)').argParser(gossipAddrFlag))
     .addOption(new Option('--join <host:port>', 'a gossip member (master or agent) to join through; repeatable, one live one is enough').argParser(joinFlag))
-    .addOption(new Option('--gossip-interval-ms <ms>', 'gossip probe period; the other gossip periods scale with it (default: 1000)').argParser(integerFlag(10, 60_000)));
+    .addOption(new Option('--gossip-interval-ms <ms>', 'gossip probe period; the other gossip periods scale with it (default: 1000)').argParser(integerFlag(10, 60_000)))
+    .option('--gossip-encrypt', 'encrypt every gossip packet (AES-256-GCM, a key derived from the cluster secret); every member must have it on, or all off');
 }
 
+interface TlsFlagValues {
+  tlsCert?: string;
+  tlsKey?: string;
+  tlsCa?: string;
+  tlsClientAuth?: boolean;
+}
+
+/** The TLS flags of the daemons (`up`, `master`, `agent`). */
+function addTlsOptions(cmd: Command): Command {
+  return cmd
+    .option('--tls-cert <file>', 'serve HTTPS/WSS with this certificate (PEM; with --tls-key); also presented when dialling masters and agents')
+    .option('--tls-key <file>', 'the private key of --tls-cert (PEM)')
+    .option('--tls-ca <file>', "the CA (PEM) that masters' and agents' certificates are verified against (default: Node's trusted CAs)")
+    .option('--tls-client-auth', 'mutual TLS: refuse clients without a certificate signed by --tls-ca');
+}
+
+/** The TLS flags that were given, as options (paths made absolute). */
+function tlsFlags(o: TlsFlagValues): { tls?: TlsFiles } {
+  const tls: TlsFiles = {
+    ...(o.tlsCert !== undefined ? { cert: resolve(o.tlsCert) } : {}),
+    ...(o.tlsKey !== undefined ? { key: resolve(o.tlsKey) } : {}),
+    ...(o.tlsCa !== undefined ? { ca: resolve(o.tlsCa) } : {}),
+    ...(o.tlsClientAuth ? { clientAuth: true } : {}),
+  };
+  return Object.keys(tls).length > 0 ? { tls } : {};
+}
+
+/** The client commands: each gets the command line's TLS files (client-tls.ts) in its options. */
+const CLIENT_COMMANDS = ['run', 'agents', 'tasks', 'state', 'logs', 'kill', 'top', 'members', 'masters', 'drain'] as const;
+
 /** What commander parses `cairn agent`'s flags into: the agent's options, `--port` and `--sandbox-gc-age` by their flag's name. */
-type AgentFlagValues = Omit<AgentFlagOptions, 'httpPort' | 'sandboxGcAgeMs'> & { master?: string; port: number; sandboxGcAge: number };
+type AgentFlagValues = Omit<AgentFlagOptions, 'httpPort' | 'sandboxGcAgeMs'> & { master?: string; port: number; sandboxGcAge: number; credential?: string };
 
 interface GossipFlagValues {
   secretFile?: string;
@@ -121,12 +164,13 @@ interface GossipFlagValues {
   gossipAddr?: string;
   join?: string[];
   gossipIntervalMs?: number;
+  gossipEncrypt?: boolean;
 }
 
 /** Gossip runs with a cluster secret only; other gossip flags without one are a usage error. */
 function gossipFlags(o: GossipFlagValues, cmd: Command): GossipFlags | undefined {
   if (!o.secretFile) {
-    const given = [o.join && '--join', o.gossipPort !== undefined && '--gossip-port', o.gossipAddr && '--gossip-addr', o.gossipIntervalMs !== undefined && '--gossip-interval-ms'].filter(Boolean);
+    const given = [o.join && '--join', o.gossipPort !== undefined && '--gossip-port', o.gossipAddr && '--gossip-addr', o.gossipIntervalMs !== undefined && '--gossip-interval-ms', o.gossipEncrypt && '--gossip-encrypt'].filter(Boolean);
     if (given.length > 0) {
       return cmd.error(`error: option '--secret-file' is required for gossip (${given.join(', ')}): gossip packets are authenticated with the cluster secret`, { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
     }
@@ -138,6 +182,7 @@ function gossipFlags(o: GossipFlagValues, cmd: Command): GossipFlags | undefined
     ...(o.gossipPort !== undefined ? { port: o.gossipPort } : {}),
     ...(o.gossipAddr !== undefined ? { advertise: o.gossipAddr } : {}),
     ...(o.gossipIntervalMs !== undefined ? { probeIntervalMs: o.gossipIntervalMs } : {}),
+    ...(o.gossipEncrypt ? { encrypt: true } : {}),
   };
 }
 
@@ -149,6 +194,13 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
   const h: CommandHandlers = { ...realHandlers, ...handlers };
   const result = { exitCode: 0 };
   const program = new Command('cairn');
+  for (const name of CLIENT_COMMANDS) {
+    const handler = h[name] as (o: { tls?: TlsFiles }, io: CliIo) => Promise<number>;
+    (h as unknown as Record<string, typeof handler>)[name] = (o, cio) => {
+      const tls = clientTlsFiles(program.opts<ClientTlsFlagValues>(), io.env);
+      return handler(tls ? { ...o, tls } : o, cio);
+    };
+  }
   program
     .description('Cairn: a Mesos-like cluster manager for machine-learning work')
     .version(CAIRN_VERSION, '-V, --version')
@@ -158,7 +210,11 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
       writeOut: (s) => void io.stdout.write(s),
       writeErr: (s) => void io.stderr.write(s),
     })
-    .exitOverride();
+    .exitOverride()
+    // Before the command: the command line's TLS as a client of masters and agents.
+    .option('--tls-ca <file>', "verify masters' certificates against this CA (PEM; default: $CAIRN_TLS_CA, else Node's trusted CAs)")
+    .option('--tls-cert <file>', 'present this client certificate (PEM) to masters that require one (default: $CAIRN_TLS_CERT)')
+    .option('--tls-key <file>', 'the private key of --tls-cert (default: $CAIRN_TLS_KEY)');
 
   const up = program
     .command('up')
@@ -167,22 +223,27 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--port <port>', 'master port (0: any free port)').argParser(PORT).default(5050))
     .addOption(new Option('--agent-port <port>', "agent's HTTP port (0: any free port)").argParser(PORT).default(AGENT_DEFAULTS.httpPort))
     .addOption(new Option('--resources <resources>', 'agent resources instead of measuring the host, e.g. "cpus:4;mem:8192;ports:[31000-32000]"').argParser(resourcesFlag))
-    .addOption(new Option('--masters <n>', 'run a replicated group of 1, 3 or 5 masters on consecutive ports').argParser(mastersFlag).default(1));
-  addDnsOptions(up)
-    .action(async (o: { dataDir: string; port: number; agentPort: number; resources?: string; masters: number } & DnsFlags, cmd: Command) => {
+    .addOption(new Option('--masters <n>', 'run a replicated group of 1, 3 or 5 masters on consecutive ports').argParser(mastersFlag).default(1))
+    .option('--gossip-encrypt', 'encrypt the gossip between the daemons (AES-256-GCM, a key derived from the cluster secret)')
+    .option('--credentials <file>', 'principals to use instead of DATA_DIR/credentials.json (made once); its first user entry is saved for the CLI (default: $CAIRN_CREDENTIALS)');
+  addTlsOptions(addDnsOptions(up))
+    .action(async (o: { dataDir: string; port: number; agentPort: number; resources?: string; masters: number; credentials?: string; gossipEncrypt?: boolean } & DnsFlags & TlsFlagValues, cmd: Command) => {
       // A group's members know each other's URLs before they start: the ports are fixed.
       if (o.masters > 1 && (o.port === 0 || o.port + o.masters - 1 > 65535)) {
         return cmd.error(`error: option '--port <port>' must be the first of ${o.masters} consecutive free ports with --masters ${o.masters} (not 0, and at most ${65536 - o.masters})`, { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
       }
-      result.exitCode = await h.up({ dataDir: resolve(o.dataDir), port: o.port, agentPort: o.agentPort, masters: o.masters, ...(o.resources !== undefined ? { resources: o.resources } : {}), ...dnsFlags(o) }, io);
+      result.exitCode = await h.up({ dataDir: resolve(o.dataDir), port: o.port, agentPort: o.agentPort, masters: o.masters, ...(o.credentials ?? io.env.CAIRN_CREDENTIALS ? { credentials: resolve((o.credentials ?? io.env.CAIRN_CREDENTIALS)!) } : {}), ...(o.resources !== undefined ? { resources: o.resources } : {}), ...(o.gossipEncrypt ? { gossipEncrypt: true } : {}), ...dnsFlags(o), ...tlsFlags(o) }, io);
     });
 
   const master = program
     .command('master')
     .description('run a master until SIGINT/SIGTERM')
     .addOption(new Option('--port <port>', 'port to listen on (0: any free port)').argParser(PORT).default(5050))
-    .option('--host <host>', 'address to listen on', '0.0.0.0')
+    .option('--host <host>', 'address to listen on (0.0.0.0: every interface)', '127.0.0.1')
     .option('--data-dir <dir>', "the master's data directory", './.cairn/master')
+    .option('--credentials <file>', 'principals and their secrets, JSON {"credentials":[{"principal","secret","agent"?}]} (default: $CAIRN_CREDENTIALS, else DATA_DIR/credentials.json, made once with an admin and an agent principal)')
+    .option('--acls <file>', 'who may do what, JSON in the shape of Mesos ACLs (default: $CAIRN_ACLS, else every user principal may do everything)')
+    .addOption(new Option('--open <list>', 'endpoints answered without a credential, comma-separated: metrics, dns-api').argParser(openFlag))
     .addOption(new Option('--ping-interval-ms <ms>', 'how often agents are pinged').argParser(integerFlag(1, 3_600_000)))
     .addOption(new Option('--max-missed-pings <n>', 'missed pings before an agent is unreachable').argParser(integerFlag(1, 1000)))
     .addOption(new Option('--offer-timeout-ms <ms>', 'how long an offer stays outstanding before it is rescinded').argParser(integerFlag(1, 86_400_000)))
@@ -190,8 +251,8 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--peers <list>', 'every master of the group, this one included: "1=http://h1:5050,2=http://h2:5050,3=http://h3:5050"').argParser(peersFlag))
     .option('--new-member', 'join a running group (added with `cairn masters add`) instead of founding one; only for a first start with an empty data dir')
     .option('--secret-file <path>', 'file holding the cluster secret that masters and gossip members authenticate each other with (at least 16 bytes); with it, the master runs a gossip member');
-  addGossipOptions(addDnsOptions(master), DEFAULT_MASTER_GOSSIP_PORT)
-    .action(async (o: { port: number; host: string; dataDir: string; pingIntervalMs?: number; maxMissedPings?: number; offerTimeoutMs?: number; id?: number; peers?: Map<number, string>; newMember?: boolean } & GossipFlagValues & DnsFlags, cmd: Command) => {
+  addTlsOptions(addGossipOptions(addDnsOptions(master), DEFAULT_MASTER_GOSSIP_PORT))
+    .action(async (o: { port: number; host: string; dataDir: string; credentials?: string; acls?: string; open?: Openable[]; pingIntervalMs?: number; maxMissedPings?: number; offerTimeoutMs?: number; id?: number; peers?: Map<number, string>; newMember?: boolean } & GossipFlagValues & DnsFlags & TlsFlagValues, cmd: Command) => {
       if ((o.id === undefined) !== (o.peers === undefined)) {
         return cmd.error("error: options '--id' and '--peers' go together", { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
       }
@@ -207,12 +268,16 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
           port: o.port,
           host: o.host,
           dataDir: resolve(o.dataDir),
+          ...(o.credentials ?? io.env.CAIRN_CREDENTIALS ? { credentials: resolve((o.credentials ?? io.env.CAIRN_CREDENTIALS)!) } : {}),
+          ...(o.acls ?? io.env.CAIRN_ACLS ? { acls: resolve((o.acls ?? io.env.CAIRN_ACLS)!) } : {}),
+          ...(o.open ? { open: o.open } : {}),
           ...(o.id !== undefined && o.peers ? { raft: { id: o.id, peers: o.peers, secretFile: o.secretFile ? resolve(o.secretFile) : undefined, ...(o.newMember ? { join: true } : {}) } } : {}),
           ...(o.pingIntervalMs !== undefined ? { pingIntervalMs: o.pingIntervalMs } : {}),
           ...(o.maxMissedPings !== undefined ? { maxMissedPings: o.maxMissedPings } : {}),
           ...(o.offerTimeoutMs !== undefined ? { offerTimeoutMs: o.offerTimeoutMs } : {}),
           ...(gossip ? { gossip } : {}),
           ...dnsFlags(o),
+          ...tlsFlags(o),
         },
         io,
       );
@@ -223,6 +288,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .description('run an agent until SIGINT/SIGTERM (its tasks keep running when it stops)')
     .addOption(new Option('--master <url>', `masters' URLs, comma-separated (default: $CAIRN_MASTER or ${DEFAULT_MASTER_URL}; none needed with --join: the leader is learnt from gossip)`))
     .option('--work-dir <dir>', "the agent's work directory (sandboxes, state)", './.cairn/agent')
+    .option('--credential <file>', 'the agent\'s credential, JSON {"principal","secret"} or a credentials file with one "agent": true entry (default: $CAIRN_AGENT_CREDENTIAL)')
     .addOption(new Option('--resources <resources>', 'resources to offer instead of measuring the host, e.g. "cpus:4;mem:8192;gpus:1;ports:[31000-32000]"').argParser(resourcesFlag))
     .addOption(new Option('--attributes <attributes>', 'agent attributes, e.g. "rack:r1;zone:a"').argParser(attributesFlag))
     .addOption(new Option('--port <port>', "the agent's HTTP port (0: any free port)").argParser(PORT).default(AGENT_DEFAULTS.httpPort))
@@ -238,14 +304,17 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .option('--docker-runtime <name>', "the OCI runtime containers start with, one the Docker daemon has registered (e.g. crun); default: the daemon's")
     .addOption(new Option('--sandbox-gc-age <duration>', "how long a finished task's sandbox is kept, e.g. 7d, 12h, 30m").argParser(durationFlag()).default(AGENT_DEFAULTS.sandboxGcAgeMs, formatDurationMs(AGENT_DEFAULTS.sandboxGcAgeMs)))
     .addOption(new Option('--sandbox-gc-disk-percent <percent>', 'above this much of the work dir\'s disk in use, finished sandboxes go sooner, oldest first').argParser(integerFlag(1, 100)).default(AGENT_DEFAULTS.sandboxGcDiskPercent))
+    .addOption(new Option('--default-task-user <name>', "the user tasks run as when their framework names none (a root agent only)").argParser(userFlag).default(AGENT_DEFAULTS.defaultTaskUser))
+    .option('--allow-root-tasks', 'let tasks run as root (uid 0); without it a task whose user is root fails', AGENT_DEFAULTS.allowRootTasks)
+    .addOption(new Option('--task-pids-max <n>', "processes and threads one task may have at once (its cgroup's pids limit; 0: no limit)").argParser(integerFlag(0, MAX_TASK_PIDS)).default(AGENT_DEFAULTS.taskPidsMax))
     .option('--secret-file <path>', 'file holding the cluster secret (at least 16 bytes); with it, the agent runs a gossip member');
-  addGossipOptions(agent, DEFAULT_AGENT_GOSSIP_PORT)
-    .action(async (o: AgentFlagValues & GossipFlagValues, cmd: Command) => {
+  addTlsOptions(addGossipOptions(agent, DEFAULT_AGENT_GOSSIP_PORT))
+    .action(async (o: AgentFlagValues & GossipFlagValues & TlsFlagValues, cmd: Command) => {
       const gossip = gossipFlags(o, cmd);
       // With members to join through and no master named anywhere, gossip says where the leader is.
       const gossipOnly = gossip !== undefined && gossip.join.length > 0 && o.master === undefined && !io.env.CAIRN_MASTER;
       // The flags are the agent's options by name, but for the two whose flag says it shorter.
-      const { master, port, sandboxGcAge, secretFile, gossipPort, gossipAddr, join, gossipIntervalMs, ...agentOptions } = o;
+      const { master, port, sandboxGcAge, secretFile, credential, gossipPort, gossipAddr, join, gossipIntervalMs, gossipEncrypt, tlsCert, tlsKey, tlsCa, tlsClientAuth, ...agentOptions } = o;
       result.exitCode = await h.agent(
         {
           ...agentOptions,
@@ -253,7 +322,9 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
           workDir: resolve(o.workDir),
           httpPort: port,
           sandboxGcAgeMs: sandboxGcAge,
+          ...(credential !== undefined ? { credentialFile: resolve(credential) } : {}),
           ...(gossip ? { gossip } : {}),
+          ...tlsFlags(o),
         },
         io,
       );
@@ -287,6 +358,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--gpus <gpus>', 'GPUs per task').argParser(integerFlag(0, 1024)).default(0))
     .addOption(new Option('--ports <n>', 'ports per task (given as PORT, PORT0..)').argParser(integerFlag(0, 1000)).default(0))
     .addOption(new Option('--role <role>', 'role to run as').argParser(roleFlag).default('*'))
+    .addOption(new Option('--user <name>', "the OS user the tasks run as (default: the agent's default task user, or the agent's own user where it is not root)").argParser(userFlag))
     .addOption(new Option('--env <name=value>', 'environment variable for the tasks (repeatable)').argParser(envFlag))
     .passThroughOptions()
     .addHelpText(
@@ -302,7 +374,7 @@ Examples:
   cairn run 'echo hello from $(hostname)'
   cairn run --instances 4 --cpus 1 --mem 2048 -- python train.py --shard-count 4`,
     )
-    .action(async (command: string[], o: { master?: string; name: string; instances: number; cpus: number; mem: number; gpus: number; ports: number; role: string; env?: [string, string][] }, cmd: Command) => {
+    .action(async (command: string[], o: { master?: string; name: string; instances: number; cpus: number; mem: number; gpus: number; ports: number; role: string; user?: string; env?: [string, string][] }, cmd: Command) => {
       result.exitCode = await h.run(
         {
           masterUrl: masterUrlOf(o.master, io, cmd),
@@ -313,6 +385,7 @@ Examples:
           gpus: o.gpus,
           ports: o.ports,
           role: o.role,
+          ...(o.user !== undefined ? { user: o.user } : {}),
           env: o.env ?? [],
           command,
         },

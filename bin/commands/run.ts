@@ -6,7 +6,6 @@
 // (which kills its tasks).
 
 import { randomBytes } from 'node:crypto';
-import { userInfo } from 'node:os';
 import { isTerminal, type TaskState } from '../../shared/agent-protocol.ts';
 import type { OfferJson, TaskStatusJson } from '../../shared/mesos-v1.ts';
 import { SCALAR_NAMES, type MesosResource } from '../../shared/resources.ts';
@@ -14,10 +13,12 @@ import { MasterClient } from '../../shared/sdk/master-client.ts';
 import { MasterHttpError } from '../../shared/sdk/http-error.ts';
 import { fitTasks, requirementResources, type PlacedTask, type TaskRequirement } from '../../shared/sdk/offer-fit.ts';
 import { SchedulerClient } from '../../shared/sdk/scheduler-client.ts';
+import { clientTls } from './client-tls.ts';
 import type { CliIo } from './io.ts';
 import { followLog, LinePrefixer } from './log-relay.ts';
 import type { RunOptions } from './options.ts';
 import { buildTaskInfo, describeEnding, exitCodeFor, runFrameworkInfo, taskIds, taskRequirement, type RunTaskSpec } from './run-tasks.ts';
+import { findToken } from '../../shared/sdk/credentials.ts';
 
 export interface RunTuning {
   /** Pause between log reads that brought nothing new (default 250). */
@@ -54,14 +55,6 @@ interface RunTask {
   /** Logs drained and the ending reported: nothing more to do for this task. */
   settled: boolean;
   relay?: Promise<void>;
-}
-
-function defaultUser(env: CliIo['env']): string {
-  try {
-    return userInfo().username;
-  } catch {
-    return env.USER ?? 'root';
-  }
 }
 
 function message(err: unknown): string {
@@ -122,8 +115,9 @@ class RunSession {
     this.killWaitMs = tuning.killWaitMs ?? 10_000;
     this.waitingNoticeMs = tuning.waitingNoticeMs ?? 10_000;
     this.declineRefuseS = tuning.declineRefuseSeconds ?? 5;
-    this.client = new SchedulerClient({ masterUrl: o.masterUrl, frameworkInfo: runFrameworkInfo(o, tuning.user ?? defaultUser(io.env)) });
-    this.rest = new MasterClient(o.masterUrl);
+    const tls = clientTls(o.tls);
+    this.client = new SchedulerClient({ masterUrl: o.masterUrl, token: findToken(o.masterUrl, io.env), tls, frameworkInfo: runFrameworkInfo(o, o.user ?? tuning.user ?? '') });
+    this.rest = new MasterClient(o.masterUrl, { token: findToken(o.masterUrl, io.env), tls });
   }
 
   async run(): Promise<number> {

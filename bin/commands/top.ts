@@ -5,10 +5,13 @@
 
 import type { AgentView, StateView } from '../../shared/master-state.ts';
 import { MasterClient } from '../../shared/sdk/master-client.ts';
+import type { TlsClient } from '../../shared/tls.ts';
+import { clientTls } from './client-tls.ts';
 import type { AgentUsage, TaskUsage } from '../../agent/usage/usage.ts';
 import type { CliIo } from './io.ts';
 import type { TopOptions } from './options.ts';
 import { formatTable } from './table.ts';
+import { findToken } from '../../shared/sdk/credentials.ts';
 
 const MIB = 1024 * 1024;
 /** One agent's usage read may take this long before its row says so. */
@@ -61,28 +64,29 @@ export function topFrame(state: StateView, usages: ReadonlyMap<string, AgentUsag
   return `${tasks}\n${agentsTable}`;
 }
 
-async function fetchJson(url: string): Promise<unknown> {
-  const r = await fetch(url, { headers: { accept: 'application/json' }, signal: AbortSignal.timeout(AGENT_TIMEOUT_MS) });
+async function fetchJson(url: string, token?: string, dial: typeof fetch = fetch): Promise<unknown> {
+  const r = await dial(url, { headers: { accept: 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) }, signal: AbortSignal.timeout(AGENT_TIMEOUT_MS) });
   if (!r.ok) throw new Error(`HTTP ${r.status}`);
   return r.json();
 }
 
 /** One agent's usage: through the master when it proxies, else from the agent itself. */
-export async function readAgentUsage(masterUrl: string, agent: AgentView): Promise<AgentUsageRead> {
+export async function readAgentUsage(masterUrl: string, agent: AgentView, token?: string, tls?: TlsClient): Promise<AgentUsageRead> {
   try {
-    return { usage: (await fetchJson(`${masterUrl}/api/v1/agents/${encodeURIComponent(agent.id)}/usage`)) as AgentUsage };
+    return { usage: (await fetchJson(`${masterUrl}/api/v1/agents/${encodeURIComponent(agent.id)}/usage`, token, tls?.fetch)) as AgentUsage };
   } catch {
     // The master does not proxy usage (or failed to): ask the agent.
   }
   try {
-    return { usage: (await fetchJson(`${agent.url}/api/v1/usage`)) as AgentUsage };
+    return { usage: (await fetchJson(`${agent.url}/api/v1/usage`, undefined, tls?.fetch)) as AgentUsage };
   } catch (err) {
     return { error: err instanceof Error ? err.message : String(err) };
   }
 }
 
 export async function runTop(o: TopOptions, io: CliIo): Promise<number> {
-  const client = new MasterClient(o.masterUrl, { timeoutMs: 5000 });
+  const tls = clientTls(o.tls);
+  const client = new MasterClient(o.masterUrl, { timeoutMs: 5000, token: findToken(o.masterUrl, io.env), tls });
   let stop = false;
   let wake: () => void = () => undefined;
   const dispose = io.onInterrupt(() => {
@@ -94,7 +98,7 @@ export async function runTop(o: TopOptions, io: CliIo): Promise<number> {
       let text: string;
       try {
         const state = await client.state();
-        const reads = await Promise.all(state.agents.filter((a) => a.reachable).map(async (a) => [a.id, await readAgentUsage(client.baseUrl, a)] as const));
+        const reads = await Promise.all(state.agents.filter((a) => a.reachable).map(async (a) => [a.id, await readAgentUsage(client.baseUrl, a, findToken(o.masterUrl, io.env), tls)] as const));
         text = topFrame(state, new Map(reads), Date.now());
       } catch (err) {
         if (o.once) {

@@ -4,9 +4,10 @@
 
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { WebSocketServer, type RawData } from 'ws';
+import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { decodeAgentToMaster } from '../../shared/agent-protocol.ts';
 import { CairnError } from '../../shared/errors.ts';
+import { refuseUpgrade } from '../auth/http-hooks.ts';
 import type { MasterContext } from '../context.ts';
 import type { Master } from '../master.ts';
 import { AgentLink } from './agent-link.ts';
@@ -19,8 +20,8 @@ export class AgentEndpoint {
   private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 16 * 1024 * 1024 });
 
   constructor(private readonly ctx: MasterContext) {
-    this.wss.on('connection', (socket, req: IncomingMessage) => {
-      const link = new AgentLink(socket, req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '');
+    this.wss.on('connection', (socket: WebSocket, req: IncomingMessage, principal: string) => {
+      const link = new AgentLink(socket, req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '', principal);
       // Agents register with the leader only; a follower tells them where it is and hangs up.
       const master = ctx.core();
       if (!master) {
@@ -31,12 +32,22 @@ export class AgentEndpoint {
       }
       master.agentConnected(link);
       socket.on('message', (data: RawData, isBinary: boolean) => this.onFrame(master, link, data, isBinary));
-      socket.on('error', (err) => master.log.debug({ err: err.message }, 'agent socket error'));
+      socket.on('error', (err: Error) => master.log.debug({ err: err.message }, 'agent socket error'));
     });
   }
 
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req));
+    // Only an agent's credential opens this socket; anything else is refused before the
+    // upgrade, so a fake agent never sees a frame.
+    let principal: string;
+    try {
+      principal = this.ctx.auth.authenticate(req.headers, 'agent').name;
+    } catch (err) {
+      this.ctx.audit.warn({ ip: req.socket.remoteAddress, path: AGENT_PATH, refused: (err as CairnError).code, why: (err as Error).message }, 'audit');
+      refuseUpgrade(socket, err as CairnError);
+      return;
+    }
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req, principal));
   }
 
   private onFrame(master: Master, link: AgentLink, data: RawData, isBinary: boolean): void {

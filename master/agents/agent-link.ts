@@ -5,7 +5,8 @@ import type { WebSocket } from 'ws';
 import { encodeMasterToAgent, type MasterToAgent } from '../../shared/agent-protocol.ts';
 
 export class AgentLink {
-  constructor(readonly socket: WebSocket, readonly remoteAddress: string) {}
+  /** `principal`: the agent credential the connection authenticated with ('' when none is asked). */
+  constructor(readonly socket: WebSocket, readonly remoteAddress: string, readonly principal: string) {}
 
   get isOpen(): boolean {
     return this.socket.readyState === this.socket.OPEN;

@@ -5,7 +5,7 @@
 //   GET    /api/v1/agents/:id/usage                  the agent's latest usage sample
 //   GET    /api/v1/tasks/:id/usage                   one task's, from its agent
 
-import type { FastifyInstance, FastifyReply } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { parseDrainRequest } from '../../shared/drain-request.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { leaderOrRedirect, type MasterContext } from '../context.ts';
@@ -13,15 +13,21 @@ import type { AgentRecord } from '../registry/commands.ts';
 import { sendHttpError as fail } from './http-errors.ts';
 
 /** The agent's own HTTP endpoint (logs, usage). */
-export function agentBaseUrl(agent: Pick<AgentRecord, 'ip' | 'httpPort'>): string {
-  return `http://${agent.ip.includes(':') ? `[${agent.ip}]` : agent.ip}:${agent.httpPort}`;
+export function agentBaseUrl(agent: Pick<AgentRecord, 'ip' | 'httpPort' | 'https'>): string {
+  return `${agent.https ? 'https' : 'http'}://${agent.ip.includes(':') ? `[${agent.ip}]` : agent.ip}:${agent.httpPort}`;
+}
+
+/** What the master presents to an agent's API: the agent's own secret, which only it and the masters hold. */
+export function agentAuthHeaders(ctx: MasterContext, agent: Pick<AgentRecord, 'principal'>): Record<string, string> {
+  const secret = ctx.auth.agentSecret(agent.principal);
+  return secret ? { authorization: `Bearer ${secret}` } : {};
 }
 
 /** Forwards a GET to an agent and sends its answer on unchanged (status and JSON body). */
-export async function relayFromAgent(agent: AgentRecord, path: string, reply: FastifyReply): Promise<FastifyReply> {
+export async function relayFromAgent(ctx: MasterContext, agent: AgentRecord, path: string, reply: FastifyReply): Promise<FastifyReply> {
   let res: Response;
   try {
-    res = await fetch(`${agentBaseUrl(agent)}${path}`, { signal: AbortSignal.timeout(10_000) });
+    res = await (ctx.tlsClient?.fetch ?? fetch)(`${agentBaseUrl(agent)}${path}`, { headers: agentAuthHeaders(ctx, agent), signal: AbortSignal.timeout(10_000) });
   } catch (err) {
     throw new CairnError('CAIRN_AGENT_UNAVAILABLE', `agent ${agent.hostname} did not answer: ${(err as Error).message}`);
   }
@@ -35,9 +41,14 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: MasterContext): v
     return a;
   };
 
+  /** drain_agents names agents by id or hostname. */
+  const mayOperate = (req: FastifyRequest, agent: AgentRecord) => {
+    if (!ctx.auth.allows(req.principal, 'drain_agents', agent.id)) ctx.auth.require(req.principal, 'drain_agents', agent.hostname, 'id');
+  };
+
   app.post<{ Params: { id: string }; Body: unknown }>('/api/v1/agents/:id/drain', async (req, reply) => {
     try {
-      agentOf(req.params.id);
+      mayOperate(req, agentOf(req.params.id));
       const { deadlineAtMs } = parseDrainRequest(req.body, Date.now());
       const master = leaderOrRedirect(ctx, req, reply);
       if (!master) return reply;
@@ -50,7 +61,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: MasterContext): v
 
   app.delete<{ Params: { id: string } }>('/api/v1/agents/:id/drain', async (req, reply) => {
     try {
-      agentOf(req.params.id);
+      mayOperate(req, agentOf(req.params.id));
       const master = leaderOrRedirect(ctx, req, reply);
       if (!master) return reply;
       await master.undrainAgent(req.params.id);
@@ -62,7 +73,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: MasterContext): v
 
   app.get<{ Params: { id: string } }>('/api/v1/agents/:id/usage', async (req, reply) => {
     try {
-      return await relayFromAgent(agentOf(req.params.id), '/api/v1/usage', reply);
+      return await relayFromAgent(ctx, agentOf(req.params.id), '/api/v1/usage', reply);
     } catch (err) {
       return fail(reply, err);
     }
@@ -73,8 +84,11 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: MasterContext): v
       const t = ctx.registry.state.tasks.get(req.params.id);
       if (!t) throw new CairnError('CAIRN_UNKNOWN_TASK', `no task '${req.params.id}'`, 'id');
       const agent = ctx.registry.state.agents.get(t.agentId);
+      if (!ctx.auth.mayActOn(req.principal, 'view_tasks', ctx.registry.state.frameworks.get(t.frameworkId)?.principal ?? '')) {
+        throw new CairnError('CAIRN_FORBIDDEN', `principal '${req.principal.name}' may not view the tasks of framework ${t.frameworkId}`, 'id');
+      }
       if (!agent) throw new CairnError('CAIRN_AGENT_UNAVAILABLE', `agent ${t.agentId} of task '${t.id}' is gone`, 'id');
-      return await relayFromAgent(agent, `/api/v1/tasks/${encodeURIComponent(t.id)}/usage`, reply);
+      return await relayFromAgent(ctx, agent, `/api/v1/tasks/${encodeURIComponent(t.id)}/usage`, reply);
     } catch (err) {
       return fail(reply, err);
     }

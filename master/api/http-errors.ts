@@ -6,6 +6,9 @@ import { CairnError, type CairnErrorCode } from '../../shared/errors.ts';
 
 const STATUS: Partial<Record<CairnErrorCode, number>> = {
   CAIRN_UNKNOWN_FRAMEWORK: 403,
+  CAIRN_UNAUTHENTICATED: 401,
+  CAIRN_FORBIDDEN: 403,
+  CAIRN_CROSS_SITE: 403,
   CAIRN_UNKNOWN_TASK: 404,
   CAIRN_UNKNOWN_AGENT: 404,
   CAIRN_AGENT_UNAVAILABLE: 503,

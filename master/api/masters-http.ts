@@ -17,9 +17,10 @@ import type { RaftCommandLog } from '../replication/raft-log.ts';
 /** How long a member may take to say how it is doing before it is listed as unreachable. */
 const MEMBER_ANSWER_TIMEOUT_MS = 1000;
 
-async function askMember(url: string): Promise<RemoteReplication | undefined> {
+/** `authorization`: the caller's own, which every master of the group takes (one credentials file). */
+async function askMember(url: string, authorization: string | undefined, dial: typeof fetch): Promise<RemoteReplication | undefined> {
   try {
-    const r = await fetch(`${url}/api/v1/replication`, { signal: AbortSignal.timeout(MEMBER_ANSWER_TIMEOUT_MS) });
+    const r = await dial(`${url}/api/v1/replication`, { headers: authorization ? { authorization } : {}, signal: AbortSignal.timeout(MEMBER_ANSWER_TIMEOUT_MS) });
     if (!r.ok) return undefined;
     const s = (await r.json()) as Partial<RemoteReplication>;
     if (typeof s.role !== 'string' || typeof s.term !== 'number' || typeof s.applied !== 'number') return undefined;
@@ -30,10 +31,10 @@ async function askMember(url: string): Promise<RemoteReplication | undefined> {
 }
 
 /** The listing, with each other member's own word on its role, term and applied index. */
-export async function mastersView(raft: RaftCommandLog): Promise<MastersView> {
+export async function mastersView(raft: RaftCommandLog, authorization?: string, dial: typeof fetch = fetch): Promise<MastersView> {
   const local = raft.membership();
   const others = [...local.urls].filter(([id]) => id !== local.id);
-  const answers = await Promise.all(others.map(async ([id, url]) => [id, await askMember(url)] as const));
+  const answers = await Promise.all(others.map(async ([id, url]) => [id, await askMember(url, authorization, dial)] as const));
   return mastersListing(raft.membership(), new Map<NodeId, RemoteReplication | undefined>(answers));
 }
 
@@ -41,20 +42,23 @@ export function registerMastersApi(app: FastifyInstance, ctx: MasterContext, raf
   const off = (reply: FastifyReply) =>
     reply.code(404).send({ code: 'CAIRN_RAFT_OFF', message: 'this master is not replicated (it was started without --id and --peers)' });
 
-  app.get('/api/v1/masters', async (_req, reply) => (raft ? mastersView(raft) : off(reply)));
+  app.get('/api/v1/masters', async (req, reply) => (raft ? mastersView(raft, req.headers.authorization, ctx.tlsClient?.fetch) : off(reply)));
 
   app.post('/api/v1/masters', async (req, reply) => {
+    const add = parseAddMasterRequest(req.body);
+    ctx.auth.require(req.principal, 'update_masters', String(add.id), 'id');
     if (!raft) return off(reply);
     if (!leaderOrRedirect(ctx, req, reply)) return reply;
-    await raft.addMaster(parseAddMasterRequest(req.body));
-    return mastersView(raft);
+    await raft.addMaster(add);
+    return mastersView(raft, req.headers.authorization, ctx.tlsClient?.fetch);
   });
 
   app.delete<{ Params: { id: string } }>('/api/v1/masters/:id', async (req, reply) => {
+    const id = checkMemberId(req.params.id, 'id');
+    ctx.auth.require(req.principal, 'update_masters', String(id), 'id');
     if (!raft) return off(reply);
     if (!leaderOrRedirect(ctx, req, reply)) return reply;
-    const id = checkMemberId(req.params.id, 'id');
     await raft.removeMaster(id);
-    return mastersView(raft);
+    return mastersView(raft, req.headers.authorization, ctx.tlsClient?.fetch);
   });
 }

@@ -12,7 +12,8 @@ import { Resources } from '../../shared/resources.ts';
 import { APPLIED_INDEX_HEADER, leaderOrRedirect, type MasterContext } from '../context.ts';
 import type { Registry } from '../registry/registry.ts';
 import { promFamily } from '../metrics.ts';
-import { agentBaseUrl, registerAgentRoutes } from './agents-rest.ts';
+import { agentAuthHeaders, agentBaseUrl, registerAgentRoutes } from './agents-rest.ts';
+import type { Principal } from '../auth/credentials.ts';
 import { sendHttpError as fail } from './http-errors.ts';
 import { stateView, taskView } from './state-view.ts';
 
@@ -22,6 +23,16 @@ const AGENT_ANSWER_TIMEOUT_MS = 10_000;
 function findTask(registry: Registry, id: string) {
   const t = registry.state.tasks.get(id);
   if (!t) throw new CairnError('CAIRN_UNKNOWN_TASK', `no task '${id}'`, 'id');
+  return t;
+}
+
+/** A task `principal` may see or kill; one it may not answers as unknown would, plus why. */
+function taskFor(ctx: MasterContext, principal: Principal, id: string, action: 'view_tasks' | 'kill_tasks') {
+  const t = findTask(ctx.registry, id);
+  const owner = ctx.registry.state.frameworks.get(t.frameworkId)?.principal ?? '';
+  if (!ctx.auth.mayActOn(principal, action, owner)) {
+    throw new CairnError('CAIRN_FORBIDDEN', `principal '${principal.name}' may not ${action === 'view_tasks' ? 'view' : 'kill'} the tasks of framework ${t.frameworkId}`, 'id');
+  }
   return t;
 }
 
@@ -37,11 +48,11 @@ export function registerRestApi(app: FastifyInstance, ctx: MasterContext): void 
 
   app.get('/health', async () => ({ status: 'ok', role: ctx.replication()?.role ?? 'leader' }));
 
-  app.get('/api/v1/state', async () => stateView(ctx));
+  app.get('/api/v1/state', async (req) => stateView(ctx, req.principal));
 
   app.get<{ Params: { id: string } }>('/api/v1/tasks/:id', async (req, reply) => {
     try {
-      return taskView(findTask(registry, req.params.id));
+      return taskView(taskFor(ctx, req.principal, req.params.id, 'view_tasks'));
     } catch (err) {
       return fail(reply, err);
     }
@@ -51,7 +62,7 @@ export function registerRestApi(app: FastifyInstance, ctx: MasterContext): void 
     try {
       const master = leaderOrRedirect(ctx, req, reply);
       if (!master) return reply;
-      const t = findTask(registry, req.params.id);
+      const t = taskFor(ctx, req.principal, req.params.id, 'kill_tasks');
       if (isTerminal(t.state)) {
         return reply.code(409).send({ code: 'CAIRN_BAD_REQUEST', message: `task '${t.id}' has already ended (${t.state})`, field: 'id' });
       }
@@ -74,6 +85,7 @@ export function registerRestApi(app: FastifyInstance, ctx: MasterContext): void 
       if (typeof weight !== 'number' || !Number.isFinite(weight) || weight <= 0 || weight > 1e6) {
         throw new CairnError('CAIRN_BAD_REQUEST', 'must be a positive number', 'weight');
       }
+      ctx.auth.require(req.principal, 'update_weights', role, 'role');
       const master = leaderOrRedirect(ctx, req, reply);
       if (!master) return reply;
       await master.setRoleWeight(role, weight);
@@ -93,7 +105,7 @@ export function registerRestApi(app: FastifyInstance, ctx: MasterContext): void 
 
   app.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>('/api/v1/tasks/:id/logs', async (req, reply) => {
     try {
-      const t = findTask(registry, req.params.id);
+      const t = taskFor(ctx, req.principal, req.params.id, 'view_tasks');
       const q = parseLogQuery(req.query);
       const agent = registry.state.agents.get(t.agentId);
       if (!agent) throw new CairnError('CAIRN_AGENT_UNAVAILABLE', `agent ${t.agentId} of task '${t.id}' is gone`, 'id');
@@ -104,7 +116,7 @@ export function registerRestApi(app: FastifyInstance, ctx: MasterContext): void 
       const timer = setTimeout(() => upstream.abort(new DOMException('no answer in 10 s', 'TimeoutError')), AGENT_ANSWER_TIMEOUT_MS);
       let res: Response;
       try {
-        res = await fetch(url, { signal: upstream.signal });
+        res = await (ctx.tlsClient?.fetch ?? fetch)(url, { headers: agentAuthHeaders(ctx, agent), signal: upstream.signal });
         if (!q.follow || !res.ok || !res.body) {
           const text = await res.text();
           return reply.code(res.status).type('application/json').send(text);

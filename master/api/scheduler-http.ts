@@ -7,6 +7,8 @@ import type { FastifyInstance } from 'fastify';
 import { STREAM_ID_HEADER } from '../../shared/mesos-v1.ts';
 import { EventStream } from '../frameworks/event-stream.ts';
 import { leaderOrRedirect, type MasterContext } from '../context.ts';
+import { auditLine } from '../auth/http-hooks.ts';
+import { authorizeSchedulerCall } from '../auth/scheduler-auth.ts';
 import { toHttpError } from './http-errors.ts';
 import { parseSchedulerCall } from './scheduler-calls.ts';
 
@@ -21,12 +23,15 @@ export function registerSchedulerApi(app: FastifyInstance, ctx: MasterContext): 
     }
     let call;
     try {
-      call = parseSchedulerCall(req.body);
+      call = authorizeSchedulerCall(ctx.auth, ctx.registry, req.principal, parseSchedulerCall(req.body));
     } catch (err) {
       master.metrics.badRequests++;
       const { status, body } = toHttpError(err);
+      auditLine(ctx.audit, req, { call: (req.body as { type?: unknown } | null)?.type, status, refused: body.code, why: body.message });
       return reply.code(status).send(body);
     }
+    // Acknowledgements are the bulk of the traffic and change only delivery state.
+    if (call.type !== 'ACKNOWLEDGE') auditLine(ctx.audit, req, { call: call.type, frameworkId: call.type === 'SUBSCRIBE' ? call.framework.id : call.frameworkId });
     if (call.type !== 'SUBSCRIBE') {
       try {
         const streamId = req.headers[STREAM_ID_HEADER];

@@ -6,6 +6,7 @@ import { isTerminal } from '../../shared/agent-protocol.ts';
 import { Resources } from '../../shared/resources.ts';
 import type { TaskRecord } from '../registry/commands.ts';
 import type { MasterContext } from '../context.ts';
+import type { Principal } from '../auth/credentials.ts';
 import { agentBaseUrl } from './agents-rest.ts';
 
 export const CAIRN_VERSION = '0.1.0';
@@ -27,8 +28,13 @@ export function taskView(t: TaskRecord): TaskView {
   return v;
 }
 
-export function stateView(ctx: MasterContext): StateView {
+/**
+ * The cluster as `viewer` may see it: agents whole; frameworks, tasks and offers only of
+ * frameworks it may view (its own, and what the view_tasks ACL grants).
+ */
+export function stateView(ctx: MasterContext, viewer: Principal): StateView {
   const reg = ctx.registry.state;
+  const visible = (frameworkId: string): boolean => ctx.auth.mayActOn(viewer, 'view_tasks', reg.frameworks.get(frameworkId)?.principal ?? '');
   const master = ctx.core();
   const usedByAgent = new Map<string, Resources>();
   for (const t of reg.tasks.values()) {
@@ -55,7 +61,7 @@ export function stateView(ctx: MasterContext): StateView {
     usage: master?.agentUsageReport(a.id) ?? null,
   }));
   const frameworks: FrameworkView[] = [...reg.frameworks.values()]
-    .filter((f) => f.removedAtMs === undefined)
+    .filter((f) => f.removedAtMs === undefined && visible(f.id))
     .map((f) => ({
       id: f.id,
       name: f.name,
@@ -74,7 +80,7 @@ export function stateView(ctx: MasterContext): StateView {
     startedAtMs: PROCESS_STARTED_MS,
     agents,
     frameworks,
-    tasks: [...reg.tasks.values()].map(taskView),
-    offers: [...(master?.offers.all() ?? [])].map((o) => ({ id: o.id, frameworkId: o.frameworkId, agentId: o.agentId, resources: o.resources.toString() })),
+    tasks: [...reg.tasks.values()].filter((t) => visible(t.frameworkId)).map(taskView),
+    offers: [...(master?.offers.all() ?? [])].filter((o) => visible(o.frameworkId)).map((o) => ({ id: o.id, frameworkId: o.frameworkId, agentId: o.agentId, resources: o.resources.toString() })),
   };
 }

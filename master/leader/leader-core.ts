@@ -45,6 +45,8 @@ export interface LeaderCoreOptions {
 interface AgentConn {
   readonly conn: ConnId;
   readonly remoteAddress: string;
+  /** The agent credential it authenticated with: it may speak only for agents of that principal. */
+  readonly principal: string;
   /** Set once a registration over this connection is committed. */
   agentId: string | undefined;
   /** Pings sent since the last pong. */
@@ -167,7 +169,7 @@ export class LeaderCore {
     switch (input.type) {
       case 'agent_connected':
         this.metrics.agentConnections++;
-        this.conns.set(input.conn, { conn: input.conn, remoteAddress: input.remoteAddress, agentId: undefined, missedPings: 0, awaitingPong: false, closed: false });
+        this.conns.set(input.conn, { conn: input.conn, remoteAddress: input.remoteAddress, principal: input.principal, agentId: undefined, missedPings: 0, awaitingPong: false, closed: false });
         break;
       case 'agent_disconnected':
         this.agentDisconnected(input.conn);
@@ -372,6 +374,11 @@ export class LeaderCore {
     if (!reg.hostname) throw new CairnError('CAIRN_BAD_FRAME', 'hostname is required', 'register.hostname');
     const state = this.state();
     const known = reg.agentId !== '' ? state.agents.get(reg.agentId) : undefined;
+    // An agent speaks only for itself (Kubernetes' NodeRestriction): an id registered under
+    // one credential is never taken over with another, which would disconnect the real agent.
+    if (known?.principal !== undefined && known.principal !== c.principal) {
+      throw new CairnError('CAIRN_FORBIDDEN', `agent ${known.id} is registered by principal '${known.principal}', not '${c.principal}'`, 'register.agent_id');
+    }
     const agentId = reg.agentId !== '' ? reg.agentId : `${randomUuid(this.random)}-S0`;
     const previous = this.links.get(agentId);
     if (previous && previous !== c) {
@@ -380,7 +387,7 @@ export class LeaderCore {
     }
     const now = this.nowMs;
     const ip = reg.ip || c.remoteAddress;
-    if (reg.agentId === '') this.removeSuperseded(ip, reg.httpPort, reg.hostname);
+    if (reg.agentId === '') this.removeSuperseded(ip, reg.httpPort, reg.hostname, c.principal);
     const activeBefore = known ? state.activeTasksOn(agentId).length : 0;
     this.propose({
       type: 'agent_registered',
@@ -393,6 +400,8 @@ export class LeaderCore {
         attributes: Object.fromEntries(reg.attributes.map((a) => [a.name, a.value])),
         registeredAtMs: now,
         ...(reg.isolation ? { isolation: reg.isolation } : {}),
+        ...(reg.https ? { https: true } : {}),
+        ...(c.principal !== '' ? { principal: c.principal } : {}),
       },
       // Sent whenever the agent names an id: the state it applies to may know the agent even if
       // this (possibly older) view does not.
@@ -409,11 +418,12 @@ export class LeaderCore {
    * registered agent's address. Otherwise it would stay unreachable for ever, and so would
    * its tasks.
    */
-  private removeSuperseded(ip: string, httpPort: number, hostname: string): void {
+  private removeSuperseded(ip: string, httpPort: number, hostname: string, principal: string): void {
     const state = this.state();
     const known = this.agentAt.get(addressKey(ip, httpPort, hostname));
     const a = known !== undefined ? state.agents.get(known) : undefined;
-    if (a && a.ip === ip && a.httpPort === httpPort && a.hostname === hostname && !this.links.has(a.id)) {
+    // Only an agent of the same principal succeeds one: another credential may not remove it.
+    if (a && a.ip === ip && a.httpPort === httpPort && a.hostname === hostname && !this.links.has(a.id) && (a.principal ?? principal) === principal) {
       const agentId = a.id;
       this.log('warn', 'a new agent registers at the address of an old one: removing the old one', { agentId, hostname, ip, httpPort });
       this.recoverOffers((o) => o.agentId === agentId, true);
@@ -461,7 +471,7 @@ export class LeaderCore {
       }
     }
     this.addAgentToAllocator(agentId, total);
-    this.log('info', 'agent registered', { agentId, hostname: reg.hostname, resources: total.toString(), reregistered });
+    this.log('info', 'agent registered', { agentId, principal: c.principal, hostname: reg.hostname, resources: total.toString(), reregistered });
     this.requestAllocation();
   }
 
@@ -878,6 +888,7 @@ export class LeaderCore {
       labels: t.labels,
       container: t.container ?? null,
       dnsName: this.taskDnsName?.(t.name, frameworkName) ?? '',
+      user: state.frameworks.get(frameworkId)?.user ?? '',
     }));
     this.toAgent(agentId, { launch: { tasks: infos } });
   }

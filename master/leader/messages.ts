@@ -30,7 +30,8 @@ export type OperatorCall =
   | { type: 'set_role_weight'; role: string; weight: number };
 
 export type LeaderInput =
-  | { type: 'agent_connected'; conn: ConnId; remoteAddress: string }
+  /** `principal`: the agent credential it authenticated with ('' where the master authenticates no one). */
+  | { type: 'agent_connected'; conn: ConnId; remoteAddress: string; principal: string }
   | { type: 'agent_disconnected'; conn: ConnId }
   /** A frame that decoded; the shell drops bad frames with `agent_bad_frame`. */
   | { type: 'agent_frame'; conn: ConnId; frame: AgentToMaster }

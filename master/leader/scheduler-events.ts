@@ -34,7 +34,7 @@ export function offerJson(offerId: string, frameworkId: string, role: string, ag
     framework_id: { value: frameworkId },
     agent_id: { value: agent.id },
     hostname: agent.hostname,
-    url: { scheme: 'http', address: { hostname: agent.hostname, ip: agent.ip, port: agent.httpPort }, path: '/' },
+    url: { scheme: agent.https ? 'https' : 'http', address: { hostname: agent.hostname, ip: agent.ip, port: agent.httpPort }, path: '/' },
     resources: resources.toMesos(role),
     attributes: Object.entries(agent.attributes).map(([name, value]) => ({ name, type: 'TEXT' as const, text: { value } })),
   };

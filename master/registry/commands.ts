@@ -10,6 +10,8 @@ export interface AgentRecord {
   hostname: string;
   ip: string;
   httpPort: number;
+  /** The agent's HTTP endpoint serves HTTPS (absent: plain HTTP, and from older agents). */
+  https?: boolean;
   /** Mesos text form. */
   resources: string;
   attributes: Record<string, string>;
@@ -22,6 +24,8 @@ export interface AgentRecord {
    * A write-off decided before the latest registration is stale.
    */
   registrations?: number;
+  /** The agent credential it registered with; absent where the master authenticates no one. */
+  principal?: string;
   /** Set while an operator drains the agent: it gets no offers, its tasks end by the deadline. */
   drain?: AgentDrain;
 }

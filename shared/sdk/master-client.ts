@@ -10,6 +10,7 @@ import type { MembersJson } from '../gossip/cluster.ts';
 import { LOG_FOLLOW_KEEPALIVE_MS } from '../log-query.ts';
 import type { LogChunk, StateView, TaskView } from '../master-state.ts';
 import type { MastersView } from '../masters-view.ts';
+import { describeTlsError, type TlsClient } from '../tls.ts';
 import { errorFromResponse } from './http-error.ts';
 
 export type LogStream = 'stdout' | 'stderr';
@@ -24,6 +25,10 @@ export interface FollowLogsOptions {
 export interface MasterClientOptions {
   /** How long one request may take (default 30000). */
   timeoutMs?: number;
+  /** HTTPS: the CA to verify masters with, the certificate to present (shared/tls.ts); default: Node's CAs, none presented. */
+  tls?: TlsClient;
+  /** Sent as `Authorization: Bearer TOKEN` with every request (see credentials.ts for where the CLI finds it). */
+  token?: string;
 }
 
 /** A master's URL, checked: http or https; a bad one is named by the `masterUrl` field. */
@@ -40,15 +45,40 @@ export function parseMasterUrl(masterUrl: string): URL {
   return url;
 }
 
+/** A follower names the leader; the leader never redirects. More hops mean a confused group. */
+const MAX_REDIRECTS = 3;
+
 export class MasterClient {
   readonly masterUrls: readonly string[];
   private current = 0;
+  private readonly dial: typeof fetch;
   private readonly timeoutMs: number;
 
   /** `masterUrl`: one master's URL, or several separated by commas. */
   constructor(masterUrl: string, options: MasterClientOptions = {}) {
     this.masterUrls = masterUrl.split(',').map((u) => parseMasterUrl(u.trim()).href.replace(/\/+$/, ''));
     this.timeoutMs = options.timeoutMs ?? 30_000;
+    this.dial = options.tls?.fetch ?? fetch;
+    this.token = options.token;
+  }
+
+  private readonly token: string | undefined;
+
+  /**
+   * One request, following a follower's redirect to the leader by hand: fetch would drop the
+   * Authorization header on the way to another origin, and the leader would answer 401.
+   */
+  private async fetchFollowing(url: string, init: RequestInit): Promise<Response> {
+    const request: RequestInit = { ...init, redirect: 'manual', headers: { ...(init.headers as Record<string, string> | undefined), ...(this.token ? { authorization: `Bearer ${this.token}` } : {}) } };
+    let res = await this.dial(url, request);
+    for (let hop = 0; hop < MAX_REDIRECTS && (res.status === 307 || res.status === 308); hop++) {
+      const location = res.headers.get('location');
+      if (!location) break;
+      await res.body?.cancel().catch(() => undefined);
+      url = new URL(location, url).href;
+      res = await this.dial(url, request);
+    }
+    return res;
   }
 
   /** The master asked first: the one that last answered. */
@@ -68,7 +98,7 @@ export class MasterClient {
       const at = (this.current + i) % this.masterUrls.length;
       const request = init();
       try {
-        const res = await fetch(`${this.masterUrls[at]}${path}`, request);
+        const res = await this.fetchFollowing(`${this.masterUrls[at]}${path}`, request);
         this.current = at;
         return res;
       } catch (err) {
@@ -258,5 +288,7 @@ function errorCode(err: unknown): string | undefined {
 function describeFetchError(err: unknown): string {
   const e = err as { name?: string; message?: string; cause?: { code?: string; message?: string } };
   if (e.name === 'TimeoutError') return 'no answer in time';
+  const tls = describeTlsError(err);
+  if (tls !== undefined) return tls;
   return e.cause?.code ?? e.cause?.message ?? e.message ?? String(err);
 }

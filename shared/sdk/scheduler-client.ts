@@ -18,6 +18,7 @@ import https from 'node:https';
 import type { Logger } from 'pino';
 import { CairnError } from '../errors.ts';
 import { RecordIODecoder } from '../recordio.ts';
+import { describeTlsError, type TlsClient } from '../tls.ts';
 import {
   STREAM_ID_HEADER,
   type Filters,
@@ -54,6 +55,10 @@ export interface SchedulerClientOptions {
   callTimeoutMs?: number;
   /** Concurrent call connections to one master (default 64). */
   maxSockets?: number;
+  /** HTTPS: the CA to verify masters with, the certificate to present (shared/tls.ts); default: Node's CAs, none presented. */
+  tls?: TlsClient;
+  /** Sent as `Authorization: Bearer TOKEN` with the subscription and every call. */
+  token?: string;
   logger?: Logger;
 }
 
@@ -143,6 +148,7 @@ export class SchedulerClient extends TypedEmitter<SchedulerClientEvents> {
   private readonly logger: Logger | undefined;
   private readonly httpAgent: http.Agent;
   private readonly httpsAgent: https.Agent;
+  private readonly tlsOptions: ReturnType<TlsClient['connectOptions']>;
 
   /** Where calls and subscriptions go; moves when a master redirects us. */
   private endpoint: URL;
@@ -162,12 +168,15 @@ export class SchedulerClient extends TypedEmitter<SchedulerClientEvents> {
   private backoffTimer: NodeJS.Timeout | undefined;
   private wakeFromBackoff: (() => void) | undefined;
 
+  private readonly token: string | undefined;
+
   constructor(options: SchedulerClientOptions) {
     super();
     this.seeds = options.masterUrl.split(',').map((u) => u.trim()).filter((u) => u !== '').map((u) => schedulerEndpoint(u));
     if (this.seeds.length === 0) throw new CairnError('CAIRN_BAD_REQUEST', 'at least one master URL is needed', 'masterUrl');
     this.endpoint = this.seeds[0]!;
     this.frameworkInfo = options.frameworkInfo;
+    this.token = options.token;
     this.currentFrameworkId = options.frameworkInfo.id?.value || undefined;
     this.autoAcknowledge = options.autoAcknowledge ?? true;
     this.resubscribe = options.resubscribe ?? true;
@@ -176,7 +185,8 @@ export class SchedulerClient extends TypedEmitter<SchedulerClientEvents> {
     this.logger = options.logger;
     const maxSockets = options.maxSockets ?? 64;
     this.httpAgent = new http.Agent({ keepAlive: true, maxSockets });
-    this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets });
+    this.tlsOptions = options.tls?.connectOptions() ?? {};
+    this.httpsAgent = new https.Agent({ keepAlive: true, maxSockets, ...this.tlsOptions });
   }
 
   /** The framework id, once the master assigned one (or the one we resubscribe with). */
@@ -443,7 +453,9 @@ export class SchedulerClient extends TypedEmitter<SchedulerClientEvents> {
         const req = this.request(url, body, {}, false);
         current = req;
         req.on('error', (err) => {
-          if (req === current) finish(err.message, err);
+          if (req !== current) return;
+          const tls = describeTlsError(err);
+          finish(tls ?? err.message, tls !== undefined ? new Error(tls, { cause: err }) : err);
         });
         req.on('response', (res) => {
           if (req !== current) {
@@ -653,10 +665,11 @@ export class SchedulerClient extends TypedEmitter<SchedulerClientEvents> {
         'content-type': 'application/json',
         accept: 'application/json',
         'content-length': String(Buffer.byteLength(body)),
+        ...(this.token ? { authorization: `Bearer ${this.token}` } : {}),
         ...headers,
       },
     };
-    return secure ? https.request(url, options) : http.request(url, options);
+    return secure ? https.request(url, { ...options, ...this.tlsOptions }) : http.request(url, options);
   }
 
   private post(url: URL, body: string, headers: Record<string, string>, timeoutMs: number): Promise<http.IncomingMessage> {

@@ -24,6 +24,8 @@ export interface FakeAgentOptions {
   silent?: boolean;
   /** TLS options of the connection (a wss:// master): the CA, a client certificate (shared/tls.ts connectOptions). */
   tls?: { ca?: Buffer; cert?: Buffer; key?: Buffer };
+  /** Headers of the WebSocket upgrade: the agent's credential, when the master asks for one. */
+  headers?: Record<string, string>;
   /** Tasks to report as running in the registration. */
   running?: { taskId: string; frameworkId: string; state: TaskState; resources: string }[];
 }
@@ -40,7 +42,7 @@ export class FakeAgent {
 
   connect(): Promise<string> {
     const url = this.opts.masterUrl.replace(/^http/, 'ws') + '/api/v1/agent';
-    const ws = new WebSocket(url, { ...this.opts.tls });
+    const ws = new WebSocket(url, { ...this.opts.tls, ...(this.opts.headers ? { headers: this.opts.headers } : {}) });
     this.ws = ws;
     return new Promise((resolve, reject) => {
       ws.on('open', () =>
@@ -58,6 +60,8 @@ export class FakeAgent {
         }),
       );
       ws.on('error', reject);
+      // Refused after the upgrade (an error frame, then the close): the promise says so.
+      ws.on('close', (code: number, reason: Buffer) => reject(new Error(`closed by the master: ${code} ${reason.toString()}`)));
       ws.on('message', (data: Buffer) => {
         const msg = decodeMasterToAgent(data);
         this.received.push(msg);

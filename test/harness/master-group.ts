@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { startMaster, type MasterHandle } from '../../master/server.ts';
 import { silentLogger } from '../../shared/logger.ts';
 import { freePort } from './processes.ts';
+import { MasterAuth } from '../../master/auth/master-auth.ts';
 
 type RaftExtra = Omit<NonNullable<Parameters<typeof startMaster>[0]['raft']>, 'id' | 'members' | 'secret'>;
 
@@ -13,6 +14,6 @@ export async function startMasterGroup(dir: string, n: number, secret: string, r
   const ports = await Promise.all(Array.from({ length: n }, () => freePort()));
   const members = new Map(ports.map((p, i) => [i + 1, `http://127.0.0.1:${p}`] as [number, string]));
   return Promise.all(ports.map((port, i) =>
-    startMaster({ port, host: '127.0.0.1', dataDir: join(dir, `m${i + 1}`), logger: silentLogger(), dnsPort: null, raft: { ...raft, id: i + 1, members, secret } }),
+    startMaster({ auth: MasterAuth.off(), port, host: '127.0.0.1', dataDir: join(dir, `m${i + 1}`), logger: silentLogger(), dnsPort: null, raft: { ...raft, id: i + 1, members, secret } }),
   ));
 }

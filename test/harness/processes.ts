@@ -9,6 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { agentCgroupName, parseCgroupMounts } from '../../agent/isolation/cgroups.ts';
+import { authHeaders, credentialEnv } from './credentials.ts';
 
 const CAIRN = fileURLToPath(new URL('../../bin/cairn.js', import.meta.url));
 
@@ -64,9 +65,9 @@ export async function waitFor<T>(what: string, fn: () => Promise<T | undefined> 
   throw new Error(`timed out waiting for ${what}${lastErr ? `: ${(lastErr as Error).message}` : ''}`);
 }
 
-/** GETs `url` and parses its JSON body (2 s timeout). */
+/** GETs `url` (with the test principal's credential) and parses its JSON body (2 s timeout). */
 export async function getJson(url: string): Promise<any> {
-  const r = await fetch(url, { signal: AbortSignal.timeout(2000) });
+  const r = await fetch(url, { headers: authHeaders(), signal: AbortSignal.timeout(2000) });
   return r.json();
 }
 
@@ -110,7 +111,7 @@ export class CairnProcess {
 
 export function startCairn(args: string[], url: string, env: Record<string, string> = {}): CairnProcess {
   const child = spawn(process.execPath, [CAIRN, ...args], {
-    env: { ...process.env, CAIRN_LOG_LEVEL: process.env.CAIRN_LOG_LEVEL ?? 'warn', ...env },
+    env: { ...process.env, CAIRN_LOG_LEVEL: process.env.CAIRN_LOG_LEVEL ?? 'warn', ...credentialEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   return new CairnProcess(child, url);
@@ -119,7 +120,7 @@ export function startCairn(args: string[], url: string, env: Record<string, stri
 /** Runs one `cairn` command line to its end (killed after timeoutMs), as a user would. */
 export function runCairn(args: string[], env: Record<string, string> = {}, timeoutMs = 30_000): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CAIRN, ...args], { env: { ...process.env, CAIRN_LOG_LEVEL: 'warn', ...env } });
+    const child = spawn(process.execPath, [CAIRN, ...args], { env: { ...process.env, CAIRN_LOG_LEVEL: 'warn', ...credentialEnv(), ...env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => (stdout += d));
@@ -221,10 +222,10 @@ export class Cleanup {
   }
 }
 
-export async function startMasterProcess(cleanup: Cleanup, opts: { dataDir?: string; port?: number; extra?: string[] } = {}): Promise<CairnProcess> {
+export async function startMasterProcess(cleanup: Cleanup, opts: { dataDir?: string; port?: number; extra?: string[]; env?: Record<string, string> } = {}): Promise<CairnProcess> {
   const port = opts.port ?? (await freePort());
   const dataDir = opts.dataDir ?? cleanup.dir('cairn-master-');
-  const p = cleanup.track(startCairn(['master', '--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir, ...(opts.extra ?? [])], `http://127.0.0.1:${port}`));
+  const p = cleanup.track(startCairn(['master', '--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir, ...(opts.extra ?? [])], `http://127.0.0.1:${port}`, opts.env));
   await p.waitHealthy();
   return p;
 }

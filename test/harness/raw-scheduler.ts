@@ -3,6 +3,7 @@
 // client written for Mesos works against Cairn without Cairn's own SDK.
 
 import http from 'node:http';
+import { authHeaders } from './credentials.ts';
 
 export interface RawEvent {
   type: string;
@@ -20,14 +21,15 @@ export class RawScheduler {
   private waiters: (() => void)[] = [];
   private readonly listeners: ((e: RawEvent) => void)[] = [];
 
-  constructor(readonly masterUrl: string) {}
+  /** `auth`: the headers that authenticate it (default: the test principal's; {} for none). */
+  constructor(readonly masterUrl: string, private readonly auth: Record<string, string> = authHeaders()) {}
 
   /** Sends SUBSCRIBE; resolves after SUBSCRIBED (or with the error status and body). */
   subscribe(frameworkInfo: Record<string, unknown>, frameworkId?: string): Promise<{ status: number; body?: string }> {
     const body = JSON.stringify({ type: 'SUBSCRIBE', framework_id: frameworkId ? { value: frameworkId } : null, subscribe: { framework_info: frameworkInfo } });
     const url = new URL('/api/v1/scheduler', this.masterUrl);
     return new Promise((resolve, reject) => {
-      const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' } }, (res) => {
+      const req = http.request(url, { method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json', ...this.auth } }, (res) => {
         this.status = res.statusCode ?? 0;
         if (this.status !== 200) {
           let text = '';
@@ -78,7 +80,7 @@ export class RawScheduler {
     const payload = JSON.stringify({ framework_id: { value: this.frameworkId }, ...body });
     const url = new URL('/api/v1/scheduler', this.masterUrl);
     return new Promise((resolve, reject) => {
-      const req = http.request(url, { method: 'POST', agent: callAgent, headers: { 'content-type': 'application/json', 'mesos-stream-id': this.streamId, 'content-length': Buffer.byteLength(payload) } }, (res) => {
+      const req = http.request(url, { method: 'POST', agent: callAgent, headers: { 'content-type': 'application/json', 'mesos-stream-id': this.streamId, 'content-length': Buffer.byteLength(payload), ...this.auth } }, (res) => {
         let text = '';
         res.setEncoding('utf8');
         res.on('data', (d) => (text += d));

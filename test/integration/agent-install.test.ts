@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { agentCgroupName } from '../../agent/isolation/cgroups.ts';
 import { Cleanup, CairnProcess, freePort, startMasterProcess, waitFor } from '../harness/processes.ts';
+import { authFetch } from '../harness/credentials.ts';
 
 const INSTALL = fileURLToPath(new URL('../../deploy/install.sh', import.meta.url));
 const cleanup = new Cleanup();
@@ -115,7 +116,7 @@ describe('deploy/install.sh', () => {
     const agent = cleanup.track(new CairnProcess(child, `http://127.0.0.1:${port}`));
     await agent.waitHealthy();
     const registered = await waitFor('the agent in the master\'s state', async () => {
-      const st = (await (await fetch(`${master.url}/api/v1/state`)).json()) as { agents: { reachable: boolean; resources: string; attributes: Record<string, string> }[] };
+      const st = (await (await authFetch(`${master.url}/api/v1/state`)).json()) as { agents: { reachable: boolean; resources: string; attributes: Record<string, string> }[] };
       return st.agents.find((a) => a.reachable);
     });
     expect(registered.resources).toMatch(/^cpus:2;mem:1024;(disk:\d+;)?ports:\[31000-31010\]$/);

@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { Cleanup, freePort, getJson, runCairn, startAgentProcess, startMasterProcess, waitFor } from '../harness/processes.ts';
 import { autoAck, RawScheduler, taskInfo, type RawEvent } from '../harness/raw-scheduler.ts';
 import { dockerUnavailable, ensureTestImage, TEST_IMAGE } from '../harness/docker.ts';
+import { authFetch } from '../harness/credentials.ts';
 
 const cleanup = new Cleanup();
 const schedulers: RawScheduler[] = [];
@@ -29,7 +30,7 @@ function updatesOf(s: RawScheduler, taskId: string): RawEvent[] {
 async function subscribe(masterUrl: string, name: string): Promise<RawScheduler> {
   const s = new RawScheduler(masterUrl);
   schedulers.push(s);
-  expect((await s.subscribe({ user: 'test', name, failover_timeout: 600 })).status).toBe(200);
+  expect((await s.subscribe({ user: '', name, failover_timeout: 600 })).status).toBe(200);
   autoAck(s);
   return s;
 }
@@ -60,10 +61,10 @@ describe('agent operations through the master', () => {
     expect(st0.agents[0]).toMatchObject({ usage: { tasks: 1, cpusLimit: 0.5, memoryLimitBytes: 64 * 1024 * 1024 }, draining: null, isolation: expect.stringMatching(/processes/) });
     expect(st0.agents[0].usage.memoryBytes).toBeGreaterThan(0);
     expect(await getJson(`${master.url}/api/v1/tasks/sleeper/usage`)).toMatchObject({ taskId: 'sleeper', cpusLimit: 0.5, memoryLimitBytes: 64 * 1024 * 1024 });
-    expect((await fetch(`${master.url}/api/v1/tasks/nope/usage`)).status).toBe(404);
+    expect((await authFetch(`${master.url}/api/v1/tasks/nope/usage`)).status).toBe(404);
 
     // Bad drains change nothing.
-    const post = (id: string, body: unknown) => fetch(`${master.url}/api/v1/agents/${id}/drain`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
+    const post = (id: string, body: unknown) => authFetch(`${master.url}/api/v1/agents/${id}/drain`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
     const bad = await post(agentId, { deadlineMs: -1 });
     expect(bad.status).toBe(400);
     expect(await bad.json()).toMatchObject({ field: 'deadlineMs' });

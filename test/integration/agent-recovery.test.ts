@@ -10,6 +10,7 @@ import { agentCgroupName } from '../../agent/isolation/cgroups.ts';
 import { Cleanup, freePort, startAgentProcess, startMasterProcess, waitFor } from '../harness/processes.ts';
 import { autoAck, RawScheduler, taskInfo } from '../harness/raw-scheduler.ts';
 import { dockerUnavailable, ensureTestImage, TEST_IMAGE } from '../harness/docker.ts';
+import { authFetch } from '../harness/credentials.ts';
 
 const cleanup = new Cleanup();
 const schedulers: RawScheduler[] = [];
@@ -51,7 +52,7 @@ function updatesOf(s: RawScheduler, taskId: string): string[] {
 async function logSize(masterUrl: string, taskId: string): Promise<number> {
   let offset = 0;
   for (;;) {
-    const r = await fetch(`${masterUrl}/api/v1/tasks/${taskId}/logs?stream=stdout&offset=${offset}`);
+    const r = await authFetch(`${masterUrl}/api/v1/tasks/${taskId}/logs?stream=stdout&offset=${offset}`);
     if (!r.ok) throw new Error(`logs: ${r.status} ${await r.text()}`);
     const chunk = (await r.json()) as { nextOffset: number; data: string };
     if (chunk.nextOffset === offset) return offset;
@@ -60,7 +61,7 @@ async function logSize(masterUrl: string, taskId: string): Promise<number> {
 }
 
 async function masterTask(masterUrl: string, taskId: string): Promise<any> {
-  const st = (await (await fetch(`${masterUrl}/api/v1/state`)).json()) as { tasks: any[] };
+  const st = (await (await authFetch(`${masterUrl}/api/v1/state`)).json()) as { tasks: any[] };
   return st.tasks.find((t) => t.id === taskId);
 }
 
@@ -70,7 +71,7 @@ type Spec = [id: string, cmd: string] | [id: string, cmd: string, 'container'];
 async function launch(masterUrl: string, tasks: Spec[]): Promise<{ s: RawScheduler; agentId: string }> {
   const s = new RawScheduler(masterUrl);
   schedulers.push(s);
-  expect((await s.subscribe({ user: 'test', name: 'recovery', failover_timeout: 3600 })).status).toBe(200);
+  expect((await s.subscribe({ user: '', name: 'recovery', failover_timeout: 3600 })).status).toBe(200);
   autoAck(s);
   const offer = (await s.next((e) => e.type === 'OFFERS')).offers.offers[0];
   const agentId = offer.agent_id.value as string;
@@ -112,7 +113,7 @@ describe('agent recovery (real processes)', () => {
     expect(await masterTask(master.url, 'seven')).toMatchObject({ state: 'TASK_FAILED', exitCode: 7 });
 
     // The survivor never left RUNNING, its log kept growing and is readable through the master.
-    const st = (await (await fetch(`${master.url}/api/v1/state`)).json()) as { agents: any[] };
+    const st = (await (await authFetch(`${master.url}/api/v1/state`)).json()) as { agents: any[] };
     expect(st.agents.map((a) => [a.id, a.reachable])).toEqual([[agentId, true]]);
     expect(await masterTask(master.url, 'survivor')).toMatchObject({ state: 'TASK_RUNNING' });
     const sizeAfter = await logSize(master.url, 'survivor');
@@ -175,7 +176,7 @@ describe.skipIf(!!why)('agent recovery with a container and a process (real proc
       expect(after).toBeGreaterThan(before[id]);
       await waitFor(`${id} log grows`, async () => (await logSize(master.url, id)) > after || undefined, 10_000);
     }
-    const st = (await (await fetch(`${master.url}/api/v1/state`)).json()) as { agents: any[] };
+    const st = (await (await authFetch(`${master.url}/api/v1/state`)).json()) as { agents: any[] };
     expect(st.agents.map((a) => [a.id, a.reachable])).toEqual([[agentId, true]]);
 
     // Killed through the master, the recovered container ends as any other would.

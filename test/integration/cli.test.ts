@@ -3,6 +3,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cleanup, freePort, runCairn, startCairn, waitFor, type CairnProcess } from '../harness/processes.ts';
+import { authFetch } from '../harness/credentials.ts';
 
 const cleanup = new Cleanup();
 let up: CairnProcess;
@@ -19,7 +20,7 @@ beforeAll(async () => {
   up = cleanup.track(startCairn(['up', '--port', String(port), '--agent-port', String(agentPort), '--data-dir', cleanup.dir('cairn-up-'), '--resources', 'cpus:2;mem:1024'], masterUrl));
   await up.waitHealthy();
   await waitFor('agent registered', async () => {
-    const st = await (await fetch(`${masterUrl}/api/v1/state`)).json();
+    const st = await (await authFetch(`${masterUrl}/api/v1/state`)).json();
     return st.agents.length === 1 && st.agents[0].connected ? true : undefined;
   });
 });
@@ -52,7 +53,7 @@ describe('the cairn command against `cairn up`', () => {
   it("cairn logs shows a finished task's output; cairn tasks lists it", async () => {
     const r = await cairn(['run', '--name', 'logged', '--', 'sh', '-c', 'echo out-line; echo err-line >&2']);
     expect(r.code).toBe(0);
-    const st = await (await fetch(`${masterUrl}/api/v1/state`)).json();
+    const st = await (await authFetch(`${masterUrl}/api/v1/state`)).json();
     const task = st.tasks.find((t: any) => t.name.startsWith('logged') || t.id.startsWith('logged'));
     expect(task.state).toBe('TASK_FINISHED');
     const out = await cairn(['logs', task.id]);
@@ -68,14 +69,14 @@ describe('the cairn command against `cairn up`', () => {
   it('cairn kill ends a running task as KILLED', async () => {
     const run = cairn(['run', '--name', 'sleeper', '--', 'sleep', '60'], 60_000);
     const task = await waitFor('sleeper running', async () => {
-      const st = await (await fetch(`${masterUrl}/api/v1/state`)).json();
+      const st = await (await authFetch(`${masterUrl}/api/v1/state`)).json();
       return st.tasks.find((t: any) => t.id.startsWith('sleeper') && t.state === 'TASK_RUNNING');
     });
     const k = await cairn(['kill', task.id]);
     expect(k.code).toBe(0);
     const r = await run;
     expect(r.code).not.toBe(0);
-    const after = await (await fetch(`${masterUrl}/api/v1/tasks/${task.id}`)).json();
+    const after = await (await authFetch(`${masterUrl}/api/v1/tasks/${task.id}`)).json();
     expect(after.state).toBe('TASK_KILLED');
     const again = await cairn(['kill', task.id]);
     expect(again.code).toBe(1);

@@ -4,6 +4,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Cleanup, startAgentProcess, startCairn, startMasterProcess, waitFor, freePort } from '../harness/processes.ts';
 import { autoAck, RawScheduler, taskInfo } from '../harness/raw-scheduler.ts';
+import { authFetch } from '../harness/credentials.ts';
 
 const cleanup = new Cleanup();
 const schedulers: RawScheduler[] = [];
@@ -15,13 +16,13 @@ afterEach(async () => {
 async function subscribe(masterUrl: string, info: Record<string, unknown> = {}): Promise<RawScheduler> {
   const s = new RawScheduler(masterUrl);
   schedulers.push(s);
-  const r = await s.subscribe({ user: 'test', name: 'test-fw', ...info });
+  const r = await s.subscribe({ user: '', name: 'test-fw', ...info });
   expect(r.status).toBe(200);
   return s;
 }
 
 async function state(masterUrl: string): Promise<any> {
-  return (await fetch(`${masterUrl}/api/v1/state`)).json();
+  return (await authFetch(`${masterUrl}/api/v1/state`)).json();
 }
 
 function stateOf(s: RawScheduler, taskId: string): string | undefined {
@@ -44,7 +45,7 @@ describe('a real cluster on loopback', () => {
     await waitFor('20 running', () => tasks.every((t) => stateOf(s, t.task_id.value) === 'TASK_RUNNING'), 20_000);
     for (let i = 0; i < 20; i++) {
       const log = await waitFor(`output of port-${i}`, async () => {
-        const chunk = await (await fetch(`${master.url}/api/v1/tasks/port-${i}/logs?stream=stdout&offset=0`)).json();
+        const chunk = await (await authFetch(`${master.url}/api/v1/tasks/port-${i}/logs?stream=stdout&offset=0`)).json();
         return chunk.data ? chunk.data : undefined;
       });
       const p = 33000 + 2 * i;
@@ -141,7 +142,7 @@ describe('a real cluster on loopback', () => {
     await waitFor('agent back', async () => ((await state(master.url)).agents[0].connected ? true : undefined), 15_000);
     const again = new RawScheduler(master.url);
     schedulers.push(again);
-    expect((await again.subscribe({ user: 'test', name: 'survivor', failover_timeout: 3600, id: { value: s.frameworkId } }, s.frameworkId)).status).toBe(200);
+    expect((await again.subscribe({ user: '', name: 'survivor', failover_timeout: 3600, id: { value: s.frameworkId } }, s.frameworkId)).status).toBe(200);
     await again.call({ type: 'RECONCILE', reconcile: { tasks: [{ task_id: { value: 'keeper' } }] } });
     const rec = await again.next((e) => e.type === 'UPDATE' && e.update.status.task_id.value === 'keeper');
     expect(rec.update.status.state).toBe('TASK_RUNNING');

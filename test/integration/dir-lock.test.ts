@@ -11,6 +11,7 @@ import { startMaster } from '../../master/server.ts';
 import { startAgent } from '../../agent/agent.ts';
 import { silentLogger } from '../../shared/logger.ts';
 import { Cleanup, freePort, getJson, runCairn, startAgentProcess, startMasterProcess, waitFor } from '../harness/processes.ts';
+import { MasterAuth } from '../../master/auth/master-auth.ts';
 
 const cleanup = new Cleanup();
 afterEach(() => cleanup.run());
@@ -60,9 +61,9 @@ describe('directory locks', () => {
 
   it('in one process too: a second start on a locked dir is refused, the first keeps serving', async () => {
     const dataDir = cleanup.dir('cairn-lock-inproc-');
-    const m = await startMaster({ dataDir, port: 0, host: '127.0.0.1', dnsPort: null, logger: silentLogger() });
+    const m = await startMaster({ auth: MasterAuth.off(), dataDir, port: 0, host: '127.0.0.1', dnsPort: null, logger: silentLogger() });
     try {
-      await expect(startMaster({ dataDir, port: 0, host: '127.0.0.1', dnsPort: null, logger: silentLogger() }))
+      await expect(startMaster({ auth: MasterAuth.off(), dataDir, port: 0, host: '127.0.0.1', dnsPort: null, logger: silentLogger() }))
         .rejects.toMatchObject({ code: 'CAIRN_DIR_LOCKED', field: 'dataDir', message: expect.stringContaining(`master pid ${process.pid}`) });
       expect((await fetch(`${m.url}/health`)).ok).toBe(true);
       await expect(startAgent({ masterUrl: m.url, workDir: dataDir, httpPort: 0, docker: false, cgroups: false, logger: silentLogger() }))
@@ -72,7 +73,7 @@ describe('directory locks', () => {
     }
     expect(existsSync(join(dataDir, LOCK_FILE))).toBe(false);
     // Released on stop: the next one starts.
-    const again = await startMaster({ dataDir, port: 0, host: '127.0.0.1', dnsPort: null, logger: silentLogger() });
+    const again = await startMaster({ auth: MasterAuth.off(), dataDir, port: 0, host: '127.0.0.1', dnsPort: null, logger: silentLogger() });
     await again.stop();
   }, 60_000);
 
@@ -80,7 +81,7 @@ describe('directory locks', () => {
     const dir = cleanup.dir('cairn-lock-stale-');
     const host = (await import('node:os')).hostname();
     writeLock(dir, { pid: deadPid(), host });
-    const m = await startMaster({ dataDir: dir, port: 0, host: '127.0.0.1', dnsPort: null, logger: silentLogger() });
+    const m = await startMaster({ auth: MasterAuth.off(), dataDir: dir, port: 0, host: '127.0.0.1', dnsPort: null, logger: silentLogger() });
     expect(dirLockHolder(dir)).toMatchObject({ pid: process.pid, role: 'master' });
     await m.stop();
 

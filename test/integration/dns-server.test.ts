@@ -17,6 +17,7 @@ import { silentLogger } from '../../shared/logger.ts';
 import { FakeAgent } from '../harness/fake-agent.ts';
 import { tempDir, waitFor } from '../harness/processes.ts';
 import { RawScheduler, taskInfo } from '../harness/raw-scheduler.ts';
+import { MasterAuth } from '../../master/auth/master-auth.ts';
 
 const execFileAsync = promisify(execFile);
 const HAVE_DIG = spawnSync('dig', ['-v']).status === 0;
@@ -70,7 +71,7 @@ beforeAll(async () => {
 afterAll(() => upstream.close());
 
 async function start(dataDir: string): Promise<void> {
-  master = await startMaster({
+  master = await startMaster({ auth: MasterAuth.off(),
     dataDir,
     port: 0,
     host: '127.0.0.1',

@@ -15,6 +15,7 @@ import { dockerRuntimeMissing, dockerUnavailable, ensureTestImage, TEST_IMAGE } 
 import { startAgent } from '../../agent/agent.ts';
 import { silentLogger } from '../../shared/logger.ts';
 import { tempDir, waitFor } from '../harness/processes.ts';
+import { authFetch } from '../harness/credentials.ts';
 
 const why = await dockerUnavailable();
 if (why && process.env.CI) throw new Error(`CI must run the Docker tests: ${why}`);
@@ -199,7 +200,7 @@ describe.skipIf(!!why || !!noCrun)('Docker executor under the crun runtime (--do
         .rejects.toMatchObject({ code: 'CAIRN_BAD_FLAG', field: 'dockerRuntime', message: expect.stringMatching(/no runtime 'no-such-runtime' \(it has: .*crun/) });
       const agent = await startAgent({ masterUrl: 'http://127.0.0.1:1', workDir: dir, httpPort: 0, logger: silentLogger(), dockerRuntime: 'crun' });
       try {
-        const health = (await (await fetch(`${agent.httpUrl}/health`)).json()) as { isolation: { containers: { enabled: boolean; runtime: string } } };
+        const health = (await (await authFetch(`${agent.httpUrl}/health`)).json()) as { isolation: { containers: { enabled: boolean; runtime: string } } };
         expect(health.isolation.containers).toMatchObject({ enabled: true, runtime: 'crun' });
       } finally {
         await agent.stop({ killTasks: true });

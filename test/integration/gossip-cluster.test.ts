@@ -84,7 +84,7 @@ describe('gossip control plane on loopback', () => {
 
     // A process task gets CAIRN_DNS (every master's DNS server) and its own name, which resolves there.
     const fw = new RawScheduler(first.url);
-    await fw.subscribe({ user: 't', name: 'web', failover_timeout: 60 });
+    await fw.subscribe({ user: '', name: 'web', failover_timeout: 60 });
     const offer = (await fw.next((e) => e.type === 'OFFERS')).offers.offers[0];
     const cmd = 'echo "$CAIRN_DNS|$CAIRN_DNS_NAME|$CAIRN_DNS_FRAMEWORK|$CAIRN_DNS_DOMAIN"; sleep 60';
     await fw.call({ type: 'ACCEPT', accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: [taskInfo('probe', offer.agent_id.value, { cpus: 0.1, mem: 16 }, cmd)] } }] } });

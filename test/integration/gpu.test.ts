@@ -5,6 +5,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { Cleanup, startAgentProcess, startMasterProcess, waitFor } from '../harness/processes.ts';
 import { RawScheduler, taskInfo } from '../harness/raw-scheduler.ts';
+import { authFetch } from '../harness/credentials.ts';
 
 const cleanup = new Cleanup();
 const schedulers: RawScheduler[] = [];
@@ -28,20 +29,20 @@ describe('GPUs', () => {
     // A framework that did not opt in is offered nothing from a GPU agent.
     const plain = new RawScheduler(master.url);
     schedulers.push(plain);
-    await plain.subscribe({ user: 't', name: 'cpu-only' });
+    await plain.subscribe({ user: '', name: 'cpu-only' });
     await new Promise((r) => setTimeout(r, 1500));
     expect(plain.offers()).toEqual([]);
     plain.close();
 
     const s = new RawScheduler(master.url);
     schedulers.push(s);
-    await s.subscribe({ user: 't', name: 'trainer', capabilities: [{ type: 'GPU_RESOURCES' }] });
+    await s.subscribe({ user: '', name: 'trainer', capabilities: [{ type: 'GPU_RESOURCES' }] });
     const offer = (await s.next((e) => e.type === 'OFFERS')).offers.offers[0];
     expect(gpusIn(offer)).toBe(2);
     const mark = s.events.length;
     await s.call({ type: 'ACCEPT', accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: [gpuTask('g0', offer.agent_id.value), gpuTask('g1', offer.agent_id.value)] } }], filters: { refuse_seconds: 0 } } });
     const outputs = await Promise.all(['g0', 'g1'].map((id) => waitFor(`output of ${id}`, async () => {
-      const c = await (await fetch(`${master.url}/api/v1/tasks/${id}/logs?stream=stdout`)).json();
+      const c = await (await authFetch(`${master.url}/api/v1/tasks/${id}/logs?stream=stdout`)).json();
       return c.data || undefined;
     })));
     const devices = outputs.map((o: string) => /devices=(\d+) nvidia=(\d+)/.exec(o)!.slice(1));
@@ -55,7 +56,7 @@ describe('GPUs', () => {
     await s.call({ type: 'KILL', kill: { task_id: { value: 'g0' } } });
     const freed = await waitFor('an offer with a GPU', () => s.offers(mark2).find((o) => gpusIn(o) === 1), 15_000);
     await s.call({ type: 'ACCEPT', accept: { offer_ids: [freed.id], operations: [{ type: 'LAUNCH', launch: { task_infos: [gpuTask('g2', freed.agent_id.value)] } }] } });
-    const third = await waitFor('output of g2', async () => (await (await fetch(`${master.url}/api/v1/tasks/g2/logs?stream=stdout`)).json()).data || undefined);
+    const third = await waitFor('output of g2', async () => (await (await authFetch(`${master.url}/api/v1/tasks/g2/logs?stream=stdout`)).json()).data || undefined);
     expect(/devices=(\d+)/.exec(third)![1]).toBe(devices[0][0]); // the device g0 gave back
   });
 
@@ -64,13 +65,13 @@ describe('GPUs', () => {
     await startAgentProcess(cleanup, master.url, { resources: 'cpus:4;mem:1024;gpus:1', extra: ['--gpu-sharing', '2'] });
     const s = new RawScheduler(master.url);
     schedulers.push(s);
-    await s.subscribe({ user: 't', name: 'sharers', capabilities: [{ type: 'GPU_RESOURCES' }] });
+    await s.subscribe({ user: '', name: 'sharers', capabilities: [{ type: 'GPU_RESOURCES' }] });
     const offer = (await s.next((e) => e.type === 'OFFERS')).offers.offers[0];
     expect(gpusIn(offer)).toBe(2);
     const mark = s.events.length;
     await s.call({ type: 'ACCEPT', accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: [gpuTask('s0', offer.agent_id.value), gpuTask('s1', offer.agent_id.value)] } }], filters: { refuse_seconds: 0 } } });
     const outputs = await Promise.all(['s0', 's1'].map((id) => waitFor(`output of ${id}`, async () => {
-      const c = await (await fetch(`${master.url}/api/v1/tasks/${id}/logs?stream=stdout`)).json();
+      const c = await (await authFetch(`${master.url}/api/v1/tasks/${id}/logs?stream=stdout`)).json();
       return c.data || undefined;
     })));
     expect(outputs.map((o: string) => /devices=(\d+)/.exec(o)![1])).toEqual(['0', '0']);

@@ -9,6 +9,7 @@ import type { LogChunk } from '../../shared/master-state.ts';
 import { Cleanup, freePort, startAgentProcess, startMasterProcess, waitFor } from '../harness/processes.ts';
 import { autoAck, RawScheduler, taskInfo } from '../harness/raw-scheduler.ts';
 import { ndjsonLines } from '../harness/tasks.ts';
+import { authFetch } from '../harness/credentials.ts';
 
 const CAIRN = fileURLToPath(new URL('../../bin/cairn.js', import.meta.url));
 const cleanup = new Cleanup();
@@ -25,7 +26,7 @@ function updatesOf(s: RawScheduler, taskId: string): string[] {
 async function launch(masterUrl: string, id: string, cmd: string): Promise<RawScheduler> {
   const s = new RawScheduler(masterUrl);
   schedulers.push(s);
-  expect((await s.subscribe({ user: 'test', name: 'logs', failover_timeout: 3600 })).status).toBe(200);
+  expect((await s.subscribe({ user: '', name: 'logs', failover_timeout: 3600 })).status).toBe(200);
   autoAck(s);
   const offer = (await s.next((e) => e.type === 'OFFERS')).offers.offers[0];
   const info = taskInfo(id, offer.agent_id.value, { cpus: 0.1, mem: 32 }, cmd);
@@ -69,12 +70,12 @@ describe('followed logs through the master (real processes)', () => {
     await launch(master.url, 'ticker', linesCmd(10, 0.15));
 
     const cli = cairn(['logs', 'ticker', '--follow'], master.url);
-    const res = await fetch(`${master.url}/api/v1/tasks/ticker/logs?stream=stdout&offset=0&follow=true`);
+    const res = await authFetch(`${master.url}/api/v1/tasks/ticker/logs?stream=stdout&offset=0&follow=true`);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/x-ndjson/);
     const arrivals: { chunk: LogChunk; taskState: string; atMs: number }[] = [];
     for await (const chunk of ndjsonLines<LogChunk>(res.body!)) {
-      const taskState = arrivals.some((a) => a.chunk.data !== '') || chunk.data === '' ? '' : (await (await fetch(`${master.url}/api/v1/tasks/ticker`)).json()).state;
+      const taskState = arrivals.some((a) => a.chunk.data !== '') || chunk.data === '' ? '' : (await (await authFetch(`${master.url}/api/v1/tasks/ticker`)).json()).state;
       arrivals.push({ chunk, taskState, atMs: Date.now() });
     }
     const firstData = arrivals.find((a) => a.chunk.data !== '')!;
@@ -101,7 +102,7 @@ describe('followed logs through the master (real processes)', () => {
     await waitFor('some lines printed', () => printed.split('\n').length > 5);
     await agent.kill('SIGKILL');
 
-    const down = await fetch(`${master.url}/api/v1/tasks/steady/logs?follow=true`);
+    const down = await authFetch(`${master.url}/api/v1/tasks/steady/logs?follow=true`);
     expect(down.status).toBe(503);
     expect(down.headers.get('content-type')).toMatch(/^application\/json/);
     expect(await down.json()).toMatchObject({ code: 'CAIRN_AGENT_UNAVAILABLE' });

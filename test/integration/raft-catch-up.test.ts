@@ -8,6 +8,7 @@ import type { MasterHandle } from '../../master/server.ts';
 import type { MastersView } from '../../shared/masters-view.ts';
 import { startMasterGroup } from '../harness/master-group.ts';
 import { Cleanup, freePort, getJson, waitFor } from '../harness/processes.ts';
+import { authFetch } from '../harness/credentials.ts';
 
 const SECRET = 'catch-up-test-secret-0123456789abc';
 const CATCH_UP_MS = 1500;
@@ -26,7 +27,7 @@ describe('adding a master that does not catch up', () => {
     const nobody = `http://127.0.0.1:${await freePort()}`;
 
     const started = Date.now();
-    const r = await fetch(`${leader.url}/api/v1/masters`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 4, url: nobody }) });
+    const r = await authFetch(`${leader.url}/api/v1/masters`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 4, url: nobody }) });
     const body = (await r.json()) as { code: string; message: string; field?: string };
     expect(Date.now() - started).toBeGreaterThanOrEqual(CATCH_UP_MS);
     expect(r.status).toBe(409);
@@ -37,10 +38,10 @@ describe('adding a master that does not catch up', () => {
     expect(listed.masters.map((m) => [m.id, m.voter])).toEqual([[1, true], [2, true], [3, true], [4, false]]);
 
     // Still three voters: a write commits with the learner down.
-    const put = await fetch(`${leader.url}/api/v1/roles/with-a-learner-behind`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ weight: 3 }) });
+    const put = await authFetch(`${leader.url}/api/v1/roles/with-a-learner-behind`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ weight: 3 }) });
     expect(put.status).toBe(200);
 
-    const removed = await fetch(`${leader.url}/api/v1/masters/4`, { method: 'DELETE' });
+    const removed = await authFetch(`${leader.url}/api/v1/masters/4`, { method: 'DELETE' });
     expect(removed.status).toBe(200);
     const after = (await getJson(`${leader.url}/api/v1/masters`)) as MastersView;
     expect(after.masters.map((m) => m.id)).toEqual([1, 2, 3]);

@@ -9,6 +9,7 @@ import { Cleanup, freePort, startAgentProcess, startCairn, waitFor, type CairnPr
 import { RawScheduler, taskInfo } from '../harness/raw-scheduler.ts';
 import { SchedulerClient } from '../../shared/sdk/scheduler-client.ts';
 import type { TaskStatusJson } from '../../shared/mesos-v1.ts';
+import { authFetch } from '../harness/credentials.ts';
 
 const cleanup = new Cleanup();
 const schedulers: RawScheduler[] = [];
@@ -20,7 +21,7 @@ afterAll(async () => {
 interface Member { id: number; url: string; dataDir: string; proc: CairnProcess | undefined }
 
 async function state(url: string): Promise<any> {
-  const r = await fetch(`${url}/api/v1/state`, { signal: AbortSignal.timeout(2000) });
+  const r = await authFetch(`${url}/api/v1/state`, { signal: AbortSignal.timeout(2000) });
   return r.json();
 }
 
@@ -56,7 +57,7 @@ describe('replicated masters', () => {
     // A framework with a long-running task.
     const fw = new RawScheduler(lead.url);
     schedulers.push(fw);
-    await fw.subscribe({ user: 't', name: 'keeper', failover_timeout: 3600 });
+    await fw.subscribe({ user: '', name: 'keeper', failover_timeout: 3600 });
     const offer = (await fw.next((e) => e.type === 'OFFERS')).offers.offers[0];
     await fw.call({ type: 'ACCEPT', accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: [taskInfo('long', offer.agent_id.value, { cpus: 0.5, mem: 32 }, 'sleep 600')] } }] } });
     await fw.next((e) => e.type === 'UPDATE' && e.update.status.state === 'TASK_RUNNING');
@@ -64,7 +65,7 @@ describe('replicated masters', () => {
 
     // A framework through the SDK that knows every master and stays subscribed throughout:
     // it must follow each new leader by itself and hear of its task from whichever leads.
-    const sdkFw = new SchedulerClient({ masterUrl: members.map((m) => m.url).join(','), frameworkInfo: { name: 'follower', user: 't', failover_timeout: 3600 }, maxBackoffMs: 300 });
+    const sdkFw = new SchedulerClient({ masterUrl: members.map((m) => m.url).join(','), frameworkInfo: { name: 'follower', user: '', failover_timeout: 3600 }, maxBackoffMs: 300 });
     const heard: TaskStatusJson[] = [];
     let resubscriptions = 0;
     sdkFw.on('update', (st) => void heard.push(st));
@@ -117,7 +118,7 @@ describe('replicated masters', () => {
     expect(resubscriptions).toBeGreaterThanOrEqual(10);
     await waitFor('the framework on the current leader', async () => ((await state(lead.url)).frameworks.find((f: any) => f.name === 'follower')?.connected ? true : undefined), 15_000);
     expect(new URL(sdkFw.endpointUrl).origin).toBe(lead.url);
-    expect((await fetch(`${lead.url}/api/v1/tasks/watched/kill`, { method: 'POST' })).status).toBe(202);
+    expect((await authFetch(`${lead.url}/api/v1/tasks/watched/kill`, { method: 'POST' })).status).toBe(202);
     await waitFor('TASK_KILLED at the framework', () => heard.some((st) => st.task_id.value === 'watched' && st.state === 'TASK_KILLED'), 15_000);
     sdkFw.close();
 
@@ -125,14 +126,14 @@ describe('replicated masters', () => {
     lead = await leader();
     const again = new RawScheduler(lead.url);
     schedulers.push(again);
-    expect((await again.subscribe({ user: 't', name: 'keeper', failover_timeout: 3600, id: { value: fw.frameworkId } }, fw.frameworkId)).status).toBe(200);
+    expect((await again.subscribe({ user: '', name: 'keeper', failover_timeout: 3600, id: { value: fw.frameworkId } }, fw.frameworkId)).status).toBe(200);
     await again.call({ type: 'RECONCILE', reconcile: { tasks: [{ task_id: { value: 'long' } }] } });
     const rec = await again.next((e) => e.type === 'UPDATE' && e.update.status.task_id.value === 'long');
     expect(rec.update.status.state).toBe('TASK_RUNNING');
     // A follower redirects the scheduler API to the leader.
     const follower = members.find((m) => m !== lead)!;
     const redirect = await waitFor('a redirect from a follower that knows the leader', async () => {
-      const r = await fetch(`${follower.url}/api/v1/scheduler`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}', redirect: 'manual' });
+      const r = await authFetch(`${follower.url}/api/v1/scheduler`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}', redirect: 'manual' });
       return r.status === 503 ? undefined : r; // 503: it has not heard from the leader yet
     });
     expect(redirect.status).toBe(307);

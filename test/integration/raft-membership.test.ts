@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import { Cleanup, freePort, getJson, startCairn, waitFor, waitForLeader, type CairnProcess } from '../harness/processes.ts';
 import { RawScheduler } from '../harness/raw-scheduler.ts';
 import type { MastersView } from '../../shared/masters-view.ts';
+import { authFetch } from '../harness/credentials.ts';
 
 const cleanup = new Cleanup();
 afterAll(() => cleanup.run());
@@ -19,7 +20,7 @@ afterAll(() => cleanup.run());
 interface Member { id: number; url: string; dataDir: string; proc: CairnProcess | undefined }
 
 async function call(method: string, url: string, body?: unknown): Promise<{ status: number; body: any; location: string | null }> {
-  const r = await fetch(url, {
+  const r = await authFetch(url, {
     method,
     redirect: 'manual',
     headers: body === undefined ? {} : { 'content-type': 'application/json' },

@@ -13,6 +13,7 @@ import { join } from 'node:path';
 import { Cleanup, getJson, waitFor, waitForLeader, type CairnProcess } from '../harness/processes.ts';
 import { NetnsLab, netnsUnusable } from '../harness/netns.ts';
 import { RawScheduler } from '../harness/raw-scheduler.ts';
+import { authFetch } from '../harness/credentials.ts';
 
 const unusable = netnsUnusable();
 if (unusable !== undefined) {
@@ -24,7 +25,7 @@ interface Node { id: number; name: string; ip: string; url: string; proc: CairnP
 
 /** GET with a short timeout: a cut-off master must not hold the writer up for long. */
 async function quickJson(url: string, timeoutMs = 1000): Promise<any> {
-  const r = await fetch(url, { signal: AbortSignal.timeout(timeoutMs) });
+  const r = await authFetch(url, { signal: AbortSignal.timeout(timeoutMs) });
   return r.json();
 }
 

@@ -9,6 +9,7 @@ import { silentLogger } from '../../shared/logger.ts';
 import { FakeAgent } from '../harness/fake-agent.ts';
 import { tempDir, waitFor } from '../harness/processes.ts';
 import { RawScheduler, taskInfo } from '../harness/raw-scheduler.ts';
+import { MasterAuth } from '../../master/auth/master-auth.ts';
 
 let master: MasterHandle;
 let dir: string;
@@ -32,7 +33,7 @@ async function framework(info: Record<string, unknown> = {}): Promise<RawSchedul
 
 beforeEach(async () => {
   dir = tempDir();
-  master = await startMaster({ dataDir: dir, port: 0, host: '127.0.0.1', logger: silentLogger(), allocationIntervalMs: 50 });
+  master = await startMaster({ auth: MasterAuth.off(), dataDir: dir, port: 0, host: '127.0.0.1', logger: silentLogger(), allocationIntervalMs: 50 });
 });
 
 afterEach(async () => {

@@ -222,7 +222,7 @@ export class SimMaster {
         this.step({ type: 'agent_disconnected', conn: conn.id });
       },
     };
-    this.step({ type: 'agent_connected', conn: conn.id, remoteAddress: `10.0.0.${conn.id % 250}` });
+    this.step({ type: 'agent_connected', conn: conn.id, remoteAddress: `10.0.0.${conn.id % 250}`, principal: '' });
   }
 
   /** SUBSCRIBE on a new stream; a follower or a refusal closes it with the reason. */

@@ -65,7 +65,7 @@ class Harness {
 
   /** Connects and registers an agent; returns its id once committed. */
   agent(conn: number, reg: Partial<Register> = {}): string {
-    this.step({ type: 'agent_connected', conn, remoteAddress: '10.0.0.9' });
+    this.step({ type: 'agent_connected', conn, remoteAddress: '10.0.0.9', principal: '' });
     this.step({ type: 'agent_frame', conn, frame: { register: registration(reg) } });
     this.settle();
     const registered = this.toAgent(conn).find((m) => 'registered' in m);
@@ -107,7 +107,7 @@ function launchCall(frameworkId: string, offerId: string, agentId: string, taskI
 describe('leader core', () => {
   it('answers an agent only once its registration is durable', () => {
     const h = new Harness();
-    h.step({ type: 'agent_connected', conn: 1, remoteAddress: '10.0.0.9' });
+    h.step({ type: 'agent_connected', conn: 1, remoteAddress: '10.0.0.9', principal: '' });
     const effects = h.step({ type: 'agent_frame', conn: 1, frame: { register: registration({}) } });
     expect(effects.map((e) => e.type)).toEqual(['propose']);
     expect(h.toAgent(1)).toEqual([]);
@@ -118,7 +118,7 @@ describe('leader core', () => {
 
   it('refuses a first frame that is not a registration, closing the connection and writing nothing', () => {
     const h = new Harness();
-    h.step({ type: 'agent_connected', conn: 1, remoteAddress: '10.0.0.9' });
+    h.step({ type: 'agent_connected', conn: 1, remoteAddress: '10.0.0.9', principal: '' });
     const effects = h.step({ type: 'agent_frame', conn: 1, frame: { pong: { sentMs: 1 } } });
     expect(effects.filter((e) => e.type !== 'log').map((e) => e.type)).toEqual(['to_agent', 'close_agent']);
     expect(h.pending).toEqual([]);
@@ -161,7 +161,7 @@ describe('leader core', () => {
     h.step(launchCall(fw, offer.id.value, agentId, 't1'));
     expect(h.pending.map((p) => p.command.type)).toEqual(['task_launched']);
     // The agent comes back on a new connection; its registration commits first.
-    h.step({ type: 'agent_connected', conn: 2, remoteAddress: '10.0.0.9' });
+    h.step({ type: 'agent_connected', conn: 2, remoteAddress: '10.0.0.9', principal: '' });
     h.step({ type: 'agent_frame', conn: 2, frame: { register: registration({ agentId }) } });
     const launch = h.pending.shift()!;
     h.commit();

@@ -1,0 +1,103 @@
+// Authentication and authorization of a master's callers: who is asking (a principal from
+// its credentials file), whether it may (ACLs, plus the rules no ACL can lift: a framework
+// is acted on only by its own principal, an agent only speaks for itself), and the audit
+// trail of every change with its principal.
+//
+// `MasterAuth.off()` exists for embedding a master in a program of one's own (and tests of
+// parts that are not about security); `cairn master` and `cairn up` always authenticate.
+
+import type { IncomingHttpHeaders } from 'node:http';
+import { CairnError } from '../../shared/errors.ts';
+import { Acls, type AclAction } from './acls.ts';
+import type { Credentials, Principal, PrincipalKind } from './credentials.ts';
+
+/** Endpoints an operator may open to callers without a credential. */
+export const OPENABLE = ['metrics', 'dns-api'] as const;
+export type Openable = (typeof OPENABLE)[number];
+
+/** The principal of a master that authenticates no one: every check passes. */
+const NOBODY: Principal = { name: '', kind: 'user' };
+
+export interface MasterAuthOptions {
+  credentials: Credentials;
+  /** Left out: every authenticated user may do everything (Mesos' default without ACLs). */
+  acls?: Acls;
+  /** Endpoints answered without a credential. */
+  open?: readonly Openable[];
+}
+
+export class MasterAuth {
+  private constructor(
+    readonly enabled: boolean,
+    private readonly credentials: Credentials | undefined,
+    private readonly acls: Acls,
+    readonly open: ReadonlySet<Openable>,
+  ) {}
+
+  static on(opts: MasterAuthOptions): MasterAuth {
+    if (opts.credentials.size === 0) throw new CairnError('CAIRN_BAD_CREDENTIALS', 'the credentials file lists no principal', 'credentials');
+    return new MasterAuth(true, opts.credentials, opts.acls ?? Acls.permissiveDefault(), new Set(opts.open ?? []));
+  }
+
+  static off(): MasterAuth {
+    return new MasterAuth(false, undefined, Acls.permissiveDefault(), new Set(OPENABLE));
+  }
+
+  /**
+   * Who sent these headers: `Authorization: Bearer SECRET` or `Basic base64(principal:secret)`.
+   * Throws CAIRN_UNAUTHENTICATED (401) without one or with a wrong one.
+   */
+  authenticate(headers: IncomingHttpHeaders, kind: PrincipalKind = 'user'): Principal {
+    if (!this.enabled) return kind === 'agent' ? { name: '', kind: 'agent' } : NOBODY;
+    const h = headers.authorization;
+    if (typeof h !== 'string' || h.length === 0) {
+      throw new CairnError('CAIRN_UNAUTHENTICATED', 'this master requires a credential: send Authorization: Bearer TOKEN (the CLI finds it in CAIRN_TOKEN or ~/.config/cairn/credentials, which `cairn up` writes)', 'Authorization');
+    }
+    let p: Principal | undefined;
+    const m = /^(Bearer|Basic)\s+(\S+)\s*$/i.exec(h);
+    if (m && m[1]!.toLowerCase() === 'bearer') {
+      p = this.credentials!.bySecretValue(m[2]!);
+    } else if (m) {
+      const decoded = Buffer.from(m[2]!, 'base64').toString('utf8');
+      const colon = decoded.indexOf(':');
+      if (colon > 0) p = this.credentials!.check(decoded.slice(0, colon), decoded.slice(colon + 1));
+    }
+    if (!p) throw new CairnError('CAIRN_UNAUTHENTICATED', 'the credential is not valid on this master', 'Authorization');
+    if (p.kind !== kind) {
+      throw new CairnError('CAIRN_FORBIDDEN', kind === 'agent'
+        ? `principal '${p.name}' is not an agent's: only a credential marked "agent": true registers agents`
+        : `principal '${p.name}' is an agent's: it may register its agent and do nothing else`, 'Authorization');
+    }
+    return p;
+  }
+
+  /** Throws CAIRN_FORBIDDEN (403) unless the ACLs let `principal` do `action` on `object`. */
+  require(principal: Principal, action: AclAction, object: string, field?: string): void {
+    if (!this.enabled) return;
+    this.acls.require(action, principal.name, object, field);
+  }
+
+  allows(principal: Principal, action: AclAction, object: string): boolean {
+    return !this.enabled || this.acls.decide(action, principal.name, object).allowed;
+  }
+
+  /**
+   * May `principal` act (view, kill, tear down) on what a framework of `frameworkPrincipal`
+   * owns? Its own principal always may; others as the ACLs say.
+   */
+  mayActOn(principal: Principal, action: 'view_tasks' | 'kill_tasks' | 'teardown_frameworks', frameworkPrincipal: string): boolean {
+    if (!this.enabled || principal.name === frameworkPrincipal) return true;
+    return this.acls.decide(action, principal.name, frameworkPrincipal).allowed;
+  }
+
+  /** The framework's own principal only: resubscribing and every call on its behalf. */
+  requireOwner(principal: Principal, frameworkId: string, frameworkPrincipal: string, field: string): void {
+    if (!this.enabled || principal.name === frameworkPrincipal) return;
+    throw new CairnError('CAIRN_FORBIDDEN', `framework ${frameworkId} belongs to principal '${frameworkPrincipal}', not '${principal.name}'`, field);
+  }
+
+  /** The secret the master presents to an agent's API: that agent's own. */
+  agentSecret(agentPrincipal: string | undefined): string | undefined {
+    return agentPrincipal ? this.credentials?.agentSecret(agentPrincipal) : undefined;
+  }
+}
