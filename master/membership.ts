@@ -32,6 +32,7 @@ export class MasterMembership implements AgentGossipView {
       advertise: opts.advertise,
       join: opts.join,
       secret: opts.secret,
+      encrypt: opts.encrypt,
       meta: masterMeta(meta),
       config: opts.config,
       logger: log,

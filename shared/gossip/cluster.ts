@@ -23,6 +23,8 @@ export interface DaemonGossipOptions {
   join?: readonly string[];
   /** The cluster secret that authenticates every packet (at least 16 bytes). */
   secret: string;
+  /** Encrypt every packet (`--gossip-encrypt`); every member of the cluster must agree. */
+  encrypt?: boolean;
   config?: GossipConfigOptions;
 }
 

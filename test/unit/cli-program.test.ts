@@ -283,6 +283,19 @@ describe('gossip flags', () => {
     }
   });
 
+  it('--gossip-encrypt on master, agent and up; not without a secret', async () => {
+    expect((await parse(['master', '--secret-file', '/tmp/s', '--gossip-encrypt'])).options.gossip).toEqual({ secretFile: '/tmp/s', join: [], encrypt: true });
+    const agent = await parse(['agent', '--secret-file', '/tmp/s', '--gossip-encrypt']);
+    expect(agent.options.gossip).toMatchObject({ encrypt: true });
+    expect(agent.options).not.toHaveProperty('gossipEncrypt');
+    expect((await parse(['agent', '--secret-file', '/tmp/s'])).options.gossip).not.toHaveProperty('encrypt');
+    expect((await parse(['up', '--gossip-encrypt'])).options).toMatchObject({ gossipEncrypt: true });
+    expect((await parse(['up'])).options).not.toHaveProperty('gossipEncrypt');
+    const r = await parse(['master', '--gossip-encrypt']);
+    expect(r.code).toBe(2);
+    expect(r.err).toMatch(/--secret-file.*--gossip-encrypt/);
+  });
+
   it('members: asks --master, else CAIRN_MASTER', async () => {
     expect((await parse(['members'])).options).toEqual({ masterUrl: 'http://127.0.0.1:5050' });
     expect((await parse(['members', '--master', 'http://10.0.0.5:5051'])).options).toEqual({ masterUrl: 'http://10.0.0.5:5051' });
