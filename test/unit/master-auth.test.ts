@@ -1,0 +1,85 @@
+// The master's principals and ACLs as data: parsing errors name the field, the first
+// matching rule decides, NONE denies, permissive decides the rest, and the rules no ACL
+// lifts (owners, agent versus user principals) hold.
+
+import { describe, expect, it } from 'vitest';
+import { parseAcls } from '../../master/auth/acls.ts';
+import { parseCredentials } from '../../master/auth/credentials.ts';
+import { MasterAuth } from '../../master/auth/master-auth.ts';
+import { CairnError } from '../../shared/errors.ts';
+
+const S = (n: string) => `${n}-0123456789abcdef`;
+const creds = () => parseCredentials(JSON.stringify({ credentials: [{ principal: 'alice', secret: S('alice') }, { principal: 'node-1', secret: S('node-1'), agent: true }] }));
+
+function field(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (err) {
+    return (err as CairnError).field;
+  }
+  return 'no error';
+}
+
+describe('credentials', () => {
+  it('refuses a malformed file naming the entry and field', () => {
+    expect(field(() => parseCredentials('{'))).toBe('credentials');
+    expect(field(() => parseCredentials('{"credentials": [{"principal": "a", "secret": "short"}]}'))).toBe('credentials.credentials[0].secret');
+    expect(field(() => parseCredentials(`{"credentials": [{"principal": "a b", "secret": "${S('a')}"}]}`))).toBe('credentials.credentials[0].principal');
+    expect(field(() => parseCredentials(`{"credentials": [{"principal": "a", "secret": "${S('a')}", "role": "x"}]}`))).toBe('credentials.credentials[0].role');
+    expect(field(() => parseCredentials(`{"credentials": [{"principal": "a", "secret": "${S('a')}"}, {"principal": "b", "secret": "${S('a')}"}]}`))).toBe('credentials');
+  });
+
+  it('authenticates Bearer and Basic, and keeps agents and users apart', () => {
+    const auth = MasterAuth.on({ credentials: creds() });
+    expect(auth.authenticate({ authorization: `Bearer ${S('alice')}` }).name).toBe('alice');
+    expect(auth.authenticate({ authorization: `Basic ${Buffer.from(`alice:${S('alice')}`).toString('base64')}` }).name).toBe('alice');
+    expect(() => auth.authenticate({ authorization: `Basic ${Buffer.from(`alice:${S('node-1')}`).toString('base64')}` })).toThrow(/not valid/);
+    expect(() => auth.authenticate({})).toThrow(expect.objectContaining({ code: 'CAIRN_UNAUTHENTICATED' }));
+    expect(() => auth.authenticate({ authorization: `Bearer ${S('node-1')}` })).toThrow(expect.objectContaining({ code: 'CAIRN_FORBIDDEN' }));
+    expect(() => auth.authenticate({ authorization: `Bearer ${S('alice')}` }, 'agent')).toThrow(expect.objectContaining({ code: 'CAIRN_FORBIDDEN' }));
+    expect(auth.authenticate({ authorization: `Bearer ${S('node-1')}` }, 'agent').name).toBe('node-1');
+    expect(auth.agentSecret('node-1')).toBe(S('node-1'));
+    expect(auth.agentSecret('alice')).toBeUndefined();
+  });
+});
+
+describe('ACLs', () => {
+  const acls = parseAcls(JSON.stringify({
+    permissive: false,
+    register_frameworks: [
+      { principals: { values: ['bob'] }, roles: { type: 'NONE' } },
+      { principals: { values: ['alice', 'bob'] }, roles: { values: ['ml', 'team/*'] } },
+    ],
+    run_tasks: [{ principals: { type: 'ANY' }, users: { values: ['nobody'] } }],
+  }));
+
+  it('lets the first rule matching principal and object decide; NONE denies; else permissive', () => {
+    expect(acls.decide('register_frameworks', 'alice', 'ml').allowed).toBe(true);
+    expect(acls.decide('register_frameworks', 'alice', 'team/alice').allowed).toBe(true);
+    expect(acls.decide('register_frameworks', 'alice', 'prod').allowed).toBe(false);
+    // bob's NONE rule comes first.
+    expect(acls.decide('register_frameworks', 'bob', 'ml').allowed).toBe(false);
+    expect(acls.decide('run_tasks', 'carol', 'nobody').allowed).toBe(true);
+    expect(acls.decide('run_tasks', 'carol', 'root').allowed).toBe(false);
+    expect(acls.decide('drain_agents', 'alice', 'h1').allowed).toBe(false);
+    expect(parseAcls('{}').decide('drain_agents', 'alice', 'h1').allowed).toBe(true);
+  });
+
+  it('refuses a malformed file naming the field', () => {
+    expect(field(() => parseAcls('{"launch_tasks": []}'))).toBe('acls.launch_tasks');
+    expect(field(() => parseAcls('{"run_tasks": [{"principals": {"type": "ANY"}}]}'))).toBe('acls.run_tasks[0].users');
+    expect(field(() => parseAcls('{"run_tasks": [{"principals": {"type": "ALL"}, "users": {"type": "ANY"}}]}'))).toBe('acls.run_tasks[0].principals.type');
+    expect(field(() => parseAcls('{"run_tasks": [{"principals": {"values": []}, "users": {"type": "ANY"}}]}'))).toBe('acls.run_tasks[0].principals.values');
+    expect(field(() => parseAcls('{"permissive": "no"}'))).toBe('acls.permissive');
+  });
+
+  it('lets a framework owner act on its own tasks whatever the ACLs say', () => {
+    const auth = MasterAuth.on({ credentials: creds(), acls });
+    const alice = { name: 'alice', kind: 'user' as const };
+    expect(auth.mayActOn(alice, 'kill_tasks', 'alice')).toBe(true);
+    expect(auth.mayActOn(alice, 'kill_tasks', 'bob')).toBe(false);
+    expect(() => auth.requireOwner(alice, 'fw-1', 'bob', 'framework_id')).toThrow(/belongs to principal 'bob'/);
+    // A master that authenticates no one checks nothing.
+    expect(MasterAuth.off().mayActOn(alice, 'kill_tasks', 'bob')).toBe(true);
+  });
+});
