@@ -12,6 +12,8 @@ import { FakeAgent } from '../test/harness/fake-agent.ts';
 import { tempDir } from '../test/harness/processes.ts';
 import { RawScheduler, taskInfo, type RawEvent } from '../test/harness/raw-scheduler.ts';
 import { MasterAuth } from '../master/auth/master-auth.ts';
+import { parseCredentials } from '../master/auth/credentials.ts';
+import { authHeaders, TEST_AGENT, TEST_USER } from '../test/harness/credentials.ts';
 
 const TASK = { cpus: 0.1, mem: 32 };
 
@@ -20,17 +22,21 @@ function median(xs: number[]): number {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
-async function throughput(agentCount: number, taskCount: number): Promise<{ tasks: number; agents: number; seconds: number; tasksPerSecond: number }> {
+/** `auth`: the master authenticates the framework's every call and the agents' connections. */
+async function throughput(agentCount: number, taskCount: number, auth = false): Promise<{ tasks: number; agents: number; seconds: number; tasksPerSecond: number }> {
   const dir = tempDir('cairn-bench-');
-  const handle = await startMaster({ auth: MasterAuth.off(), dataDir: dir, port: 0, host: '127.0.0.1', logger: silentLogger(), allocationIntervalMs: 100 });
+  const credentials = parseCredentials(JSON.stringify({ credentials: [{ ...TEST_USER }, { ...TEST_AGENT, agent: true }] }));
+  const agentHeaders = { authorization: `Basic ${Buffer.from(`${TEST_AGENT.principal}:${TEST_AGENT.secret}`).toString('base64')}` };
+  const handle = await startMaster({ auth: auth ? MasterAuth.on({ credentials }) : MasterAuth.off(), dataDir: dir, port: 0, host: '127.0.0.1', logger: silentLogger(), allocationIntervalMs: 100 });
   const perAgent = Math.ceil(taskCount / agentCount);
   const agents = Array.from({ length: agentCount }, (_, i) => new FakeAgent({
     masterUrl: handle.url,
     hostname: `sim-${i}`,
     resources: `cpus:${(perAgent * TASK.cpus).toFixed(1)};mem:${perAgent * TASK.mem};disk:1000`,
+    ...(auth ? { headers: agentHeaders } : {}),
   }));
   await Promise.all(agents.map((a) => a.connect()));
-  const s = new RawScheduler(handle.url);
+  const s = new RawScheduler(handle.url, auth ? authHeaders() : {});
   let launched = 0;
   let running = 0;
   let done: () => void = () => undefined;
@@ -110,12 +116,20 @@ async function realTaskLatency(samples: number): Promise<{ samples: number; medi
 }
 
 export async function run(): Promise<unknown> {
+  // Without and with authentication, alternating, so both meet the same machine.
   const runs = [];
-  for (let i = 0; i < 3; i++) runs.push(await throughput(100, 10_000));
+  const authRuns = [];
+  for (let i = 0; i < 3; i++) {
+    runs.push(await throughput(100, 10_000));
+    authRuns.push(await throughput(100, 10_000, true));
+  }
+  const off = median(runs.map((r) => r.tasksPerSecond));
+  const on = median(authRuns.map((r) => r.tasksPerSecond));
   const real = await realTaskLatency(30);
   return {
     bench: 'launch',
-    throughput: { runs, medianTasksPerSecond: median(runs.map((r) => r.tasksPerSecond)), target: 4000 },
+    throughput: { runs, medianTasksPerSecond: off, target: 4000 },
+    throughputWithTokens: { runs: authRuns, medianTasksPerSecond: on, ratioToWithout: Number((on / off).toFixed(3)), target: 'ratio >= 0.9' },
     realTaskSubmitToRunning: { ...real, targetMedianMs: 50 },
   };
 }

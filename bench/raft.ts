@@ -15,6 +15,8 @@ import { startMaster, type MasterHandle } from '../master/server.ts';
 import { silentLogger } from '../shared/logger.ts';
 import { Cleanup, freePort, startCairn, tempDir, waitFor, type CairnProcess } from '../test/harness/processes.ts';
 import { MasterAuth } from '../master/auth/master-auth.ts';
+import { parseCredentials } from '../master/auth/credentials.ts';
+import { authHeaders, authFetch, TEST_USER } from '../test/harness/credentials.ts';
 
 const SECRET = 'bench-secret-of-enough-bytes-0123456789';
 
@@ -23,12 +25,17 @@ function pct(xs: number[], p: number): number {
   return Number(s[Math.min(s.length - 1, Math.floor(s.length * p))].toFixed(3));
 }
 
-async function inProcessGroup(): Promise<{ masters: MasterHandle[]; dir: string }> {
+/** A master group that authenticates every call (the test principal), or none. */
+function benchAuth(on: boolean): MasterAuth {
+  return on ? MasterAuth.on({ credentials: parseCredentials(JSON.stringify({ credentials: [{ ...TEST_USER }] })) }) : MasterAuth.off();
+}
+
+async function inProcessGroup(auth = false): Promise<{ masters: MasterHandle[]; dir: string }> {
   const dir = tempDir('cairn-raft-bench-');
   const ports = [await freePort(), await freePort(), await freePort()];
   const members = new Map(ports.map((p, i) => [i + 1, `http://127.0.0.1:${p}`] as [number, string]));
   const masters = await Promise.all(ports.map((port, i) =>
-    startMaster({ auth: MasterAuth.off(), port, host: '127.0.0.1', dataDir: join(dir, `m${i + 1}`), logger: silentLogger(), dnsPort: null, raft: { id: i + 1, members, secret: SECRET } }),
+    startMaster({ auth: benchAuth(auth), port, host: '127.0.0.1', dataDir: join(dir, `m${i + 1}`), logger: silentLogger(), dnsPort: null, raft: { id: i + 1, members, secret: SECRET } }),
   ));
   await waitFor('a leader', () => masters.find((m) => m.raft!.status().role === 'leader'), 20_000);
   return { masters, dir };
@@ -38,7 +45,7 @@ const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 function put(url: string, role: string, weight: number): Promise<number> {
   const body = JSON.stringify({ weight });
   return new Promise((resolve, reject) => {
-    const req = http.request(`${url}/api/v1/roles/${role}`, { method: 'PUT', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+    const req = http.request(`${url}/api/v1/roles/${role}`, { method: 'PUT', agent, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...authHeaders() } }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode ?? 0));
     });
@@ -121,7 +128,7 @@ async function failover(runs: number): Promise<unknown> {
     procs[i] = cleanup.track(startCairn(['master', '--id', String(i + 1), '--peers', peers, '--secret-file', secretFile, '--port', String(ports[i]), '--host', '127.0.0.1', '--data-dir', join(base, `m${i}`), '--dns-port', '0'], urls[i]));
     await procs[i]!.waitHealthy();
   };
-  const role = async (i: number) => ((await (await fetch(`${urls[i]}/api/v1/state`, { signal: AbortSignal.timeout(500) })).json()) as any).master.role as string;
+  const role = async (i: number) => ((await (await authFetch(`${urls[i]}/api/v1/state`, { signal: AbortSignal.timeout(500) })).json()) as any).master.role as string;
   try {
     await Promise.all([0, 1, 2].map(start));
     const first = await waitFor('a leader', async () => {
@@ -151,7 +158,7 @@ async function failover(runs: number): Promise<unknown> {
         for (const i of survivors) {
           const code = await new Promise<number>((resolve) => {
             const body = JSON.stringify({ weight: 2 + run });
-            const req = http.request(`${urls[i]}/api/v1/roles/failover`, { method: 'PUT', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) }, timeout: 500 }, (res) => {
+            const req = http.request(`${urls[i]}/api/v1/roles/failover`, { method: 'PUT', headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(body), ...authHeaders() }, timeout: 500 }, (res) => {
               res.resume();
               res.on('end', () => resolve(res.statusCode ?? 0));
             });
@@ -172,13 +179,49 @@ async function failover(runs: number): Promise<unknown> {
   }
 }
 
+/**
+ * What authentication costs: REST writes (one client, then 64) to an in-process group that
+ * authenticates every call and to one that authenticates none, in alternating rounds on the
+ * same machine; medians of the rounds.
+ */
+async function authCost(rounds: number): Promise<unknown> {
+  const figures: Record<'off' | 'on', { p50Ms: number[]; perSecond: number[] }> = { off: { p50Ms: [], perSecond: [] }, on: { p50Ms: [], perSecond: [] } };
+  for (let r = 0; r < rounds; r++) {
+    for (const mode of ['off', 'on'] as const) {
+      const { masters, dir } = await inProcessGroup(mode === 'on');
+      const leader = masters.find((m) => m.raft!.status().role === 'leader')!;
+      const lat: number[] = [];
+      for (let i = 0; i < 500; i++) {
+        const s = performance.now();
+        if ((await put(leader.url, `a${i % 50}`, 1 + (i % 5))) !== 200) throw new Error('PUT refused');
+        lat.push(performance.now() - s);
+      }
+      figures[mode].p50Ms.push(pct(lat, 0.5));
+      figures[mode].perSecond.push(await restThroughput(masters.map((m) => m.url), masters.indexOf(leader), 3));
+      for (const m of masters) await m.stop();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+  const med = (xs: number[]) => pct(xs, 0.5);
+  return {
+    rounds,
+    withoutAuth: { oneClientRestP50Ms: med(figures.off.p50Ms), restWritesPerSecond64Clients: med(figures.off.perSecond), runs: figures.off },
+    withTokens: { oneClientRestP50Ms: med(figures.on.p50Ms), restWritesPerSecond64Clients: med(figures.on.perSecond), runs: figures.on },
+    throughputRatio: Number((med(figures.on.perSecond) / med(figures.off.perSecond)).toFixed(3)),
+    target: 'with tokens at most 10% lower throughput (ratio >= 0.9)',
+  };
+}
+
 export async function run(): Promise<unknown> {
+  if (process.env.RAFT_BENCH === 'auth') return { bench: 'raft', authCost: await authCost(3) };
+  const auth = await authCost(3);
   const commit = await commitFigures();
   const fail = await failover(10);
   return {
     bench: 'raft',
     masters: 3,
     commit,
+    authCost: auth,
     failover: fail,
     targets: { oneClientP50Ms: 2, commandsPerSecond: 20_000, failoverMedianMs: 1500 },
   };
