@@ -44,4 +44,21 @@ export const AGENT_DEFAULTS = Object.freeze({
   sandboxGcDiskPercent: 90,
   /** How often sandboxes are checked for age and disk use. */
   sandboxGcIntervalMs: 60_000,
+  /**
+   * A root agent runs the tasks of frameworks that name no user as `nobody`: an account that
+   * owns no files, so a task reads and writes only what everyone may (and its own sandbox).
+   */
+  defaultTaskUser: 'nobody',
+  /** A root task can do anything the agent can (read its credentials, kill its tasks): the operator opts in. */
+  allowRootTasks: false,
+  /**
+   * Processes and threads one task may have at once (its cgroup's pids.max): far more than a
+   * build (make -j) or a data loader's workers and a JVM's threads need, and a thousandth of
+   * a 64-bit host's pid space (pid_max 4,194,304; 32,768 on older hosts), so a fork bomb
+   * stops at its own limit instead of leaving the host unable to start anything.
+   */
+  taskPidsMax: 4096,
 });
+
+/** The largest pid limit a task can be given: the kernel's own ceiling (PID_MAX_LIMIT on 64-bit). */
+export const MAX_TASK_PIDS = 4_194_304;

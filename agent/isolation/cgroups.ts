@@ -3,6 +3,9 @@
 // OOM killer acting at the limit is read back so the end can be reported as a memory
 // limitation. cgroup v2 is used where the host has it with the memory and cpu controllers
 // (unified hierarchy); otherwise v1's memory and cpu (and cpuacct, for usage) hierarchies.
+// Where the host has the pids controller, each task's process count (threads included) is
+// capped too (`--task-pids-max`), so a fork bomb stops at its own limit; where it has none,
+// tasks run without that cap and the agent says so once, at start, and in /health.
 //
 // Layout: `<mount>/<root>/<agent>/<task>`, where root is `--cgroups-root` (default
 // `cairn`) and agent a short stable name derived from the agent's work directory, so two
@@ -20,13 +23,16 @@ import { existsSync, mkdirSync, readFileSync, rmdirSync, writeFileSync } from 'n
 import { dirname, join } from 'node:path';
 
 export type CgroupRef =
-  | { version: 1; memory: string; cpu: string; cpuacct?: string }
+  | { version: 1; memory: string; cpu: string; cpuacct?: string; pids?: string }
   | { version: 2; dir: string };
 
 export interface CgroupLimits {
   memMiB: number;
   cpus: number;
 }
+
+/** Whether tasks' process counts are capped here, and at what (or why not). */
+export type PidsSupport = { limited: true; max: number } | { limited: false; reason: string };
 
 export interface CgroupUsage {
   /** CPU time used by the task since it started, all its processes included (ended ones too). */
@@ -40,7 +46,7 @@ export interface CgroupUsage {
 }
 
 export type CgroupSupport =
-  | { enabled: true; version: 1 | 2; paths: string[] }
+  | { enabled: true; version: 1 | 2; paths: string[]; pids: PidsSupport }
   | { enabled: false; reason: string };
 
 export interface CgroupMounts {
@@ -113,6 +119,8 @@ export interface CgroupsOptions {
   workDir: string;
   /** Also cap CPU time at `cpus` (CFS quota); otherwise cpus is a weight only. */
   cpuQuota: boolean;
+  /** Processes and threads one task may have (pids.max); 0 or left out: no cap. */
+  pidsMax?: number;
   /** Replaces /proc/self/mountinfo (tests). */
   mountinfo?: string;
 }
@@ -151,9 +159,11 @@ function writeControl(dir: string, file: string, value: string, optional = false
 export class Cgroups {
   private constructor(
     readonly version: 1 | 2,
-    /** v1: the agent's directory in each hierarchy (memory, cpu, cpuacct); v2: one directory. */
-    private readonly base: { memory: string; cpu: string; cpuacct?: string } | { dir: string },
+    /** v1: the agent's directory in each hierarchy (memory, cpu, cpuacct, pids); v2: one directory. */
+    private readonly base: { memory: string; cpu: string; cpuacct?: string; pids?: string } | { dir: string },
     private readonly cpuQuota: boolean,
+    /** Each task's pids.max; 0 when tasks are not capped (no controller, or turned off). */
+    readonly pidsMax: number,
   ) {}
 
   /**
@@ -172,6 +182,7 @@ export class Cgroups {
     const mounts = parseCgroupMounts(mountinfo);
     const sub = join(opts.root, agentCgroupName(opts.workDir));
     const reasons: string[] = [];
+    const pidsWanted = opts.pidsMax ?? 0;
 
     for (const mount of mounts.v2) {
       const controllers = (readText(join(mount, 'cgroup.controllers')) ?? '').trim().split(/\s+/);
@@ -179,16 +190,19 @@ export class Cgroups {
         reasons.push(`cgroup2 at ${mount} lacks the memory and cpu controllers`);
         continue;
       }
+      const hasPids = controllers.includes('pids');
+      const wanted = hasPids && pidsWanted > 0 ? '+memory +cpu +pids' : '+memory +cpu';
       try {
         // Each level must hand the controllers down to its children.
         let dir = mount;
         for (const part of sub.split('/')) {
-          writeControl(dir, 'cgroup.subtree_control', '+memory +cpu');
+          writeControl(dir, 'cgroup.subtree_control', wanted);
           dir = join(dir, part);
           mkdirSync(dir, { recursive: true });
         }
-        writeControl(dir, 'cgroup.subtree_control', '+memory +cpu');
-        return { cgroups: new Cgroups(2, { dir }, opts.cpuQuota), support: { enabled: true, version: 2, paths: [dir] } };
+        writeControl(dir, 'cgroup.subtree_control', wanted);
+        const pids = pidsSupport(pidsWanted, hasPids ? undefined : `cgroup2 at ${mount} has no pids controller`);
+        return { cgroups: new Cgroups(2, { dir }, opts.cpuQuota, pids.limited ? pids.max : 0), support: { enabled: true, version: 2, paths: [dir], pids } };
       } catch (err) {
         reasons.push(`cgroup2 at ${mount}: ${errText(err)}`);
       }
@@ -201,7 +215,13 @@ export class Cgroups {
       return { cgroups: undefined, support: { enabled: false, reason: reasons.join('; ') } };
     }
     const cpuacct = mounts.v1.get('cpuacct');
-    const base = { memory: join(memory, sub), cpu: join(cpu, sub), ...(cpuacct !== undefined && cpuacct !== cpu ? { cpuacct: join(cpuacct, sub) } : {}) };
+    const pidsMount = pidsWanted > 0 ? mounts.v1.get('pids') : undefined;
+    const base = {
+      memory: join(memory, sub),
+      cpu: join(cpu, sub),
+      ...(cpuacct !== undefined && cpuacct !== cpu ? { cpuacct: join(cpuacct, sub) } : {}),
+      ...(pidsMount !== undefined ? { pids: join(pidsMount, sub) } : {}),
+    };
     try {
       for (const dir of Object.values(base)) {
         mkdirSync(dir, { recursive: true });
@@ -212,7 +232,8 @@ export class Cgroups {
       reasons.push(`cgroup v1: ${errText(err)}`);
       return { cgroups: undefined, support: { enabled: false, reason: reasons.join('; ') } };
     }
-    return { cgroups: new Cgroups(1, base, opts.cpuQuota), support: { enabled: true, version: 1, paths: Object.values(base) } };
+    const pids = pidsSupport(pidsWanted, mounts.v1.has('pids') ? undefined : 'no cgroup v1 pids hierarchy is mounted');
+    return { cgroups: new Cgroups(1, base, opts.cpuQuota, pids.limited ? pids.max : 0), support: { enabled: true, version: 1, paths: Object.values(base), pids } };
   }
 
   /**
@@ -236,6 +257,7 @@ export class Cgroups {
     if ('dir' in this.base) return { version: 2, dir: join(this.base.dir, name) };
     const ref: CgroupRef = { version: 1, memory: join(this.base.memory, name), cpu: join(this.base.cpu, name) };
     if (this.base.cpuacct) ref.cpuacct = join(this.base.cpuacct, name);
+    if (this.base.pids) ref.pids = join(this.base.pids, name);
     return ref;
   }
 
@@ -272,6 +294,7 @@ export class Cgroups {
         writeControl(ref.dir, 'cpu.weight', String(cpuWeight(shares)));
         if (this.cpuQuota) writeControl(ref.dir, 'cpu.max', `${cfsQuotaUs(limits.cpus)} ${CFS_PERIOD_US}`);
       }
+      if (this.pidsMax > 0) writeControl(ref.dir, 'pids.max', String(this.pidsMax));
       return ref;
     }
     if (memBytes > 0) {
@@ -285,18 +308,26 @@ export class Cgroups {
         writeControl(ref.cpu, 'cpu.cfs_quota_us', String(cfsQuotaUs(limits.cpus)));
       }
     }
+    if (ref.pids !== undefined && this.pidsMax > 0) writeControl(ref.pids, 'pids.max', String(this.pidsMax));
     return ref;
   }
+}
+
+/** Whether tasks get a pids cap: `max` wanted (0: turned off), and why the host cannot give one (pure). */
+export function pidsSupport(max: number, missing: string | undefined): PidsSupport {
+  if (max <= 0) return { limited: false, reason: 'turned off (--task-pids-max 0)' };
+  if (missing !== undefined) return { limited: false, reason: missing };
+  return { limited: true, max };
 }
 
 /** The cgroup.procs files a task's supervisor joins. */
 export function procsFiles(ref: CgroupRef): string[] {
   if (ref.version === 2) return [join(ref.dir, 'cgroup.procs')];
-  return [ref.memory, ref.cpu, ...(ref.cpuacct ? [ref.cpuacct] : [])].map((d) => join(d, 'cgroup.procs'));
+  return dirsOf(ref).map((d) => join(d, 'cgroup.procs'));
 }
 
 function dirsOf(ref: CgroupRef): string[] {
-  return ref.version === 2 ? [ref.dir] : [ref.memory, ref.cpu, ...(ref.cpuacct ? [ref.cpuacct] : [])];
+  return ref.version === 2 ? [ref.dir] : [ref.memory, ref.cpu, ...(ref.cpuacct ? [ref.cpuacct] : []), ...(ref.pids ? [ref.pids] : [])];
 }
 
 /**

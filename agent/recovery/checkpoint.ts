@@ -7,6 +7,10 @@
 // event-loop turn shares one batch and one directory fsync, so a burst of launches costs
 // a batch, not a disk round trip per task. Per task, writes complete in the order asked.
 //
+// The task's user travels in it twice: as asked (task.user, the framework's) and as resolved
+// at launch (runAs), so a recovered task is known to run as whom it was started as, whatever
+// the user database says now.
+//
 // When it is written: after the task's process exists (pid and start time known), when a
 // kill is asked for, and when the task ends (its terminal status, which is re-sent after a
 // restart until the master acknowledges it). The file is removed once that
@@ -19,6 +23,7 @@ import type { TaskInfo, TaskState } from '../../shared/agent-protocol.ts';
 import type { TerminalStatus } from '../executors/process/exit-status.ts';
 import { sanitizeTaskId } from '../executors/process/sandbox.ts';
 import type { CgroupRef } from '../isolation/cgroups.ts';
+import type { RunAs } from '../task-users.ts';
 
 export const CHECKPOINT_VERSION = 1;
 
@@ -41,6 +46,8 @@ export interface TaskCheckpoint {
   killGraceMs?: number;
   /** Set once the task has ended. */
   terminal?: TerminalStatus;
+  /** The user the task runs as (its framework's, or the agent's default), as resolved at launch. */
+  runAs?: RunAs;
 }
 
 export function checkpointsDir(workDir: string): string {
@@ -69,6 +76,10 @@ export function parseCheckpoint(text: string): TaskCheckpoint {
   if (typeof v.activeState !== 'string') throw new Error('activeState missing');
   if (typeof v.killRequested !== 'boolean') throw new Error('killRequested missing');
   if (v.terminal !== undefined && (!isObject(v.terminal) || typeof v.terminal.state !== 'string')) throw new Error('bad terminal status');
+  if (v.runAs !== undefined) {
+    const r = v.runAs;
+    if (!isObject(r) || typeof r.user !== 'string' || !Number.isInteger(r.uid) || !Number.isInteger(r.gid) || typeof r.home !== 'string') throw new Error('bad runAs');
+  }
   return v as unknown as TaskCheckpoint;
 }
 

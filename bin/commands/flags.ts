@@ -86,6 +86,14 @@ export function nameFlag(value: string): string {
   return value;
 }
 
+/** An OS user name, as useradd allows them. */
+export function userFlag(value: string): string {
+  if (!/^[A-Za-z0-9_.][A-Za-z0-9_.-]{0,63}\$?$/.test(value)) {
+    throw new InvalidArgumentError("must be a user name of letters, digits, '_', '-' and '.'.");
+  }
+  return value;
+}
+
 export function roleFlag(value: string): string {
   if (value !== '*' && !/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(value)) {
     throw new InvalidArgumentError("must be '*' or a role name of letters, digits, '_', '-' and '.'.");

@@ -75,7 +75,7 @@ describe('cgroup pieces', () => {
       for (const c of ['memory', 'cpu', 'cpuacct']) mkdirSync(join(root, c));
       const mountinfo = HYBRID.replaceAll('/sys/fs/cgroup', root);
       const found = Cgroups.detect({ root: 'cairn', workDir: '/var/lib/cairn', cpuQuota: true, mountinfo });
-      expect(found.support).toEqual({ enabled: true, version: 1, paths: ['memory', 'cpu', 'cpuacct'].map((c) => join(root, c, 'cairn', agentCgroupName('/var/lib/cairn'))) });
+      expect(found.support).toEqual({ enabled: true, version: 1, paths: ['memory', 'cpu', 'cpuacct'].map((c) => join(root, c, 'cairn', agentCgroupName('/var/lib/cairn'))), pids: { limited: false, reason: 'turned off (--task-pids-max 0)' } });
       const ref = found.cgroups!.create('t1', { memMiB: 64, cpus: 0.5 });
       expect(ref).toEqual({ version: 1, memory: join(found.support.enabled ? found.support.paths[0] : '', 't1'), cpu: expect.stringContaining('/cpu/'), cpuacct: expect.stringContaining('/cpuacct/') });
       if (ref.version !== 1) throw new Error('v1 expected');
@@ -83,6 +83,45 @@ describe('cgroup pieces', () => {
       expect(readFileSync(join(ref.cpu, 'cpu.shares'), 'utf8')).toBe('512');
       expect(readFileSync(join(ref.cpu, 'cpu.cfs_quota_us'), 'utf8')).toBe('50000');
       expect(procsFiles(ref)).toEqual([ref.memory, ref.cpu, ref.cpuacct!].map((d) => join(d, 'cgroup.procs')));
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('caps a task\'s processes in the v1 pids hierarchy, and says so where there is none', () => {
+    const root = mkdtempSync(join(tmpdir(), 'cairn-cg-'));
+    try {
+      for (const c of ['memory', 'cpu', 'cpuacct', 'pids']) mkdirSync(join(root, c));
+      const mountinfo = HYBRID.replaceAll('/sys/fs/cgroup', root);
+      const found = Cgroups.detect({ root: 'cairn', workDir: '/w', cpuQuota: false, pidsMax: 64, mountinfo });
+      if (!found.support.enabled) throw new Error('v1 expected');
+      expect(found.support.pids).toEqual({ limited: true, max: 64 });
+      const ref = found.cgroups!.create('t', { memMiB: 1, cpus: 1 });
+      if (ref.version !== 1) throw new Error('v1 expected');
+      expect(ref.pids).toBe(join(root, 'pids', 'cairn', agentCgroupName('/w'), 't'));
+      expect(readFileSync(join(ref.pids!, 'pids.max'), 'utf8')).toBe('64');
+      // The supervisor joins the pids cgroup too, so everything the task starts is counted.
+      expect(procsFiles(ref)).toContain(join(ref.pids!, 'cgroup.procs'));
+
+      const noPids = Cgroups.detect({ root: 'cairn', workDir: '/w2', cpuQuota: false, pidsMax: 64, mountinfo: mountinfo.split('\n').filter((l) => !l.includes(' rw,pids')).join('\n') });
+      expect(noPids.cgroups).toBeDefined();
+      expect(noPids.support).toMatchObject({ enabled: true, pids: { limited: false, reason: 'no cgroup v1 pids hierarchy is mounted' } });
+      expect(noPids.cgroups!.create('t', { memMiB: 1, cpus: 1 })).not.toHaveProperty('pids');
+    } finally {
+      rmSync(root, { recursive: true, force: true });
+    }
+  });
+
+  it('writes pids.max on v2 where the controller is there', () => {
+    const root = mkdtempSync(join(tmpdir(), 'cairn-cg2-'));
+    try {
+      writeFileSync(join(root, 'cgroup.controllers'), 'cpuset cpu io memory pids\n');
+      const found = Cgroups.detect({ root: 'cairn', workDir: '/w', cpuQuota: false, pidsMax: 100, mountinfo: V2.replace('/sys/fs/cgroup', root) });
+      expect(found.support).toMatchObject({ enabled: true, version: 2, pids: { limited: true, max: 100 } });
+      expect(readFileSync(join(root, 'cgroup.subtree_control'), 'utf8')).toBe('+memory +cpu +pids');
+      const ref = found.cgroups!.create('t', { memMiB: 1, cpus: 1 });
+      if (ref.version !== 2) throw new Error('v2 expected');
+      expect(readFileSync(join(ref.dir, 'pids.max'), 'utf8')).toBe('100');
     } finally {
       rmSync(root, { recursive: true, force: true });
     }

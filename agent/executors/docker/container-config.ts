@@ -40,12 +40,18 @@ export interface ContainerConfigInput {
   cpuQuota?: boolean;
   /** The OCI runtime the daemon starts the container with; left out, the daemon's default. */
   runtime?: string;
+  /** The user the container runs as (numeric, so the image need not know the name); left out, the image's. */
+  user?: { uid: number; gid: number };
+  /** Processes and threads the container may have at once; left out, no limit. */
+  pidsLimit?: number;
 }
 
 /** The subset of the Engine API's create body Cairn sets (dockerode's ContainerCreateOptions). */
 export interface ContainerCreateBody {
   name: string;
   Image: string;
+  /** `uid:gid`. */
+  User?: string;
   Cmd?: string[];
   Entrypoint?: string[];
   Env: string[];
@@ -59,6 +65,7 @@ export interface ContainerCreateBody {
     CpuPeriod?: number;
     NetworkMode: string;
     Runtime?: string;
+    PidsLimit?: number;
     PortBindings?: Record<string, { HostPort: string }[]>;
     Binds: string[];
     Dns?: string[];
@@ -160,6 +167,8 @@ export function containerConfig(input: ContainerConfigInput): ContainerCreateBod
     }
   }
   if (input.runtime !== undefined) body.HostConfig.Runtime = input.runtime;
+  if (input.user) body.User = `${input.user.uid}:${input.user.gid}`;
+  if (input.pidsLimit !== undefined && input.pidsLimit > 0) body.HostConfig.PidsLimit = input.pidsLimit;
   if (input.dnsServers.length > 0) body.HostConfig.Dns = [...input.dnsServers];
   if (input.gpuIndices.length > 0) {
     body.HostConfig.DeviceRequests = [{ Driver: 'nvidia', DeviceIDs: input.gpuIndices.map(String), Capabilities: [['gpu']] }];

@@ -7,14 +7,15 @@
 // log stream, its sandbox files, the container vanishing) ends that task, never the agent.
 
 import Docker from 'dockerode';
-import { createWriteStream, mkdirSync, statSync, type WriteStream } from 'node:fs';
+import { createWriteStream, mkdirSync, lstatSync, type WriteStream } from 'node:fs';
 import type { Logger } from 'pino';
 import { isTerminal, type ContainerSpec, type PullPolicy, type RunningTask, type TaskInfo, type TaskState } from '../../../shared/agent-protocol.ts';
 import type { LogChunk } from '../../../shared/master-state.ts';
 import { Resources } from '../../../shared/resources.ts';
 import { GpuPool } from '../../resources/gpu-pool.ts';
 import { cgroupOfProcess, type CgroupRef } from '../../isolation/cgroups.ts';
-import { closeQuietly, logPath, openSandbox, readSandboxLog, sandboxDir, type LogStream } from '../process/sandbox.ts';
+import { closeQuietly, logPath, openLogForAppend, openSandbox, readSandboxLog, sandboxDir, type LogStream } from '../process/sandbox.ts';
+import type { TaskUserDecision } from '../../task-users.ts';
 import type { KillOutcome, LaunchOutcome, RecoverMode, TaskSnapshot, TaskStatusChange } from '../process/executor.ts';
 import { containerConfig, containerName, type ContainerCreateBody, LABEL_FRAMEWORK_ID, LABEL_TASK_ID } from './container-config.ts';
 import { containerOwnership, workDirInstance, type ListedContainer, type Ownership } from './ownership.ts';
@@ -43,6 +44,10 @@ export interface DockerExecutorOptions {
   runtime?: string;
   /** Shared with the process executor so that no device is handed out twice. */
   gpuPool: GpuPool;
+  /** Decides which user each container runs as (its numeric uid:gid); without, the image's user. */
+  users?: { decide(requested: string | undefined): TaskUserDecision };
+  /** Processes and threads one container may have (its pids limit); 0 or left out: none. */
+  pidsMax?: number;
   defaultKillGraceMs?: number;
   /**
    * How long an ended container's log stream may take to end before its status goes out
@@ -146,7 +151,12 @@ export class DockerExecutor {
     // A container is labelled with its agent's id; one launched with none would be any agent's.
     const agentId = this.opts.agentId();
     if (agentId === '') return this.finish(t, 'TASK_FAILED', 'the agent has no id yet: containers are launched once it has registered', 'REASON_CONTAINER_LAUNCH_FAILED');
-    const opened = openSandbox(this.opts.workDir, info.taskId);
+    const decided = this.opts.users?.decide(info.user);
+    if (decided && !decided.ok) return this.finish(t, 'TASK_FAILED', decided.message, 'REASON_TASK_INVALID');
+    const runAs = decided?.runAs;
+    // A root agent hands the sandbox to the task's user; one that is not root cannot.
+    const owner = decided?.switchUser && runAs ? { uid: runAs.uid, gid: runAs.gid } : undefined;
+    const opened = openSandbox(this.opts.workDir, info.taskId, owner);
     closeQuietly(opened.stdoutFd);
     closeQuietly(opened.stderrFd);
     const image = info.container.docker.image;
@@ -169,6 +179,8 @@ export class DockerExecutor {
       task: info, agentId, agentInstance: this.ownInstance(), hostname: this.opts.hostname, sandbox: t.sandbox,
       gpuIndices: t.gpus, dnsServers: this.opts.dnsServers?.() ?? [], cpuQuota: this.opts.cpuQuota ?? false,
       ...(this.opts.runtime !== undefined ? { runtime: this.opts.runtime } : {}),
+      ...(runAs ? { user: { uid: runAs.uid, gid: runAs.gid } } : {}),
+      ...(this.opts.pidsMax ? { pidsLimit: this.opts.pidsMax } : {}),
     });
     body.Labels[LABEL_RESOURCES] = info.resources;
     if (t.gpus.length > 0) body.Labels[LABEL_GPUS] = t.gpus.join(',');
@@ -205,8 +217,17 @@ export class DockerExecutor {
     } catch (err) {
       this.ioError(t, 'sandbox', err);
     }
-    const out = createWriteStream(logPath(t.sandbox, 'stdout'), { flags: 'a' });
-    const err = createWriteStream(logPath(t.sandbox, 'stderr'), { flags: 'a' });
+    // The sandbox is the container's to change: never append through a symlink planted there.
+    const logFile = (stream: LogStream): WriteStream => {
+      try {
+        return createWriteStream('', { fd: openLogForAppend(logPath(t.sandbox, stream)) });
+      } catch (e) {
+        this.ioError(t, `${stream} file`, e);
+        return createWriteStream('/dev/null');
+      }
+    };
+    const out = logFile('stdout');
+    const err = logFile('stderr');
     // A file that cannot be written loses that output, not the agent.
     out.on('error', (e) => this.ioError(t, 'stdout file', e));
     err.on('error', (e) => this.ioError(t, 'stderr file', e));
@@ -349,7 +370,7 @@ export class DockerExecutor {
       }
       let since = 0;
       try {
-        since = Math.floor(statSync(logPath(t.sandbox, 'stdout')).mtimeMs / 1000);
+        since = Math.floor(lstatSync(logPath(t.sandbox, 'stdout')).mtimeMs / 1000);
       } catch {
         // no sandbox left: copy everything the container still has
       }

@@ -35,6 +35,8 @@ export interface TaskEnvironmentInput {
   /** The agent's environment (process.env in production). */
   agentEnv: Readonly<Record<string, string | undefined>>;
   dns?: TaskDnsInfo;
+  /** The user the task runs as: its HOME, USER and LOGNAME (instead of the agent's). */
+  user?: { name: string; home: string };
 }
 
 export function buildTaskEnvironment(input: TaskEnvironmentInput): Record<string, string> {
@@ -44,6 +46,11 @@ export function buildTaskEnvironment(input: TaskEnvironmentInput): Record<string
     if (v !== undefined) env[name] = v;
   }
   if (env.PATH === undefined) env.PATH = DEFAULT_PATH;
+  if (input.user) {
+    env.HOME = input.user.home;
+    env.USER = input.user.name;
+    env.LOGNAME = input.user.name;
+  }
 
   env.HOST = input.hostname;
   if (input.ports.length > 0) {

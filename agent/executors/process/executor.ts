@@ -11,9 +11,15 @@
 //
 // Every state change follows the same order per task: checkpoint, then report. The
 // terminal status is checkpointed too, and re-sent after a restart until acknowledged.
+//
+// With a user policy (task-users.ts) each task runs as its user: the sandbox and its logs
+// are given to that user, the supervisor's process switches to the user's uid and gid (no
+// other groups) after joining the task's cgroups and before the task starts, and HOME,
+// USER and LOGNAME are the user's. The supervisor then records the exit status in a
+// sandbox the user owns, and the agent (root) reads it from there.
 
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, mkdirSync, unlinkSync } from 'node:fs';
+import { appendFileSync, mkdirSync, unlinkSync, writeFileSync } from 'node:fs';
 import type { Logger } from 'pino';
 import { isTerminal, type RunningTask, type TaskInfo, type TaskState } from '../../../shared/agent-protocol.ts';
 import { CairnError, badRequest } from '../../../shared/errors.ts';
@@ -27,11 +33,14 @@ import { buildTaskEnvironment } from './environment.ts';
 import { terminalStatusFor, type TerminalStatus } from './exit-status.ts';
 import { isSameProcessAlive, processStartTime } from './proc.ts';
 import { Launcher } from './launcher.ts';
+import type { RunAs, TaskUserDecision } from '../../task-users.ts';
 import {
   LOG_STREAMS,
   MAX_LOG_READ_BYTES,
+  chownSandbox,
   closeQuietly,
   logPath,
+  openLogForAppend,
   openSandboxLogs,
   readSandboxLog,
   sandboxDir,
@@ -94,6 +103,8 @@ export interface ProcessExecutorOptions {
   launcher?: boolean;
   /** Puts each task in its own cgroup with its limits; without, tasks share the agent's. */
   cgroups?: Cgroups;
+  /** Decides which user each task runs as (task-users.ts); without, tasks run as the agent's user. */
+  users?: { decide(requested: string | undefined): TaskUserDecision };
   logger?: Logger;
 }
 
@@ -115,6 +126,8 @@ export interface TaskSnapshot {
   recovered: boolean;
   launchedAtMs: number;
   cgroup: CgroupRef | undefined;
+  /** The user the task runs as, when the agent decides tasks' users. */
+  user?: string;
 }
 
 export interface RecoverySummary {
@@ -137,6 +150,8 @@ interface TaskRecord {
   startTimeTicks: number | undefined;
   gpus: number[];
   cgroup: CgroupRef | undefined;
+  /** Who the task runs as (undefined: the agent's user, no policy). */
+  runAs: RunAs | undefined;
   /** The task's memory limit (its `mem`), for the message of an OOM kill. */
   memMiB: number;
   launchedAtMs: number;
@@ -218,6 +233,14 @@ export class ProcessExecutor {
     if (!info.command || (info.command.value ?? '') === '') {
       return this.failLaunch(rec, 'task has no command', 'REASON_TASK_INVALID');
     }
+    // Whom it runs as, before anything is made for it.
+    let switchTo: RunAs | undefined;
+    if (this.opts.users) {
+      const decided = this.opts.users.decide(info.user);
+      if (!decided.ok) return this.failLaunch(rec, decided.message, 'REASON_TASK_INVALID');
+      rec.runAs = decided.runAs;
+      if (decided.switchUser) switchTo = decided.runAs;
+    }
     const gpuCount = resources.gpus;
     if (!Number.isInteger(gpuCount)) {
       return this.failLaunch(rec, `gpus must be a whole number, got ${gpuCount}`, 'REASON_TASK_INVALID');
@@ -239,11 +262,19 @@ export class ProcessExecutor {
         closeQuietly(logs.stderrFd);
       }
     };
+    const owner = switchTo ? { uid: switchTo.uid, gid: switchTo.gid } : undefined;
     try {
       const created = mkdirSync(rec.sandbox, { recursive: true }) !== undefined;
       // An earlier run of the same task id must not speak for this one.
       if (!created) removeIfPresent(`${rec.sandbox}/${EXIT_STATUS_FILE}`);
-      if (!this.launcher) logs = openSandboxLogs(rec.sandbox);
+      if (owner) chownSandbox(rec.sandbox, owner);
+      // The logs exist from the start, as regular files of the task's user; the launcher's
+      // child opens them again once it runs as that user.
+      logs = openSandboxLogs(rec.sandbox, owner);
+      if (this.launcher) {
+        closeLogs();
+        logs = undefined;
+      }
     } catch (err) {
       return this.failLaunch(rec, `cannot create sandbox ${rec.sandbox}: ${(err as Error).message}`, 'REASON_EXECUTOR_TERMINATED');
     }
@@ -270,6 +301,7 @@ export class ProcessExecutor {
       taskEnv: info.command.environment ?? [],
       agentEnv: this.agentEnv,
       dns: { servers: [], ...this.opts.dns?.(), name: info.dnsName ?? '' },
+      ...(rec.runAs ? { user: { name: rec.runAs.user, home: rec.runAs.home } } : {}),
     });
     const spec = spawnSpecFor({ ...info.command, arguments: info.command.arguments ?? [] });
     if (!info.command.shell && findExecutable(spec.file, env.PATH) === undefined) {
@@ -277,12 +309,28 @@ export class ProcessExecutor {
       closeLogs();
       return this.cannotStart(rec, `spawn ${spec.file} ENOENT (no such executable file)`);
     }
-    const sup = supervisedSpawn(spec, info.command.shell, cgroupProcs, this.tools);
+    // Who puts the supervisor into the task's cgroups: the launcher's child, before it drops
+    // root's rights; spawned from here, the supervisor itself, or (when it already runs as
+    // the task's user and cannot) this process, while the supervisor waits for its word.
+    const held = !this.launcher && switchTo !== undefined && cgroupProcs.length > 0;
+    const supervisorJoins = !this.launcher && !held ? cgroupProcs : [];
+    const sup = supervisedSpawn(spec, info.command.shell, supervisorJoins, this.tools, held);
     if (sup.argv0Dropped) this.opts.logger?.warn({ taskId: info.taskId, argv0: spec.argv0 }, 'bash not found: the task runs with its program path as argv[0]');
 
     if (this.launcher) {
       this.launcher.start(
-        { cwd: rec.sandbox, stdoutPath: logPath(rec.sandbox, 'stdout'), stderrPath: logPath(rec.sandbox, 'stderr'), env, file: sup.file, argv0: sup.argv0, args: sup.args },
+        {
+          cwd: rec.sandbox,
+          // Relative to the sandbox: the task's user may not be able to reach it by its full path.
+          stdoutPath: 'stdout',
+          stderrPath: 'stderr',
+          ...(switchTo ? { uid: switchTo.uid, gid: switchTo.gid } : {}),
+          cgroupProcs,
+          env,
+          file: sup.file,
+          argv0: sup.argv0,
+          args: sup.args,
+        },
         {
           onStarted: (pid, startTimeTicks) => this.onStarted(rec, pid, startTimeTicks),
           onFailed: (reason) => void this.cannotStart(rec, reason),
@@ -305,7 +353,9 @@ export class ProcessExecutor {
         env,
         // Its own process group, so a kill reaches everything the task started.
         detached: true,
-        stdio: ['ignore', logs!.stdoutFd, logs!.stderrFd],
+        stdio: [held ? 'pipe' : 'ignore', logs!.stdoutFd, logs!.stderrFd],
+        // Node (libuv) drops the supplementary groups when it sets ids.
+        ...(switchTo ? { uid: switchTo.uid, gid: switchTo.gid } : {}),
       });
     } catch (err) {
       closeLogs();
@@ -313,6 +363,18 @@ export class ProcessExecutor {
     }
     // The child holds its own copies now.
     closeLogs();
+    if (held && child.pid !== undefined) {
+      // The supervisor waits on its stdin until it is in its cgroups; end-of-file alone
+      // (a failed placement) makes it exit without starting the task.
+      try {
+        for (const file of cgroupProcs) writeFileSync(file, String(child.pid));
+        child.stdin!.end('go\n');
+      } catch (err) {
+        child.stdin!.end();
+        this.opts.logger?.warn({ taskId: info.taskId, err: (err as Error).message }, 'cannot place the task in its cgroup');
+      }
+      child.stdin!.on('error', () => undefined);
+    }
 
     if (child.pid === undefined) {
       // Spawn failed (the shell missing?); Node reports why on the next tick.
@@ -429,6 +491,7 @@ export class ProcessExecutor {
       rec.startTimeTicks = cp.startTimeTicks;
       rec.gpus = [...cp.gpus];
       rec.cgroup = cp.cgroup;
+      rec.runAs = cp.runAs;
       rec.memMiB = memOf(cp.task.resources);
       rec.activeState = cp.activeState;
       rec.state = cp.activeState;
@@ -551,6 +614,7 @@ export class ProcessExecutor {
       startTimeTicks: undefined,
       gpus: [],
       cgroup: undefined,
+      runAs: undefined,
       memMiB: 0,
       launchedAtMs,
       startedAtMs: undefined,
@@ -579,6 +643,7 @@ export class ProcessExecutor {
     };
     if (rec.pid !== undefined) cp.pid = rec.pid;
     if (rec.cgroup) cp.cgroup = rec.cgroup;
+    if (rec.runAs) cp.runAs = rec.runAs;
     if (rec.startTimeTicks !== undefined) cp.startTimeTicks = rec.startTimeTicks;
     if (rec.killGraceMs !== undefined) cp.killGraceMs = rec.killGraceMs;
     if (rec.terminal) cp.terminal = rec.terminal;
@@ -695,8 +760,13 @@ export class ProcessExecutor {
   private cannotStart(rec: TaskRecord, detail: string): LaunchOutcome {
     const message = `cannot start: ${detail}`;
     try {
-      // Where the task's user looks first; a few bytes, once.
-      appendFileSync(logPath(rec.sandbox, 'stderr'), `cairn: ${message}\n`);
+      // Where the task's user looks first; a few bytes, once (never through a symlink).
+      const fd = openLogForAppend(logPath(rec.sandbox, 'stderr'));
+      try {
+        appendFileSync(fd, `cairn: ${message}\n`);
+      } finally {
+        closeQuietly(fd);
+      }
     } catch {
       // the update still says why
     }
@@ -780,5 +850,6 @@ function toSnapshot(rec: TaskRecord): TaskSnapshot {
     recovered: rec.recovered,
     launchedAtMs: rec.launchedAtMs,
     cgroup: rec.cgroup,
+    user: rec.runAs?.user,
   };
 }

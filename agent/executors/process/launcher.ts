@@ -9,8 +9,9 @@
 // where perl is missing the executor spawns from Node instead.
 //
 // Protocol (bytes; no field holds a NUL, as no argv or environment entry can):
-//   agent -> launcher   "<length>\n" then id NUL cwd NUL stdout NUL stderr NUL n NUL
-//                       env[0..n) NUL file NUL argv0 NUL args...
+//   agent -> launcher   "<length>\n" then id NUL cwd NUL stdout NUL stderr NUL uid NUL gid NUL
+//                       k NUL cgroup.procs[0..k) NUL n NUL env[0..n) NUL file NUL argv0 NUL args...
+//                       (uid and gid empty: the child keeps the launcher's user)
 //   launcher -> agent   "started <id> <pid> <start time>\n"   (start time: /proc/PID/stat field 22)
 //                       "failed <id> <errno text>\n"          (fork failed)
 //                       "exit <pid> <wait status>\n"          (the launcher reaps its children)
@@ -18,6 +19,14 @@
 // the group right after "started" cannot miss), /dev/null as stdin, and the given files
 // appended to as stdout/stderr. If the agent goes away the launcher sees end-of-file and
 // exits; the supervisors live on and a restarted agent re-attaches to them.
+//
+// The child, in this order: enters its working directory (the sandbox) and writes its pid
+// into the task's cgroup.procs files while it still has the launcher's (root's) rights, so
+// nothing the task runs is ever outside its limits; then, given a uid and gid, sets its
+// groups to the one gid, its gid and its uid, and checks that all took; only then opens its
+// stdout and stderr, as the task's user, so a file planted in the sandbox can only ever be
+// one that user may write. A failure before the exec exits 125 (cgroup) or 126 (anything
+// else), with the reason on the launcher's stderr (the agent's log).
 
 import { spawn, type ChildProcess } from 'node:child_process';
 import { constants } from 'node:os';
@@ -29,6 +38,7 @@ $| = 1;
 my $chld = 0;
 $SIG{CHLD} = sub { $chld = 1 };
 sub reap { $chld = 0; while ((my $p = waitpid(-1, POSIX::WNOHANG())) > 0) { syswrite(STDOUT, "exit $p $?\n"); } }
+sub fail { my ($code, $why) = @_; syswrite(STDERR, "cairn launcher: $why\n"); POSIX::_exit($code); }
 sub start_time { my $pid = shift; open(my $f, '<', "/proc/$pid/stat") or return 0; my $s = <$f>; close $f; $s =~ s/^.*\) //s; my @f = split / /, $s; return $f[19] // 0; }
 my $buf = '';
 while (1) {
@@ -44,7 +54,9 @@ while (1) {
     my ($len, $hl) = ($1, length($1) + 1);
     last if length($buf) < $hl + $len;
     my $rec = substr($buf, $hl, $len); substr($buf, 0, $hl + $len) = '';
-    my ($id, $cwd, $out, $err, $nenv, @rest) = split /\0/, $rec, -1;
+    my ($id, $cwd, $out, $err, $uid, $gid, $ncg, @rest) = split /\0/, $rec, -1;
+    my @cgs = splice(@rest, 0, $ncg);
+    my $nenv = shift @rest;
     my @env = splice(@rest, 0, $nenv);
     my ($file, $argv0, @args) = @rest;
     my $pid = fork();
@@ -52,7 +64,19 @@ while (1) {
     if ($pid == 0) {
       setpgrp(0, 0);
       $SIG{CHLD} = 'DEFAULT';
-      chdir($cwd) or POSIX::_exit(126);
+      chdir($cwd) or fail(126, "cannot enter $cwd: $!");
+      for my $cg (@cgs) {
+        open(my $f, '>', $cg) or fail(125, "cannot join cgroup $cg: $!");
+        defined(syswrite($f, "$$\n")) or fail(125, "cannot join cgroup $cg: $!");
+        close($f);
+      }
+      if ($uid ne '') {
+        $) = "$gid $gid";
+        POSIX::setgid($gid);
+        POSIX::setuid($uid);
+        my @g = split / /, $);
+        fail(126, "cannot switch to uid $uid gid $gid: $!") unless $< == $uid && $> == $uid && (split / /, $()[0] == $gid && $g[0] == $gid && (grep { $_ != $gid } @g) == 0;
+      }
       open(STDIN, '<', '/dev/null') or POSIX::_exit(126);
       open(STDOUT, '>>', $out) or POSIX::_exit(126);
       open(STDERR, '>>', $err) or POSIX::_exit(126);
@@ -68,8 +92,14 @@ while (1) {
 
 export interface LaunchRequest {
   cwd: string;
+  /** Opened by the child once it runs as the task's user; relative paths are under cwd. */
   stdoutPath: string;
   stderrPath: string;
+  /** The user and group to run as; left out, the launcher's own. */
+  uid?: number;
+  gid?: number;
+  /** cgroup.procs files the child puts itself into before anything else (and before switching users). */
+  cgroupProcs?: readonly string[];
   env: Record<string, string>;
   file: string;
   argv0: string;
@@ -98,7 +128,9 @@ export function decodeWaitStatus(status: number): { code: number | null; signal:
 /** Encodes one launch record (pure). Throws on a NUL inside a field. */
 export function encodeLaunchRecord(id: number, req: LaunchRequest): Buffer {
   const env = Object.entries(req.env).map(([k, v]) => `${k}=${v}`);
-  const fields = [String(id), req.cwd, req.stdoutPath, req.stderrPath, String(env.length), ...env, req.file, req.argv0, ...req.args];
+  const ids = req.uid !== undefined && req.gid !== undefined ? [String(req.uid), String(req.gid)] : ['', ''];
+  const cgroups = req.cgroupProcs ?? [];
+  const fields = [String(id), req.cwd, req.stdoutPath, req.stderrPath, ...ids, String(cgroups.length), ...cgroups, String(env.length), ...env, req.file, req.argv0, ...req.args];
   for (const f of fields) if (f.includes('\0')) throw new Error('a launch field holds a NUL byte');
   const body = Buffer.from(fields.join('\0'), 'utf8');
   return Buffer.concat([Buffer.from(`${body.length}\n`), body]);

@@ -1,10 +1,16 @@
 // A task's sandbox: `<workDir>/sandboxes/<task id, escaped>/` holding its `stdout` and
 // `stderr` files. The path is a pure function of the task id, so logs stay readable after
 // the task ends and after the agent restarts.
+//
+// The sandbox belongs to the task's user, who may put anything in it: the agent (root) never
+// follows a symlink there, nor opens anything but a regular file. Log files are opened with
+// O_NOFOLLOW (and O_NONBLOCK, so a FIFO cannot hang a read), and a log read checks that what
+// it opened is a regular file with one name, in the sandbox; anything else is refused
+// (CAIRN_LOG_REFUSED) and nothing of it is read.
 
 import { createHash } from 'node:crypto';
-import { closeSync, mkdirSync, openSync } from 'node:fs';
-import { open, stat } from 'node:fs/promises';
+import { closeSync, constants, fchownSync, fstatSync, lchownSync, lstatSync, mkdirSync, openSync, unlinkSync } from 'node:fs';
+import { lstat, open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CairnError } from '../../../shared/errors.ts';
 import type { LogChunk } from '../../../shared/master-state.ts';
@@ -56,28 +62,73 @@ export interface OpenedSandbox {
   stderrFd: number;
 }
 
-/**
- * Creates the sandbox and opens its log files for appending (a task id launched again
- * after it ended keeps its earlier output). Synchronous on purpose: it sits on the launch
- * fast path and costs a few microseconds. The caller closes the fds once the child has them.
- */
-export function openSandbox(workDir: string, taskId: string): OpenedSandbox {
-  const dir = sandboxDir(workDir, taskId);
-  mkdirSync(dir, { recursive: true });
-  return { dir, ...openSandboxLogs(dir) };
+/** Who owns a sandbox and its logs: the task's user (and its primary group). */
+export interface SandboxOwner {
+  uid: number;
+  gid: number;
 }
 
-/** Opens an existing sandbox's log files for appending; the caller closes the fds. */
-export function openSandboxLogs(dir: string): { stdoutFd: number; stderrFd: number } {
-  const stdoutFd = openSync(logPath(dir, 'stdout'), 'a', 0o644);
+/**
+ * Creates the sandbox and opens its log files for appending (a task id launched again
+ * after it ended keeps its earlier output), all owned by `owner` when given. Synchronous on
+ * purpose: it sits on the launch fast path and costs a few microseconds. The caller closes
+ * the fds once the child has them.
+ */
+export function openSandbox(workDir: string, taskId: string, owner?: SandboxOwner): OpenedSandbox {
+  const dir = sandboxDir(workDir, taskId);
+  mkdirSync(dir, { recursive: true });
+  if (owner) lchownSync(dir, owner.uid, owner.gid);
+  return { dir, ...openSandboxLogs(dir, owner) };
+}
+
+const APPEND_FLAGS = constants.O_WRONLY | constants.O_APPEND | constants.O_CREAT | constants.O_NOFOLLOW | constants.O_NONBLOCK;
+
+/**
+ * Opens one log for appending without following a symlink: whatever an earlier run of the
+ * task left in its place that is not a regular file (a symlink, a FIFO) is removed first.
+ */
+export function openLogForAppend(path: string, owner?: SandboxOwner): number {
+  for (let attempt = 0; ; attempt++) {
+    let fd: number | undefined;
+    try {
+      fd = openSync(path, APPEND_FLAGS, 0o644);
+      const st = fstatSync(fd);
+      if (st.isFile() && st.nlink <= 1) {
+        if (owner && (st.uid !== owner.uid || st.gid !== owner.gid)) fchownSync(fd, owner.uid, owner.gid);
+        return fd;
+      }
+    } catch (err) {
+      const code = (err as NodeJS.ErrnoException).code;
+      // ELOOP: a symlink; ENXIO: a FIFO nobody reads; EISDIR and the like are not ours to fix.
+      if (code !== 'ELOOP' && code !== 'ENXIO' || attempt > 0) {
+        if (fd !== undefined) closeQuietly(fd);
+        throw err;
+      }
+    }
+    if (fd !== undefined) closeQuietly(fd);
+    if (attempt > 0) throw new Error(`${path} is not a regular file of the sandbox`);
+    unlinkSync(path);
+  }
+}
+
+/** Opens an existing sandbox's log files for appending (owned by `owner` when given); the caller closes the fds. */
+export function openSandboxLogs(dir: string, owner?: SandboxOwner): { stdoutFd: number; stderrFd: number } {
+  const stdoutFd = openLogForAppend(logPath(dir, 'stdout'), owner);
   let stderrFd: number;
   try {
-    stderrFd = openSync(logPath(dir, 'stderr'), 'a', 0o644);
+    stderrFd = openLogForAppend(logPath(dir, 'stderr'), owner);
   } catch (err) {
     closeQuietly(stdoutFd);
     throw err;
   }
   return { stdoutFd, stderrFd };
+}
+
+/** Gives an existing sandbox directory to the task's user (never following a symlink). */
+export function chownSandbox(dir: string, owner: SandboxOwner): void {
+  const st = lstatSync(dir);
+  if (!st.isDirectory()) throw new Error(`${dir} is not a directory`);
+  if (st.uid !== owner.uid || st.gid !== owner.gid) lchownSync(dir, owner.uid, owner.gid);
 }
 
 /** Closes an fd, ignoring errors (used on paths that already report a failure). */
@@ -105,10 +156,50 @@ export function utf8BoundaryLength(buf: Uint8Array): number {
   return n;
 }
 
+function refused(stream: LogStream, why: string): CairnError {
+  return new CairnError('CAIRN_LOG_REFUSED', `the task's ${stream} ${why}: it is not read (a log is only ever a regular file of the task's sandbox)`, 'stream');
+}
+
+/**
+ * Opens a sandbox log for reading, never following a symlink and never reading anything
+ * but a regular file with no other name that lies in the sandbox itself. Undefined when
+ * there is no such file (yet); throws CAIRN_LOG_REFUSED for anything else in its place,
+ * CAIRN_UNKNOWN_TASK when there is no sandbox.
+ */
+export async function openSandboxLog(dir: string, stream: LogStream): Promise<FileHandle | undefined> {
+  // The sandbox itself: a real directory, not a symlink to one elsewhere.
+  const dirStat = await lstat(dir).catch(() => undefined);
+  if (!dirStat) throw new CairnError('CAIRN_UNKNOWN_TASK', `no ${stream} log in sandbox ${dir}`, 'taskId');
+  if (!dirStat.isDirectory()) throw refused(stream, 'sandbox is not a directory');
+  const path = logPath(dir, stream);
+  let fh: FileHandle;
+  try {
+    fh = await open(path, constants.O_RDONLY | constants.O_NOFOLLOW | constants.O_NONBLOCK);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') return undefined;
+    if (code === 'ELOOP') throw refused(stream, 'is a symbolic link');
+    throw refused(stream, `cannot be opened (${code ?? (err as Error).message})`);
+  }
+  try {
+    const st = await fh.stat();
+    if (!st.isFile()) throw refused(stream, 'is not a regular file');
+    if (st.nlink > 1) throw refused(stream, 'has other names (a hard link)');
+    // What was opened is what the sandbox holds under that name now: not swapped meanwhile.
+    const named = await lstat(path).catch(() => undefined);
+    if (!named || named.dev !== st.dev || named.ino !== st.ino || named.dev !== dirStat.dev) throw refused(stream, 'was replaced while it was opened');
+    return fh;
+  } catch (err) {
+    await fh.close();
+    throw err;
+  }
+}
+
 /**
  * Reads up to `maxBytes` of a sandbox log from `offset`. `terminal` says whether the task
  * has ended (its output is complete); eof is true only then, once the end is reached.
- * Throws CAIRN_UNKNOWN_TASK when the sandbox or log file does not exist.
+ * Throws CAIRN_UNKNOWN_TASK when the sandbox or log file does not exist, CAIRN_LOG_REFUSED
+ * when something other than a regular file of the sandbox is in the log's place.
  */
 export async function readSandboxLog(
   dir: string,
@@ -117,22 +208,15 @@ export async function readSandboxLog(
   maxBytes: number,
   terminal: boolean,
 ): Promise<LogChunk> {
-  const path = logPath(dir, stream);
-  let size: number;
+  // A sandbox whose task has not opened its log yet (it is being started) has an empty one.
+  const fh = await openSandboxLog(dir, stream);
+  if (!fh) return { data: '', offset, nextOffset: offset, eof: terminal };
   try {
-    size = (await stat(path)).size;
-  } catch {
-    // A sandbox whose task has not opened its log yet (it is being started) has an empty one.
-    const sandboxExists = await stat(dir).then((st) => st.isDirectory(), () => false);
-    if (!sandboxExists) throw new CairnError('CAIRN_UNKNOWN_TASK', `no ${stream} log in sandbox ${dir}`, 'taskId');
-    size = 0;
-  }
-  const want = Math.max(0, Math.min(maxBytes, MAX_LOG_READ_BYTES, size - offset));
-  if (want === 0) {
-    return { data: '', offset, nextOffset: offset, eof: terminal && offset >= size };
-  }
-  const fh = await open(path, 'r');
-  try {
+    const size = (await fh.stat()).size;
+    const want = Math.max(0, Math.min(maxBytes, MAX_LOG_READ_BYTES, size - offset));
+    if (want === 0) {
+      return { data: '', offset, nextOffset: offset, eof: terminal && offset >= size };
+    }
     const buf = Buffer.alloc(want);
     const { bytesRead } = await fh.read(buf, 0, want, offset);
     let used = bytesRead;

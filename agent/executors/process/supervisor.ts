@@ -20,7 +20,7 @@
 // - A shell reports a child killed by signal N as status 128+N; the agent reads it back
 //   that way (see exitFromStatus), as Mesos' shell tasks do.
 
-import { accessSync, constants as fsConstants, existsSync, readFileSync } from 'node:fs';
+import { accessSync, closeSync, constants as fsConstants, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import { constants } from 'node:os';
 import { delimiter, join } from 'node:path';
 import type { SpawnSpec } from './command.ts';
@@ -30,8 +30,15 @@ export const EXIT_STATUS_FILE = 'exit_status';
 /** Exit status of a supervisor that could not put itself into the task's cgroups. */
 export const CGROUP_JOIN_FAILED = 125;
 
-function script(runLine: string): string {
+/**
+ * `held`: the supervisor first waits for one line on its stdin, which the agent writes once
+ * it has put the supervisor into the task's cgroups itself (a supervisor that already runs
+ * as the task's user cannot); end-of-file without it means the agent could not, and the
+ * supervisor exits without starting the task. The task then gets /dev/null as its stdin.
+ */
+function script(runLine: string, held = false): string {
   return [
+    ...(held ? [`IFS= read -r go || { echo "cairn: the agent could not place the task in its cgroups" >&2; exit ${CGROUP_JOIN_FAILED}; }`, 'exec </dev/null'] : []),
     'mv=$1; n=$2; shift 2',
     'while [ "$n" -gt 0 ]; do',
     `  echo $$ > "$1" || { echo "cairn: cannot join cgroup $1" >&2; exit ${CGROUP_JOIN_FAILED}; }`,
@@ -49,6 +56,9 @@ function script(runLine: string): string {
 export const SUPERVISOR_SCRIPT = script('( exec "$@" )');
 /** The bash version, used only when the task names an argv[0] of its own (`exec -a`). */
 export const SUPERVISOR_SCRIPT_ARGV0 = script('a0=$1; shift; ( exec -a "$a0" "$@" )');
+/** Both again, held until the agent has placed them in their cgroups (see script()). */
+const HELD_SCRIPT = script('( exec "$@" )', true);
+const HELD_SCRIPT_ARGV0 = script('a0=$1; shift; ( exec -a "$a0" "$@" )', true);
 
 export interface SupervisorTools {
   /** /bin/sh. */
@@ -99,13 +109,13 @@ export interface SupervisedSpawn {
  * files the supervisor writes its pid into before the task starts, so everything the task
  * ever runs is accounted and limited from its first instruction.
  */
-export function supervisedSpawn(spec: SpawnSpec, shell: boolean, cgroupProcsFiles: readonly string[], tools: SupervisorTools): SupervisedSpawn {
+export function supervisedSpawn(spec: SpawnSpec, shell: boolean, cgroupProcsFiles: readonly string[], tools: SupervisorTools, held = false): SupervisedSpawn {
   const ownArgv0 = !shell && spec.argv0 !== spec.file;
   const prefix = [tools.mv, String(cgroupProcsFiles.length), ...cgroupProcsFiles];
   if (ownArgv0 && tools.bash !== undefined) {
-    return { file: tools.bash, args: ['-c', SUPERVISOR_SCRIPT_ARGV0, 'cairn-supervisor', ...prefix, spec.argv0, spec.file, ...spec.args], argv0: 'cairn-supervisor', argv0Dropped: false };
+    return { file: tools.bash, args: ['-c', held ? HELD_SCRIPT_ARGV0 : SUPERVISOR_SCRIPT_ARGV0, 'cairn-supervisor', ...prefix, spec.argv0, spec.file, ...spec.args], argv0: 'cairn-supervisor', argv0Dropped: false };
   }
-  return { file: tools.sh, args: ['-c', SUPERVISOR_SCRIPT, 'cairn-supervisor', ...prefix, spec.file, ...spec.args], argv0: 'cairn-supervisor', argv0Dropped: ownArgv0 };
+  return { file: tools.sh, args: ['-c', held ? HELD_SCRIPT : SUPERVISOR_SCRIPT, 'cairn-supervisor', ...prefix, spec.file, ...spec.args], argv0: 'cairn-supervisor', argv0Dropped: ownArgv0 };
 }
 
 export interface ProcessEnd {
@@ -143,11 +153,23 @@ export function parseExitStatusFile(text: string): ProcessEnd | undefined {
   return exitFromStatus(Number(t));
 }
 
-/** The recorded end of a task whose supervisor has exited; undefined when none was recorded. */
+/**
+ * The recorded end of a task whose supervisor has exited; undefined when none was recorded.
+ * The sandbox is the task's to change: a symlink, a FIFO (which would block the read) or
+ * anything but a small regular file there records nothing.
+ */
 export function readExitStatus(sandbox: string): ProcessEnd | undefined {
+  let fd: number | undefined;
   try {
-    return parseExitStatusFile(readFileSync(join(sandbox, EXIT_STATUS_FILE), 'utf8'));
+    fd = openSync(join(sandbox, EXIT_STATUS_FILE), fsConstants.O_RDONLY | fsConstants.O_NOFOLLOW | fsConstants.O_NONBLOCK);
+    const st = fstatSync(fd);
+    if (!st.isFile() || st.size > 64) return undefined;
+    const buf = Buffer.alloc(64);
+    const n = readSync(fd, buf, 0, buf.length, 0);
+    return parseExitStatusFile(buf.subarray(0, n).toString('utf8'));
   } catch {
     return undefined;
+  } finally {
+    if (fd !== undefined) closeSync(fd);
   }
 }
