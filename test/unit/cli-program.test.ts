@@ -76,7 +76,7 @@ describe('cairn run: parsing', () => {
   it('takes every flag, repeated --env in order, and the command after --', async () => {
     const r = await parse([
       'run', '--master', 'http://m:5050/', '--name', 'train', '--instances', '4', '--cpus', '1.5', '--mem', '2048',
-      '--gpus', '1', '--ports', '2', '--role', 'ml', '--env', 'A=1', '--env', 'B=x=y', '--env', 'EMPTY=', '--', 'python', '-u', 'train.py', '--lr', '0.1',
+      '--gpus', '1', '--ports', '2', '--role', 'ml', '--user', 'alice', '--env', 'A=1', '--env', 'B=x=y', '--env', 'EMPTY=', '--', 'python', '-u', 'train.py', '--lr', '0.1',
     ]);
     expect(r.code).toBe(0);
     expect(r.options).toMatchObject({
@@ -88,6 +88,7 @@ describe('cairn run: parsing', () => {
       gpus: 1,
       ports: 2,
       role: 'ml',
+      user: 'alice',
       env: [['A', '1'], ['B', 'x=y'], ['EMPTY', '']],
       command: ['python', '-u', 'train.py', '--lr', '0.1'],
     });
@@ -200,6 +201,7 @@ describe('daemon commands: parsing', () => {
       masterUrl: 'http://m:5050', workDir: '/w', resources: 'cpus:1', attributes: 'rack:r1;zone:a', httpPort: 0, hostname: 'h1',
       recover: 'reconnect', cgroups: true, cgroupsRoot: 'cairn', cgroupsCpuQuota: false, usageIntervalMs: 5000, sandboxGcAgeMs: 7 * 86_400_000, sandboxGcDiskPercent: 90,
       gpuSharing: 1, docker: true, dockerSocket: '/var/run/docker.sock',
+      defaultTaskUser: 'nobody', allowRootTasks: false, taskPidsMax: 4096,
     });
     const r2 = await parse(['agent', '--recover', 'cleanup', '--no-cgroups', '--cgroups-root', 'ml/cairn', '--cgroups-cpu-quota', '--usage-interval-ms', '1000', '--sandbox-gc-age', '12h', '--sandbox-gc-disk-percent', '80']);
     expect(r2.options).toMatchObject({ recover: 'cleanup', cgroups: false, cgroupsRoot: 'ml/cairn', cgroupsCpuQuota: true, usageIntervalMs: 1000, sandboxGcAgeMs: 12 * 3_600_000, sandboxGcDiskPercent: 80 });
@@ -207,6 +209,9 @@ describe('daemon commands: parsing', () => {
     const r3 = await parse(['agent', '--no-docker', '--docker-socket', '/run/d.sock', '--gpu-sharing', '4', '--docker-runtime', 'crun']);
     expect(r3.options).toMatchObject({ docker: false, dockerSocket: '/run/d.sock', gpuSharing: 4, dockerRuntime: 'crun' });
     for (const bad of ['0', '65', '1.5']) expect((await parse(['agent', '--gpu-sharing', bad])).code).toBe(2);
+    const r4 = await parse(['agent', '--default-task-user', 'builder', '--allow-root-tasks', '--task-pids-max', '64']);
+    expect(r4.options).toMatchObject({ defaultTaskUser: 'builder', allowRootTasks: true, taskPidsMax: 64 });
+    for (const bad of [['--default-task-user', 'a b'], ['--default-task-user', '-x'], ['--task-pids-max', '-1'], ['--task-pids-max', '5000000']]) expect((await parse(['agent', ...bad])).code).toBe(2);
   });
 
   it('agent drain and undrain: a host, a deadline, the master from either place', async () => {
