@@ -4,14 +4,18 @@
 # cairn-agent.service and cairn-master.service. Idempotent: running it again with the
 # same flags changes nothing; with other flags it rewrites what they change.
 #
-#   deploy/install.sh --master http://10.0.0.1:5050 --resources 'cpus:16;mem:61440;gpus:8'
-#   deploy/install.sh --secret-file ./cluster.secret --join 10.0.0.1:7946 --enable agent
-#   deploy/install.sh --enable master --master-id 1 \
+#   deploy/install.sh --master http://10.0.0.1:5050 --credential ./agent-h1.json --resources 'cpus:16;mem:61440;gpus:8'
+#   deploy/install.sh --secret-file ./cluster.secret --join 10.0.0.1:7946 --credential ./agent-h1.json --enable agent
+#   deploy/install.sh --enable master --master-id 1 --credentials ./credentials.json \
 #       --peers 1=http://m1:5050,2=http://m2:5050,3=http://m3:5050 --secret-file ./cluster.secret
 #   deploy/install.sh --root /tmp/stage ...   # everything under a staging root; no apt, no systemctl
 #
 # The agent unit uses KillMode=process: stopping or restarting the agent (an upgrade, a
 # crash) ends the agent only; its tasks run on and the next agent re-attaches to them.
+# Masters authenticate every agent and client: the agent unit passes the host's agent
+# credential (/etc/cairn/agent-credential.json), the master unit the principals file
+# (/etc/cairn/credentials.json) when one is installed, else the master makes its own
+# (DATA_DIR/credentials.json) on first start.
 set -euo pipefail
 
 usage() {
@@ -29,13 +33,28 @@ usage: deploy/install.sh [options]
   --agent-port PORT       the agent's HTTP port (default 5051)
   --docker-runtime NAME   the OCI runtime the agent's containers start with, one registered
                           with the Docker daemon (e.g. crun); default: the daemon's
+  --credential FILE       the agent's credential, {"principal": "...", "secret": "..."} or a
+                          credentials file with exactly one "agent": true entry; installed as
+                          /etc/cairn/agent-credential.json (mode 0600). Required unless one is
+                          installed already, or only the master is enabled (--enable master)
   --master-port PORT      the master's port (default 5050)
+  --master-host ADDR      the address the master listens on (default 0.0.0.0, every interface:
+                          agents and users on other hosts must reach it; `cairn master` alone
+                          listens on 127.0.0.1)
+  --credentials FILE      the masters' principals, {"credentials": [...]}; installed as
+                          /etc/cairn/credentials.json (mode 0600); every master of a group needs
+                          the same file. Without it (and none installed before) the master makes
+                          DATA_DIR/credentials.json on first start, with an admin and an agent
+                          principal
+  --acls FILE             the masters' ACLs; installed as /etc/cairn/acls.json (mode 0600)
   --master-id N           this master's id in a replicated group (with --peers)
   --peers LIST            every master of the group: '1=http://m1:5050,2=http://m2:5050,...'
   --enable LIST           units to enable and (re)start: agent, master, or agent,master
                           (default: agent; none under --root)
   --root DIR              install into a staging root: no packages, no systemctl
   -h, --help              this text
+A credential, credentials or ACL file installed once stays in use when the script runs again
+without the flag; remove it from /etc/cairn and run the script again to stop using it.
 EOF
 }
 
@@ -55,6 +74,10 @@ ATTRIBUTES=''
 AGENT_PORT=5051
 DOCKER_RUNTIME=''
 MASTER_PORT=5050
+MASTER_HOST=0.0.0.0
+AGENT_CREDENTIAL=''
+MASTER_CREDENTIALS=''
+MASTER_ACLS=''
 MASTER_ID=''
 PEERS=''
 ENABLE='default'
@@ -79,6 +102,10 @@ while [ $# -gt 0 ]; do
     --agent-port) AGENT_PORT=$val ;;
     --docker-runtime) DOCKER_RUNTIME=$val ;;
     --master-port) MASTER_PORT=$val ;;
+    --master-host) MASTER_HOST=$val ;;
+    --credential) AGENT_CREDENTIAL=$val ;;
+    --credentials) MASTER_CREDENTIALS=$val ;;
+    --acls) MASTER_ACLS=$val ;;
     --master-id) MASTER_ID=$val ;;
     --peers) PEERS=$val ;;
     --enable) ENABLE=$val ;;
@@ -94,6 +121,7 @@ case "$DATA_DIR" in /*) ;; *) die "--data-dir must be an absolute path" ;; esac
 [[ "$AGENT_PORT" =~ ^[0-9]+$ ]] && [ "$AGENT_PORT" -le 65535 ] || die "--agent-port must be a port number"
 [ -z "$DOCKER_RUNTIME" ] || [[ "$DOCKER_RUNTIME" =~ ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$ ]] || die "--docker-runtime must be a runtime name (letters, digits, '.', '_', '-'), got '$DOCKER_RUNTIME'"
 [[ "$MASTER_PORT" =~ ^[0-9]+$ ]] && [ "$MASTER_PORT" -le 65535 ] || die "--master-port must be a port number"
+[[ "$MASTER_HOST" =~ ^[A-Za-z0-9.:_-]+$ ]] || die "--master-host must be an address or host name to listen on (e.g. 0.0.0.0 or 10.0.0.1), got '$MASTER_HOST'"
 GOSSIP_JOIN=''
 if [ -n "$JOIN" ]; then
   [[ "$JOIN" =~ ^[][A-Za-z0-9.:_-]+:[0-9]+$ ]] || die "--join must be HOST:PORT, got '$JOIN'"
@@ -115,6 +143,8 @@ if [ -n "$MASTER_ID$PEERS" ]; then
   [[ "$MASTER_ID" =~ ^[0-9]+$ ]] || die "--master-id must be a number"
   [[ ",$PEERS" == *",$MASTER_ID="* ]] || die "--peers does not name this master's id $MASTER_ID"
   [ -n "$SECRET_FILE" ] || [ -n "$ROOT" ] || [ -f /etc/cairn/secret ] || die "--secret-file is required for a group of masters"
+  # Masters that each made their own credentials would know different secrets.
+  [ -n "$MASTER_CREDENTIALS" ] || [ -n "$ROOT" ] || [ -f /etc/cairn/credentials.json ] || die "--credentials is required for a group of masters (the same file on each)"
 fi
 if [ -n "$SECRET_FILE" ]; then
   [ -r "$SECRET_FILE" ] || die "cannot read --secret-file $SECRET_FILE"
@@ -126,6 +156,42 @@ fi
 for u in ${ENABLE//,/ }; do
   case "$u" in agent|master) ;; *) die "--enable takes agent, master or agent,master; got '$u'" ;; esac
 done
+
+# The masters refuse an agent without a credential: an agent unit without one would only
+# restart forever. A master-only host may go without (its agent unit is written, not enabled).
+AGENT_CREDENTIAL_DEST=/etc/cairn/agent-credential.json
+CREDENTIALS_DEST=/etc/cairn/credentials.json
+ACLS_DEST=/etc/cairn/acls.json
+# Checks the shape of a JSON file the daemons will read, where a Node.js is at hand already
+# (the daemons check it again at start, where it is not).
+check_json() {
+  local file=$1 kind=$2 flag=$3 node why
+  [ -r "$file" ] || die "cannot read $flag $file"
+  node=$(command -v node || true)
+  [ -n "$node" ] || return 0
+  why=$("$node" -e '
+    const [file, kind] = process.argv.slice(1);
+    let d;
+    try { d = JSON.parse(require("fs").readFileSync(file, "utf8")); } catch (e) { console.log(`${file} is not JSON: ${e.message.replace(/\s+/g, " ")}`); process.exit(1); }
+    const ok = (c) => c && typeof c.principal === "string" && c.principal !== "" && typeof c.secret === "string" && c.secret.length >= 16;
+    const list = d && Array.isArray(d.credentials) ? d.credentials : undefined;
+    let why = "";
+    if (kind === "agent") {
+      const agents = list ? list.filter((c) => c && c.agent === true) : [d];
+      if (agents.length !== 1) why = `a credentials file given as an agent credential must hold exactly one "agent": true entry (it holds ${agents.length})`;
+      else if (!ok(agents[0])) why = `an agent credential is {"principal": "...", "secret": "at least 16 characters"}`;
+    } else if (kind === "credentials") {
+      if (!list || list.length === 0 || !list.every(ok)) why = `credentials are {"credentials": [{"principal": "...", "secret": "at least 16 characters"}, ...]}`;
+    } else if (d === null || typeof d !== "object" || Array.isArray(d)) why = "ACLs are a JSON object";
+    if (why) { console.log(`${file}: ${why}`); process.exit(1); }
+  ' "$file" "$kind" 2>&1) || die "$flag $why"
+}
+[ -z "$AGENT_CREDENTIAL" ] || check_json "$AGENT_CREDENTIAL" agent --credential
+[ -z "$MASTER_CREDENTIALS" ] || check_json "$MASTER_CREDENTIALS" credentials --credentials
+[ -z "$MASTER_ACLS" ] || check_json "$MASTER_ACLS" acls --acls
+if [ -z "$AGENT_CREDENTIAL" ] && [ ! -f "$ROOT$AGENT_CREDENTIAL_DEST" ] && [ "$ENABLE" != master ]; then
+  die "the agent needs a credential to register with the masters, and none is installed: give --credential FILE, {\"principal\": \"...\", \"secret\": \"...\"} whose principal the masters' credentials mark \"agent\": true (a master started without --credentials made DATA_DIR/credentials.json; its \"agent\" entry will do). Installing a master only? Add --enable master"
+fi
 if [ -n "$ROOT" ]; then
   mkdir -p "$ROOT"
   ROOT=$(cd "$ROOT" && pwd)
@@ -229,10 +295,18 @@ SECRET_DEST=/etc/cairn/secret
 if [ -n "$SECRET_FILE" ]; then
   write_if_changed "$ROOT$SECRET_DEST" 0600 <"$SECRET_FILE" || true
 fi
+# Credentials and ACLs: copied in when given, kept when installed before. The daemons refuse
+# a credentials file others may read, so each stays 0600 whatever it was.
+[ -z "$AGENT_CREDENTIAL" ] || write_if_changed "$ROOT$AGENT_CREDENTIAL_DEST" 0600 <"$AGENT_CREDENTIAL" || true
+[ -z "$MASTER_CREDENTIALS" ] || write_if_changed "$ROOT$CREDENTIALS_DEST" 0600 <"$MASTER_CREDENTIALS" || true
+[ -z "$MASTER_ACLS" ] || write_if_changed "$ROOT$ACLS_DEST" 0600 <"$MASTER_ACLS" || true
+for f in "$AGENT_CREDENTIAL_DEST" "$CREDENTIALS_DEST" "$ACLS_DEST"; do
+  [ ! -f "$ROOT$f" ] || chmod 0600 "$ROOT$f"
+done
 
 # ------------------------------------------------------------------ units
 
-agent_cmd="$NODE_BIN /opt/cairn/bin/cairn.js agent --work-dir $(sd_quote "$WORK_DIR") --port $AGENT_PORT"
+agent_cmd="$NODE_BIN /opt/cairn/bin/cairn.js agent --work-dir $(sd_quote "$WORK_DIR") --port $AGENT_PORT --credential $AGENT_CREDENTIAL_DEST"
 [ -n "$MASTERS" ] && agent_cmd+=" --master $(sd_quote "$MASTERS")"
 [ -n "$SECRET_FILE" ] && agent_cmd+=" --secret-file $SECRET_DEST"
 [ -n "$GOSSIP_JOIN" ] && agent_cmd+=" --join $(sd_quote "$GOSSIP_JOIN")"
@@ -240,7 +314,10 @@ agent_cmd="$NODE_BIN /opt/cairn/bin/cairn.js agent --work-dir $(sd_quote "$WORK_
 [ -n "$ATTRIBUTES" ] && agent_cmd+=" --attributes $(sd_quote "$ATTRIBUTES")"
 [ -n "$DOCKER_RUNTIME" ] && agent_cmd+=" --docker-runtime $DOCKER_RUNTIME"
 
-master_cmd="$NODE_BIN /opt/cairn/bin/cairn.js master --host 0.0.0.0 --port $MASTER_PORT --data-dir $(sd_quote "$DATA_DIR")"
+master_cmd="$NODE_BIN /opt/cairn/bin/cairn.js master --host $MASTER_HOST --port $MASTER_PORT --data-dir $(sd_quote "$DATA_DIR")"
+# Without a credentials file the master makes DATA_DIR/credentials.json on its first start.
+[ -f "$ROOT$CREDENTIALS_DEST" ] && master_cmd+=" --credentials $CREDENTIALS_DEST"
+[ -f "$ROOT$ACLS_DEST" ] && master_cmd+=" --acls $ACLS_DEST"
 [ -n "$PEERS" ] && master_cmd+=" --id $MASTER_ID --peers $(sd_quote "$PEERS")"
 # The secret authenticates the masters' Raft traffic and turns on gossip.
 [ -n "$PEERS" ] || [ -n "$SECRET_FILE" ] && master_cmd+=" --secret-file $SECRET_DEST"
