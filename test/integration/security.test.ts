@@ -5,7 +5,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { Cleanup, freePort, startAgentProcess, startMasterProcess, waitFor, type CairnProcess } from '../harness/processes.ts';
+import { Cleanup, freePort, runCairn, startAgentProcess, startCairn, startMasterProcess, waitFor, type CairnProcess } from '../harness/processes.ts';
 import { FakeAgent } from '../harness/fake-agent.ts';
 import { RawScheduler, taskInfo } from '../harness/raw-scheduler.ts';
 
@@ -246,5 +246,28 @@ describe('a master started without --credentials', () => {
     const admin = doc.credentials.find((c: any) => c.principal === 'admin');
     expect((await fetch(`${m.url}/api/v1/state`, { headers: { authorization: `Bearer ${admin.secret}` } })).status).toBe(200);
     expect((await import('node:fs')).statSync(join(dataDir, 'credentials.json')).mode & 0o077).toBe(0);
+  });
+});
+
+describe('the embedded default', () => {
+  it('cairn up, then cairn run with no flag: the token is found in the user\'s credentials file', async () => {
+    const home = cleanup.dir('cairn-home-');
+    // No credential from the test harness: only what `cairn up` writes.
+    const env = { CAIRN_CREDENTIALS: '', CAIRN_AGENT_CREDENTIAL: '', CAIRN_TOKEN: '', CAIRN_CONFIG_DIR: join(home, 'config') };
+    const port = await freePort();
+    const masterUrl = `http://127.0.0.1:${port}`;
+    const up = cleanup.track(startCairn(['up', '--port', String(port), '--agent-port', String(await freePort()), '--data-dir', join(home, 'data'), '--dns-port', '0', '--resources', 'cpus:1;mem:512'], masterUrl, env));
+    await up.waitHealthy();
+    const saved = JSON.parse((await import('node:fs')).readFileSync(join(home, 'config', 'credentials'), 'utf8'));
+    expect(Object.keys(saved.masters)).toEqual([masterUrl]);
+    expect((await fetch(`${masterUrl}/api/v1/state`)).status).toBe(401);
+    const r = await runCairn(['run', '--master', masterUrl, '--', 'sh', '-c', 'echo embedded-ok'], env, 60_000);
+    expect(r.stderr).not.toMatch(/error|401/i);
+    expect(r.stdout).toBe('embedded-ok\n');
+    expect(r.code).toBe(0);
+    // Without the file, the same command is refused, saying how to authenticate.
+    const refused = await runCairn(['tasks', '--master', masterUrl], { ...env, CAIRN_CONFIG_DIR: join(home, 'elsewhere') });
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/credential/);
   });
 });
