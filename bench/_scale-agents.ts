@@ -41,6 +41,8 @@ export interface ScaleAgentsStart {
   missedPingsAllowed: number;
   /** Report a launched task FINISHED right after RUNNING; false: only on {type:'finish'}. */
   finishAtOnce: boolean;
+  /** The Authorization header every agent dials with (agent/credential.ts), as a real agent's. */
+  authorization: string;
 }
 
 export interface ScaleAgentsReport {
@@ -119,6 +121,7 @@ class SimAgent {
       reconnectMinMs: cfg.reconnectMinMs,
       reconnectMaxMs: cfg.reconnectMaxMs,
       initialLivenessMs: cfg.registrationTimeoutMs,
+      headers: { authorization: cfg.authorization },
       onOpen: (gen) => this.register(gen),
       onMessage: (msg, gen) => this.onMessage(msg, gen),
       onClose: (gen, reason) => {

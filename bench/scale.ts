@@ -34,6 +34,10 @@
 // launched and not yet RUNNING at most; 0: no limit, every offer is used at once),
 // SCALE_STATE_POLL_MS (5000: the pause between two reads of the new leader's /api/v1/state
 // during the failover; 0: none. The agents' own registration times are measured either way).
+//
+// The masters authenticate as every master does (the harness gives them its credentials
+// file): the agents register with the harness's agent credential, the framework and the
+// bench's own requests bear the harness user's token.
 
 import { fork, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -44,6 +48,8 @@ import { fitTasks, type TaskRequirement } from '../shared/sdk/offer-fit.ts';
 import { SchedulerClient } from '../shared/sdk/scheduler-client.ts';
 import type { OfferJson, TaskInfoJson, TaskStatusJson } from '../shared/mesos-v1.ts';
 import { Cleanup, freePort, startCairn, waitFor, type CairnProcess } from '../test/harness/processes.ts';
+import { authFetch, TEST_AGENT, TEST_USER } from '../test/harness/credentials.ts';
+import { authorizationHeader } from '../agent/credential.ts';
 import type { ScaleAgentsReport, ScaleAgentsStart } from './_scale-agents.ts';
 
 const RUN_TS = fileURLToPath(new URL('../bin/run-ts.js', import.meta.url));
@@ -176,7 +182,7 @@ async function leaderMemory(dir: string, pid: number): Promise<MemoryPoint> {
 
 type Metrics = Map<string, number>;
 async function metrics(url: string, timeoutMs = 30_000): Promise<Metrics> {
-  const r = await fetch(`${url}/metrics`, { signal: AbortSignal.timeout(timeoutMs) });
+  const r = await authFetch(`${url}/metrics`, { signal: AbortSignal.timeout(timeoutMs) });
   const text = await r.text();
   const out: Metrics = new Map();
   for (const line of text.split('\n')) {
@@ -502,6 +508,7 @@ class Framework {
       frameworkInfo: { user: 'bench', name: 'scale-bench', failover_timeout: 3600 },
       autoAcknowledge: false, // acknowledged below, the same call, so that completion can be counted
       maxBackoffMs: 1000,
+      token: TEST_USER.secret,
     });
     this.client.on('offers', (offers) => {
       this.held.push(...offers);
@@ -747,7 +754,7 @@ interface Leader { idx: number; pid: number; url: string; name: string }
 async function groupView(urls: string[]): Promise<{ leader: number; term: number } | undefined> {
   for (const url of urls) {
     try {
-      const r = await fetch(`${url}/api/v1/masters`, { signal: AbortSignal.timeout(2000) });
+      const r = await authFetch(`${url}/api/v1/masters`, { signal: AbortSignal.timeout(2000) });
       const v = (await r.json()) as { leader: number; term: number };
       if (typeof v.term === 'number') return { leader: v.leader, term: v.term };
     } catch {
@@ -843,7 +850,7 @@ async function oneRun(cfg: Config, runIndex: number, registerKill: (pids: () => 
     const cpuReg0 = cpuMark(procList(), states);
     const eluReg0 = (await probe(probeDir, L0.pid, cfg.profile ? { profile: 'start' } : {})).elu;
     const regT0 = performance.now();
-    agentProcs.begin(cfg.agents, { masters: m.urls, firstUrl: L0.url, resources, concurrency, finishAtOnce: cfg.finishAtOnce, ...AGENT_LINK });
+    agentProcs.begin(cfg.agents, { masters: m.urls, firstUrl: L0.url, resources, concurrency, finishAtOnce: cfg.finishAtOnce, authorization: authorizationHeader(TEST_AGENT), ...AGENT_LINK });
     let regReport = sumReports(await agentProcs.reports());
     let lastLog = Date.now();
     while (regReport.registeredNow < cfg.agents) {
@@ -1191,7 +1198,7 @@ async function oneRun(cfg: Config, runIndex: number, registerKill: (pids: () => 
       for (;;) {
         const started = performance.now();
         try {
-          const r = await fetch(`${newLeaderUrl}/api/v1/state`, { signal: AbortSignal.timeout(60_000) });
+          const r = await authFetch(`${newLeaderUrl}/api/v1/state`, { signal: AbortSignal.timeout(60_000) });
           const text = await r.text();
           const st = JSON.parse(text) as { agents: { connected: boolean }[] };
           const connected = st.agents.filter((x) => x.connected).length;
