@@ -6,6 +6,7 @@ import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { WebSocketServer, type RawData, type WebSocket } from 'ws';
 import { decodeAgentToMaster } from '../../shared/agent-protocol.ts';
+import { checkAgentFrame } from '../../shared/agent-frame-bounds.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { refuseUpgrade } from '../auth/http-hooks.ts';
 import type { MasterContext } from '../context.ts';
@@ -56,6 +57,7 @@ export class AgentEndpoint {
       if (!isBinary) throw new CairnError('CAIRN_BAD_FRAME', 'agent frames must be binary protobuf', 'frame');
       const bytes = Array.isArray(data) ? Buffer.concat(data) : Buffer.from(data as ArrayBuffer);
       msg = decodeAgentToMaster(bytes);
+      checkAgentFrame(msg);
     } catch (err) {
       master.badAgentFrame(link, err instanceof CairnError ? err : new CairnError('CAIRN_BAD_FRAME', String(err), 'frame'));
       return;

@@ -104,6 +104,18 @@ describe('bounds on client input', () => {
     await waitFor('the launch reached the agent', () => agent.launched.length === 1);
   });
 
+  it('refuses an agent registration with an over-long hostname, naming the field; stores nothing', async () => {
+    const bad = new FakeAgent({ masterUrl: master.url, hostname: 'h'.repeat(100_000) });
+    closers.push(() => bad.close());
+    await expect(bad.connect()).rejects.toThrow(/closed by the master/);
+    expect(bad.received).toContainEqual({ error: expect.objectContaining({ code: 'CAIRN_BAD_FRAME', message: expect.stringContaining('register.hostname: is too long: 100000 characters') }) });
+    expect(master.master.registry.state.agents.size).toBe(0);
+    const good = new FakeAgent({ masterUrl: master.url, hostname: 'h'.repeat(253) });
+    closers.push(() => good.close());
+    await good.connect();
+    expect(master.master.registry.state.agents.get(good.agentId)?.hostname).toBe('h'.repeat(253));
+  });
+
   it('refuses a body over the limit with 413, and keeps serving', async () => {
     const body = JSON.stringify({ type: 'SUBSCRIBE', subscribe: { framework_info: { user: 'u', name: 'x'.repeat(MAX_BODY_BYTES) } } });
     const r = await post('/api/v1/scheduler', body);
