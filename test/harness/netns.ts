@@ -8,6 +8,7 @@ import { execFile, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { CairnProcess } from './processes.ts';
+import { authHeaders, credentialEnv } from './credentials.ts';
 
 const CAIRN = fileURLToPath(new URL('../../bin/cairn.js', import.meta.url));
 
@@ -93,7 +94,7 @@ export class NetnsLab {
   /** Runs `cairn ARGS` inside the node's namespace (`ip netns exec` execs: the pid is cairn's). */
   cairn(name: string, args: string[], url: string): CairnProcess {
     const child = spawn('ip', ['netns', 'exec', this.ns(name), process.execPath, CAIRN, ...args], {
-      env: { ...process.env, CAIRN_LOG_LEVEL: process.env.CAIRN_LOG_LEVEL ?? 'warn' },
+      env: { ...process.env, CAIRN_LOG_LEVEL: process.env.CAIRN_LOG_LEVEL ?? 'warn', ...credentialEnv() },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const p = new CairnProcess(child, url);
@@ -107,9 +108,9 @@ export class NetnsLab {
    * answered within `timeoutMs`. Asynchronous, so that a test's other work goes on meanwhile.
    */
   fetchJsonInside(name: string, url: string, timeoutMs = 2000): Promise<unknown> {
-    const script = `fetch(process.argv[1], { signal: AbortSignal.timeout(${timeoutMs}) }).then((r) => r.text()).then((t) => process.stdout.write(t), () => process.exit(1))`;
+    const script = `fetch(process.argv[1], { headers: JSON.parse(process.argv[2]), signal: AbortSignal.timeout(${timeoutMs}) }).then((r) => r.text()).then((t) => process.stdout.write(t), () => process.exit(1))`;
     return new Promise((resolve) => {
-      execFile('ip', ['netns', 'exec', this.ns(name), process.execPath, '-e', script, url], { encoding: 'utf8', timeout: timeoutMs + 5000 }, (err, stdout) => {
+      execFile('ip', ['netns', 'exec', this.ns(name), process.execPath, '-e', script, url, JSON.stringify(authHeaders())], { encoding: 'utf8', timeout: timeoutMs + 5000 }, (err, stdout) => {
         if (err) return resolve(undefined);
         try {
           resolve(JSON.parse(stdout));
