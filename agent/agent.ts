@@ -344,7 +344,7 @@ class Agent {
     membership.onMasterDown((ws) => {
       if (this.link.connectedUrl === ws) this.link.drop('gossip declared this master dead');
     });
-    if ((g.join ?? []).length === 0) membership.seedFromMasters(this.cfg.masterUrl.split(',').map((u) => u.trim()).filter((u) => u !== ''), this.tlsClient.fetch);
+    if ((g.join ?? []).length === 0) membership.seedFromMasters(this.cfg.masterUrl.split(',').map((u) => u.trim()).filter((u) => u !== ''), this.tlsClient.fetch, this.cfg.credential ? { authorization: authorizationHeader(this.cfg.credential) } : {});
   }
 
   /**

@@ -66,7 +66,10 @@ export function buildAgentHttp(opts: Omit<AgentHttpOptions, 'host' | 'port'>): F
   if (opts.credential) {
     const credential = opts.credential;
     app.addHook('onRequest', async (req, reply) => {
-      if (req.url === '/health' || req.url.startsWith('/health?')) return;
+      // Health for probes, and the gossip view for members joining through this agent (gossip
+      // itself is authenticated; the view names members, nothing of tasks).
+      const path = req.url.split('?')[0];
+      if (path === '/health' || path === '/api/v1/members') return;
       if (!bearsSecret(req.headers, credential)) {
         return sendError(reply, 401, new CairnError('CAIRN_UNAUTHENTICATED', "this agent answers only its masters: read logs and usage through the master's API", 'Authorization'));
       }

@@ -106,14 +106,14 @@ export class AgentMembership {
   }
 
   /** Joins through the members the masters list, retrying while this member knows nobody. */
-  seedFromMasters(masterUrls: readonly string[], dial: typeof fetch = fetch): void {
+  seedFromMasters(masterUrls: readonly string[], dial: typeof fetch = fetch, headers: Record<string, string> = {}): void {
     if (masterUrls.length === 0 || this.stopped) return;
     const attempt = async () => {
       this.seedTimer = undefined;
       if (this.stopped || this.member.members().some((m) => m.name !== this.member.name && isLive(m.state))) return;
       for (const url of masterUrls) {
         try {
-          const r = await dial(new URL('/api/v1/members', url), { signal: AbortSignal.timeout(2_000) });
+          const r = await dial(new URL('/api/v1/members', url), { headers, signal: AbortSignal.timeout(2_000) });
           if (!r.ok) continue;
           const body = (await r.json()) as MembersJson;
           const addresses = body.members.filter((m) => isLive(m.state) && m.name !== this.member.name).map((m) => m.address);

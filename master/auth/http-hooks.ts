@@ -66,7 +66,8 @@ export function registerAuthHooks(app: FastifyInstance, auth: MasterAuth, audit:
     const path = req.url.split('?')[0]!;
     if (isOpen(auth, path)) return;
     try {
-      req.principal = auth.authenticate(req.headers);
+      // Agents ask a master for the gossip members to join through; nothing else is theirs.
+      req.principal = auth.authenticate(req.headers, req.method === 'GET' && path === '/api/v1/members' ? 'any' : 'user');
     } catch (err) {
       if (req.method !== 'GET' && req.method !== 'HEAD') auditLine(audit, req, { refused: (err as CairnError).code });
       return refuse(reply, err as CairnError);

@@ -47,7 +47,7 @@ export class MasterAuth {
    * Who sent these headers: `Authorization: Bearer SECRET` or `Basic base64(principal:secret)`.
    * Throws CAIRN_UNAUTHENTICATED (401) without one or with a wrong one.
    */
-  authenticate(headers: IncomingHttpHeaders, kind: PrincipalKind = 'user'): Principal {
+  authenticate(headers: IncomingHttpHeaders, kind: PrincipalKind | 'any' = 'user'): Principal {
     if (!this.enabled) return kind === 'agent' ? { name: '', kind: 'agent' } : NOBODY;
     const h = headers.authorization;
     if (typeof h !== 'string' || h.length === 0) {
@@ -63,7 +63,7 @@ export class MasterAuth {
       if (colon > 0) p = this.credentials!.check(decoded.slice(0, colon), decoded.slice(colon + 1));
     }
     if (!p) throw new CairnError('CAIRN_UNAUTHENTICATED', 'the credential is not valid on this master', 'Authorization');
-    if (p.kind !== kind) {
+    if (kind !== 'any' && p.kind !== kind) {
       throw new CairnError('CAIRN_FORBIDDEN', kind === 'agent'
         ? `principal '${p.name}' is not an agent's: only a credential marked "agent": true registers agents`
         : `principal '${p.name}' is an agent's: it may register its agent and do nothing else`, 'Authorization');

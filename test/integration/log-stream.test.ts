@@ -9,7 +9,7 @@ import type { LogChunk } from '../../shared/master-state.ts';
 import { Cleanup, freePort, startAgentProcess, startMasterProcess, waitFor } from '../harness/processes.ts';
 import { autoAck, RawScheduler, taskInfo } from '../harness/raw-scheduler.ts';
 import { ndjsonLines } from '../harness/tasks.ts';
-import { authFetch } from '../harness/credentials.ts';
+import { authFetch, credentialEnv } from '../harness/credentials.ts';
 
 const CAIRN = fileURLToPath(new URL('../../bin/cairn.js', import.meta.url));
 const cleanup = new Cleanup();
@@ -47,7 +47,7 @@ function expectedLines(n: number): string {
 
 function cairn(args: string[], masterUrl: string, onStdout?: (text: string) => void): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [CAIRN, ...args], { env: { ...process.env, CAIRN_MASTER: masterUrl, CAIRN_LOG_LEVEL: 'warn' } });
+    const child = spawn(process.execPath, [CAIRN, ...args], { env: { ...process.env, ...credentialEnv(), CAIRN_MASTER: masterUrl, CAIRN_LOG_LEVEL: 'warn' } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d) => {
