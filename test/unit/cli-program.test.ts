@@ -188,10 +188,14 @@ describe('daemon commands: parsing', () => {
   });
 
   it('master: every flag', async () => {
-    const r = await parse(['master', '--port', '5055', '--host', '127.0.0.1', '--data-dir', '/var/lib/cairn', '--ping-interval-ms', '500', '--max-missed-pings', '3', '--offer-timeout-ms', '2000']);
-    expect(r.options).toEqual({ port: 5055, host: '127.0.0.1', dataDir: '/var/lib/cairn', pingIntervalMs: 500, maxMissedPings: 3, offerTimeoutMs: 2000 });
+    const r = await parse(['master', '--port', '5055', '--host', '10.0.0.1', '--data-dir', '/var/lib/cairn', '--ping-interval-ms', '500', '--max-missed-pings', '3', '--offer-timeout-ms', '2000', '--credentials', '/etc/cairn/c.json', '--acls', '/etc/cairn/a.json', '--open', 'metrics,dns-api']);
+    expect(r.options).toEqual({ port: 5055, host: '10.0.0.1', dataDir: '/var/lib/cairn', pingIntervalMs: 500, maxMissedPings: 3, offerTimeoutMs: 2000, credentials: '/etc/cairn/c.json', acls: '/etc/cairn/a.json', open: ['metrics', 'dns-api'] });
+    // Loopback unless told an address.
     const d = await parse(['master']);
-    expect(d.options).toMatchObject({ port: 5050, host: '0.0.0.0' });
+    expect(d.options).toMatchObject({ port: 5050, host: '127.0.0.1' });
+    const bad = await parse(['master', '--open', 'state']);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('--open');
     expect(d.options.pingIntervalMs).toBeUndefined();
   });
 
