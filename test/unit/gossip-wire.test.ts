@@ -21,7 +21,7 @@ const RUN = Buffer.from('0123456789abcdef', 'hex');
 let nextSeq = 1;
 /** A fresh stamp: this run, the next sequence number, a fixed time (this file reads no clock). */
 const st = (over: Partial<{ stream: boolean; seq: number; sentAtMs: number }> = {}) => ({ run: RUN, stream: false, seq: nextSeq++, sentAtMs: 1_700_000_000_000, ...over });
-const seal = (key: GossipKeys, from: string, messages: GossipMessage[]) => sealPacket(key, from, messages, st());
+const seal = (key: GossipKeys, from: string, messages: readonly GossipMessage[]) => sealPacket(key, from, messages, st());
 
 const member = { name: 'agent-1', address: '10.0.0.2:7946', role: 'agent' as const, incarnation: 3, meta: { api: 'http://10.0.0.2:5051' } };
 const EVERY_MESSAGE: GossipMessage[] = [
