@@ -9,7 +9,7 @@ import { Cleanup, freePort, startAgentProcess, startCairn, waitFor, type CairnPr
 import { RawScheduler, taskInfo } from '../harness/raw-scheduler.ts';
 import { SchedulerClient } from '../../shared/sdk/scheduler-client.ts';
 import type { TaskStatusJson } from '../../shared/mesos-v1.ts';
-import { authFetch } from '../harness/credentials.ts';
+import { authFetch, TEST_USER } from '../harness/credentials.ts';
 
 const cleanup = new Cleanup();
 const schedulers: RawScheduler[] = [];
@@ -65,7 +65,7 @@ describe('replicated masters', () => {
 
     // A framework through the SDK that knows every master and stays subscribed throughout:
     // it must follow each new leader by itself and hear of its task from whichever leads.
-    const sdkFw = new SchedulerClient({ masterUrl: members.map((m) => m.url).join(','), frameworkInfo: { name: 'follower', user: '', failover_timeout: 3600 }, maxBackoffMs: 300 });
+    const sdkFw = new SchedulerClient({ masterUrl: members.map((m) => m.url).join(','), token: TEST_USER.secret, frameworkInfo: { name: 'follower', user: '', failover_timeout: 3600 }, maxBackoffMs: 300 });
     const heard: TaskStatusJson[] = [];
     let resubscriptions = 0;
     sdkFw.on('update', (st) => void heard.push(st));
