@@ -5,7 +5,7 @@
 // masters' DNS, and its log is read through the master.
 
 import { afterEach, describe, expect, it } from 'vitest';
-import { existsSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Cleanup, freePort, getJson, runCairn, startAgentProcess, startMasterProcess, waitFor } from '../harness/processes.ts';
 import { autoAck, RawScheduler, taskInfo, type RawEvent } from '../harness/raw-scheduler.ts';
@@ -113,6 +113,8 @@ describe.skipIf(!!why)('container tasks through the master', () => {
     const offer = (await s.next((e) => e.type === 'OFFERS')).offers.offers[0];
     const agentId = offer.agent_id.value as string;
     const vol = cleanup.dir('cairn-vol-');
+    // The container runs as the agent's default task user (nobody), who must be able to write there.
+    chmodSync(vol, 0o777);
     const info = taskInfo('boxed', agentId, { cpus: 0.2, mem: 64, ports: [[p0, p0]] }, 'echo "port=$PORT task=$CAIRN_TASK_ID greeting=$GREETING"; echo saved > /data/out.txt', {
       command: { value: 'echo "port=$PORT task=$CAIRN_TASK_ID greeting=$GREETING"; echo saved > /data/out.txt', shell: true, environment: { variables: [{ name: 'GREETING', value: 'hi' }] } },
       container: { type: 'DOCKER', docker: { image: TEST_IMAGE, network: 'HOST', pull_policy: 'never' }, volumes: [{ host_path: vol, container_path: '/data', mode: 'RW' }] },
