@@ -137,6 +137,9 @@ describe.skipIf(whyNot !== undefined)('tasks as a user (real processes)', () => 
     const sandbox = sandboxDir(c.workDir, 'as-nobody');
     expect(statSync(sandbox).uid).toBe(nobody!.uid);
     expect(statSync(join(sandbox, 'stdout')).uid).toBe(nobody!.uid);
+    // The agent says whom tasks run as.
+    const health = await (await fetch(`${c.agent.url}/health`)).json();
+    expect(health.taskUsers).toEqual({ switchUsers: true, defaultTaskUser: 'nobody', allowRootTasks: false });
   });
 
   it('fails at once a task whose framework asks for root, on an agent without --allow-root-tasks', async () => {
@@ -204,6 +207,7 @@ describe.skipIf(whyNoPids !== undefined)('the pids limit (real processes, real c
     await waitFor('bomb running', () => updatesOf(c.s, 'bomb').some((u) => u.state === 'TASK_RUNNING'));
     const cgroup = join(pidsMount!.dir, 'cairn', agentCgroupName(c.workDir), sanitizeTaskId('bomb'));
     expect(readFileSync(join(cgroup, 'pids.max'), 'utf8').trim()).toBe('64');
+    expect((await (await fetch(`${c.agent.url}/health`)).json()).isolation.pids).toEqual({ limited: true, max: 64 });
     // The loop ran to its end: forks past the limit failed, and it said so.
     await waitFor('the loop done', async () => {
       const r = await agentLog(c, 'bomb', 'stdout');
