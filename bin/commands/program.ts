@@ -197,8 +197,11 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
   for (const name of CLIENT_COMMANDS) {
     const handler = h[name] as (o: { tls?: TlsFiles }, io: CliIo) => Promise<number>;
     (h as unknown as Record<string, typeof handler>)[name] = (o, cio) => {
-      const tls = clientTlsFiles(program.opts<ClientTlsFlagValues>(), io.env);
-      return handler(tls ? { ...o, tls } : o, cio);
+      const flags = program.opts<ClientTlsFlagValues & { token?: string }>();
+      const tls = clientTlsFiles(flags, io.env);
+      // --token wins over CAIRN_TOKEN and the credentials file: every client reads CAIRN_TOKEN first.
+      const withToken = flags.token !== undefined ? { ...cio, env: { ...cio.env, CAIRN_TOKEN: flags.token } } : cio;
+      return handler(tls ? { ...o, tls } : o, withToken);
     };
   }
   program
@@ -214,7 +217,8 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     // Before the command: the command line's TLS as a client of masters and agents.
     .option('--tls-ca <file>', "verify masters' certificates against this CA (PEM; default: $CAIRN_TLS_CA, else Node's trusted CAs)")
     .option('--tls-cert <file>', 'present this client certificate (PEM) to masters that require one (default: $CAIRN_TLS_CERT)')
-    .option('--tls-key <file>', 'the private key of --tls-cert (default: $CAIRN_TLS_KEY)');
+    .option('--tls-key <file>', 'the private key of --tls-cert (default: $CAIRN_TLS_KEY)')
+    .option('--token <secret>', "the credential sent to masters (default: $CAIRN_TOKEN, else the one saved for the master in ~/.config/cairn/credentials; the variable keeps it out of the process list)");
 
   const up = program
     .command('up')

@@ -116,6 +116,16 @@ describe('a master with credentials and ACLs', () => {
     expect((await (await req('/api/v1/roles', { as: 'admin' })).json()).weights.ml).toBeUndefined();
   });
 
+  it('takes the CLI\'s --token over CAIRN_TOKEN', async () => {
+    const ok = await runCairn(['--token', secret('admin'), 'tasks', '--master', url], { CAIRN_TOKEN: 'not-a-secret-of-this-master' });
+    expect(ok.stderr).toBe('');
+    expect(ok.code).toBe(0);
+    expect(ok.stdout).toContain(aliceTask);
+    const bad = await runCairn(['--token', 'not-a-secret-of-this-master', 'tasks', '--master', url]);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/credential is not valid/);
+  });
+
   it('takes HTTP Basic as Mesos clients send it', async () => {
     const r = await fetch(`${url}/api/v1/state`, { headers: basic('admin') });
     expect(r.status).toBe(200);
