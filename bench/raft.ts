@@ -54,33 +54,36 @@ function put(url: string, role: string, weight: number): Promise<number> {
   });
 }
 
-async function commitFigures(): Promise<unknown> {
-  const { masters, dir } = await inProcessGroup();
-  const leader = masters.find((m) => m.raft!.status().role === 'leader')!;
-  const registry = leader.context.registry;
+/**
+ * Writes through a leader's registry: after a warm-up, `oneClientWrites` one at a time
+ * (latency), then 64 clients each writing as fast as its previous write commits for
+ * `seconds` (throughput).
+ */
+export async function registryWriteFigures(registry: MasterHandle['context']['registry'], oneClientWrites: number, seconds = 5): Promise<{ lat: number[]; perSecond: number }> {
   const write = (i: number) => registry.submit({ type: 'role_weight_set', role: `r${i % 1000}`, weight: 1 + (i % 7) });
-
-  // Warm up, then one client, one write at a time.
   for (let i = 0; i < 500; i++) await write(i);
   const lat: number[] = [];
-  for (let i = 0; i < 3000; i++) {
+  for (let i = 0; i < oneClientWrites; i++) {
     const t0 = performance.now();
     await write(i);
     lat.push(performance.now() - t0);
   }
-  // 64 clients, each writing as fast as its previous write commits, for 5 s.
   let done = 0;
-  const until = performance.now() + 5000;
+  const until = performance.now() + seconds * 1000;
   const t0 = performance.now();
   await Promise.all(Array.from({ length: 64 }, async (_, c) => {
-    let i = c;
-    while (performance.now() < until) {
+    for (let i = c; performance.now() < until; i += 64) {
       await write(i);
-      i += 64;
       done++;
     }
   }));
-  const perSecond = done / ((performance.now() - t0) / 1000);
+  return { lat, perSecond: done / ((performance.now() - t0) / 1000) };
+}
+
+async function commitFigures(): Promise<unknown> {
+  const { masters, dir } = await inProcessGroup();
+  const leader = masters.find((m) => m.raft!.status().role === 'leader')!;
+  const { lat, perSecond } = await registryWriteFigures(leader.context.registry, 3000);
   // One client through the REST API.
   const httpLat: number[] = [];
   for (let i = 0; i < 1000; i++) {

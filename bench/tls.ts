@@ -24,6 +24,7 @@ import { FakeAgent } from '../test/harness/fake-agent.ts';
 import { freePort, tempDir, waitFor } from '../test/harness/processes.ts';
 import { taskInfo } from '../test/harness/raw-scheduler.ts';
 import { hasOpenssl, makeCerts } from '../test/harness/tls-certs.ts';
+import { registryWriteFigures } from './raft.ts';
 
 const SECRET = 'bench-secret-of-enough-bytes-0123456789';
 const TASK = { cpus: 0.1, mem: 32 };
@@ -48,25 +49,7 @@ async function raftFigures(tls: TlsMaterial | undefined): Promise<unknown> {
   ));
   try {
     const leader = await waitFor('a leader', () => masters.find((m) => m.raft!.status().role === 'leader'), 20_000);
-    const registry = leader.context.registry;
-    const write = (i: number) => registry.submit({ type: 'role_weight_set', role: `r${i % 1000}`, weight: 1 + (i % 7) });
-    for (let i = 0; i < 500; i++) await write(i);
-    const lat: number[] = [];
-    for (let i = 0; i < 2000; i++) {
-      const t0 = performance.now();
-      await write(i);
-      lat.push(performance.now() - t0);
-    }
-    let done = 0;
-    const until = performance.now() + 5000;
-    const t0 = performance.now();
-    await Promise.all(Array.from({ length: 64 }, async (_, c) => {
-      for (let i = c; performance.now() < until; i += 64) {
-        await write(i);
-        done++;
-      }
-    }));
-    const perSecond = done / ((performance.now() - t0) / 1000);
+    const { lat, perSecond } = await registryWriteFigures(leader.context.registry, 2000);
     // One client through the REST API, on one keep-alive connection.
     const agent = tls ? new https.Agent({ keepAlive: true, maxSockets: 1, ...new TlsClient(tls).connectOptions() }) : new http.Agent({ keepAlive: true, maxSockets: 1 });
     const put = (role: string, weight: number) => new Promise<number>((resolve, reject) => {
