@@ -12,6 +12,8 @@ import { FakeAgent } from '../test/harness/fake-agent.ts';
 import { tempDir } from '../test/harness/processes.ts';
 import { RawScheduler, taskInfo, type RawEvent } from '../test/harness/raw-scheduler.ts';
 import { MasterAuth } from '../master/auth/master-auth.ts';
+import { launchTlsCost } from './tls.ts';
+import { hasOpenssl } from '../test/harness/tls-certs.ts';
 import { parseCredentials } from '../master/auth/credentials.ts';
 import { authHeaders, TEST_AGENT, TEST_USER } from '../test/harness/credentials.ts';
 
@@ -131,6 +133,7 @@ export async function run(): Promise<unknown> {
   return {
     bench: 'launch',
     throughput: { runs, medianTasksPerSecond: off, target: 4000 },
+    tlsCost: hasOpenssl() ? await launchTlsCost() : 'openssl missing: no certificates to measure TLS with',
     throughputWithTokens: { runs: authRuns, medianTasksPerSecond: on, ratioToWithout: Number((on / off).toFixed(3)), target: 'ratio >= 0.9' },
     realTaskSubmitToRunning: { ...real, targetMedianMs: 50 },
   };

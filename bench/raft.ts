@@ -15,6 +15,9 @@ import { startMaster, type MasterHandle } from '../master/server.ts';
 import { silentLogger } from '../shared/logger.ts';
 import { Cleanup, freePort, startCairn, tempDir, waitFor, type CairnProcess } from '../test/harness/processes.ts';
 import { MasterAuth } from '../master/auth/master-auth.ts';
+import { registryWriteFigures } from './_registry-writes.ts';
+import { raftTlsCost } from './tls.ts';
+import { hasOpenssl } from '../test/harness/tls-certs.ts';
 import { parseCredentials } from '../master/auth/credentials.ts';
 import { authHeaders, authFetch, TEST_USER } from '../test/harness/credentials.ts';
 
@@ -52,32 +55,6 @@ function put(url: string, role: string, weight: number): Promise<number> {
     req.on('error', reject);
     req.end(body);
   });
-}
-
-/**
- * Writes through a leader's registry: after a warm-up, `oneClientWrites` one at a time
- * (latency), then 64 clients each writing as fast as its previous write commits for
- * `seconds` (throughput).
- */
-export async function registryWriteFigures(registry: MasterHandle['context']['registry'], oneClientWrites: number, seconds = 5): Promise<{ lat: number[]; perSecond: number }> {
-  const write = (i: number) => registry.submit({ type: 'role_weight_set', role: `r${i % 1000}`, weight: 1 + (i % 7) });
-  for (let i = 0; i < 500; i++) await write(i);
-  const lat: number[] = [];
-  for (let i = 0; i < oneClientWrites; i++) {
-    const t0 = performance.now();
-    await write(i);
-    lat.push(performance.now() - t0);
-  }
-  let done = 0;
-  const until = performance.now() + seconds * 1000;
-  const t0 = performance.now();
-  await Promise.all(Array.from({ length: 64 }, async (_, c) => {
-    for (let i = c; performance.now() < until; i += 64) {
-      await write(i);
-      done++;
-    }
-  }));
-  return { lat, perSecond: done / ((performance.now() - t0) / 1000) };
 }
 
 async function commitFigures(): Promise<unknown> {
@@ -226,6 +203,7 @@ export async function run(): Promise<unknown> {
     masters: 3,
     commit,
     authCost: auth,
+    tlsCost: hasOpenssl() ? await raftTlsCost() : 'openssl missing: no certificates to measure TLS with',
     failover: fail,
     targets: { oneClientP50Ms: 2, commandsPerSecond: 20_000, failoverMedianMs: 1500 },
   };

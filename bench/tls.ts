@@ -24,7 +24,7 @@ import { FakeAgent } from '../test/harness/fake-agent.ts';
 import { freePort, tempDir, waitFor } from '../test/harness/processes.ts';
 import { taskInfo } from '../test/harness/raw-scheduler.ts';
 import { hasOpenssl, makeCerts } from '../test/harness/tls-certs.ts';
-import { registryWriteFigures } from './raft.ts';
+import { registryWriteFigures } from './_registry-writes.ts';
 
 const SECRET = 'bench-secret-of-enough-bytes-0123456789';
 const TASK = { cpus: 0.1, mem: 32 };
@@ -123,26 +123,39 @@ async function launches(tls: TlsMaterial | undefined, agentCount: number, taskCo
   }
 }
 
-export async function run(): Promise<unknown> {
+/** Runs `body` with a node certificate signed by a fresh CA, removed after. */
+async function withCerts<T>(body: (tls: TlsMaterial) => Promise<T>): Promise<T> {
   if (!hasOpenssl()) throw new Error('bench tls needs openssl to make its certificates');
   const certDir = tempDir('cairn-bench-certs-');
   try {
     const certs = makeCerts(certDir);
-    const tls = loadTls({ cert: certs.nodeCert, key: certs.nodeKey, ca: certs.ca });
-    const raft = { plain: await raftFigures(undefined), tls: await raftFigures(tls) };
+    return await body(loadTls({ cert: certs.nodeCert, key: certs.nodeKey, ca: certs.ca })!);
+  } finally {
+    rmSync(certDir, { recursive: true, force: true });
+  }
+}
+
+/** Raft commits and REST writes without and with TLS (the raft bench shows it too). */
+export function raftTlsCost(): Promise<unknown> {
+  return withCerts(async (tls) => ({ plain: await raftFigures(undefined), tls: await raftFigures(tls) }));
+}
+
+/** Task launches/s through the scheduler API without and with TLS, alternating, medians of 3 (the launch bench shows it too). */
+export function launchTlsCost(): Promise<unknown> {
+  return withCerts(async (tls) => {
     const runs: { plain: number[]; tls: number[] } = { plain: [], tls: [] };
     for (let i = 0; i < 3; i++) {
       runs.plain.push(await launches(undefined, 20, 2000));
       runs.tls.push(await launches(tls, 20, 2000));
     }
-    return {
-      bench: 'tls',
-      raft,
-      launchesPerSecond: { agents: 20, tasks: 2000, plain: median(runs.plain), tls: median(runs.tls), runs },
-    };
-  } finally {
-    rmSync(certDir, { recursive: true, force: true });
-  }
+    const plain = median(runs.plain);
+    const withTls = median(runs.tls);
+    return { agents: 20, tasks: 2000, plain, tls: withTls, ratio: Number((withTls / plain).toFixed(3)), runs };
+  });
+}
+
+export async function run(): Promise<unknown> {
+  return { bench: 'tls', raft: await raftTlsCost(), launchesPerSecond: await launchTlsCost() };
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) console.log(JSON.stringify(await run(), null, 2));
