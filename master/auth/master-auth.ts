@@ -15,6 +15,13 @@ import type { Credentials, Principal, PrincipalKind } from './credentials.ts';
 export const OPENABLE = ['metrics', 'dns-api'] as const;
 export type Openable = (typeof OPENABLE)[number];
 
+/**
+ * Authorization headers already checked, and whose they are: a framework sends the same
+ * header with every call, and parsing and hashing it again is most of what authentication
+ * costs a request. Only valid headers are kept, so guessing fills nothing; bounded.
+ */
+const HEADER_CACHE_ENTRIES = 4096;
+
 /** The principal of a master that authenticates no one: every check passes. */
 const NOBODY: Principal = { name: '', kind: 'user' };
 
@@ -27,6 +34,8 @@ export interface MasterAuthOptions {
 }
 
 export class MasterAuth {
+  private readonly checked = new Map<string, Principal>();
+
   private constructor(
     readonly enabled: boolean,
     private readonly credentials: Credentials | undefined,
@@ -53,6 +62,23 @@ export class MasterAuth {
     if (typeof h !== 'string' || h.length === 0) {
       throw new CairnError('CAIRN_UNAUTHENTICATED', 'this master requires a credential: send Authorization: Bearer TOKEN (the CLI finds it in CAIRN_TOKEN or ~/.config/cairn/credentials, which `cairn up` writes)', 'Authorization');
     }
+    let p = this.checked.get(h);
+    if (p === undefined) {
+      p = this.parse(h);
+      if (!p) throw new CairnError('CAIRN_UNAUTHENTICATED', 'the credential is not valid on this master', 'Authorization');
+      if (this.checked.size >= HEADER_CACHE_ENTRIES) this.checked.clear();
+      this.checked.set(h, p);
+    }
+    if (kind !== 'any' && p.kind !== kind) {
+      throw new CairnError('CAIRN_FORBIDDEN', kind === 'agent'
+        ? `principal '${p.name}' is not an agent's: only a credential marked "agent": true registers agents`
+        : `principal '${p.name}' is an agent's: it may register its agent and do nothing else`, 'Authorization');
+    }
+    return p;
+  }
+
+  /** The principal an Authorization header proves, if any. */
+  private parse(h: string): Principal | undefined {
     let p: Principal | undefined;
     const m = /^(Bearer|Basic)\s+(\S+)\s*$/i.exec(h);
     if (m && m[1]!.toLowerCase() === 'bearer') {
@@ -61,12 +87,6 @@ export class MasterAuth {
       const decoded = Buffer.from(m[2]!, 'base64').toString('utf8');
       const colon = decoded.indexOf(':');
       if (colon > 0) p = this.credentials!.check(decoded.slice(0, colon), decoded.slice(colon + 1));
-    }
-    if (!p) throw new CairnError('CAIRN_UNAUTHENTICATED', 'the credential is not valid on this master', 'Authorization');
-    if (kind !== 'any' && p.kind !== kind) {
-      throw new CairnError('CAIRN_FORBIDDEN', kind === 'agent'
-        ? `principal '${p.name}' is not an agent's: only a credential marked "agent": true registers agents`
-        : `principal '${p.name}' is an agent's: it may register its agent and do nothing else`, 'Authorization');
     }
     return p;
   }
