@@ -64,8 +64,8 @@ class Harness {
   }
 
   /** Connects and registers an agent; returns its id once committed. */
-  agent(conn: number, reg: Partial<Register> = {}): string {
-    this.step({ type: 'agent_connected', conn, remoteAddress: '10.0.0.9', principal: '' });
+  agent(conn: number, reg: Partial<Register> = {}, principal = ''): string {
+    this.step({ type: 'agent_connected', conn, remoteAddress: '10.0.0.9', principal });
     this.step({ type: 'agent_frame', conn, frame: { register: registration(reg) } });
     this.settle();
     const registered = this.toAgent(conn).find((m) => 'registered' in m);
@@ -114,6 +114,33 @@ describe('leader core', () => {
     h.commit();
     expect(h.toAgent(1).map((m) => Object.keys(m)[0])).toEqual(['registered']);
     expect(h.out.some((e) => e.type === 'allocate_soon')).toBe(true);
+  });
+
+  it('lets an agent speak only for itself: a known id under another principal is refused, the agent it names keeps its connection', () => {
+    const h = new Harness();
+    const agentId = h.agent(1, {}, 'agent-1');
+    expect(h.state.agents.get(agentId)?.principal).toBe('agent-1');
+    h.out.length = 0;
+    h.step({ type: 'agent_connected', conn: 2, remoteAddress: '10.0.0.66', principal: 'agent-2' });
+    h.step({ type: 'agent_frame', conn: 2, frame: { register: registration({ agentId, resources: 'cpus:64;mem:1048576' }) } });
+    expect(h.pending).toEqual([]);
+    expect(h.toAgent(2)).toEqual([expect.objectContaining({ error: expect.objectContaining({ code: 'CAIRN_FORBIDDEN' }) })]);
+    expect(h.out.some((e) => e.type === 'close_agent' && e.conn === 2)).toBe(true);
+    expect(h.out.some((e) => e.type === 'close_agent' && e.conn === 1)).toBe(false);
+    expect(h.state.agents.get(agentId)?.resources).toBe('cpus:2;mem:2048');
+    // Nor may a new agent of another principal at its address succeed it once it is gone.
+    h.step({ type: 'agent_disconnected', conn: 1 });
+    h.out.length = 0;
+    h.step({ type: 'agent_connected', conn: 3, remoteAddress: '10.0.0.9', principal: 'agent-2' });
+    h.step({ type: 'agent_frame', conn: 3, frame: { register: registration({}) } });
+    h.settle();
+    expect(h.state.agents.has(agentId)).toBe(true);
+    // Its own principal re-registers it.
+    h.out.length = 0;
+    h.step({ type: 'agent_connected', conn: 4, remoteAddress: '10.0.0.9', principal: 'agent-1' });
+    h.step({ type: 'agent_frame', conn: 4, frame: { register: registration({ agentId }) } });
+    h.settle();
+    expect(h.toAgent(4).map((m) => Object.keys(m)[0])).toContain('registered');
   });
 
   it('refuses a first frame that is not a registration, closing the connection and writing nothing', () => {
