@@ -80,6 +80,14 @@ describe('compileAgentOptions', () => {
     expect(cfg.workDir.startsWith('/')).toBe(true);
   });
 
+  it('serves on the address it advertises, never every interface: loopback for a local master', () => {
+    expect(compileAgentOptions({ masterUrl: 'http://127.0.0.1:5050', workDir: '/w' }).httpHost).toBe('127.0.0.1');
+    expect(compileAgentOptions({ masterUrl: 'http://10.1.2.3:5050', workDir: '/w', ip: '10.1.2.4' }).httpHost).toBe('10.1.2.4');
+    const remote = compileAgentOptions({ masterUrl: 'http://10.1.2.3:5050', workDir: '/w' });
+    expect(remote.httpHost).toBe(remote.ip);
+    expect(remote.httpHost).not.toBe('0.0.0.0');
+  });
+
   it('takes every default from AGENT_DEFAULTS, as `cairn agent` does', async () => {
     const cfg = compileAgentOptions({ masterUrl: 'http://127.0.0.1:5050', workDir: '/w' });
     expect(cfg).toMatchObject(AGENT_DEFAULTS);
