@@ -150,6 +150,11 @@ export class Master {
     return r.drain;
   }
 
+  /** Removes a framework as an operator (Mesos' TEARDOWN); resolves once durable. */
+  async teardownFramework(frameworkId: string): Promise<void> {
+    await this.operator({ type: 'teardown_framework', frameworkId });
+  }
+
   /** Ends a drain: the agent takes tasks and is offered again. */
   async undrainAgent(agentId: string): Promise<void> {
     await this.operator({ type: 'undrain_agent', agentId });

@@ -7,7 +7,7 @@ import { MasterClient } from '../../shared/sdk/master-client.ts';
 import { clientTls } from './client-tls.ts';
 import type { CliIo } from './io.ts';
 import { followLogStream } from './log-relay.ts';
-import type { KillOptions, LogsOptions, MasterClientCommandOptions } from './options.ts';
+import type { KillOptions, LogsOptions, MasterClientCommandOptions, TeardownOptions } from './options.ts';
 import { age, formatTable } from './table.ts';
 import { findToken } from '../../shared/sdk/credentials.ts';
 
@@ -119,6 +119,13 @@ export function runLogs(o: LogsOptions, io: CliIo): Promise<number> {
       if (chunk.eof || chunk.data === '' || chunk.nextOffset <= offset) return;
       offset = chunk.nextOffset;
     }
+  });
+}
+
+export function runTeardown(o: TeardownOptions, io: CliIo): Promise<number> {
+  return withMaster('teardown', o, io, async (client) => {
+    await client.teardown(o.frameworkId);
+    io.stdout.write(`framework ${o.frameworkId} torn down\n`);
   });
 }
 

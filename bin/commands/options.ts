@@ -150,6 +150,10 @@ export interface KillOptions extends MasterClientCommandOptions {
   taskId: string;
 }
 
+export interface TeardownOptions extends MasterClientCommandOptions {
+  frameworkId: string;
+}
+
 export interface TopOptions extends MasterClientCommandOptions {
   /** Time between refreshes. */
   intervalMs: number;

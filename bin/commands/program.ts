@@ -23,6 +23,7 @@ import {
   type GossipFlags,
   type DnsFlags,
   type KillOptions,
+  type TeardownOptions,
   type LogsOptions,
   type MasterClientCommandOptions,
   type MasterOptions,
@@ -44,6 +45,7 @@ export interface CommandHandlers {
   state(options: MasterClientCommandOptions, io: CliIo): Promise<number>;
   logs(options: LogsOptions, io: CliIo): Promise<number>;
   kill(options: KillOptions, io: CliIo): Promise<number>;
+  teardown(options: TeardownOptions, io: CliIo): Promise<number>;
   top(options: TopOptions, io: CliIo): Promise<number>;
   members(options: MasterClientCommandOptions, io: CliIo): Promise<number>;
   masters(options: MastersOptions, io: CliIo): Promise<number>;
@@ -60,6 +62,7 @@ const realHandlers: CommandHandlers = {
   state: async (o, io) => (await import('./inspect.ts')).runState(o, io),
   logs: async (o, io) => (await import('./inspect.ts')).runLogs(o, io),
   kill: async (o, io) => (await import('./inspect.ts')).runKill(o, io),
+  teardown: async (o, io) => (await import('./inspect.ts')).runTeardown(o, io),
   top: async (o, io) => (await import('./top.ts')).runTop(o, io),
   members: async (o, io) => (await import('./inspect.ts')).runMembers(o, io),
   masters: async (o, io) => (await import('./masters.ts')).runMasters(o, io),
@@ -153,7 +156,7 @@ function tlsFlags(o: TlsFlagValues): { tls?: TlsFiles } {
 }
 
 /** The client commands: each gets the command line's TLS files (client-tls.ts) in its options. */
-const CLIENT_COMMANDS = ['run', 'agents', 'tasks', 'state', 'logs', 'kill', 'top', 'members', 'masters', 'drain'] as const;
+const CLIENT_COMMANDS = ['run', 'agents', 'tasks', 'state', 'logs', 'kill', 'teardown', 'top', 'members', 'masters', 'drain'] as const;
 
 /** What commander parses `cairn agent`'s flags into: the agent's options, `--port` and `--sandbox-gc-age` by their flag's name. */
 type AgentFlagValues = Omit<AgentFlagOptions, 'httpPort' | 'sandboxGcAgeMs'> & { master?: string; port: number; sandboxGcAge: number; credential?: string };
@@ -500,6 +503,15 @@ Examples:
     .addOption(masterOption())
     .action(async (taskId: string, o: { master?: string }, cmd: Command) => {
       result.exitCode = await h.kill({ masterUrl: masterUrlOf(o.master, io, cmd), taskId }, io);
+    });
+
+  program
+    .command('teardown')
+    .description("remove a framework as an operator: its tasks are killed and its id never subscribes again (Mesos' TEARDOWN)")
+    .argument('<framework>', 'framework id (as `cairn state` lists them)')
+    .addOption(masterOption())
+    .action(async (frameworkId: string, o: { master?: string }, cmd: Command) => {
+      result.exitCode = await h.teardown({ masterUrl: masterUrlOf(o.master, io, cmd), frameworkId }, io);
     });
 
   return { program, result };

@@ -73,6 +73,24 @@ export function registerRestApi(app: FastifyInstance, ctx: MasterContext): void 
     }
   });
 
+  // An operator's teardown (Mesos' TEARDOWN): the framework is removed, its tasks killed, its
+  // id never subscribes again. Its own principal may; others as teardown_frameworks says.
+  app.post<{ Params: { id: string } }>('/api/v1/frameworks/:id/teardown', async (req, reply) => {
+    try {
+      const fw = registry.state.frameworks.get(req.params.id);
+      if (!fw || fw.removedAtMs !== undefined) return reply.code(404).send({ code: 'CAIRN_UNKNOWN_FRAMEWORK', message: `no framework '${req.params.id}'`, field: 'id' });
+      if (!ctx.auth.mayActOn(req.principal, 'teardown_frameworks', fw.principal)) {
+        throw new CairnError('CAIRN_FORBIDDEN', `principal '${req.principal.name}' may not tear down framework ${fw.id}`, 'id');
+      }
+      const master = leaderOrRedirect(ctx, req, reply);
+      if (!master) return reply;
+      await master.teardownFramework(fw.id);
+      return { frameworkId: fw.id, removed: true };
+    } catch (err) {
+      return fail(reply, err);
+    }
+  });
+
   // Role weights, like Mesos' /weights: GET lists them, PUT sets one (durable, replicated).
   app.get('/api/v1/roles', async () => ({ weights: Object.fromEntries(registry.state.roleWeights) }));
 

@@ -1000,6 +1000,12 @@ export class LeaderCore {
         }, (message) => this.replyFailed(request, message));
         return;
       }
+      case 'teardown_framework': {
+        const fw = state.frameworks.get(call.frameworkId);
+        if (!fw || fw.removedAtMs !== undefined) throw new CairnError('CAIRN_UNKNOWN_FRAMEWORK', `no framework '${call.frameworkId}'`, 'frameworkId');
+        this.teardown(call.frameworkId, 'torn down by an operator', request);
+        return;
+      }
       case 'undrain_agent': {
         if (!state.agents.has(call.agentId)) throw new CairnError('CAIRN_UNKNOWN_AGENT', `no agent '${call.agentId}'`, 'agentId');
         const agentId = call.agentId;

@@ -27,7 +27,9 @@ export type OperatorCall =
   | { type: 'kill_task'; taskId: string }
   | { type: 'drain_agent'; agentId: string; deadlineAtMs: number | null }
   | { type: 'undrain_agent'; agentId: string }
-  | { type: 'set_role_weight'; role: string; weight: number };
+  | { type: 'set_role_weight'; role: string; weight: number }
+  /** Mesos' operator TEARDOWN: the framework is removed and its tasks killed. */
+  | { type: 'teardown_framework'; frameworkId: string };
 
 export type LeaderInput =
   /** `principal`: the agent credential it authenticated with ('' where the master authenticates no one). */

@@ -203,6 +203,11 @@ export class MasterClient {
     await this.send('POST', `/api/v1/tasks/${encodeURIComponent(taskId)}/kill`, `killing task ${taskId}`);
   }
 
+  /** `POST /api/v1/frameworks/:id/teardown`: removes the framework, killing its tasks. */
+  async teardown(frameworkId: string): Promise<void> {
+    await this.send('POST', `/api/v1/frameworks/${encodeURIComponent(frameworkId)}/teardown`, `tearing down framework ${frameworkId}`);
+  }
+
   /**
    * `POST /api/v1/agents/:id/drain`: no more offers of the agent; its tasks finish, or are
    * killed `deadlineMs` from now (none: they run until they end). Resolves with the drain.

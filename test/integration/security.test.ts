@@ -61,6 +61,7 @@ beforeAll(async () => {
     run_tasks: [{ principals: { type: 'ANY' }, users: { values: ['nobody'] } }],
     view_tasks: [{ principals: { values: ['admin'] }, framework_principals: { type: 'ANY' } }],
     kill_tasks: [{ principals: { values: ['admin'] }, framework_principals: { type: 'ANY' } }],
+    teardown_frameworks: [{ principals: { values: ['admin'] }, framework_principals: { type: 'ANY' } }],
     drain_agents: [{ principals: { values: ['admin'] }, agents: { type: 'ANY' } }],
     update_masters: [{ principals: { values: ['admin'] }, masters: { type: 'ANY' } }],
     update_weights: [{ principals: { values: ['admin'] }, roles: { type: 'ANY' } }],
@@ -237,6 +238,23 @@ describe('a master with credentials and ACLs', () => {
     const userToken = await fetch(`${agentUrl}/api/v1/tasks/${aliceTask}/logs`, { headers: bearer('admin') });
     expect(userToken.status).toBe(401);
     expect((await fetch(`${agentUrl}/health`)).status).toBe(200);
+  });
+
+  it('lets only the owner and the ACLs\' operator tear a framework down', async () => {
+    const bob = scheduler('bob');
+    expect((await bob.subscribe({ user: 'nobody', name: 'bob-doomed', role: 'ml' })).status).toBe(200);
+    const alicesView = await req(`/api/v1/frameworks/${bob.frameworkId}/teardown`, { method: 'POST', as: 'alice' });
+    expect(alicesView.status).toBe(403);
+    expect((await state('admin')).frameworks.some((f: any) => f.id === bob.frameworkId)).toBe(true);
+    expect((await req(`/api/v1/frameworks/${alice.frameworkId}/teardown`, { method: 'POST', as: 'bob' })).status).toBe(403);
+    expect((await req('/api/v1/frameworks/no-such-framework/teardown', { method: 'POST', as: 'admin' })).status).toBe(404);
+    const r = await runCairn(['--token', secret('admin'), 'teardown', bob.frameworkId, '--master', url]);
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    expect((await state('admin')).frameworks.some((f: any) => f.id === bob.frameworkId)).toBe(false);
+    // Its id never subscribes again.
+    expect((await scheduler('bob').subscribe({ user: 'nobody', name: 'bob-doomed', role: 'ml', id: { value: bob.frameworkId } }, bob.frameworkId)).status).toBe(403);
+    expect(await taskState(aliceTask)).toBe('TASK_RUNNING');
   });
 
   it('lets the owner and the ACLs\' operator kill', async () => {

@@ -40,6 +40,7 @@ function recorder(exitCode = 0): { handlers: CommandHandlers; calls: { command: 
     state: make('state'),
     logs: make('logs'),
     kill: make('kill'),
+    teardown: make('teardown'),
     top: make('top'),
     members: make('members'),
     masters: make('masters'),
@@ -320,6 +321,7 @@ describe('client commands: parsing', () => {
 
   it('kill needs a task', async () => {
     expect((await parse(['kill', 't9'])).options).toEqual({ masterUrl: 'http://127.0.0.1:5050', taskId: 't9' });
+    expect((await parse(['teardown', 'fw-1'])).options).toEqual({ masterUrl: 'http://127.0.0.1:5050', frameworkId: 'fw-1' });
     const r = await parse(['kill']);
     expect(r.code).toBe(2);
     expect(r.err).toContain("missing required argument 'task'");
