@@ -46,8 +46,22 @@ export interface TaskView {
   message: string;
   /** Exit code of a process that exited (negative: killed by that signal). */
   exitCode?: number;
+  /** The reason of the latest status change (Mesos' REASON_...); absent when none was given. */
+  reason?: string;
   launchedAtMs: number;
   updatedAtMs: number;
+  /** Its status changes, oldest first (the latest 20); only from `GET /api/v1/tasks/:id`. */
+  history?: TaskStatusChangeView[];
+}
+
+/** One change of a task's state: what, why, who said so, when. */
+export interface TaskStatusChangeView {
+  state: TaskState;
+  /** Mesos' reason (REASON_...), '' when none was given. */
+  reason: string;
+  message: string;
+  source: 'SOURCE_MASTER' | 'SOURCE_AGENT';
+  atMs: number;
 }
 
 export interface OfferView {

@@ -15,7 +15,7 @@ import { promFamily } from '../metrics.ts';
 import { agentAuthHeaders, agentBaseUrl, registerAgentRoutes } from './agents-rest.ts';
 import type { Principal } from '../auth/credentials.ts';
 import { sendHttpError as fail } from './http-errors.ts';
-import { stateView, taskView } from './state-view.ts';
+import { stateView, taskDetailView } from './state-view.ts';
 
 /** How long an agent may take to answer a log request (up to its headers, when followed). */
 const AGENT_ANSWER_TIMEOUT_MS = 10_000;
@@ -52,7 +52,7 @@ export function registerRestApi(app: FastifyInstance, ctx: MasterContext): void 
 
   app.get<{ Params: { id: string } }>('/api/v1/tasks/:id', async (req, reply) => {
     try {
-      return taskView(taskFor(ctx, req.principal, req.params.id, 'view_tasks'));
+      return taskDetailView(taskFor(ctx, req.principal, req.params.id, 'view_tasks'));
     } catch (err) {
       return fail(reply, err);
     }

@@ -25,7 +25,14 @@ export function taskView(t: TaskRecord): TaskView {
     updatedAtMs: t.updatedAtMs,
   };
   if (t.exitCode !== undefined) v.exitCode = t.exitCode;
+  const latest = t.history?.at(-1);
+  if (latest && latest.state === t.state && latest.reason !== '') v.reason = latest.reason;
   return v;
+}
+
+/** One task with its status history (`GET /api/v1/tasks/:id`); the state's list leaves it out to stay small. */
+export function taskDetailView(t: TaskRecord): TaskView {
+  return { ...taskView(t), history: (t.history ?? []).map((c) => ({ ...c })) };
 }
 
 /**

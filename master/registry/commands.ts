@@ -67,6 +67,22 @@ export interface PendingUpdate {
   atMs: number;
 }
 
+/**
+ * One change of a task's state, as `cairn task ID` shows it. Part of the replicated record,
+ * so every master can describe a task; capped at MAX_TASK_HISTORY, the oldest dropped.
+ */
+export interface TaskStatusChange {
+  state: TaskState;
+  /** Mesos' reason (REASON_...), '' when none was given. */
+  reason: string;
+  message: string;
+  source: 'SOURCE_MASTER' | 'SOURCE_AGENT';
+  atMs: number;
+}
+
+/** Status changes a task record keeps: enough for a task's life, bounded for 10,000 kept tasks. */
+export const MAX_TASK_HISTORY = 20;
+
 export interface TaskRecord {
   id: string;
   name: string;
@@ -84,6 +100,11 @@ export interface TaskRecord {
   launchedAtMs: number;
   updatedAtMs: number;
   unacked?: PendingUpdate;
+  /**
+   * Its status changes, oldest first, at most MAX_TASK_HISTORY (absent in records written
+   * before it was kept). Replaced, never changed in place: snapshots share it.
+   */
+  history?: TaskStatusChange[];
 }
 
 export type RegistryCommand =
@@ -106,7 +127,7 @@ export type RegistryCommand =
   | { type: 'agent_removed'; agentId: string; uuids: string[]; atMs: number; registrations?: number }
   | { type: 'framework_subscribed'; framework: Omit<FrameworkRecord, 'removedAtMs'>; atMs: number }
   | { type: 'framework_removed'; frameworkId: string; atMs: number }
-  | { type: 'task_launched'; task: Omit<TaskRecord, 'state' | 'message' | 'updatedAtMs' | 'unacked' | 'exitCode'>; atMs: number }
+  | { type: 'task_launched'; task: Omit<TaskRecord, 'state' | 'message' | 'updatedAtMs' | 'unacked' | 'exitCode' | 'history'>; atMs: number }
   | {
       type: 'status_update';
       taskId: string;

@@ -6,7 +6,7 @@
 // a replayed log must always apply.
 
 import { isTerminal, type TaskState } from '../../shared/agent-messages.ts';
-import type { AgentRecord, FrameworkRecord, PendingUpdate, RegistryCommand, TaskRecord } from './commands.ts';
+import { MAX_TASK_HISTORY, type AgentRecord, type FrameworkRecord, type PendingUpdate, type RegistryCommand, type TaskRecord, type TaskStatusChange } from './commands.ts';
 
 export interface TaskUpdateEvent {
   kind: 'task_update';
@@ -141,7 +141,10 @@ export class RegistryStateMachine {
       }
       case 'task_launched': {
         if (this.tasks.has(cmd.task.id)) return [];
-        const task: TaskRecord = { ...cmd.task, state: 'TASK_STAGING', message: '', updatedAtMs: cmd.atMs };
+        const task: TaskRecord = {
+          ...cmd.task, state: 'TASK_STAGING', message: '', updatedAtMs: cmd.atMs,
+          history: [{ state: 'TASK_STAGING', reason: '', message: '', source: 'SOURCE_MASTER', atMs: cmd.atMs }],
+        };
         this.tasks.set(task.id, task);
         this.index(task);
         return [];
@@ -214,6 +217,7 @@ export class RegistryStateMachine {
     if (exitCode !== undefined) task.exitCode = exitCode;
     const update: PendingUpdate = { uuid, state, message, source, reason, atMs };
     task.unacked = update;
+    task.history = withChange(task.history, { state, reason, message, source, atMs });
     return { kind: 'task_update', task, previousState, update };
   }
 
@@ -226,6 +230,12 @@ export class RegistryStateMachine {
       this.tasks.delete(oldest);
     }
   }
+}
+
+/** A new history with `change` appended and the oldest beyond the cap dropped (a new array: snapshots share the old one). */
+function withChange(history: readonly TaskStatusChange[] | undefined, change: TaskStatusChange): TaskStatusChange[] {
+  const next = [...(history ?? []), change];
+  return next.length > MAX_TASK_HISTORY ? next.slice(next.length - MAX_TASK_HISTORY) : next;
 }
 
 function addTo(index: Map<string, Set<string>>, key: string, id: string): void {
