@@ -4,7 +4,7 @@
 // command lines with stub handlers.
 
 import { resolve } from 'node:path';
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { formatDurationMs } from '../../agent/duration.ts';
 import { AGENT_DEFAULTS, MAX_GPU_SHARING, MAX_TASK_PIDS, RECOVER_MODES } from '../../agent/defaults.ts';
 import { CAIRN_VERSION } from '../../shared/version.ts';
@@ -32,6 +32,11 @@ import {
   type TopOptions,
   type UpOptions,
 } from './options.ts';
+import type { CompletionOptions, ListOptions, OutputOption, TaskOptions, TasksOptions } from './list-options.ts';
+import { DEFAULT_TASK_LIMIT } from './list-options.ts';
+import { memFlag, OBJECT_OUTPUT_HELP, OUTPUT_HELP, stateFlag } from './list-flags.ts';
+import { OBJECT_FORMATS, OUTPUT_FORMATS, type OutputFormat } from './output.ts';
+import { addExamples } from './examples.ts';
 import { attributesFlag, checkMasterUrl, domainFlag, durationFlag, envFlag, gossipAddrFlag, integerFlag, joinFlag, mastersFlag, nameFlag, numberFlag, peersFlag, resolversFlag, resourcesFlag, roleFlag, userFlag } from './flags.ts';
 
 /** Each handler runs one command and resolves with the process exit code. */
@@ -40,15 +45,17 @@ export interface CommandHandlers {
   master(options: MasterOptions, io: CliIo): Promise<number>;
   agent(options: AgentOptions, io: CliIo): Promise<number>;
   run(options: RunOptions, io: CliIo): Promise<number>;
-  agents(options: MasterClientCommandOptions, io: CliIo): Promise<number>;
-  tasks(options: MasterClientCommandOptions, io: CliIo): Promise<number>;
+  agents(options: ListOptions, io: CliIo): Promise<number>;
+  tasks(options: TasksOptions, io: CliIo): Promise<number>;
+  task(options: TaskOptions, io: CliIo): Promise<number>;
+  completion(options: CompletionOptions, io: CliIo): Promise<number>;
   state(options: MasterClientCommandOptions, io: CliIo): Promise<number>;
   logs(options: LogsOptions, io: CliIo): Promise<number>;
   kill(options: KillOptions, io: CliIo): Promise<number>;
   teardown(options: TeardownOptions, io: CliIo): Promise<number>;
   top(options: TopOptions, io: CliIo): Promise<number>;
-  members(options: MasterClientCommandOptions, io: CliIo): Promise<number>;
-  masters(options: MastersOptions, io: CliIo): Promise<number>;
+  members(options: ListOptions, io: CliIo): Promise<number>;
+  masters(options: MastersOptions & OutputOption, io: CliIo): Promise<number>;
   drain(options: DrainOptions, io: CliIo): Promise<number>;
 }
 
@@ -59,6 +66,8 @@ const realHandlers: CommandHandlers = {
   run: async (o, io) => (await import('./run.ts')).runRun(o, io),
   agents: async (o, io) => (await import('./inspect.ts')).runAgents(o, io),
   tasks: async (o, io) => (await import('./inspect.ts')).runTasks(o, io),
+  task: async (o, io) => (await import('./inspect.ts')).runTask(o, io),
+  completion: async (o, io) => (await import('./completion.ts')).runCompletion(o, io),
   state: async (o, io) => (await import('./inspect.ts')).runState(o, io),
   logs: async (o, io) => (await import('./inspect.ts')).runLogs(o, io),
   kill: async (o, io) => (await import('./inspect.ts')).runKill(o, io),
@@ -73,6 +82,11 @@ const realHandlers: CommandHandlers = {
 export const USAGE_EXIT_CODE = 2;
 
 const PORT = integerFlag(0, 65535);
+
+/** `-o json|yaml|wide` of the listing commands. */
+function outputOption(): Option {
+  return new Option('-o, --output <format>', OUTPUT_HELP).choices(OUTPUT_FORMATS);
+}
 
 function masterOption(): Option {
   return new Option('--master <url>', `master URL (default: $CAIRN_MASTER or ${DEFAULT_MASTER_URL})`);
@@ -156,7 +170,7 @@ function tlsFlags(o: TlsFlagValues): { tls?: TlsFiles } {
 }
 
 /** The client commands: each gets the command line's TLS files (client-tls.ts) in its options. */
-const CLIENT_COMMANDS = ['run', 'agents', 'tasks', 'state', 'logs', 'kill', 'teardown', 'top', 'members', 'masters', 'drain'] as const;
+const CLIENT_COMMANDS = ['run', 'agents', 'tasks', 'task', 'state', 'logs', 'kill', 'teardown', 'top', 'members', 'masters', 'drain'] as const;
 
 /** What commander parses `cairn agent`'s flags into: the agent's options, `--port` and `--sandbox-gc-age` by their flag's name. */
 type AgentFlagValues = Omit<AgentFlagOptions, 'httpPort' | 'sandboxGcAgeMs'> & { master?: string; port: number; sandboxGcAge: number; credential?: string };
@@ -361,7 +375,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--name <name>', 'task name; task ids are <name>-<index>-<random>').argParser(nameFlag).default('cairn-run'))
     .addOption(new Option('--instances <k>', 'how many copies to run').argParser(integerFlag(1, 100_000)).default(1))
     .addOption(new Option('--cpus <cpus>', 'cpus per task').argParser(numberFlag({ positive: true })).default(0.1))
-    .addOption(new Option('--mem <mib>', 'memory per task, MiB').argParser(numberFlag({ positive: true })).default(32))
+    .addOption(new Option('--mem <mib>', 'memory per task, MiB').argParser(memFlag).default(32))
     .addOption(new Option('--gpus <gpus>', 'GPUs per task').argParser(integerFlag(0, 1024)).default(0))
     .addOption(new Option('--ports <n>', 'ports per task (given as PORT, PORT0..)').argParser(integerFlag(0, 1000)).default(0))
     .addOption(new Option('--role <role>', 'role to run as').argParser(roleFlag).default('*'))
@@ -402,18 +416,41 @@ Examples:
 
   program
     .command('agents')
-    .description('list the agents')
+    .description('list the agents; STATUS is reachable, draining or unreachable')
     .addOption(masterOption())
-    .action(async (o: { master?: string }, cmd: Command) => {
-      result.exitCode = await h.agents({ masterUrl: masterUrlOf(o.master, io, cmd) }, io);
+    .addOption(outputOption())
+    .action(async (o: { master?: string; output?: OutputFormat }, cmd: Command) => {
+      result.exitCode = await h.agents({ masterUrl: masterUrlOf(o.master, io, cmd), ...(o.output ? { output: o.output } : {}) }, io);
     });
 
   program
     .command('tasks')
-    .description('list the tasks')
+    .description('list the tasks, newest first; EXIT is the code a shell would show (128+N for signal N), with why it ended')
     .addOption(masterOption())
-    .action(async (o: { master?: string }, cmd: Command) => {
-      result.exitCode = await h.tasks({ masterUrl: masterUrlOf(o.master, io, cmd) }, io);
+    .addOption(outputOption())
+    .addOption(new Option('--state <states>', 'only tasks in these states, comma-separated (e.g. running,failed)').argParser(stateFlag))
+    .option('--framework <framework>', 'only tasks of this framework (id or name)')
+    .option('--agent <agent>', 'only tasks on this agent (id or host name)')
+    .addOption(new Option('--limit <n>', 'show at most this many, newest first (0: all)').argParser(integerFlag(0, 1_000_000)).default(DEFAULT_TASK_LIMIT))
+    .action(async (o: { master?: string; output?: OutputFormat; state?: TasksOptions['states']; framework?: string; agent?: string; limit: number }, cmd: Command) => {
+      result.exitCode = await h.tasks({
+        masterUrl: masterUrlOf(o.master, io, cmd),
+        limit: o.limit,
+        ...(o.output ? { output: o.output } : {}),
+        ...(o.state ? { states: o.state } : {}),
+        ...(o.framework !== undefined ? { framework: o.framework } : {}),
+        ...(o.agent !== undefined ? { agent: o.agent } : {}),
+      }, io);
+    });
+
+  program
+    .command('task')
+    .description('describe a task: its state history with reasons and messages, agent, resources, exit code, usage, sandbox')
+    .argument('<task>', 'task id')
+    .addOption(masterOption())
+    .addOption(new Option('-o, --output <format>', OBJECT_OUTPUT_HELP).choices(OBJECT_FORMATS))
+    .action(async (taskId: string, o: { master?: string; output?: 'json' | 'yaml' }, cmd: Command) => {
+      result.exitCode = await h.task({ masterUrl: masterUrlOf(o.master, io, cmd), taskId, ...(o.output ? { output: o.output } : {}) }, io);
     });
 
   program
@@ -439,8 +476,9 @@ Examples:
     .command('members')
     .description("list the gossip members as one master or agent sees them (GET /api/v1/members)")
     .addOption(new Option('--master <url>', `a master's or an agent's URL (default: $CAIRN_MASTER or ${DEFAULT_MASTER_URL})`))
-    .action(async (o: { master?: string }, cmd: Command) => {
-      result.exitCode = await h.members({ masterUrl: masterUrlOf(o.master, io, cmd) }, io);
+    .addOption(outputOption())
+    .action(async (o: { master?: string; output?: OutputFormat }, cmd: Command) => {
+      result.exitCode = await h.members({ masterUrl: masterUrlOf(o.master, io, cmd), ...(o.output ? { output: o.output } : {}) }, io);
     });
 
   // The replicated masters' membership: list it, or change it one master at a time.
@@ -456,8 +494,9 @@ Examples:
     .command('list', { isDefault: true })
     .description("list the members: id, URL, voter or learner, and each one's role, term and applied index")
     .addOption(masterOption())
-    .action(async (o: { master?: string }, cmd: Command) => {
-      result.exitCode = await h.masters({ action: 'list', masterUrl: masterUrlOf(o.master, io, cmd) }, io);
+    .addOption(outputOption())
+    .action(async (o: { master?: string; output?: OutputFormat }, cmd: Command) => {
+      result.exitCode = await h.masters({ action: 'list', masterUrl: masterUrlOf(o.master, io, cmd), ...(o.output ? { output: o.output } : {}) }, io);
     });
   masters
     .command('add')
@@ -514,6 +553,15 @@ Examples:
       result.exitCode = await h.teardown({ masterUrl: masterUrlOf(o.master, io, cmd), frameworkId }, io);
     });
 
+  program
+    .command('completion')
+    .description('print a shell completion script for cairn (its commands and flags)')
+    .addArgument(new Argument('<shell>', 'the shell').choices(['bash', 'zsh']))
+    .action(async (shell: 'bash' | 'zsh') => {
+      result.exitCode = await h.completion({ shell, program }, io);
+    });
+
+  addExamples(program);
   return { program, result };
 }
 

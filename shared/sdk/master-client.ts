@@ -124,6 +124,11 @@ export class MasterClient {
     return this.json<TaskView>('GET', `/api/v1/tasks/${encodeURIComponent(taskId)}`, `reading task ${taskId}`);
   }
 
+  /** `GET /api/v1/tasks/:id/usage`: the task's latest usage sample, read from its agent through the master (404 once it ended). */
+  taskUsage(taskId: string): Promise<unknown> {
+    return this.json<unknown>('GET', `/api/v1/tasks/${encodeURIComponent(taskId)}/usage`, `reading the usage of task ${taskId}`);
+  }
+
   /** `GET /api/v1/tasks/:id/logs?stream=&offset=` */
   logs(taskId: string, stream: LogStream, offset: number): Promise<LogChunk> {
     const query = new URLSearchParams({ stream, offset: String(offset) });

@@ -37,6 +37,8 @@ function recorder(exitCode = 0): { handlers: CommandHandlers; calls: { command: 
     run: make('run'),
     agents: make('agents'),
     tasks: make('tasks'),
+    task: make('task'),
+    completion: make('completion'),
     state: make('state'),
     logs: make('logs'),
     kill: make('kill'),
