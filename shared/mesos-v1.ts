@@ -33,12 +33,26 @@ export interface CommandInfoJson {
   uris?: unknown[];
 }
 
+/** Mesos' ContainerInfo as Cairn takes it (master/api/scheduler-calls.ts checks it): Docker only. */
+export interface ContainerInfoJson {
+  type: 'DOCKER';
+  docker: {
+    image: string;
+    network?: 'HOST' | 'BRIDGE';
+    force_pull_image?: boolean;
+    pull_policy?: 'always' | 'if-not-present' | 'never';
+    port_mappings?: { host_port?: number; container_port: number; protocol?: string }[];
+  };
+  volumes?: { host_path: string; container_path: string; mode?: 'RO' | 'RW' }[];
+}
+
 export interface TaskInfoJson {
   name: string;
   task_id: Id;
   agent_id: Id;
   resources: MesosResource[];
   command?: CommandInfoJson;
+  container?: ContainerInfoJson;
   labels?: { labels: Label[] };
   kill_policy?: { grace_period?: { nanoseconds: number } };
 }

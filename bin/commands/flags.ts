@@ -179,3 +179,11 @@ export function gossipAddrFlag(value: string): string {
   if (!bare && tryParseAddress(v) === undefined) throw new InvalidArgumentError('must be host or host:port (e.g. 10.0.0.5 or 10.0.0.5:7946).');
   return v;
 }
+
+/** A Docker image reference (`busybox`, `registry:5000/team/app:1.2`, `app@sha256:…`), as the master accepts one. */
+export function imageFlag(value: string): string {
+  if (!/^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/.test(value) || value.length > 1024) {
+    throw new InvalidArgumentError('must be an image reference, e.g. busybox or registry:5000/team/app:1.2.');
+  }
+  return value;
+}

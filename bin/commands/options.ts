@@ -135,6 +135,17 @@ export interface MasterClientCommandOptions {
 
 /** `cairn masters` (list), `masters add ID=URL`, `masters replace OLD ID=URL`, `masters remove ID`. */
 export type MastersOptions = MasterClientCommandOptions & (
+  /** `--timeout`: give up when the tasks are not all launched after this long (exit 124). */
+  timeoutMs?: number;
+  /** `--detach`: print the task ids and return once they are launched; they live on. */
+  detach?: boolean;
+  /** `--image`: run the command in a Docker container of this image. */
+  image?: string;
+}
+
+/** `cairn attach TASK_ID...`: follow tasks a `cairn run --detach` launched. */
+export interface AttachOptions extends MasterClientCommandOptions {
+  taskIds: string[];
   | { action: 'list' }
   | { action: 'add'; id: number; url: string; replaces?: number }
   | { action: 'remove'; id: number }

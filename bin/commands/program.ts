@@ -21,6 +21,7 @@ import {
   type AgentOptions,
   type DrainOptions,
   type GossipFlags,
+  type AttachOptions,
   type DnsFlags,
   type KillOptions,
   type TeardownOptions,
@@ -34,6 +35,8 @@ import {
 } from './options.ts';
 import type { CompletionOptions, ListOptions, OutputOption, TaskOptions, TasksOptions } from './list-options.ts';
 import { DEFAULT_TASK_LIMIT } from './list-options.ts';
+import { imageFlag } from './flags.ts';
+import { DETACH_FAILOVER_TIMEOUT_S, EXIT_TIMED_OUT } from './run-tasks.ts';
 import { memFlag, OBJECT_OUTPUT_HELP, OUTPUT_HELP, stateFlag } from './list-flags.ts';
 import { OBJECT_FORMATS, OUTPUT_FORMATS, type OutputFormat } from './output.ts';
 import { addExamples } from './examples.ts';
@@ -47,6 +50,7 @@ export interface CommandHandlers {
   run(options: RunOptions, io: CliIo): Promise<number>;
   agents(options: ListOptions, io: CliIo): Promise<number>;
   tasks(options: TasksOptions, io: CliIo): Promise<number>;
+  attach(options: AttachOptions, io: CliIo): Promise<number>;
   task(options: TaskOptions, io: CliIo): Promise<number>;
   completion(options: CompletionOptions, io: CliIo): Promise<number>;
   state(options: MasterClientCommandOptions, io: CliIo): Promise<number>;
@@ -66,6 +70,7 @@ const realHandlers: CommandHandlers = {
   run: async (o, io) => (await import('./run.ts')).runRun(o, io),
   agents: async (o, io) => (await import('./inspect.ts')).runAgents(o, io),
   tasks: async (o, io) => (await import('./inspect.ts')).runTasks(o, io),
+  attach: async (o, io) => (await import('./attach.ts')).runAttach(o, io),
   task: async (o, io) => (await import('./inspect.ts')).runTask(o, io),
   completion: async (o, io) => (await import('./completion.ts')).runCompletion(o, io),
   state: async (o, io) => (await import('./inspect.ts')).runState(o, io),
@@ -170,7 +175,7 @@ function tlsFlags(o: TlsFlagValues): { tls?: TlsFiles } {
 }
 
 /** The client commands: each gets the command line's TLS files (client-tls.ts) in its options. */
-const CLIENT_COMMANDS = ['run', 'agents', 'tasks', 'task', 'state', 'logs', 'kill', 'teardown', 'top', 'members', 'masters', 'drain'] as const;
+const CLIENT_COMMANDS = ['run', 'attach', 'agents', 'tasks', 'task', 'state', 'logs', 'kill', 'teardown', 'top', 'members', 'masters', 'drain'] as const;
 
 /** What commander parses `cairn agent`'s flags into: the agent's options, `--port` and `--sandbox-gc-age` by their flag's name. */
 type AgentFlagValues = Omit<AgentFlagOptions, 'httpPort' | 'sandboxGcAgeMs'> & { master?: string; port: number; sandboxGcAge: number; credential?: string };
@@ -386,16 +391,29 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
       'after',
       `
 Options go before the command; everything from the command on is the command's own.
+    .addOption(new Option('--image <image>', 'run the command in a Docker container of this image (host networking; pulled if the agent lacks it)').argParser(imageFlag))
+    .addOption(new Option('--timeout <duration>', `give up when the tasks are not all launched after this long, e.g. 30s, 5m: what was launched is killed, exit ${EXIT_TIMED_OUT}`).argParser(durationFlag()))
+    .option('--detach', `print the task ids (one a line) once they are launched, and return; they run on (for ${DETACH_FAILOVER_TIMEOUT_S / 86_400} days at most) — follow them with cairn attach`)
 Each task gets CAIRN_TASK_INDEX (0..K-1), CAIRN_TASK_COUNT (K) and, with --ports,
 PORT and PORT0..PORTn. With K > 1 every output line starts with "[index] ".
 Exit code: 0 when every task finished; otherwise that of the first task that did not
-(128+N for a task killed by signal N; 1 when unknown); 130 after Ctrl-C.
+(128+N for a task killed by signal N; 1 when unknown); 130 after Ctrl-C;
+${EXIT_TIMED_OUT} when --timeout ended the wait.
+The ids of the tasks launched go to stderr ("launched ID on HOST"), as does why they wait:
+"cannot launch ID: no agent has 64 cpus; the largest has 2" (at once), "... the 1 agent
+that could fit it is draining", or "waiting: every offer so far had too little mem: ...".
+With --detach the tasks' output is not copied: \`cairn attach ID...\` follows it later and
+exits as cairn run would. A detached task still running ${DETACH_FAILOVER_TIMEOUT_S / 86_400} days after cairn run returned
+is killed (the framework's failover timeout); cairn attach tidies the framework away once
+its tasks have ended.
 
 Examples:
   cairn run 'echo hello from $(hostname)'
-  cairn run --instances 4 --cpus 1 --mem 2048 -- python train.py --shard-count 4`,
+  cairn run --instances 4 --cpus 1 --mem 2048 -- python train.py --shard-count 4
+  cairn run --image python:3.12 --timeout 5m -- python -c 'print(42)'
+  cairn attach $(cairn run --detach --instances 2 -- ./long-job.sh)`,
     )
-    .action(async (command: string[], o: { master?: string; name: string; instances: number; cpus: number; mem: number; gpus: number; ports: number; role: string; user?: string; env?: [string, string][] }, cmd: Command) => {
+    .action(async (command: string[], o: { master?: string; name: string; instances: number; cpus: number; mem: number; gpus: number; ports: number; role: string; user?: string; env?: [string, string][]; image?: string; timeout?: number; detach?: boolean }, cmd: Command) => {
       result.exitCode = await h.run(
         {
           masterUrl: masterUrlOf(o.master, io, cmd),
@@ -414,11 +432,35 @@ Examples:
       );
     });
 
+          ...(o.image !== undefined ? { image: o.image } : {}),
+          ...(o.timeout !== undefined ? { timeoutMs: o.timeout } : {}),
+          ...(o.detach ? { detach: true } : {}),
   program
     .command('agents')
     .description('list the agents; STATUS is reachable, draining or unreachable')
     .addOption(masterOption())
     .addOption(outputOption())
+  program
+    .command('attach')
+    .description('follow tasks launched by cairn run --detach: copy their output until they end, and exit as cairn run would')
+    .argument('<task...>', 'task ids, as cairn run --detach printed them')
+    .addOption(masterOption())
+    .addHelpText(
+      'after',
+      `
+With several tasks every output line starts with "[index] " (their place in the list).
+Exit code: 0 when every task finished; otherwise that of the first that did not (128+N
+for a task killed by signal N; 1 when unknown or a log could not be read); 130 after
+Ctrl-C, which stops following and leaves the tasks running.
+
+Examples:
+  cairn attach job-0-3f2a1c
+  cairn attach $(cairn run --detach --instances 3 -- ./shard.sh)`,
+    )
+    .action(async (taskIds: string[], o: { master?: string }, cmd: Command) => {
+      result.exitCode = await h.attach({ masterUrl: masterUrlOf(o.master, io, cmd), taskIds }, io);
+    });
+
     .action(async (o: { master?: string; output?: OutputFormat }, cmd: Command) => {
       result.exitCode = await h.agents({ masterUrl: masterUrlOf(o.master, io, cmd), ...(o.output ? { output: o.output } : {}) }, io);
     });

@@ -10,15 +10,29 @@ import type { RunOptions } from './options.ts';
 /** How long the master keeps this framework's tasks after losing `cairn run` (seconds). */
 export const RUN_FAILOVER_TIMEOUT_S = 60;
 
-export function runFrameworkInfo(o: Pick<RunOptions, 'name' | 'role'>, user: string): FrameworkInfo {
+/**
+ * With `--detach`: how long the tasks live on after `cairn run` returned (seconds). The
+ * master kills what still runs then, as for any framework gone past its failover timeout.
+ */
+export const DETACH_FAILOVER_TIMEOUT_S = 7 * 24 * 3600;
+
+/** Exit code of a `cairn run` whose `--timeout` ended the wait, as timeout(1) has it. */
+export const EXIT_TIMED_OUT = 124;
+
+export function runFrameworkInfo(o: Pick<RunOptions, 'name' | 'role'> & { detach?: boolean }, user: string): FrameworkInfo {
   return {
     user,
     name: `cairn-run:${o.name}`,
     role: o.role,
-    failover_timeout: RUN_FAILOVER_TIMEOUT_S,
+    failover_timeout: o.detach ? DETACH_FAILOVER_TIMEOUT_S : RUN_FAILOVER_TIMEOUT_S,
     // A one-off command may land on a GPU host even when it asks for no GPU.
     capabilities: [{ type: 'GPU_RESOURCES' }],
   };
+}
+
+/** Whether a framework is one a `cairn run --detach` left behind (`cairn attach` tidies it away). */
+export function isDetachedRun(fw: { name: string; failoverTimeoutS: number }): boolean {
+  return fw.name.startsWith('cairn-run:') && fw.failoverTimeoutS === DETACH_FAILOVER_TIMEOUT_S;
 }
 
 export function taskRequirement(o: Pick<RunOptions, 'cpus' | 'mem' | 'gpus' | 'ports'>): TaskRequirement {
@@ -60,6 +74,8 @@ export interface RunTaskSpec {
   count: number;
   command: readonly string[];
   env: readonly [string, string][];
+  /** `--image`: run the command in a Docker container of this image (host networking). */
+  image?: string;
 }
 
 export function buildTaskInfo(spec: RunTaskSpec, task: { index: number; id: string }, agentId: string, placed: PlacedTask): TaskInfoJson {
@@ -72,6 +88,7 @@ export function buildTaskInfo(spec: RunTaskSpec, task: { index: number; id: stri
       ...commandInfo(spec.command),
       environment: { variables: taskEnvironment(task.index, spec.count, placed.ports, spec.env) },
     },
+    ...(spec.image !== undefined ? { container: { type: 'DOCKER', docker: { image: spec.image, network: 'HOST' } } } : {}),
   };
 }
 

@@ -4,6 +4,12 @@
 // own as they run, and exits with 0 when every task finished, else with the exit code of
 // the first task that did not. It tears its framework down at the end and on Ctrl-C
 // (which kills its tasks).
+//
+// While tasks wait for offers it says why (shared/sdk/why-waiting.ts): at once when no agent
+// could ever fit one, or the agents that could are draining or unreachable (from the
+// master's state, read again every few seconds), and when offers keep coming too small.
+// `--timeout` ends the wait (exit 124, what it launched is killed); `--detach` prints the
+// task ids once they are launched and leaves them running (`cairn attach` follows them).
 
 import { randomBytes } from 'node:crypto';
 import { isTerminal, type TaskState } from '../../shared/agent-protocol.ts';
@@ -13,11 +19,13 @@ import { MasterClient } from '../../shared/sdk/master-client.ts';
 import { MasterHttpError } from '../../shared/sdk/http-error.ts';
 import { fitTasks, requirementResources, type PlacedTask, type TaskRequirement } from '../../shared/sdk/offer-fit.ts';
 import { SchedulerClient } from '../../shared/sdk/scheduler-client.ts';
+import { DeclinedOffers, explainUnfit } from '../../shared/sdk/why-waiting.ts';
+import { formatDurationMs } from '../../agent/duration.ts';
 import { clientTls } from './client-tls.ts';
 import type { CliIo } from './io.ts';
 import { followLog, LinePrefixer } from './log-relay.ts';
 import type { RunOptions } from './options.ts';
-import { buildTaskInfo, describeEnding, exitCodeFor, runFrameworkInfo, taskIds, taskRequirement, type RunTaskSpec } from './run-tasks.ts';
+import { buildTaskInfo, describeEnding, EXIT_TIMED_OUT, exitCodeFor, runFrameworkInfo, taskIds, taskRequirement, type RunTaskSpec } from './run-tasks.ts';
 import { findToken } from '../../shared/sdk/credentials.ts';
 
 export interface RunTuning {
@@ -31,6 +39,8 @@ export interface RunTuning {
   waitingNoticeMs?: number;
   /** Filter on what was declined while tasks still wait for offers (default 5 s). */
   declineRefuseSeconds?: number;
+  /** While tasks wait, how often the master's state is read again to say why (default 5000). */
+  stateCheckMs?: number;
   randomSuffix?: () => string;
   user?: string;
 }
@@ -89,6 +99,19 @@ class RunSession {
   private readonly killWaitMs: number;
   private readonly waitingNoticeMs: number;
   private readonly declineRefuseS: number;
+  private readonly stateCheckMs: number;
+  /** Offers declined as too small since the last launch. */
+  private readonly declinedOffers: DeclinedOffers;
+  /** What the master's state last said about the wait (undefined: nothing wrong, or not read yet). */
+  private unfit: string | undefined;
+  private unfitSaid: string | undefined;
+  private stateRead = false;
+  /** Something was said about why the tasks wait. */
+  private explained = false;
+  private pendingDeclineNote: string | undefined;
+  private timedOut = false;
+  /** --detach: the tasks were launched and their ids printed; the framework is left to run them. */
+  private detached = false;
 
   private suppressed = false;
   private stopping = false;
@@ -108,15 +131,17 @@ class RunSession {
     const suffix = tuning.randomSuffix ?? (() => randomBytes(3).toString('hex'));
     this.tasks = taskIds(o.name, o.instances, suffix).map((id, index) => ({ index, id, phase: 'pending', ended: false, settled: false }));
     this.tasks.forEach((t) => this.byId.set(t.id, t));
-    this.spec = { name: o.name, count: o.instances, command: o.command, env: o.env };
+    this.spec = { name: o.name, count: o.instances, command: o.command, env: o.env, ...(o.image !== undefined ? { image: o.image } : {}) };
     this.requirement = taskRequirement(o);
     this.pollIntervalMs = tuning.pollIntervalMs ?? 250;
     this.logGiveUpMs = tuning.logGiveUpMs ?? 10_000;
     this.killWaitMs = tuning.killWaitMs ?? 10_000;
     this.waitingNoticeMs = tuning.waitingNoticeMs ?? 10_000;
     this.declineRefuseS = tuning.declineRefuseSeconds ?? 5;
+    this.stateCheckMs = tuning.stateCheckMs ?? 5000;
+    this.declinedOffers = new DeclinedOffers(this.requirement);
     const tls = clientTls(o.tls);
-    this.client = new SchedulerClient({ masterUrl: o.masterUrl, token: findToken(o.masterUrl, io.env), tls, frameworkInfo: runFrameworkInfo(o, o.user ?? tuning.user ?? '') });
+    this.client = new SchedulerClient({ masterUrl: o.masterUrl, token: findToken(o.masterUrl, io.env), tls, frameworkInfo: runFrameworkInfo({ ...o, detach: o.detach === true }, o.user ?? tuning.user ?? '') });
     this.rest = new MasterClient(o.masterUrl, { token: findToken(o.masterUrl, io.env), tls });
   }
 
@@ -129,21 +154,31 @@ class RunSession {
     this.client.on('subscribed', (_id, info) => {
       if (info.resubscribed) this.afterResubscribe();
     });
+    // The wait is timed from the start: a master that cannot be reached is waited for too.
+    if (this.o.timeoutMs !== undefined) this.timers.push(setTimeout(() => this.timeout(), this.o.timeoutMs));
     try {
       await this.client.subscribe();
     } catch (err) {
       disposeInterrupt();
+      this.timers.forEach(clearTimeout);
       this.client.close();
       if (this.interrupts > 0) return EXIT_INTERRUPTED;
+      if (this.timedOut) return EXIT_TIMED_OUT;
       // With several masters the error names each and why it failed.
       this.note(this.o.masterUrl.includes(',') ? `cannot subscribe: ${message(err)}` : `cannot subscribe to the master at ${this.o.masterUrl}: ${message(err)}`);
       return 1;
     }
     this.timers.push(setTimeout(() => this.waitingNotice(), this.waitingNoticeMs));
+    void this.checkState();
 
     const code = await this.done;
     this.timers.forEach(clearTimeout);
     disposeInterrupt();
+    if (this.detached) {
+      // The framework stays registered (its failover timeout) and its tasks run on.
+      this.client.close();
+      return code;
+    }
     try {
       await this.client.teardown();
     } catch {
@@ -175,8 +210,11 @@ class RunSession {
       }
       if (placed.length === 0) {
         declined.push(offer.id.value);
+        this.noteDeclined(offer);
         continue;
       }
+      this.declinedOffers.reset();
+      this.pendingDeclineNote = undefined;
       const launching = placed.map((p) => {
         const task = pending[p.index];
         task.phase = 'launching';
@@ -185,9 +223,13 @@ class RunSession {
       });
       const refuse = this.pending().length > 0 ? this.declineRefuseS : ALL_LAUNCHED_REFUSE_S;
       this.client.accept([offer.id.value], launching.map((l) => l.info), { refuse_seconds: refuse }).then(
-        () => launching.forEach(({ task }) => {
-          if (task.phase === 'launching') task.phase = 'launched';
-        }),
+        () => {
+          const launched = launching.filter(({ task }) => task.phase === 'launching');
+          launched.forEach(({ task }) => (task.phase = 'launched'));
+          // The ids on stderr, so that stdout stays the tasks' own output.
+          if (launched.length > 0) this.note(`launched ${launched.map(({ task }) => task.id).join(', ')} on ${offer.hostname}`);
+          this.afterLaunch();
+        },
         (err) => this.onLaunchFailed(launching.map((l) => l.task), err),
       );
     }
@@ -230,10 +272,83 @@ class RunSession {
 
   private waitingNotice(): void {
     const waiting = this.pending().length;
-    if (waiting === 0 || this.finished) return;
+    if (waiting === 0 || this.finished || this.explained) return;
     const each = requirementResources(this.requirement).toString();
     const ports = this.requirement.ports ? ` and ${this.requirement.ports} port(s)` : '';
     this.note(`waiting for offers: ${waiting} task(s) still need ${each}${ports} each`);
+  }
+
+  // ---- why the tasks wait -------------------------------------------------------------
+
+  /**
+   * Reads the agents from the master's state and says when none could ever fit a task, or
+   * the ones that could are draining or unreachable; again every `stateCheckMs` while tasks
+   * wait, saying it anew only when it changed. A state that cannot be read says nothing.
+   */
+  private async checkState(): Promise<void> {
+    if (this.finished || this.pending().length === 0) return;
+    try {
+      this.unfit = explainUnfit(this.requirement, (await this.rest.state()).agents);
+    } catch {
+      this.unfit = undefined;
+    }
+    this.stateRead = true;
+    if (this.finished || this.pending().length === 0) return;
+    if (this.unfit !== undefined && this.unfit !== this.unfitSaid) {
+      this.explained = true;
+      const pending = this.pending();
+      this.note(`cannot launch ${pending.length === 1 ? pending[0].id : `${pending.length} tasks`}: ${this.unfit}`);
+    }
+    this.unfitSaid = this.unfit;
+    // Offers declined before the state was read: said now, unless the state said more.
+    if (this.unfit === undefined && this.pendingDeclineNote !== undefined) {
+      this.explained = true;
+      this.note(this.pendingDeclineNote);
+    }
+    this.pendingDeclineNote = undefined;
+    this.timers.push(setTimeout(() => void this.checkState(), this.stateCheckMs));
+  }
+
+  /** An offer declined as too small: normal while other tasks hold the rest; said once, then on change. */
+  private noteDeclined(offer: OfferJson): void {
+    const text = this.declinedOffers.add(usableResources(offer.resources));
+    if (text === undefined) return;
+    // When no agent could ever fit the task, that says more than any offer.
+    if (!this.stateRead) this.pendingDeclineNote = text;
+    else if (this.unfit === undefined) {
+      this.explained = true;
+      this.note(text);
+    }
+  }
+
+  /** Everything launched: the wait is over (no timeout); with --detach, the ids once each task was heard of. */
+  private afterLaunch(): void {
+    if (!this.o.detach || this.finished || this.stopping) return;
+    if (this.tasks.some((t) => t.phase !== 'launched' || t.state === undefined)) return;
+    for (const t of this.tasks) this.io.stdout.write(`${t.id}\n`);
+    this.detached = true;
+    this.finish(0);
+  }
+
+  /** --timeout: not everything is launched in time. Kill what was, say what was awaited, exit 124. */
+  private timeout(): void {
+    if (this.finished || this.stopping) return;
+    const waiting = this.pending().length;
+    if (this.client.connected && waiting === 0 && !this.o.detach) return;
+    this.timedOut = true;
+    const after = formatDurationMs(this.o.timeoutMs!);
+    if (!this.client.connected) {
+      this.note(`timed out after ${after} waiting to subscribe to the master`);
+      this.client.close();
+      this.finish(EXIT_TIMED_OUT);
+      return;
+    }
+    const each = requirementResources(this.requirement).toString();
+    const ports = this.requirement.ports ? ` and ${this.requirement.ports} port(s)` : '';
+    const why = this.unfit ?? this.declinedOffers.sentence()?.replace(/^waiting: /, '');
+    const what = waiting > 0 ? `waiting for offers for ${waiting} of ${this.tasks.length} task(s), each ${each}${ports}` : 'waiting for the tasks to start';
+    this.note(`timed out after ${after} ${what}${why ? ` (${why})` : ''}`);
+    this.stopAll(EXIT_TIMED_OUT);
   }
 
   // ---- updates ------------------------------------------------------------------------
@@ -244,6 +359,17 @@ class RunSession {
     task.phase = 'launched';
     task.state = status.state;
     if (status.agent_id?.value) task.agentId = status.agent_id.value;
+    if (this.o.detach) {
+      // Detached: no output is copied, and how a task ends is for `cairn attach` to say;
+      // the ids are printed once every task was heard of.
+      this.afterLaunch();
+      if (isTerminal(status.state)) {
+        task.ended = true;
+        task.settled = true;
+        this.checkDone();
+      }
+      return;
+    }
     this.startRelay(task);
     if (!isTerminal(status.state)) return;
     task.ended = true;
@@ -331,11 +457,18 @@ class RunSession {
       this.finish(EXIT_INTERRUPTED);
       return;
     }
-    this.stopping = true;
     const live = this.tasks.filter((t) => t.phase !== 'pending' && !t.ended);
     this.note(live.length > 0 ? `interrupted: killing ${live.length} task(s) (Ctrl-C again to stop waiting)` : 'interrupted');
+    this.stopAll(EXIT_INTERRUPTED);
+  }
+
+  /** Kills what was launched and ends with `code` once their ends are in (or after killWaitMs). */
+  private stopAll(code: number): void {
+    this.stopping = true;
+    if (code !== EXIT_INTERRUPTED) this.fatalCode ??= code;
+    const live = this.tasks.filter((t) => t.phase !== 'pending' && !t.ended);
     for (const t of live) this.client.kill(t.id, t.agentId).catch(() => undefined);
-    this.timers.push(setTimeout(() => this.finish(EXIT_INTERRUPTED), this.killWaitMs));
+    this.timers.push(setTimeout(() => this.finish(code), this.killWaitMs));
     this.checkDone();
   }
 

@@ -35,6 +35,7 @@ function recorder(exitCode = 0): { handlers: CommandHandlers; calls: { command: 
     master: make('master'),
     agent: make('agent'),
     run: make('run'),
+    attach: make('attach'),
     agents: make('agents'),
     tasks: make('tasks'),
     task: make('task'),
@@ -118,11 +119,37 @@ describe('cairn run: parsing', () => {
     [['run', '--role', 'a b', 'true'], '--role'],
     [['run', '--master', 'not a url', 'true'], '--master'],
     [['run', '--bogus', 'true'], '--bogus'],
+    [['run', '--timeout', '5', 'true'], '--timeout'],
+    [['run', '--timeout', 'soon', 'true'], '--timeout'],
+    [['run', '--image', '-bad', 'true'], '--image'],
+    [['run', '--image', 'a b', 'true'], '--image'],
   ])('rejects %j naming %s, with exit code 2', async (argv, flag) => {
     const r = await parse(argv);
     expect(r.code).toBe(2);
     expect(r.command).toBeUndefined();
     expect(r.err).toContain(flag);
+  });
+
+  it('takes --timeout with a unit, --detach and --image', async () => {
+    const r = await parse(['run', '--timeout', '5s', '--detach', '--image', 'registry:5000/team/app:1.2', '--', 'python', '-V']);
+    expect(r.code).toBe(0);
+    expect(r.options).toMatchObject({ timeoutMs: 5000, detach: true, image: 'registry:5000/team/app:1.2', command: ['python', '-V'] });
+    expect((await parse(['run', '--timeout', '2m', 'true'])).options.timeoutMs).toBe(120_000);
+  });
+
+  it('says in --help which code a timeout exits with and how long detached tasks live', async () => {
+    const r = await parse(['run', '--help']);
+    expect(r.out).toContain('--timeout <duration>');
+    expect(r.out).toContain('124 when --timeout ended the wait');
+    expect(r.out).toContain('7 days');
+  });
+
+  it('cairn attach takes task ids', async () => {
+    const r = await parse(['attach', '--master', 'http://m:5050', 'job-0-abc', 'job-1-abc']);
+    expect(r.code).toBe(0);
+    expect(r.command).toBe('attach');
+    expect(r.options).toEqual({ masterUrl: 'http://m:5050', taskIds: ['job-0-abc', 'job-1-abc'] });
+    expect((await parse(['attach'])).code).toBe(2);
   });
 
   it('needs a command', async () => {
