@@ -8,6 +8,8 @@ import type { MastersView } from '../../shared/masters-view.ts';
 import type { CliIo } from './io.ts';
 import type { MastersOptions } from './options.ts';
 import { formatTable } from './table.ts';
+import type { OutputOption } from './list-options.ts';
+import { formatObjects } from './output.ts';
 import { findToken } from '../../shared/sdk/credentials.ts';
 
 /** An add waits for the new master to catch up (the leader gives it 60 s) before it is promoted. */
@@ -15,7 +17,7 @@ const CHANGE_TIMEOUT_MS = 90_000;
 const LIST_TIMEOUT_MS = 10_000;
 
 /** One row per member; `*` marks the leader, ROLE/TERM/APPLIED are each member's own word ('-': it did not answer). */
-export function mastersTable(view: MastersView): string {
+export function mastersTable(view: MastersView, wide = false): string {
   const rows = view.masters.map((m) => [
     m.leader ? `${m.id} *` : String(m.id),
     m.url || '-',
@@ -23,11 +25,14 @@ export function mastersTable(view: MastersView): string {
     m.reachable ? m.role ?? '-' : 'unreachable',
     m.term === undefined ? '-' : String(m.term),
     m.applied === undefined ? '-' : String(m.applied),
+    // Wide: the leader's view of each member (only when the answering master leads).
+    ...(wide ? [m.match === undefined ? '-' : String(m.match), m.active === undefined ? '-' : m.active ? 'yes' : 'no', m.self ? 'yes' : 'no'] : []),
   ]);
-  return formatTable(['ID', 'URL', 'MEMBER', 'ROLE', 'TERM', 'APPLIED'], rows);
+  const headers = ['ID', 'URL', 'MEMBER', 'ROLE', 'TERM', 'APPLIED'];
+  return formatTable(wide ? [...headers, 'MATCH', 'ACTIVE', 'ANSWERED'] : headers, rows);
 }
 
-export async function runMasters(o: MastersOptions, io: CliIo): Promise<number> {
+export async function runMasters(o: MastersOptions & OutputOption, io: CliIo): Promise<number> {
   try {
     const client = new MasterClient(o.masterUrl, { timeoutMs: LIST_TIMEOUT_MS, token: findToken(o.masterUrl, io.env), tls: clientTls(o.tls) });
     const view =
@@ -36,7 +41,8 @@ export async function runMasters(o: MastersOptions, io: CliIo): Promise<number> 
       : await client.removeMaster(o.id, CHANGE_TIMEOUT_MS);
     if (o.action === 'add') io.stdout.write(o.replaces !== undefined ? `master ${o.id} replaced master ${o.replaces}\n` : `master ${o.id} added as a voter\n`);
     if (o.action === 'remove') io.stdout.write(`master ${o.id} removed\n`);
-    io.stdout.write(mastersTable(view));
+    if (o.output === 'json' || o.output === 'yaml') io.stdout.write(formatObjects(o.output, view));
+    else io.stdout.write(mastersTable(view, o.output === 'wide'));
     return 0;
   } catch (err) {
     const e = err as Error & { code?: string };
