@@ -11,7 +11,7 @@
 const CORE = [
   '^shared/raft/(?!(sqlite-storage|wire)[.]ts$)',
   '^shared/gossip/(?!(udp-node|wire)[.]ts$)',
-  '^shared/(random|resources|agent-messages|mesos-v1|errors)[.]ts$',
+  '^shared/(random|resources|agent-messages|mesos-v1|errors|prometheus)[.]ts$',
   '^master/registry/(state-machine|commands)[.]ts$',
   '^master/allocator/',
   '^master/agents/liveness[.]ts$',

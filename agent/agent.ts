@@ -13,6 +13,8 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir } from 'node:fs/promises';
 import pino, { type Logger } from 'pino';
+import { componentLogger } from '../shared/logger.ts';
+import { taskEndLine } from './task-end-log.ts';
 import { isTerminal, NOT_DRAINING, type DrainOrder, type MasterToAgent, type StatusUpdate } from '../shared/agent-protocol.ts';
 import type { Resources } from '../shared/resources.ts';
 import { CairnError } from '../shared/errors.ts';
@@ -25,6 +27,7 @@ import { TaskExecutors, type ContainerSupport } from './executors/executors.ts';
 import { GpuPool } from './resources/gpu-pool.ts';
 import Docker from 'dockerode';
 import { daemonTlsClient, schemeOf, servesTls, type TlsClient } from '../shared/tls.ts';
+import { agentMetricsText } from './metrics.ts';
 import { startAgentHttp } from './http.ts';
 import { MasterLink } from './master-link.ts';
 import { authorizationHeader } from './credential.ts';
@@ -143,7 +146,7 @@ export async function startAgent(opts: AgentOptions): Promise<AgentHandle> {
 async function startLockedAgent(opts: AgentOptions): Promise<AgentHandle> {
   // Flags are checked before anything is measured, bound or connected.
   const cfg = compileAgentOptions(opts);
-  const log = (opts.logger ?? pino({ name: 'cairn-agent' })).child({ component: 'agent' });
+  const log = componentLogger(opts.logger ?? pino({ name: 'cairn-agent' }), 'agent');
   await mkdir(cfg.workDir, { recursive: true });
 
   const discovered = await discoverResources(cfg.workDir, cfg.resourcesText, { gpuSharing: cfg.gpuSharing });
@@ -214,7 +217,7 @@ class Agent {
       defaultKillGraceMs: cfg.defaultKillGraceMs,
       onStatus,
       users,
-      logger: log.child({ component: 'executor' }),
+      logger: componentLogger(log, 'executor'),
     });
     const containers = isolation.containers.enabled
       ? new DockerExecutor({
@@ -230,7 +233,7 @@ class Agent {
           onStatus,
           users,
           pidsMax: cfg.taskPidsMax,
-          logger: log.child({ component: 'docker' }),
+          logger: componentLogger(log, 'docker'),
         })
       : undefined;
     this.executor = new TaskExecutors(processes, containers, isolation.containers, onStatus);
@@ -241,7 +244,7 @@ class Agent {
       ...(cfg.credential ? { headers: { authorization: authorizationHeader(cfg.credential) } } : {}),
       alternates: cfg.masterWsUrls,
       leaderHint: () => this.membership?.leader(),
-      logger: log.child({ component: 'master-link' }),
+      logger: componentLogger(log, 'master-link'),
       reconnectMinMs: cfg.reconnectMinMs,
       reconnectMaxMs: cfg.reconnectMaxMs,
       initialLivenessMs: cfg.registrationTimeoutMs,
@@ -285,7 +288,7 @@ class Agent {
       onSample: (u) => {
         if (this.registered) this.link.send({ usage: usageReport(u) });
       },
-      logger: this.log.child({ component: 'usage' }),
+      logger: componentLogger(this.log, 'usage'),
     });
     usage.start();
     this.owner.add('usage sampler', () => usage.stop());
@@ -296,7 +299,7 @@ class Agent {
       diskPercent: this.cfg.sandboxGcDiskPercent,
       intervalMs: this.cfg.sandboxGcIntervalMs,
       inUse: () => new Set(this.executor.snapshots().map((s) => s.sandbox)),
-      logger: this.log.child({ component: 'sandbox-gc' }),
+      logger: componentLogger(this.log, 'sandbox-gc'),
     });
     gc.start();
     this.owner.add('sandbox collector', () => gc.stop());
@@ -311,6 +314,12 @@ class Agent {
       ...(this.cfg.credential ? { credential: this.cfg.credential } : {}),
       members: () => this.membership?.view(),
       health: () => ({ isolation: { ...isolationReport(this.isolation.support), containers: this.isolation.containers }, taskUsers: this.users.report(), draining: this.drainReport() }),
+      metrics: () => agentMetricsText({
+        executors: () => ({ process: this.executor.processes.snapshots(), docker: this.executor.containers?.snapshots() ?? [] }),
+        usage: () => usage.current(),
+        registered: () => this.registered,
+      }),
+      openMetrics: this.cfg.openMetrics,
     });
     this.owner.add('http server', () => http.close());
     this.owner.add('tls client', () => this.tlsClient.close());
@@ -336,7 +345,7 @@ class Agent {
       api: this.httpUrl,
       hostname: this.cfg.hostname,
       agentId: this.agentId,
-    }, this.log.child({ component: 'gossip' }));
+    }, componentLogger(this.log, 'gossip'));
     this.membership = membership;
     // Going away for good (tasks killed): say goodbye; a plain restart comes back in time.
     this.owner.add('gossip member', () => membership.stop(this.leaveOnStop));
@@ -467,7 +476,10 @@ class Agent {
     } else if ('drain' in msg) {
       void this.applyDrain(msg.drain);
     } else if ('error' in msg) {
-      this.log.error({ code: msg.error.code, message: msg.error.message }, 'master reported an error');
+      // A follower's answer while masters elect or after a failover: the connection closes
+      // and the link goes to the leader it names, or to the next master (master-link.ts).
+      if (msg.error.code === 'CAIRN_NOT_LEADER') this.log.debug({ leader: msg.error.message }, 'this master does not lead');
+      else this.log.error({ code: msg.error.code, message: msg.error.message }, 'master reported an error');
     }
   }
 
@@ -518,6 +530,10 @@ class Agent {
   }
 
   private statusUpdate(change: TaskStatusChange): void {
+    if (isTerminal(change.state)) {
+      const end = taskEndLine(change);
+      this.log[end.level](end.fields, end.msg);
+    }
     const update: StatusUpdate = { ...change, uuid: new Uint8Array(randomBytes(16)), timestampMs: Date.now() };
     this.pending.add(update);
     if (this.registered) this.link.send({ statusUpdate: update });

@@ -1,12 +1,13 @@
 // The agent's own HTTP endpoint: health, task logs read straight from sandboxes (the
 // master's log API and `cairn logs` fetch from here, one chunk or followed as an NDJSON
-// stream) and usage samples. Drains come from the master (an operator's `cairn agent
-// drain`), not from here.
+// stream), usage samples and Prometheus metrics (/metrics). Drains come from the master (an
+// operator's `cairn agent drain`), not from here.
 
 import Fastify, { type FastifyInstance, type FastifyReply } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { CairnError } from '../shared/errors.ts';
+import { PROMETHEUS_CONTENT_TYPE } from '../shared/prometheus.ts';
 import { bearsSecret, type AgentCredential } from './credential.ts';
 import { tlsServerOptions, type TlsMaterial } from '../shared/tls.ts';
 import type { MembersJson } from '../shared/gossip/cluster.ts';
@@ -32,6 +33,10 @@ export interface AgentHttpOptions {
   health?: () => Record<string, unknown>;
   /** Usage samples; without, the usage routes answer 404. */
   usage?: UsageSampler;
+  /** The Prometheus text of GET /metrics (agent/metrics.ts); without, /metrics answers 404. */
+  metrics?: () => Promise<string>;
+  /** Answer GET /metrics without the credential (`--open-metrics`), as the master's `--open metrics`. */
+  openMetrics?: boolean;
   /** Serve HTTPS with this certificate (and, with client auth, only to clients the CA signed). */
   tls?: TlsMaterial & { cert: Buffer; key: Buffer };
 }
@@ -69,7 +74,7 @@ export function buildAgentHttp(opts: Omit<AgentHttpOptions, 'host' | 'port'>): F
       // Health for probes, and the gossip view for members joining through this agent (gossip
       // itself is authenticated; the view names members, nothing of tasks).
       const path = req.url.split('?')[0];
-      if (path === '/health' || path === '/api/v1/members') return;
+      if (path === '/health' || path === '/api/v1/members' || (path === '/metrics' && opts.openMetrics)) return;
       if (!bearsSecret(req.headers, credential)) {
         return sendError(reply, 401, new CairnError('CAIRN_UNAUTHENTICATED', "this agent answers only its masters: read logs and usage through the master's API", 'Authorization'));
       }
@@ -154,6 +159,11 @@ export function buildAgentHttp(opts: Omit<AgentHttpOptions, 'host' | 'port'>): F
   app.get('/api/v1/members', async (_req, reply) => {
     const view = opts.members?.();
     return view ?? sendError(reply, 404, new CairnError('CAIRN_GOSSIP_OFF', 'this agent runs no gossip member (it needs --secret-file)'));
+  });
+
+  app.get('/metrics', async (_req, reply) => {
+    if (!opts.metrics) return sendError(reply, 404, new CairnError('CAIRN_UNKNOWN_CALL', 'metrics are off on this agent'));
+    return reply.type(PROMETHEUS_CONTENT_TYPE).send(await opts.metrics());
   });
 
   app.get('/api/v1/usage', async (_req, reply) => {

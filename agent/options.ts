@@ -97,6 +97,8 @@ export interface AgentOptions {
   allowRootTasks?: boolean;
   /** Processes and threads one task may have at once (its cgroup's pids limit); 0: no limit. */
   taskPidsMax?: number;
+  /** Answer GET /metrics without the credential (for a Prometheus that holds none). */
+  openMetrics?: boolean;
 }
 
 export interface Attribute {
@@ -152,6 +154,7 @@ export interface AgentConfig {
   allowRootTasks: boolean;
   /** 0: no limit. */
   taskPidsMax: number;
+  openMetrics: boolean;
 }
 
 /** Parses `k:v;k2:v2` (Mesos' --attributes). Empty text means no attributes. */
@@ -326,5 +329,6 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     defaultTaskUser: checkTaskUser(opts.defaultTaskUser ?? AGENT_DEFAULTS.defaultTaskUser),
     allowRootTasks: opts.allowRootTasks ?? AGENT_DEFAULTS.allowRootTasks,
     taskPidsMax: checkPidsMax(opts.taskPidsMax ?? AGENT_DEFAULTS.taskPidsMax),
+    openMetrics: opts.openMetrics ?? false,
   };
 }

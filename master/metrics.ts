@@ -1,4 +1,12 @@
-// Counters the master keeps for `GET /metrics` (Prometheus text format, version 0.0.4).
+// Counters and histograms the leader keeps for `GET /metrics` (rendered by
+// api/metrics-text.ts in the Prometheus text format, shared/prometheus.ts).
+
+import { DURATION_BUCKETS_S, Histogram } from '../shared/prometheus.ts';
+
+export { promFamily } from '../shared/prometheus.ts';
+
+/** Launches take from milliseconds (a process) to minutes (an image pulled first). */
+export const LAUNCH_BUCKETS_S: readonly number[] = [0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
 
 export class MasterMetrics {
   agentConnections = 0;
@@ -9,31 +17,19 @@ export class MasterMetrics {
   offersRescinded = 0;
   badRequests = 0;
   readonly calls = new Map<string, number>();
-  private allocationCount = 0;
-  private allocationSumMs = 0;
+  /** How long each allocation cycle took. */
+  readonly allocationSeconds = new Histogram(DURATION_BUCKETS_S);
+  /** From a task's ACCEPT to its TASK_RUNNING, both as the leader recorded them. */
+  readonly launchSeconds = new Histogram(LAUNCH_BUCKETS_S);
   private allocationLastMs = 0;
 
   observeAllocation(ms: number): void {
-    this.allocationCount++;
-    this.allocationSumMs += ms;
+    this.allocationSeconds.observe(ms / 1000);
     this.allocationLastMs = ms;
   }
 
   get allocation(): { count: number; sumMs: number; lastMs: number } {
-    return { count: this.allocationCount, sumMs: this.allocationSumMs, lastMs: this.allocationLastMs };
+    const s = this.allocationSeconds.snapshot();
+    return { count: s.count, sumMs: s.sum * 1000, lastMs: this.allocationLastMs };
   }
-}
-
-type Sample = { labels?: Record<string, string>; value: number };
-
-/** Renders one metric family. */
-export function promFamily(name: string, type: 'counter' | 'gauge', help: string, samples: Sample[]): string {
-  const lines = [`# HELP ${name} ${help}`, `# TYPE ${name} ${type}`];
-  for (const s of samples) {
-    const labels = s.labels && Object.keys(s.labels).length > 0
-      ? `{${Object.entries(s.labels).map(([k, v]) => `${k}="${v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n')}"`).join(',')}}`
-      : '';
-    lines.push(`${name}${labels} ${Number.isFinite(s.value) ? s.value : 0}`);
-  }
-  return lines.join('\n');
 }

@@ -4,6 +4,7 @@
 import type { AgentOptions as AgentDaemonOptions } from '../../agent/options.ts';
 import type { TlsFiles } from '../../shared/tls.ts';
 import type { Openable } from '../../master/auth/master-auth.ts';
+import type { LogFormat, LogLevelName } from '../../shared/logger.ts';
 
 export const DEFAULT_MASTER_URL = 'http://127.0.0.1:5050';
 
@@ -36,7 +37,14 @@ export interface GossipFlags {
 export const DEFAULT_MASTER_GOSSIP_PORT = 7946;
 export const DEFAULT_AGENT_GOSSIP_PORT = 7947;
 
+/** `--log-format`, `--log-level` of the daemons; left out, CAIRN_LOG_FORMAT/CAIRN_LOG_LEVEL or the defaults (log-flags.ts). */
+export interface LogFlags {
+  format?: LogFormat;
+  level?: LogLevelName;
+}
+
 export interface UpOptions extends DnsFlags {
+  log?: LogFlags;
   dataDir: string;
   /** `--tls-cert/--tls-key/--tls-ca/--tls-client-auth`: both daemons serve TLS with them. */
   tls?: TlsFiles;
@@ -52,6 +60,7 @@ export interface UpOptions extends DnsFlags {
 }
 
 export interface MasterOptions extends DnsFlags {
+  log?: LogFlags;
   port: number;
   /** `--tls-cert/--tls-key/--tls-ca/--tls-client-auth`. */
   tls?: TlsFiles;
@@ -79,7 +88,7 @@ export type AgentFlagOptions = Pick<
   AgentDaemonOptions,
   | 'workDir' | 'httpPort' | 'resources' | 'attributes' | 'hostname' | 'recover' | 'cgroups' | 'cgroupsRoot'
   | 'cgroupsCpuQuota' | 'usageIntervalMs' | 'gpuSharing' | 'docker' | 'dockerSocket' | 'dockerRuntime'
-  | 'sandboxGcAgeMs' | 'sandboxGcDiskPercent' | 'defaultTaskUser' | 'allowRootTasks' | 'taskPidsMax'
+  | 'sandboxGcAgeMs' | 'sandboxGcDiskPercent' | 'defaultTaskUser' | 'allowRootTasks' | 'taskPidsMax' | 'openMetrics'
 >;
 
 /**
@@ -87,6 +96,7 @@ export type AgentFlagOptions = Pick<
  * string and gossip as flags (the secret is read from its file when the agent starts).
  */
 export interface AgentOptions extends AgentFlagOptions {
+  log?: LogFlags;
   /** '' when the agent learns the leader from gossip only (`--join` without `--master`). */
   masterUrl: string;
   gossip?: GossipFlags;
@@ -125,16 +135,6 @@ export interface RunOptions {
   env: [string, string][];
   /** The command and its arguments. */
   command: string[];
-}
-
-export interface MasterClientCommandOptions {
-  masterUrl: string;
-  /** The command line's TLS as a client (client-tls.ts). */
-  tls?: TlsFiles;
-}
-
-/** `cairn masters` (list), `masters add ID=URL`, `masters replace OLD ID=URL`, `masters remove ID`. */
-export type MastersOptions = MasterClientCommandOptions & (
   /** `--timeout`: give up when the tasks are not all launched after this long (exit 124). */
   timeoutMs?: number;
   /** `--detach`: print the task ids and return once they are launched; they live on. */
@@ -146,6 +146,16 @@ export type MastersOptions = MasterClientCommandOptions & (
 /** `cairn attach TASK_ID...`: follow tasks a `cairn run --detach` launched. */
 export interface AttachOptions extends MasterClientCommandOptions {
   taskIds: string[];
+}
+
+export interface MasterClientCommandOptions {
+  masterUrl: string;
+  /** The command line's TLS as a client (client-tls.ts). */
+  tls?: TlsFiles;
+}
+
+/** `cairn masters` (list), `masters add ID=URL`, `masters replace OLD ID=URL`, `masters remove ID`. */
+export type MastersOptions = MasterClientCommandOptions & (
   | { action: 'list' }
   | { action: 'add'; id: number; url: string; replaces?: number }
   | { action: 'remove'; id: number }

@@ -8,10 +8,12 @@ import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 
 import { formatDurationMs } from '../../agent/duration.ts';
 import { AGENT_DEFAULTS, MAX_GPU_SHARING, MAX_TASK_PIDS, RECOVER_MODES } from '../../agent/defaults.ts';
 import { CAIRN_VERSION } from '../../shared/version.ts';
+import { versionReport } from './version.ts';
 import { MAX_DRAIN_DEADLINE_MS } from '../../shared/drain-request.ts';
 import type { TlsFiles } from '../../shared/tls.ts';
 import { clientTlsFiles, type ClientTlsFlagValues } from './client-tls.ts';
 import type { CliIo } from './io.ts';
+import { addLogOptions, logFlags, type LogFlagValues } from './log-flags.ts';
 import { OPENABLE, type Openable } from '../../master/auth/master-auth.ts';
 import {
   DEFAULT_AGENT_GOSSIP_PORT,
@@ -19,9 +21,9 @@ import {
   DEFAULT_MASTER_URL,
   type AgentFlagOptions,
   type AgentOptions,
+  type AttachOptions,
   type DrainOptions,
   type GossipFlags,
-  type AttachOptions,
   type DnsFlags,
   type KillOptions,
   type TeardownOptions,
@@ -33,10 +35,10 @@ import {
   type TopOptions,
   type UpOptions,
 } from './options.ts';
-import type { CompletionOptions, ListOptions, OutputOption, TaskOptions, TasksOptions } from './list-options.ts';
-import { DEFAULT_TASK_LIMIT } from './list-options.ts';
 import { imageFlag } from './flags.ts';
 import { DETACH_FAILOVER_TIMEOUT_S, EXIT_TIMED_OUT } from './run-tasks.ts';
+import type { CompletionOptions, ListOptions, OutputOption, TaskOptions, TasksOptions } from './list-options.ts';
+import { DEFAULT_TASK_LIMIT } from './list-options.ts';
 import { memFlag, OBJECT_OUTPUT_HELP, OUTPUT_HELP, stateFlag } from './list-flags.ts';
 import { OBJECT_FORMATS, OUTPUT_FORMATS, type OutputFormat } from './output.ts';
 import { addExamples } from './examples.ts';
@@ -48,9 +50,9 @@ export interface CommandHandlers {
   master(options: MasterOptions, io: CliIo): Promise<number>;
   agent(options: AgentOptions, io: CliIo): Promise<number>;
   run(options: RunOptions, io: CliIo): Promise<number>;
+  attach(options: AttachOptions, io: CliIo): Promise<number>;
   agents(options: ListOptions, io: CliIo): Promise<number>;
   tasks(options: TasksOptions, io: CliIo): Promise<number>;
-  attach(options: AttachOptions, io: CliIo): Promise<number>;
   task(options: TaskOptions, io: CliIo): Promise<number>;
   completion(options: CompletionOptions, io: CliIo): Promise<number>;
   state(options: MasterClientCommandOptions, io: CliIo): Promise<number>;
@@ -68,9 +70,9 @@ const realHandlers: CommandHandlers = {
   master: async (o, io) => (await import('./daemons.ts')).runMaster(o, io),
   agent: async (o, io) => (await import('./daemons.ts')).runAgent(o, io),
   run: async (o, io) => (await import('./run.ts')).runRun(o, io),
+  attach: async (o, io) => (await import('./attach.ts')).runAttach(o, io),
   agents: async (o, io) => (await import('./inspect.ts')).runAgents(o, io),
   tasks: async (o, io) => (await import('./inspect.ts')).runTasks(o, io),
-  attach: async (o, io) => (await import('./attach.ts')).runAttach(o, io),
   task: async (o, io) => (await import('./inspect.ts')).runTask(o, io),
   completion: async (o, io) => (await import('./completion.ts')).runCompletion(o, io),
   state: async (o, io) => (await import('./inspect.ts')).runState(o, io),
@@ -252,13 +254,13 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--masters <n>', 'run a replicated group of 1, 3 or 5 masters on consecutive ports').argParser(mastersFlag).default(1))
     .option('--gossip-encrypt', 'encrypt the gossip between the daemons (AES-256-GCM, a key derived from the cluster secret)')
     .option('--credentials <file>', 'principals to use instead of DATA_DIR/credentials.json (made once); its first user entry is saved for the CLI (default: $CAIRN_CREDENTIALS)');
-  addTlsOptions(addDnsOptions(up))
-    .action(async (o: { dataDir: string; port: number; agentPort: number; resources?: string; masters: number; credentials?: string; gossipEncrypt?: boolean } & DnsFlags & TlsFlagValues, cmd: Command) => {
+  addLogOptions(addTlsOptions(addDnsOptions(up)))
+    .action(async (o: { dataDir: string; port: number; agentPort: number; resources?: string; masters: number; credentials?: string; gossipEncrypt?: boolean } & DnsFlags & TlsFlagValues & LogFlagValues, cmd: Command) => {
       // A group's members know each other's URLs before they start: the ports are fixed.
       if (o.masters > 1 && (o.port === 0 || o.port + o.masters - 1 > 65535)) {
         return cmd.error(`error: option '--port <port>' must be the first of ${o.masters} consecutive free ports with --masters ${o.masters} (not 0, and at most ${65536 - o.masters})`, { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
       }
-      result.exitCode = await h.up({ dataDir: resolve(o.dataDir), port: o.port, agentPort: o.agentPort, masters: o.masters, ...(o.credentials ?? io.env.CAIRN_CREDENTIALS ? { credentials: resolve((o.credentials ?? io.env.CAIRN_CREDENTIALS)!) } : {}), ...(o.resources !== undefined ? { resources: o.resources } : {}), ...(o.gossipEncrypt ? { gossipEncrypt: true } : {}), ...dnsFlags(o), ...tlsFlags(o) }, io);
+      result.exitCode = await h.up({ dataDir: resolve(o.dataDir), port: o.port, agentPort: o.agentPort, masters: o.masters, ...(o.credentials ?? io.env.CAIRN_CREDENTIALS ? { credentials: resolve((o.credentials ?? io.env.CAIRN_CREDENTIALS)!) } : {}), ...(o.resources !== undefined ? { resources: o.resources } : {}), ...(o.gossipEncrypt ? { gossipEncrypt: true } : {}), ...dnsFlags(o), ...tlsFlags(o), ...logFlags(o) }, io);
     });
 
   const master = program
@@ -277,8 +279,8 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--peers <list>', 'every master of the group, this one included: "1=http://h1:5050,2=http://h2:5050,3=http://h3:5050"').argParser(peersFlag))
     .option('--new-member', 'join a running group (added with `cairn masters add`) instead of founding one; only for a first start with an empty data dir')
     .option('--secret-file <path>', 'file holding the cluster secret that masters and gossip members authenticate each other with (at least 16 bytes); with it, the master runs a gossip member');
-  addTlsOptions(addGossipOptions(addDnsOptions(master), DEFAULT_MASTER_GOSSIP_PORT))
-    .action(async (o: { port: number; host: string; dataDir: string; credentials?: string; acls?: string; open?: Openable[]; pingIntervalMs?: number; maxMissedPings?: number; offerTimeoutMs?: number; id?: number; peers?: Map<number, string>; newMember?: boolean } & GossipFlagValues & DnsFlags & TlsFlagValues, cmd: Command) => {
+  addLogOptions(addTlsOptions(addGossipOptions(addDnsOptions(master), DEFAULT_MASTER_GOSSIP_PORT)))
+    .action(async (o: { port: number; host: string; dataDir: string; credentials?: string; acls?: string; open?: Openable[]; pingIntervalMs?: number; maxMissedPings?: number; offerTimeoutMs?: number; id?: number; peers?: Map<number, string>; newMember?: boolean } & GossipFlagValues & DnsFlags & TlsFlagValues & LogFlagValues, cmd: Command) => {
       if ((o.id === undefined) !== (o.peers === undefined)) {
         return cmd.error("error: options '--id' and '--peers' go together", { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
       }
@@ -304,6 +306,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
           ...(gossip ? { gossip } : {}),
           ...dnsFlags(o),
           ...tlsFlags(o),
+          ...logFlags(o),
         },
         io,
       );
@@ -333,14 +336,15 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--default-task-user <name>', "the user tasks run as when their framework names none (a root agent only)").argParser(userFlag).default(AGENT_DEFAULTS.defaultTaskUser))
     .option('--allow-root-tasks', 'let tasks run as root (uid 0); without it a task whose user is root fails', AGENT_DEFAULTS.allowRootTasks)
     .addOption(new Option('--task-pids-max <n>', "processes and threads one task may have at once (its cgroup's pids limit; 0: no limit)").argParser(integerFlag(0, MAX_TASK_PIDS)).default(AGENT_DEFAULTS.taskPidsMax))
+    .option('--open-metrics', "answer GET /metrics without the agent's credential (for a Prometheus that holds none), as the master's --open metrics")
     .option('--secret-file <path>', 'file holding the cluster secret (at least 16 bytes); with it, the agent runs a gossip member');
-  addTlsOptions(addGossipOptions(agent, DEFAULT_AGENT_GOSSIP_PORT))
-    .action(async (o: AgentFlagValues & GossipFlagValues & TlsFlagValues, cmd: Command) => {
+  addLogOptions(addTlsOptions(addGossipOptions(agent, DEFAULT_AGENT_GOSSIP_PORT)))
+    .action(async (o: AgentFlagValues & GossipFlagValues & TlsFlagValues & LogFlagValues, cmd: Command) => {
       const gossip = gossipFlags(o, cmd);
       // With members to join through and no master named anywhere, gossip says where the leader is.
       const gossipOnly = gossip !== undefined && gossip.join.length > 0 && o.master === undefined && !io.env.CAIRN_MASTER;
       // The flags are the agent's options by name, but for the two whose flag says it shorter.
-      const { master, port, sandboxGcAge, secretFile, credential, gossipPort, gossipAddr, join, gossipIntervalMs, gossipEncrypt, tlsCert, tlsKey, tlsCa, tlsClientAuth, ...agentOptions } = o;
+      const { master, port, sandboxGcAge, secretFile, credential, gossipPort, gossipAddr, join, gossipIntervalMs, gossipEncrypt, tlsCert, tlsKey, tlsCa, tlsClientAuth, logFormat, logLevel, ...agentOptions } = o;
       result.exitCode = await h.agent(
         {
           ...agentOptions,
@@ -351,6 +355,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
           ...(credential !== undefined ? { credentialFile: resolve(credential) } : {}),
           ...(gossip ? { gossip } : {}),
           ...tlsFlags(o),
+          ...logFlags({ logFormat, logLevel }),
         },
         io,
       );
@@ -386,14 +391,14 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--role <role>', 'role to run as').argParser(roleFlag).default('*'))
     .addOption(new Option('--user <name>', "the OS user the tasks run as (default: the agent's default task user, or the agent's own user where it is not root)").argParser(userFlag))
     .addOption(new Option('--env <name=value>', 'environment variable for the tasks (repeatable)').argParser(envFlag))
+    .addOption(new Option('--image <image>', 'run the command in a Docker container of this image (host networking; pulled if the agent lacks it)').argParser(imageFlag))
+    .addOption(new Option('--timeout <duration>', `give up when the tasks are not all launched after this long, e.g. 30s, 5m: what was launched is killed, exit ${EXIT_TIMED_OUT}`).argParser(durationFlag()))
+    .option('--detach', `print the task ids (one a line) once they are launched, and return; they run on (for ${DETACH_FAILOVER_TIMEOUT_S / 86_400} days at most) — follow them with cairn attach`)
     .passThroughOptions()
     .addHelpText(
       'after',
       `
 Options go before the command; everything from the command on is the command's own.
-    .addOption(new Option('--image <image>', 'run the command in a Docker container of this image (host networking; pulled if the agent lacks it)').argParser(imageFlag))
-    .addOption(new Option('--timeout <duration>', `give up when the tasks are not all launched after this long, e.g. 30s, 5m: what was launched is killed, exit ${EXIT_TIMED_OUT}`).argParser(durationFlag()))
-    .option('--detach', `print the task ids (one a line) once they are launched, and return; they run on (for ${DETACH_FAILOVER_TIMEOUT_S / 86_400} days at most) — follow them with cairn attach`)
 Each task gets CAIRN_TASK_INDEX (0..K-1), CAIRN_TASK_COUNT (K) and, with --ports,
 PORT and PORT0..PORTn. With K > 1 every output line starts with "[index] ".
 Exit code: 0 when every task finished; otherwise that of the first task that did not
@@ -427,19 +432,14 @@ Examples:
           ...(o.user !== undefined ? { user: o.user } : {}),
           env: o.env ?? [],
           command,
+          ...(o.image !== undefined ? { image: o.image } : {}),
+          ...(o.timeout !== undefined ? { timeoutMs: o.timeout } : {}),
+          ...(o.detach ? { detach: true } : {}),
         },
         io,
       );
     });
 
-          ...(o.image !== undefined ? { image: o.image } : {}),
-          ...(o.timeout !== undefined ? { timeoutMs: o.timeout } : {}),
-          ...(o.detach ? { detach: true } : {}),
-  program
-    .command('agents')
-    .description('list the agents; STATUS is reachable, draining or unreachable')
-    .addOption(masterOption())
-    .addOption(outputOption())
   program
     .command('attach')
     .description('follow tasks launched by cairn run --detach: copy their output until they end, and exit as cairn run would')
@@ -461,6 +461,11 @@ Examples:
       result.exitCode = await h.attach({ masterUrl: masterUrlOf(o.master, io, cmd), taskIds }, io);
     });
 
+  program
+    .command('agents')
+    .description('list the agents; STATUS is reachable, draining or unreachable')
+    .addOption(masterOption())
+    .addOption(outputOption())
     .action(async (o: { master?: string; output?: OutputFormat }, cmd: Command) => {
       result.exitCode = await h.agents({ masterUrl: masterUrlOf(o.master, io, cmd), ...(o.output ? { output: o.output } : {}) }, io);
     });
@@ -594,6 +599,11 @@ Examples:
     .action(async (frameworkId: string, o: { master?: string }, cmd: Command) => {
       result.exitCode = await h.teardown({ masterUrl: masterUrlOf(o.master, io, cmd), frameworkId }, io);
     });
+
+  program
+    .command('version')
+    .description('print the version, the commit it was built from and the Node version')
+    .action(() => void io.stdout.write(versionReport()));
 
   program
     .command('completion')

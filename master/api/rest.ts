@@ -5,13 +5,14 @@
 import type { FastifyInstance } from 'fastify';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import { isTerminal, TASK_STATES } from '../../shared/agent-protocol.ts';
+import { isTerminal } from '../../shared/agent-protocol.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { logQueryString, parseLogQuery } from '../../shared/log-query.ts';
-import { Resources } from '../../shared/resources.ts';
 import { APPLIED_INDEX_HEADER, leaderOrRedirect, type MasterContext } from '../context.ts';
 import type { Registry } from '../registry/registry.ts';
-import { promFamily } from '../metrics.ts';
+import { PROMETHEUS_CONTENT_TYPE } from '../../shared/prometheus.ts';
+import { masterMetricsText } from './metrics-text.ts';
+import { registerMesosCompatApi } from './mesos-compat.ts';
 import { agentAuthHeaders, agentBaseUrl, registerAgentRoutes } from './agents-rest.ts';
 import type { Principal } from '../auth/credentials.ts';
 import { sendHttpError as fail } from './http-errors.ts';
@@ -169,67 +170,8 @@ export function registerRestApi(app: FastifyInstance, ctx: MasterContext): void 
 
   registerAgentRoutes(app, ctx);
 
-  app.get('/metrics', async (_req, reply) => {
-    const reg = registry.state;
-    const master = ctx.core();
-    const byState = new Map<string, number>(TASK_STATES.map((s) => [s, 0]));
-    for (const t of reg.tasks.values()) byState.set(t.state, (byState.get(t.state) ?? 0) + 1);
-    let total = Resources.EMPTY;
-    let reachable = 0;
-    for (const a of reg.agents.values()) {
-      if (!a.reachable) continue;
-      reachable++;
-      total = total.add(Resources.parse(a.resources));
-    }
-    const frameworks = [...reg.frameworks.values()].filter((f) => f.removedAtMs === undefined);
-    const connected = (id: string) => master?.frameworkConnected(id) ?? false;
-    const text = [
-      promFamily('cairn_master_agents', 'gauge', 'Agents known to the master, by reachability.', [
-        { labels: { state: 'reachable' }, value: reachable },
-        { labels: { state: 'unreachable' }, value: reg.agents.size - reachable },
-      ]),
-      promFamily('cairn_master_frameworks', 'gauge', 'Frameworks, by connection.', [
-        { labels: { state: 'connected' }, value: frameworks.filter((f) => connected(f.id)).length },
-        { labels: { state: 'disconnected' }, value: frameworks.filter((f) => !connected(f.id)).length },
-      ]),
-      promFamily('cairn_master_tasks', 'gauge', 'Tasks the registry holds, by state.', [...byState].map(([state, value]) => ({ labels: { state }, value }))),
-      promFamily('cairn_master_resources_total', 'gauge', 'Resources of reachable agents.', (['cpus', 'mem', 'disk', 'gpus'] as const).map((r) => ({ labels: { resource: r }, value: total.get(r) }))),
-      promFamily('cairn_master_registry_commands_total', 'counter', 'Registry commands applied, by type.', [...registry.applied].map(([type, value]) => ({ labels: { type }, value }))),
-      ...(master ? leaderMetrics(master) : []),
-      ...replicationMetrics(ctx),
-    ].join('\n');
-    return reply.type('text/plain; version=0.0.4').send(text + '\n');
-  });
+  app.get('/metrics', async (_req, reply) => reply.type(PROMETHEUS_CONTENT_TYPE).send(await masterMetricsText(ctx)));
+
+  registerMesosCompatApi(app, ctx);
 }
 
-/** Counters of the leader's services (they start again at zero on each new leader). */
-function leaderMetrics(master: NonNullable<ReturnType<MasterContext['core']>>): string[] {
-  const m = master.metrics;
-  const alloc = m.allocation;
-  return [
-    promFamily('cairn_master_offers_outstanding', 'gauge', 'Offers made and not yet answered.', [{ value: master.offers.size }]),
-    promFamily('cairn_master_offers_total', 'counter', 'Offers made.', [{ value: m.offersMade }]),
-    promFamily('cairn_master_offers_rescinded_total', 'counter', 'Offers rescinded.', [{ value: m.offersRescinded }]),
-    promFamily('cairn_master_tasks_launched_total', 'counter', 'Tasks launched.', [{ value: m.tasksLaunched }]),
-    promFamily('cairn_master_status_updates_total', 'counter', 'Status updates received from agents.', [{ value: m.statusUpdates }]),
-    promFamily('cairn_master_scheduler_calls_total', 'counter', 'Scheduler calls, by type.', [...m.calls].map(([type, value]) => ({ labels: { type }, value }))),
-    promFamily('cairn_master_bad_requests_total', 'counter', 'Requests refused as malformed or invalid.', [{ value: m.badRequests }]),
-    promFamily('cairn_master_bad_agent_frames_total', 'counter', 'Agent frames that failed to decode.', [{ value: m.badAgentFrames }]),
-    promFamily('cairn_master_allocation_runs_total', 'counter', 'Allocation cycles run.', [{ value: alloc.count }]),
-    promFamily('cairn_master_allocation_seconds_sum', 'counter', 'Time spent in allocation cycles.', [{ value: alloc.sumMs / 1000 }]),
-    promFamily('cairn_master_allocation_last_seconds', 'gauge', 'Duration of the last allocation cycle.', [{ value: alloc.lastMs / 1000 }]),
-  ];
-}
-
-function replicationMetrics(ctx: MasterContext): string[] {
-  const r = ctx.replication();
-  if (!r) return [];
-  return [
-    promFamily('cairn_master_raft_term', 'gauge', 'Current Raft term.', [{ value: r.term }]),
-    promFamily('cairn_master_raft_leader', 'gauge', '1 when this master leads.', [{ value: r.role === 'leader' ? 1 : 0 }]),
-    promFamily('cairn_master_raft_commit_index', 'gauge', 'Raft commit index.', [{ value: r.commit }]),
-    promFamily('cairn_master_raft_applied_index', 'gauge', 'Last log index applied to the registry.', [{ value: r.applied }]),
-    promFamily('cairn_master_raft_bad_peer_frames_total', 'counter', 'Frames from peers refused as undecodable, unauthenticated or replayed.', [{ value: r.badPeerFrames }]),
-    promFamily('cairn_master_raft_replayed_peer_frames_total', 'counter', 'Frames from peers refused as replayed (counted among the bad ones too).', [{ value: r.replayedPeerFrames }]),
-  ];
-}

@@ -45,7 +45,7 @@ function refuse(reply: FastifyReply, err: CairnError): FastifyReply {
 
 function isOpen(auth: MasterAuth, path: string): boolean {
   if (ALWAYS_OPEN.has(path)) return true;
-  if (path === '/metrics') return auth.open.has('metrics');
+  if (path === '/metrics' || path === '/metrics/snapshot') return auth.open.has('metrics');
   if (path.startsWith('/v1/')) return auth.open.has('dns-api');
   return false;
 }

@@ -425,7 +425,7 @@ export class LeaderCore {
     // Only an agent of the same principal succeeds one: another credential may not remove it.
     if (a && a.ip === ip && a.httpPort === httpPort && a.hostname === hostname && !this.links.has(a.id) && (a.principal ?? principal) === principal) {
       const agentId = a.id;
-      this.log('warn', 'a new agent registers at the address of an old one: removing the old one', { agentId, hostname, ip, httpPort });
+      this.log('warn', 'a new agent registers at the address of an old one: removing the old one', { agentId, host: hostname, ip, httpPort });
       this.recoverOffers((o) => o.agentId === agentId, true);
       if (this.allocator.hasAgent(agentId)) this.allocator.setAgentActive(agentId, false);
       this.propose({ type: 'agent_removed', agentId, uuids: this.uuids(state.activeTasksOn(agentId).length), atMs: this.nowMs, registrations: a.registrations ?? 0 }, (events) => {
@@ -471,7 +471,7 @@ export class LeaderCore {
       }
     }
     this.addAgentToAllocator(agentId, total);
-    this.log('info', 'agent registered', { agentId, principal: c.principal, hostname: reg.hostname, resources: total.toString(), reregistered });
+    this.log('info', 'agent registered', { agentId, principal: c.principal, host: reg.hostname, resources: total.toString(), reregistered });
     this.requestAllocation();
   }
 
@@ -526,6 +526,8 @@ export class LeaderCore {
       uuid: Buffer.from(su.uuid).toString('base64'),
       atMs: this.nowMs,
     }, (events) => {
+      // Launch latency, ACCEPT to RUNNING, for tasks this leader launched (an earlier leader's would count the failover).
+      if (su.state === 'TASK_RUNNING' && task.launchedAtMs >= this.startedAtMs) this.metrics.launchSeconds.observe((this.nowMs - task.launchedAtMs) / 1000);
       ack();
       this.forwardEvents(events);
     });
@@ -612,7 +614,7 @@ export class LeaderCore {
     const state = this.state();
     const agent = state.agents.get(agentId);
     if (!agent?.reachable) return;
-    this.log('warn', 'agent unreachable', { agentId, hostname: agent.hostname, reason });
+    this.log('warn', 'agent unreachable', { agentId, host: agent.hostname, reason });
     this.recoverOffers((o) => o.agentId === agentId, true);
     if (this.allocator.hasAgent(agentId)) this.allocator.setAgentActive(agentId, false);
     const n = state.activeTasksOn(agentId).length;
@@ -693,7 +695,7 @@ export class LeaderCore {
     for (const t of this.state().tasks.values()) {
       if (t.frameworkId === frameworkId && t.unacked) this.toFramework(frameworkId, updateEvent(t, t.unacked));
     }
-    this.log('info', 'framework subscribed', { frameworkId, name: spec.name, role: spec.role });
+    this.log('info', 'framework subscribed', { frameworkId, framework: spec.name, role: spec.role });
     this.requestAllocation();
   }
 

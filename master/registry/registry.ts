@@ -7,6 +7,7 @@
 
 import { RegistryStateMachine, type RegistryEvent, type RegistrySnapshot } from './state-machine.ts';
 import type { RegistryCommand } from './commands.ts';
+import { DURATION_BUCKETS_S, Histogram } from '../../shared/prometheus.ts';
 
 /** Told of each command once it is applied and durable, with the events it produced. */
 export type AppliedListener = (command: RegistryCommand, events: RegistryEvent[]) => void;
@@ -21,6 +22,8 @@ export interface CommandLog {
 interface Waiter {
   resolve: (events: RegistryEvent[]) => void;
   reject: (err: Error) => void;
+  /** performance.now() when proposed. */
+  proposedAt: number;
 }
 
 export class Registry {
@@ -33,6 +36,8 @@ export class Registry {
   private closed = false;
   /** Counts of applied commands by type, for metrics. */
   readonly applied = new Map<string, number>();
+  /** From this replica's proposal of a command to its commit and application (Raft's quorum, or the local fsync). */
+  readonly commitSeconds = new Histogram(DURATION_BUCKETS_S);
 
   constructor(
     snapshot: RegistrySnapshot | undefined,
@@ -50,7 +55,7 @@ export class Registry {
     const id = `${this.proposalPrefix}:${++this.counter}`;
     const log = this.log;
     return new Promise((resolve, reject) => {
-      this.waiting.set(id, { resolve, reject });
+      this.waiting.set(id, { resolve, reject, proposedAt: performance.now() });
       try {
         log.propose(id, command);
       } catch (err) {
@@ -69,6 +74,7 @@ export class Registry {
       const w = this.waiting.get(proposalId);
       if (w) {
         this.waiting.delete(proposalId);
+        this.commitSeconds.observe((performance.now() - w.proposedAt) / 1000);
         w.resolve(events);
       }
     }

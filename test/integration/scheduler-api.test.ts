@@ -200,7 +200,7 @@ describe('scheduler API', () => {
     expect(text).toMatch(/^cairn_master_agents\{state="reachable"\} 1$/m);
     expect(text).toMatch(/^cairn_master_frameworks\{state="connected"\} 1$/m);
     expect(text).toMatch(/^cairn_master_offers_outstanding 1$/m);
-    expect(text).toMatch(/^cairn_master_resources_total\{resource="cpus"\} 8$/m);
+    expect(text).toMatch(/^cairn_master_cpus\{kind="total"\} 8$/m);
   });
   it('sets role weights through REST, durably, and refuses bad ones naming the field', async () => {
     const put = (role: string, body: unknown) => fetch(`${master.url}/api/v1/roles/${role}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
