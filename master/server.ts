@@ -12,7 +12,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { CairnError } from '../shared/errors.ts';
 import { withDirLock } from '../shared/dir-lock.ts';
-import { createLogger } from '../shared/logger.ts';
+import { componentLogger, createLogger } from '../shared/logger.ts';
 import { daemonTlsClient, schemeOf, servesTls, tlsServerOptions, type TlsMaterial } from '../shared/tls.ts';
 import { AGENT_PATH, AgentEndpoint } from './agents/agent-endpoint.ts';
 import { registerAuthHooks } from './auth/http-hooks.ts';
@@ -82,6 +82,8 @@ export interface MasterHandle {
   raft: RaftCommandLog | undefined;
   /** The DNS server's port; 0 when it is not serving. */
   dnsPort: number;
+  /** Where DNS is served and its zone; undefined when it is not serving. */
+  dns: { host: string; port: number; domain: string } | undefined;
   /** This master's gossip member, when it runs one. */
   gossip: MasterMembership | undefined;
   stop(): Promise<void>;
@@ -137,7 +139,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
       electionTicks: opts.raft.electionTicks,
       join: opts.raft.join,
       catchUpTimeoutMs: opts.raft.catchUpTimeoutMs,
-      log: log.child({ component: 'raft' }),
+      log: componentLogger(log, 'raft'),
       dial: tlsClient.connectOptions(),
     }, proposalPrefix));
   } else {
@@ -168,7 +170,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
   };
   const announce = () => membership?.announce(gossipMeta());
   // Written whatever the log level: an audit trail that a quiet log level silences is none.
-  const audit = log.child({ component: 'audit' }, { level: log.level === 'silent' || log.isLevelEnabled('info') ? log.level : 'info' });
+  const audit = componentLogger(log, 'audit', { level: log.level === 'silent' || log.isLevelEnabled('info') ? log.level : 'info' });
   const ctx: MasterContext = {
     registry,
     tlsClient,
@@ -183,7 +185,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
     selfUrl: () => selfUrl,
     replication: () => raft?.status(),
   };
-  const dns = dnsConfig ? new DnsService(dnsConfig, registry, log.child({ component: 'dns' })) : undefined;
+  const dns = dnsConfig ? new DnsService(dnsConfig, registry, componentLogger(log, 'dns')) : undefined;
   const lead = () => {
     if (!core) {
       core = new Master(config, log, registry, {
@@ -269,7 +271,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
     try {
       // Unique and stable: the API's address, or the host's name where the API listens on all interfaces.
       const name = `master@${opts.raft || (host !== '0.0.0.0' && host !== '::') ? new URL(apiUrl()).host : `${hostname()}:${new URL(selfUrl).port}`}`;
-      membership = await MasterMembership.start(opts.gossip, name, host, gossipMeta(), log.child({ component: 'gossip' }));
+      membership = await MasterMembership.start(opts.gossip, name, host, gossipMeta(), componentLogger(log, 'gossip'));
       membership.onAgentChange((agentId) => core?.judgeAgents([agentId]));
       announce();
     } catch (err) {
@@ -291,6 +293,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
     context: ctx,
     raft,
     dnsPort: dns?.port ?? 0,
+    dns: dns && dnsConfig && dns.port > 0 ? { host: dnsConfig.host, port: dns.port, domain: dnsConfig.domain } : undefined,
     get gossip() {
       return membership;
     },

@@ -5,7 +5,11 @@
 import { randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import pino, { type Logger } from 'pino';
+import type { Logger } from 'pino';
+import { componentLogger, daemonLogger } from '../../shared/logger.ts';
+import { CAIRN_VERSION } from '../../shared/version.ts';
+import { renderBanner, wantsBanner, type BannerInfo } from './banner.ts';
+import { logSettings, type LogSettings } from './log-flags.ts';
 import { startMaster } from '../../master/server.ts';
 import { startAgent } from '../../agent/agent.ts';
 import { MasterClient } from '../../shared/sdk/master-client.ts';
@@ -17,14 +21,23 @@ import { agentCredentialFromFlags, bootstrapFor, masterAuthFromFlags, newSecret 
 import type { DaemonGossipOptions } from '../../shared/gossip/cluster.ts';
 import { gossipConfigForPeriod } from '../../shared/gossip/config.ts';
 import { nextInterrupt, type CliIo } from './io.ts';
-import { DEFAULT_AGENT_GOSSIP_PORT, DEFAULT_MASTER_GOSSIP_PORT, type AgentOptions, type DnsFlags, type GossipFlags, type MasterOptions, type UpOptions } from './options.ts';
+import { DEFAULT_AGENT_GOSSIP_PORT, DEFAULT_MASTER_GOSSIP_PORT, type AgentOptions, type DnsFlags, type GossipFlags, type LogFlags, type MasterOptions, type UpOptions } from './options.ts';
 
 /** How long `cairn up` waits for its agent to register before printing the URL anyway. */
 const REGISTRATION_WAIT_MS = 15_000;
 
-/** Logs go to stderr, so stdout carries only what a script may read (the master URL). */
-export function daemonLogger(io: CliIo, name: string): Logger {
-  return pino({ name, level: io.env.CAIRN_LOG_LEVEL ?? 'info' }, pino.destination({ dest: 2, sync: true }));
+/**
+ * Logs go to stderr, so stdout carries only what a script may read (the master URL): text
+ * or JSON lines as the flags, the environment and the terminal say (log-flags.ts).
+ */
+function daemonLogging(io: CliIo, name: string, flags: LogFlags | undefined): { log: Logger; logs: LogSettings } {
+  const logs = logSettings(flags, io.env, io.stderr.isTTY === true);
+  return { log: daemonLogger({ name, ...logs }), logs };
+}
+
+/** The banner, on stderr, for a person at a terminal (banner.ts). */
+function printBanner(io: CliIo, info: Omit<BannerInfo, 'version'>): void {
+  if (wantsBanner(io)) io.stderr.write(renderBanner({ ...info, version: CAIRN_VERSION }));
 }
 
 /** After the first signal, a second one means "stop waiting for a clean shutdown". */
@@ -71,7 +84,14 @@ function dnsOptions(o: DnsFlags): DnsFlags {
 }
 
 export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
-  const log = daemonLogger(io, 'cairn');
+  let log: Logger;
+  let logs: LogSettings;
+  try {
+    ({ log, logs } = daemonLogging(io, 'cairn', o.log));
+  } catch (err) {
+    io.stderr.write(`cairn up: ${describe(err)}\n`);
+    return 1;
+  }
   const count = o.masters ?? 1;
   const agentDir = join(o.dataDir, 'agent');
   await mkdir(agentDir, { recursive: true });
@@ -94,12 +114,14 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
   const masters: Awaited<ReturnType<typeof startMaster>>[] = [];
   let bootstrap;
   let auth: MasterAuth;
+  let tokenFile: string;
   try {
     // One credentials file for every master of the group; the user's token goes where every
     // `cairn` command finds it, so the embedded default needs no flag and is never open.
     bootstrap = o.credentials !== undefined ? bootstrapCredentials(o.credentials, newSecret) : bootstrapFor(o.dataDir);
     auth = MasterAuth.on({ credentials: loadCredentials(bootstrap.path) });
     const saved = saveToken([...members.values()], { principal: bootstrap.admin.principal, token: bootstrap.admin.secret }, io.env);
+    tokenFile = saved;
     log.info({ credentials: bootstrap.path, token: saved }, 'credentials: the admin token is saved for the CLI');
   } catch (err) {
     io.stderr.write(`cairn up: cannot set up credentials: ${describe(err)}\n`);
@@ -115,7 +137,7 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
         dataDir,
         auth,
         ...(tls ? { tls } : {}),
-        logger: log.child({ component: 'master', id }),
+        logger: componentLogger(log, count > 1 ? `master-${id}` : 'master'),
         // One DNS server is enough on one host; the others would only contend for its port.
         ...(id === 1 ? dnsOptions(o) : { dnsPort: null }),
         ...(count > 1 ? { raft: { id, members, secret } } : {}),
@@ -149,6 +171,16 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
   const registered = await Promise.race([waitForAgent(master.url, bootstrap.admin.secret, agent.agentId, tls), interrupted.then(() => false)]);
   if (registered === false) log.warn('the agent has not registered with the master yet');
   io.stdout.write(`${master.url}\n`);
+  printBanner(io, {
+    daemon: 'up',
+    masters: masters.map((m) => m.url),
+    agent: { url: agent.httpUrl, ...(agent.agentId() !== undefined ? { id: agent.agentId() } : {}) },
+    ...(master.dns ? { dns: master.dns } : {}),
+    dataDir: o.dataDir,
+    credentials: bootstrap.path,
+    cliToken: tokenFile,
+    logs,
+  });
 
   const signal = await interrupted;
   log.info({ signal }, 'stopping');
@@ -210,7 +242,14 @@ async function readSecret(path: string | undefined): Promise<string> {
 }
 
 export async function runMaster(o: MasterOptions, io: CliIo): Promise<number> {
-  const log = daemonLogger(io, 'cairn-master');
+  let log: Logger;
+  let logs: LogSettings;
+  try {
+    ({ log, logs } = daemonLogging(io, 'cairn-master', o.log));
+  } catch (err) {
+    io.stderr.write(`cairn master: ${describe(err)}\n`);
+    return 1;
+  }
   await mkdir(o.dataDir, { recursive: true });
   const interrupted = nextInterrupt(io);
   let master;
@@ -234,6 +273,15 @@ export async function runMaster(o: MasterOptions, io: CliIo): Promise<number> {
     return 1;
   }
   io.stdout.write(`${master.url}\n`);
+  printBanner(io, {
+    daemon: 'master',
+    masters: [master.url],
+    ...(master.dns ? { dns: master.dns } : {}),
+    ...(master.gossip ? { gossip: master.gossip.member.address } : {}),
+    dataDir: o.dataDir,
+    credentials: o.credentials ?? join(o.dataDir, 'credentials.json'),
+    logs,
+  });
   const signal = await interrupted;
   log.info({ signal }, 'stopping');
   const disposeForce = forceExitOnSecondInterrupt(io, log);
@@ -243,13 +291,20 @@ export async function runMaster(o: MasterOptions, io: CliIo): Promise<number> {
 }
 
 export async function runAgent(o: AgentOptions, io: CliIo): Promise<number> {
-  const log = daemonLogger(io, 'cairn-agent');
+  let log: Logger;
+  let logs: LogSettings;
+  try {
+    ({ log, logs } = daemonLogging(io, 'cairn-agent', o.log));
+  } catch (err) {
+    io.stderr.write(`cairn agent: ${describe(err)}\n`);
+    return 1;
+  }
   await mkdir(o.workDir, { recursive: true });
   const interrupted = nextInterrupt(io);
   let agent;
   try {
     // The command's options are the agent's, but for the master ('' : from gossip) and gossip.
-    const { masterUrl, gossip, credentialFile, tls, ...agentOptions } = o;
+    const { masterUrl, gossip, credentialFile, tls, log: _logFlags, ...agentOptions } = o;
     agent = await startAgent({
       ...agentOptions,
       ...(tls ? { tls: loadTls(tls) } : {}),
@@ -262,6 +317,15 @@ export async function runAgent(o: AgentOptions, io: CliIo): Promise<number> {
     io.stderr.write(`cairn agent: did not start: ${describe(err)}\n`);
     return 1;
   }
+  printBanner(io, {
+    daemon: 'agent',
+    agent: { url: agent.httpUrl, ...(agent.agentId() !== undefined ? { id: agent.agentId() } : {}) },
+    follows: o.masterUrl,
+    ...(o.gossip ? { gossip: o.gossip.join.length > 0 ? `joins through ${o.gossip.join.join(', ')}` : 'on' } : {}),
+    workDir: o.workDir,
+    ...(o.credentialFile ?? io.env.CAIRN_AGENT_CREDENTIAL ? { agentCredential: o.credentialFile ?? io.env.CAIRN_AGENT_CREDENTIAL } : {}),
+    logs,
+  });
   const signal = await interrupted;
   log.info({ signal }, 'stopping');
   const disposeForce = forceExitOnSecondInterrupt(io, log);

@@ -2,8 +2,9 @@
 // without a terminal, a real environment or real signals.
 
 export interface CliIo {
-  stdout: { write(text: string): unknown };
-  stderr: { write(text: string): unknown };
+  /** `isTTY`: a terminal (the daemons then print a banner and, by default, text log lines). */
+  stdout: { write(text: string): unknown; isTTY?: boolean };
+  stderr: { write(text: string): unknown; isTTY?: boolean };
   env: Readonly<Record<string, string | undefined>>;
   /** Calls `listener` on each SIGINT/SIGTERM until the returned function is called. */
   onInterrupt(listener: (signal: string) => void): () => void;

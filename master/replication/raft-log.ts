@@ -9,6 +9,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
+import { componentLogger } from '../../shared/logger.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { cryptoRandom } from '../../shared/crypto-random.ts';
 import { RaftNode } from '../../shared/raft/node.ts';
@@ -121,7 +122,7 @@ export class RaftCommandLog implements CommandLog {
       wire,
       (messages) => this.step(messages),
       (id) => this.node.reportUnreachable(id),
-      opts.log.child({ component: 'raft-transport' }),
+      componentLogger(opts.log, 'transport'),
       (id) => {
         this.node.reportLeaderConnectionLost(id);
         this.schedule();

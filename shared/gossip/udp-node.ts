@@ -444,7 +444,7 @@ export async function startGossip(options: StartGossipOptions): Promise<GossipMe
     throw err;
   }
   const member = new GossipMember(core, udp, tcp, keys, logger, clock);
-  logger.info({ name: options.name, address: advertise, join, encrypted: keys.cipher !== undefined }, 'gossip: started');
+  logger.info({ member: options.name, address: advertise, join, encrypted: keys.cipher !== undefined }, 'gossip: started');
   member.start(join);
   return member;
 }

@@ -144,7 +144,7 @@ export class DockerExecutor {
   private noteForeign(c: ListedContainer, why: string): void {
     if (this.foreign.has(c.Id)) return;
     this.foreign.add(c.Id);
-    this.opts.logger?.warn({ container: c.Id.slice(0, 12), name: c.Names?.[0], taskId: c.Labels[LABEL_TASK_ID], why }, "a container with Cairn's labels is not this agent's: left alone");
+    this.opts.logger?.warn({ container: c.Id.slice(0, 12), containerName: c.Names?.[0], taskId: c.Labels[LABEL_TASK_ID], why }, "a container with Cairn's labels is not this agent's: left alone");
   }
 
   private async run(t: ContainerTask, info: DockerTaskInfo): Promise<void> {
