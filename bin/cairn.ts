@@ -1,9 +1,17 @@
 // The `cairn` command: parses the command line and runs one command (see commands/).
 
-import { runCli } from './commands/program.ts';
-import { processIo } from './commands/io.ts';
+import { versionAnswer } from './commands/version.ts';
 
-const code = await runCli(process.argv.slice(2), processIo());
+const argv = process.argv.slice(2);
+// Asking for the version loads neither the parser nor the commands (commander, the daemons).
+const version = versionAnswer(argv);
+if (version !== undefined) {
+  await new Promise<void>((resolve) => process.stdout.write(version, () => resolve()));
+  process.exit(0);
+}
+const { runCli } = await import('./commands/program.ts');
+const { processIo } = await import('./commands/io.ts');
+const code = await runCli(argv, processIo());
 // Daemons and clients close what they opened; exiting here only makes sure a forgotten
 // keep-alive socket cannot hold the shell, once what we wrote has reached the terminal.
 await new Promise<void>((resolve) => process.stdout.write('', () => resolve()));

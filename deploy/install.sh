@@ -250,7 +250,7 @@ fi
 # ------------------------------------------------------------------ the project
 
 DEST=$ROOT/opt/cairn
-ENTRIES="package.json package-lock.json tsconfig.json README.md bin agent master shared proto deploy docs"
+ENTRIES="package.json package-lock.json tsconfig.json tsconfig.build.json README.md bin dist scripts agent master shared proto deploy docs"
 # What the copy would hold: every file's path, size and time, and the locked dependencies.
 # Equal to the installed copy's stamp means there is nothing to do.
 stamp=$(cd "$SRC" && {
