@@ -102,7 +102,8 @@ function usage(input: MesosInput): { agents: Usage; frameworks: Usage } {
   const agents: Usage = { used: new Map(), offered: new Map() };
   const frameworks: Usage = { used: new Map(), offered: new Map() };
   for (const t of input.tasks) {
-    if (isTerminal(t.state)) continue;
+    // An unreachable task's resources went with its agent, as in Mesos.
+    if (isTerminal(t.state) || t.state === 'TASK_UNREACHABLE') continue;
     const r = Resources.parse(t.resources);
     addTo(agents.used, t.agentId, r);
     addTo(frameworks.used, t.frameworkId, r);
