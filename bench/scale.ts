@@ -65,7 +65,7 @@ const TARGETS = { tasksPerSecond: 10_000, failoverMs: 3_000, leaderBytesPerAgent
  * whose one thread is busy with 100,000 launches answers late, and an agent written off
  * spuriously would spoil the figures. Offers live 10 minutes instead of 1, for the same reason.
  */
-const MASTER_FLAGS = ['--ping-interval-ms', '30000', '--max-missed-pings', '10', '--offer-timeout-ms', '600000', '--dns-port', '0', '--dns-resolvers', '', '--gossip-port', '0'];
+const MASTER_FLAGS = ['--ping-interval', '30s', '--max-missed-pings', '10', '--offer-timeout', '10m', '--dns-port', '0', '--dns-resolvers', '', '--gossip-port', '0'];
 /** The simulated agents' connection settings: the real agent's defaults (agent/options.ts). */
 const AGENT_LINK = { reconnectMinMs: 100, reconnectMaxMs: 2000, registrationTimeoutMs: 10_000, missedPingsAllowed: 5, resendMs: 2000 };
 

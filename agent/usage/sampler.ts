@@ -1,4 +1,4 @@
-// Samples what running tasks use, every `--usage-interval-ms` (5 s by default): from each
+// Samples what running tasks use, every `--usage-interval` (5 s by default): from each
 // task's cgroup where it has one, else from /proc (its process group); GPUs from
 // nvidia-smi when the host has any. Serves the latest sample; takes GPUs that nvidia-smi
 // reports lost or failed out of service.

@@ -27,7 +27,7 @@ export interface GossipFlags {
   advertise?: string;
   /** `--join`, in the order given. */
   join: string[];
-  /** `--gossip-interval-ms`: the probe period every other gossip period scales with. */
+  /** `--gossip-interval`: the probe period every other gossip period scales with. */
   probeIntervalMs?: number;
   /** `--gossip-encrypt`: encrypt every gossip packet (every member must agree). */
   encrypt?: boolean;

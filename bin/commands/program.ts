@@ -145,7 +145,7 @@ function addGossipOptions(cmd: Command, defaultPort: number): Command {
     .addOption(new Option('--gossip-port <port>', `gossip port, UDP and TCP (default: ${defaultPort}; 0: any free port)`).argParser(PORT))
     .addOption(new Option('--gossip-addr <host[:port]>', 'the address other members reach this one at (default: the advertised address)').argParser(gossipAddrFlag))
     .addOption(new Option('--join <host:port>', 'a gossip member (master or agent) to join through; repeatable, one live one is enough').argParser(joinFlag))
-    .addOption(new Option('--gossip-interval-ms <ms>', 'gossip probe period; the other gossip periods scale with it (default: 1000)').argParser(integerFlag(10, 60_000)))
+    .addOption(new Option('--gossip-interval <duration>', 'gossip probe period, e.g. 200ms; the other gossip periods scale with it (default: 1s)').argParser(durationFlag(10, 60_000)))
     .option('--gossip-encrypt', 'encrypt every gossip packet (AES-256-GCM, a key derived from the cluster secret); every member must have it on, or all off');
 }
 
@@ -180,21 +180,21 @@ function tlsFlags(o: TlsFlagValues): { tls?: TlsFiles } {
 const CLIENT_COMMANDS = ['run', 'attach', 'agents', 'tasks', 'task', 'state', 'logs', 'kill', 'teardown', 'top', 'members', 'masters', 'drain'] as const;
 
 /** What commander parses `cairn agent`'s flags into: the agent's options, `--port` and `--sandbox-gc-age` by their flag's name. */
-type AgentFlagValues = Omit<AgentFlagOptions, 'httpPort' | 'sandboxGcAgeMs'> & { master?: string; port: number; sandboxGcAge: number; credential?: string };
+type AgentFlagValues = Omit<AgentFlagOptions, 'httpPort' | 'sandboxGcAgeMs' | 'usageIntervalMs'> & { master?: string; port: number; sandboxGcAge: number; usageInterval: number; credential?: string };
 
 interface GossipFlagValues {
   secretFile?: string;
   gossipPort?: number;
   gossipAddr?: string;
   join?: string[];
-  gossipIntervalMs?: number;
+  gossipInterval?: number;
   gossipEncrypt?: boolean;
 }
 
 /** Gossip runs with a cluster secret only; other gossip flags without one are a usage error. */
 function gossipFlags(o: GossipFlagValues, cmd: Command): GossipFlags | undefined {
   if (!o.secretFile) {
-    const given = [o.join && '--join', o.gossipPort !== undefined && '--gossip-port', o.gossipAddr && '--gossip-addr', o.gossipIntervalMs !== undefined && '--gossip-interval-ms', o.gossipEncrypt && '--gossip-encrypt'].filter(Boolean);
+    const given = [o.join && '--join', o.gossipPort !== undefined && '--gossip-port', o.gossipAddr && '--gossip-addr', o.gossipInterval !== undefined && '--gossip-interval', o.gossipEncrypt && '--gossip-encrypt'].filter(Boolean);
     if (given.length > 0) {
       return cmd.error(`error: option '--secret-file' is required for gossip (${given.join(', ')}): gossip packets are authenticated with the cluster secret`, { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
     }
@@ -205,7 +205,7 @@ function gossipFlags(o: GossipFlagValues, cmd: Command): GossipFlags | undefined
     join: o.join ?? [],
     ...(o.gossipPort !== undefined ? { port: o.gossipPort } : {}),
     ...(o.gossipAddr !== undefined ? { advertise: o.gossipAddr } : {}),
-    ...(o.gossipIntervalMs !== undefined ? { probeIntervalMs: o.gossipIntervalMs } : {}),
+    ...(o.gossipInterval !== undefined ? { probeIntervalMs: o.gossipInterval } : {}),
     ...(o.gossipEncrypt ? { encrypt: true } : {}),
   };
 }
@@ -272,15 +272,15 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .option('--credentials <file>', 'principals and their secrets, JSON {"credentials":[{"principal","secret","agent"?}]} (default: $CAIRN_CREDENTIALS, else DATA_DIR/credentials.json, made once with an admin and an agent principal)')
     .option('--acls <file>', 'who may do what, JSON in the shape of Mesos ACLs (default: $CAIRN_ACLS, else every user principal may do everything)')
     .addOption(new Option('--open <list>', 'endpoints answered without a credential, comma-separated: metrics, dns-api').argParser(openFlag))
-    .addOption(new Option('--ping-interval-ms <ms>', 'how often agents are pinged').argParser(integerFlag(1, 3_600_000)))
+    .addOption(new Option('--ping-interval <duration>', 'how often agents are pinged, e.g. 15s').argParser(durationFlag(1, 3_600_000)))
     .addOption(new Option('--max-missed-pings <n>', 'missed pings before an agent is unreachable').argParser(integerFlag(1, 1000)))
-    .addOption(new Option('--offer-timeout-ms <ms>', 'how long an offer stays outstanding before it is rescinded').argParser(integerFlag(1, 86_400_000)))
+    .addOption(new Option('--offer-timeout <duration>', 'how long an offer stays outstanding before it is rescinded, e.g. 5m').argParser(durationFlag(1, 86_400_000)))
     .addOption(new Option('--id <n>', "this master's id in a replicated group (with --peers)").argParser(integerFlag(1, 1_000_000)))
     .addOption(new Option('--peers <list>', 'every master of the group, this one included: "1=http://h1:5050,2=http://h2:5050,3=http://h3:5050"').argParser(peersFlag))
     .option('--new-member', 'join a running group (added with `cairn masters add`) instead of founding one; only for a first start with an empty data dir')
     .option('--secret-file <path>', 'file holding the cluster secret that masters and gossip members authenticate each other with (at least 16 bytes); with it, the master runs a gossip member');
   addLogOptions(addTlsOptions(addGossipOptions(addDnsOptions(master), DEFAULT_MASTER_GOSSIP_PORT)))
-    .action(async (o: { port: number; host: string; dataDir: string; credentials?: string; acls?: string; open?: Openable[]; pingIntervalMs?: number; maxMissedPings?: number; offerTimeoutMs?: number; id?: number; peers?: Map<number, string>; newMember?: boolean } & GossipFlagValues & DnsFlags & TlsFlagValues & LogFlagValues, cmd: Command) => {
+    .action(async (o: { port: number; host: string; dataDir: string; credentials?: string; acls?: string; open?: Openable[]; pingInterval?: number; maxMissedPings?: number; offerTimeout?: number; id?: number; peers?: Map<number, string>; newMember?: boolean } & GossipFlagValues & DnsFlags & TlsFlagValues & LogFlagValues, cmd: Command) => {
       if ((o.id === undefined) !== (o.peers === undefined)) {
         return cmd.error("error: options '--id' and '--peers' go together", { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
       }
@@ -300,9 +300,9 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
           ...(o.acls ?? io.env.CAIRN_ACLS ? { acls: resolve((o.acls ?? io.env.CAIRN_ACLS)!) } : {}),
           ...(o.open ? { open: o.open } : {}),
           ...(o.id !== undefined && o.peers ? { raft: { id: o.id, peers: o.peers, secretFile: o.secretFile ? resolve(o.secretFile) : undefined, ...(o.newMember ? { join: true } : {}) } } : {}),
-          ...(o.pingIntervalMs !== undefined ? { pingIntervalMs: o.pingIntervalMs } : {}),
+          ...(o.pingInterval !== undefined ? { pingIntervalMs: o.pingInterval } : {}),
           ...(o.maxMissedPings !== undefined ? { maxMissedPings: o.maxMissedPings } : {}),
-          ...(o.offerTimeoutMs !== undefined ? { offerTimeoutMs: o.offerTimeoutMs } : {}),
+          ...(o.offerTimeout !== undefined ? { offerTimeoutMs: o.offerTimeout } : {}),
           ...(gossip ? { gossip } : {}),
           ...dnsFlags(o),
           ...tlsFlags(o),
@@ -326,7 +326,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .option('--no-cgroups', 'do not put tasks in cgroups (no memory or CPU limits)')
     .addOption(new Option('--cgroups-root <name>', 'directory under each cgroup hierarchy for Cairn\'s cgroups').default(AGENT_DEFAULTS.cgroupsRoot))
     .option('--cgroups-cpu-quota', "cap each task's CPU time at its cpus (CFS quota), not only weight it", AGENT_DEFAULTS.cgroupsCpuQuota)
-    .addOption(new Option('--usage-interval-ms <ms>', "how often tasks' CPU, memory and GPU use is sampled").argParser(integerFlag(100, 3_600_000)).default(AGENT_DEFAULTS.usageIntervalMs))
+    .addOption(new Option('--usage-interval <duration>', "how often tasks' CPU, memory and GPU use is sampled, e.g. 5s").argParser(durationFlag(100, 3_600_000)).default(AGENT_DEFAULTS.usageIntervalMs, formatDurationMs(AGENT_DEFAULTS.usageIntervalMs)))
     .addOption(new Option('--gpu-sharing <n>', 'how many tasks may hold one GPU at once (each device is offered n times)').argParser(integerFlag(1, MAX_GPU_SHARING)).default(AGENT_DEFAULTS.gpuSharing))
     .option('--no-docker', 'run no container tasks (they fail at launch)')
     .addOption(new Option('--docker-socket <path>', "the Docker daemon's socket").default(AGENT_DEFAULTS.dockerSocket))
@@ -344,7 +344,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
       // With members to join through and no master named anywhere, gossip says where the leader is.
       const gossipOnly = gossip !== undefined && gossip.join.length > 0 && o.master === undefined && !io.env.CAIRN_MASTER;
       // The flags are the agent's options by name, but for the two whose flag says it shorter.
-      const { master, port, sandboxGcAge, secretFile, credential, gossipPort, gossipAddr, join, gossipIntervalMs, gossipEncrypt, tlsCert, tlsKey, tlsCa, tlsClientAuth, logFormat, logLevel, ...agentOptions } = o;
+      const { master, port, sandboxGcAge, usageInterval, secretFile, credential, gossipPort, gossipAddr, join, gossipInterval, gossipEncrypt, tlsCert, tlsKey, tlsCa, tlsClientAuth, logFormat, logLevel, ...agentOptions } = o;
       result.exitCode = await h.agent(
         {
           ...agentOptions,
@@ -352,6 +352,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
           workDir: resolve(o.workDir),
           httpPort: port,
           sandboxGcAgeMs: sandboxGcAge,
+          usageIntervalMs: usageInterval,
           ...(credential !== undefined ? { credentialFile: resolve(credential) } : {}),
           ...(gossip ? { gossip } : {}),
           ...tlsFlags(o),

@@ -43,7 +43,7 @@ async function launch(s: RawScheduler, offer: any, infos: unknown[]): Promise<vo
 describe('agent operations through the master', () => {
   it('drains an agent: no more offers of it, tasks killed at the deadline, bad requests refused; undrained it is offered again', async () => {
     const master = await startMasterProcess(cleanup);
-    await startAgentProcess(cleanup, master.url, { resources: 'cpus:2;mem:1024', extra: ['--usage-interval-ms', '200'] });
+    await startAgentProcess(cleanup, master.url, { resources: 'cpus:2;mem:1024', extra: ['--usage-interval', '200ms'] });
     const s = await subscribe(master.url, 'drainer');
     const offer = (await s.next((e) => e.type === 'OFFERS')).offers.offers[0];
     const agentId = offer.agent_id.value as string;

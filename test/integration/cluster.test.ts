@@ -56,7 +56,7 @@ describe('a real cluster on loopback', () => {
   });
 
   it('shares one agent between two frameworks in two roles by DRF (the DRF paper example)', async () => {
-    const master = await startMasterProcess(cleanup, { extra: ['--offer-timeout-ms', '60000'] });
+    const master = await startMasterProcess(cleanup, { extra: ['--offer-timeout', '1m'] });
     // 9 CPUs, 18 GB. A's tasks <1 CPU, 4 GB>; B's tasks <3 CPU, 1 GB>.
     await startAgentProcess(cleanup, master.url, { resources: 'cpus:9;mem:18432;disk:1000' });
     const launched: Record<string, number> = { a: 0, b: 0 };
@@ -88,7 +88,7 @@ describe('a real cluster on loopback', () => {
   });
 
   it('marks an agent killed with SIGKILL unreachable within the ping window; a restart re-registers with the same id', async () => {
-    const master = await startMasterProcess(cleanup, { extra: ['--ping-interval-ms', '200', '--max-missed-pings', '3'] });
+    const master = await startMasterProcess(cleanup, { extra: ['--ping-interval', '200ms', '--max-missed-pings', '3'] });
     const workDir = cleanup.dir('cairn-agent-');
     const port = await freePort();
     const agent = await startAgentProcess(cleanup, master.url, { workDir, port, resources: 'cpus:2;mem:1024' });

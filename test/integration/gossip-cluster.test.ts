@@ -20,9 +20,9 @@ const cleanup = new Cleanup();
 afterAll(() => cleanup.run());
 
 /** 100 s before pings alone would mark an agent: anything faster is gossip's doing. */
-const PING_ARGS = ['--ping-interval-ms', '20000', '--max-missed-pings', '5'];
+const PING_ARGS = ['--ping-interval', '20s', '--max-missed-pings', '5'];
 /** Probes every 200 ms: failures are detected in about a second. */
-const GOSSIP_INTERVAL = ['--gossip-interval-ms', '200'];
+const GOSSIP_INTERVAL = ['--gossip-interval', '200ms'];
 
 interface Node { name: string; url: string; gossip: string; proc: CairnProcess }
 

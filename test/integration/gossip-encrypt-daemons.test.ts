@@ -26,12 +26,12 @@ describe('cairn master and agent with --gossip-encrypt', () => {
     const url = `http://127.0.0.1:${port}`;
     const master = cleanup.track(startCairn([
       'master', '--secret-file', secretFile, '--port', String(port), '--host', '127.0.0.1', '--data-dir', join(base, 'master'),
-      '--dns-port', '0', '--gossip-port', String(gossipPort), '--gossip-interval-ms', '200', '--gossip-encrypt',
+      '--dns-port', '0', '--gossip-port', String(gossipPort), '--gossip-interval', '200ms', '--gossip-encrypt',
     ], url));
     await master.waitHealthy();
     const agent = cleanup.track(startCairn([
       'agent', '--master', url, '--secret-file', secretFile, '--join', `127.0.0.1:${gossipPort}`, '--gossip-port', String(agentGossipPort),
-      '--gossip-interval-ms', '200', '--gossip-encrypt', '--port', String(agentPort), '--work-dir', join(base, 'agent'),
+      '--gossip-interval', '200ms', '--gossip-encrypt', '--port', String(agentPort), '--work-dir', join(base, 'agent'),
       '--hostname', 'agent-encrypted', '--resources', 'cpus:1;mem:256', '--no-cgroups', '--no-docker',
     ], `http://127.0.0.1:${agentPort}`));
     await agent.waitHealthy();

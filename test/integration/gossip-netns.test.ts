@@ -20,7 +20,7 @@ if (unusable !== undefined) {
   console.log(`skipping the network namespace gossip test: ${unusable}`);
 }
 
-const GOSSIP_INTERVAL = ['--gossip-interval-ms', '200'];
+const GOSSIP_INTERVAL = ['--gossip-interval', '200ms'];
 
 interface Node { name: string; ip: string; url: string; proc: CairnProcess }
 

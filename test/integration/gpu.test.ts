@@ -23,7 +23,7 @@ const gpusIn = (offer: any) => offer.resources.find((r: any) => r.name === 'gpus
 
 describe('GPUs', () => {
   it('gives two one-GPU tasks different devices on a 2-GPU agent; a third waits for an offer with a GPU', async () => {
-    const master = await startMasterProcess(cleanup, { extra: ['--offer-timeout-ms', '60000'] });
+    const master = await startMasterProcess(cleanup, { extra: ['--offer-timeout', '1m'] });
     await startAgentProcess(cleanup, master.url, { resources: 'cpus:4;mem:1024;gpus:2' });
 
     // A framework that did not opt in is offered nothing from a GPU agent.
@@ -61,7 +61,7 @@ describe('GPUs', () => {
   });
 
   it('with --gpu-sharing 2, two one-GPU tasks share the one device; a third waits', async () => {
-    const master = await startMasterProcess(cleanup, { extra: ['--offer-timeout-ms', '60000'] });
+    const master = await startMasterProcess(cleanup, { extra: ['--offer-timeout', '1m'] });
     await startAgentProcess(cleanup, master.url, { resources: 'cpus:4;mem:1024;gpus:1', extra: ['--gpu-sharing', '2'] });
     const s = new RawScheduler(master.url);
     schedulers.push(s);

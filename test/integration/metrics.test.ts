@@ -48,7 +48,7 @@ function sample(text: string, series: string): number | undefined {
 
 beforeAll(async () => {
   master = await startMasterProcess(cleanup);
-  agent = await startAgentProcess(cleanup, master.url, { resources: 'cpus:2;mem:1024;disk:2048;ports:[31000-31009]', extra: ['--usage-interval-ms', '200'] });
+  agent = await startAgentProcess(cleanup, master.url, { resources: 'cpus:2;mem:1024;disk:2048;ports:[31000-31009]', extra: ['--usage-interval', '200ms'] });
   const s = new RawScheduler(master.url);
   scheduler = s;
   expect((await s.subscribe({ user: '', name: 'metrics-fw', role: 'metrics', failover_timeout: 600 })).status).toBe(200);

@@ -34,7 +34,7 @@ describe('replicated masters', () => {
     const members: Member[] = ports.map((p, i) => ({ id: i + 1, url: `http://127.0.0.1:${p}`, dataDir: join(base, `m${i + 1}`), proc: undefined }));
     const peers = members.map((m) => `${m.id}=${m.url}`).join(',');
     const start = async (m: Member) => {
-      m.proc = cleanup.track(startCairn(['master', '--id', String(m.id), '--peers', peers, '--secret-file', secretFile, '--port', new URL(m.url).port, '--host', '127.0.0.1', '--data-dir', m.dataDir, '--dns-port', '0', '--ping-interval-ms', '500'], m.url));
+      m.proc = cleanup.track(startCairn(['master', '--id', String(m.id), '--peers', peers, '--secret-file', secretFile, '--port', new URL(m.url).port, '--host', '127.0.0.1', '--data-dir', m.dataDir, '--dns-port', '0', '--ping-interval', '500ms'], m.url));
       await m.proc.waitHealthy();
     };
     await Promise.all(members.map(start));

@@ -203,9 +203,11 @@ describe('daemon commands: parsing', () => {
     [['up', '--port', '70000'], '--port'],
     [['up', '--agent-port', 'x'], '--agent-port'],
     [['up', '--resources', 'cpus:two'], '--resources'],
-    [['master', '--ping-interval-ms', '0'], '--ping-interval-ms'],
+    [['master', '--ping-interval', '0s'], '--ping-interval'],
+    [['master', '--ping-interval', '500'], '--ping-interval'],
     [['master', '--max-missed-pings', 'x'], '--max-missed-pings'],
-    [['master', '--offer-timeout-ms', '1.5'], '--offer-timeout-ms'],
+    [['master', '--offer-timeout', '1.5'], '--offer-timeout'],
+    [['agent', '--usage-interval', '200'], '--usage-interval'],
     [['up', '--masters', '3', '--port', '0'], '--port'],
     [['up', '--masters', '5', '--port', '65533'], '--port'],
     [['agent', '--attributes', 'nocolon'], '--attributes'],
@@ -218,7 +220,7 @@ describe('daemon commands: parsing', () => {
   });
 
   it('master: every flag', async () => {
-    const r = await parse(['master', '--port', '5055', '--host', '10.0.0.1', '--data-dir', '/var/lib/cairn', '--ping-interval-ms', '500', '--max-missed-pings', '3', '--offer-timeout-ms', '2000', '--credentials', '/etc/cairn/c.json', '--acls', '/etc/cairn/a.json', '--open', 'metrics,dns-api']);
+    const r = await parse(['master', '--port', '5055', '--host', '10.0.0.1', '--data-dir', '/var/lib/cairn', '--ping-interval', '500ms', '--max-missed-pings', '3', '--offer-timeout', '2s', '--credentials', '/etc/cairn/c.json', '--acls', '/etc/cairn/a.json', '--open', 'metrics,dns-api']);
     expect(r.options).toEqual({ port: 5055, host: '10.0.0.1', dataDir: '/var/lib/cairn', pingIntervalMs: 500, maxMissedPings: 3, offerTimeoutMs: 2000, credentials: '/etc/cairn/c.json', acls: '/etc/cairn/a.json', open: ['metrics', 'dns-api'] });
     // Loopback unless told an address.
     const d = await parse(['master']);
@@ -237,7 +239,7 @@ describe('daemon commands: parsing', () => {
       gpuSharing: 1, docker: true, dockerSocket: '/var/run/docker.sock',
       defaultTaskUser: 'nobody', allowRootTasks: false, taskPidsMax: 4096,
     });
-    const r2 = await parse(['agent', '--recover', 'cleanup', '--no-cgroups', '--cgroups-root', 'ml/cairn', '--cgroups-cpu-quota', '--usage-interval-ms', '1000', '--sandbox-gc-age', '12h', '--sandbox-gc-disk-percent', '80']);
+    const r2 = await parse(['agent', '--recover', 'cleanup', '--no-cgroups', '--cgroups-root', 'ml/cairn', '--cgroups-cpu-quota', '--usage-interval', '1s', '--sandbox-gc-age', '12h', '--sandbox-gc-disk-percent', '80']);
     expect(r2.options).toMatchObject({ recover: 'cleanup', cgroups: false, cgroupsRoot: 'ml/cairn', cgroupsCpuQuota: true, usageIntervalMs: 1000, sandboxGcAgeMs: 12 * 3_600_000, sandboxGcDiskPercent: 80 });
     for (const bad of [['--recover', 'keep'], ['--sandbox-gc-age', '7 days'], ['--sandbox-gc-disk-percent', '0']]) expect((await parse(['agent', ...bad])).code).toBe(2);
     const r3 = await parse(['agent', '--no-docker', '--docker-socket', '/run/d.sock', '--gpu-sharing', '4', '--docker-runtime', 'crun']);
@@ -298,7 +300,7 @@ describe('gossip flags', () => {
   it('master: gossip runs with --secret-file, on the default port unless told', async () => {
     expect((await parse(['master'])).options.gossip).toBeUndefined();
     expect((await parse(['master', '--secret-file', '/tmp/s'])).options.gossip).toEqual({ secretFile: '/tmp/s', join: [] });
-    const r = await parse(['master', '--secret-file', '/tmp/s', '--gossip-port', '0', '--gossip-addr', '10.0.0.1', '--join', '10.0.0.2:7946', '--join', '10.0.0.3:7947,[::1]:7946', '--gossip-interval-ms', '200']);
+    const r = await parse(['master', '--secret-file', '/tmp/s', '--gossip-port', '0', '--gossip-addr', '10.0.0.1', '--join', '10.0.0.2:7946', '--join', '10.0.0.3:7947,[::1]:7946', '--gossip-interval', '200ms']);
     expect(r.options.gossip).toEqual({ secretFile: '/tmp/s', port: 0, advertise: '10.0.0.1', join: ['10.0.0.2:7946', '10.0.0.3:7947', '[::1]:7946'], probeIntervalMs: 200 });
   });
 
@@ -310,12 +312,12 @@ describe('gossip flags', () => {
   });
 
   it('refuses gossip flags without a secret, and bad addresses', async () => {
-    for (const argv of [['agent', '--join', '10.0.0.2:7946'], ['master', '--gossip-port', '7000'], ['master', '--gossip-interval-ms', '100']]) {
+    for (const argv of [['agent', '--join', '10.0.0.2:7946'], ['master', '--gossip-port', '7000'], ['master', '--gossip-interval', '100ms']]) {
       const r = await parse(argv);
       expect(r.code).toBe(2);
       expect(r.err).toMatch(/--secret-file/);
     }
-    for (const [flag, value] of [['--join', '10.0.0.2'], ['--join', ''], ['--gossip-addr', 'a:b'], ['--gossip-interval-ms', '5']]) {
+    for (const [flag, value] of [['--join', '10.0.0.2'], ['--join', ''], ['--gossip-addr', 'a:b'], ['--gossip-interval', '5ms'], ['--gossip-interval', '200']]) {
       const r = await parse(['agent', '--secret-file', '/tmp/s', flag, value]);
       expect(r.code).toBe(2);
       expect(r.err).toContain(flag);
