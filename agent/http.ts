@@ -182,8 +182,10 @@ export function buildAgentHttp(opts: Omit<AgentHttpOptions, 'host' | 'port'>): F
       await opts.usage.sample();
       found = opts.usage.forTask(id);
     }
-    if (!found) return sendError(reply, 404, new CairnError('CAIRN_UNKNOWN_TASK', `no running task '${id}' on this agent`, 'taskId'));
-    return found;
+    // A sample taken before the task ended is not its usage now: an ended task has none.
+    if (!found || !snap || isTerminal(snap.state)) return sendError(reply, 404, new CairnError('CAIRN_UNKNOWN_TASK', `no running task '${id}' on this agent`, 'taskId'));
+    // Where the task's files are on this host, for `cairn task` (its readers hold the agent's secret).
+    return { ...found, sandbox: snap.sandbox };
   });
 
   return app;

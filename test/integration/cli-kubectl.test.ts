@@ -41,6 +41,9 @@ beforeAll(async () => {
   const sleeper = cairn(['run', '--name', 'sleeper', '--', 'sleep', '600']);
   const running = await waitFor('sleeper running', async () => (await state()).tasks.find((t: any) => t.id.startsWith('sleeper-') && t.state === 'TASK_RUNNING'), 30_000);
   killedId = running.id;
+  // A running task is described with its sandbox, as its agent reports it.
+  const described = await cairn(['task', killedId]);
+  expect(described.stdout).toMatch(new RegExp(`Sandbox:\\s+/\\S+${killedId}`));
   expect((await cairn(['kill', killedId])).code).toBe(0);
   expect((await sleeper).code).not.toBe(0);
   await waitFor('sleeper killed', async () => ((await state()).tasks.find((t: any) => t.id === killedId).state === 'TASK_KILLED' ? true : undefined), 30_000);
