@@ -4,17 +4,10 @@
 
 import { constants } from 'node:os';
 import type { TaskState } from '../shared/agent-protocol.ts';
+import type { TaskStatusChange } from './executors/process/executor.ts';
 
-export interface TaskEnd {
-  taskId: string;
-  frameworkId: string;
-  state: TaskState;
-  message: string;
-  hasExitCode: boolean;
-  /** The exit code, or minus the signal number for a process a signal ended. */
-  exitCode: number;
-  reason: string;
-}
+/** A task's end as the executor reports it. */
+export type TaskEnd = TaskStatusChange;
 
 /** Ends that are failures: the task did not do what it was asked, or was lost with its host. */
 const FAILURES: ReadonlySet<TaskState> = new Set<TaskState>(['TASK_FAILED', 'TASK_LOST', 'TASK_ERROR', 'TASK_DROPPED', 'TASK_GONE']);
