@@ -27,7 +27,7 @@ export function masterAuthFromFlags(o: { credentials?: string; acls?: string; op
   } else {
     const b = bootstrapFor(dataDir);
     if (b.created) log.warn({ file: b.path }, 'no --credentials given: made a bootstrap credentials file (principals admin and agent); give agents its agent entry with --credential and users the admin secret (CAIRN_TOKEN)');
-    credentials = loadCredentials(b.path);
+    credentials = b.credentials;
   }
   let acls;
   if (o.acls !== undefined) {

@@ -16,7 +16,7 @@ import { MasterClient } from '../../shared/sdk/master-client.ts';
 import { loadTls, schemeOf, TlsClient, type TlsMaterial } from '../../shared/tls.ts';
 import { saveToken } from '../../shared/sdk/credentials.ts';
 import { MasterAuth } from '../../master/auth/master-auth.ts';
-import { bootstrapCredentials, loadCredentials } from '../../master/auth/credentials.ts';
+import { bootstrapCredentials } from '../../master/auth/credentials.ts';
 import { agentCredentialFromFlags, bootstrapFor, masterAuthFromFlags, newSecret } from './auth-flags.ts';
 import type { DaemonGossipOptions } from '../../shared/gossip/cluster.ts';
 import { gossipConfigForPeriod } from '../../shared/gossip/config.ts';
@@ -119,7 +119,7 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
     // One credentials file for every master of the group; the user's token goes where every
     // `cairn` command finds it, so the embedded default needs no flag and is never open.
     bootstrap = o.credentials !== undefined ? bootstrapCredentials(o.credentials, newSecret) : bootstrapFor(o.dataDir);
-    auth = MasterAuth.on({ credentials: loadCredentials(bootstrap.path) });
+    auth = MasterAuth.on({ credentials: bootstrap.credentials });
     const saved = saveToken([...members.values()], { principal: bootstrap.admin.principal, token: bootstrap.admin.secret }, io.env);
     tokenFile = saved;
     log.info({ credentials: bootstrap.path, token: saved }, 'credentials: the admin token is saved for the CLI');

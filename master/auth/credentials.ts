@@ -61,6 +61,14 @@ export class Credentials {
     return timingSafeEqual(a, b) ? this.bySecret.get(digest(known)) : undefined;
   }
 
+  /** The first principal of this kind in the file, with its secret. */
+  first(kind: PrincipalKind): { principal: string; secret: string } | undefined {
+    for (const [principal, secret] of this.secrets) {
+      if (this.bySecret.get(digest(secret))?.kind === kind) return { principal, secret };
+    }
+    return undefined;
+  }
+
   /** An agent principal's secret: the master presents it when it calls that agent's API. */
   agentSecret(principal: string): string | undefined {
     const s = this.secrets.get(principal);
@@ -112,6 +120,7 @@ export function loadCredentials(path: string): Credentials {
 
 export interface BootstrapCredentials {
   path: string;
+  credentials: Credentials;
   admin: { principal: string; secret: string };
   agent: { principal: string; secret: string };
   created: boolean;
@@ -134,9 +143,11 @@ export function bootstrapCredentials(path: string, randomSecret: () => string): 
     writeFileSync(path, `${JSON.stringify(doc, null, 2)}\n`, { mode: 0o600, flag: 'wx' });
     chmodSync(path, 0o600);
   }
-  const doc = JSON.parse(readFileSync(path, 'utf8')) as { credentials: { principal: string; secret: string; agent?: boolean }[] };
-  const admin = doc.credentials.find((c) => !c.agent);
-  const agent = doc.credentials.find((c) => c.agent);
+  // Read back through the checks every credentials file gets: a file of the user's own
+  // (`cairn up --credentials`) is refused with the entry and field at fault.
+  const credentials = loadCredentials(path);
+  const admin = credentials.first('user');
+  const agent = credentials.first('agent');
   if (!admin || !agent) throw new CairnError('CAIRN_BAD_CREDENTIALS', `${path} lacks a user or an agent principal`, 'credentials');
-  return { path, admin: { principal: admin.principal, secret: admin.secret }, agent: { principal: agent.principal, secret: agent.secret }, created };
+  return { path, credentials, admin, agent, created };
 }

@@ -4,7 +4,10 @@
 
 import { describe, expect, it } from 'vitest';
 import { parseAcls } from '../../master/auth/acls.ts';
-import { parseCredentials } from '../../master/auth/credentials.ts';
+import { bootstrapCredentials, parseCredentials } from '../../master/auth/credentials.ts';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { MasterAuth } from '../../master/auth/master-auth.ts';
 import { CairnError } from '../../shared/errors.ts';
 
@@ -40,6 +43,33 @@ describe('credentials', () => {
     expect(auth.authenticate({ authorization: `Bearer ${S('node-1')}` }, 'agent').name).toBe('node-1');
     expect(auth.agentSecret('node-1')).toBe(S('node-1'));
     expect(auth.agentSecret('alice')).toBeUndefined();
+  });
+});
+
+describe('bootstrap credentials', () => {
+  it('are made once (mode 600), read back on later starts, and a malformed file is refused naming the field', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-boot-'));
+    try {
+      const path = join(dir, 'credentials.json');
+      let n = 0;
+      const made = bootstrapCredentials(path, () => `secret-${++n}-0123456789abcdef`);
+      expect(made.created).toBe(true);
+      expect(statSync(path).mode & 0o777).toBe(0o600);
+      expect(made.admin).toEqual({ principal: 'admin', secret: 'secret-1-0123456789abcdef' });
+      expect(made.agent).toEqual({ principal: 'agent', secret: 'secret-2-0123456789abcdef' });
+      const again = bootstrapCredentials(path, () => 'never-used-0123456789abcdef');
+      expect(again.created).toBe(false);
+      expect(again.admin.secret).toBe(made.admin.secret);
+      expect(again.credentials.bySecretValue(made.agent.secret)?.kind).toBe('agent');
+      const bad = join(dir, 'bad.json');
+      writeFileSync(bad, '{"credentials": [{"principal": "x", "secret": "short"}]}', { mode: 0o600 });
+      expect(field(() => bootstrapCredentials(bad, () => 'unused'))).toBe(`${bad}.credentials[0].secret`);
+      const usersOnly = join(dir, 'users.json');
+      writeFileSync(usersOnly, `{"credentials": [{"principal": "u", "secret": "${S('u')}"}]}`, { mode: 0o600 });
+      expect(() => bootstrapCredentials(usersOnly, () => 'unused')).toThrow(/lacks a user or an agent principal/);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });
 
