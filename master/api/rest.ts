@@ -9,33 +9,16 @@ import { isTerminal } from '../../shared/agent-protocol.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { logQueryString, parseLogQuery } from '../../shared/log-query.ts';
 import { APPLIED_INDEX_HEADER, leaderOrRedirect, type MasterContext } from '../context.ts';
-import type { Registry } from '../registry/registry.ts';
 import { PROMETHEUS_CONTENT_TYPE } from '../../shared/prometheus.ts';
 import { masterMetricsText } from './metrics-text.ts';
 import { registerMesosCompatApi } from './mesos-compat.ts';
 import { agentAuthHeaders, agentBaseUrl, registerAgentRoutes } from './agents-rest.ts';
-import type { Principal } from '../auth/credentials.ts';
 import { sendHttpError as fail } from './http-errors.ts';
 import { stateView, taskDetailView } from './state-view.ts';
+import { taskFor } from './task-access.ts';
 
 /** How long an agent may take to answer a log request (up to its headers, when followed). */
 const AGENT_ANSWER_TIMEOUT_MS = 10_000;
-
-function findTask(registry: Registry, id: string) {
-  const t = registry.state.tasks.get(id);
-  if (!t) throw new CairnError('CAIRN_UNKNOWN_TASK', `no task '${id}'`, 'id');
-  return t;
-}
-
-/** A task `principal` may see or kill; one it may not answers as unknown would, plus why. */
-function taskFor(ctx: MasterContext, principal: Principal, id: string, action: 'view_tasks' | 'kill_tasks') {
-  const t = findTask(ctx.registry, id);
-  const owner = ctx.registry.state.frameworks.get(t.frameworkId)?.principal ?? '';
-  if (!ctx.auth.mayActOn(principal, action, owner)) {
-    throw new CairnError('CAIRN_FORBIDDEN', `principal '${principal.name}' may not ${action === 'view_tasks' ? 'view' : 'kill'} the tasks of framework ${t.frameworkId}`, 'id');
-  }
-  return t;
-}
 
 export function registerRestApi(app: FastifyInstance, ctx: MasterContext): void {
   const registry = ctx.registry;
