@@ -12,6 +12,7 @@ import { FakeAgent } from '../test/harness/fake-agent.ts';
 import { tempDir } from '../test/harness/processes.ts';
 import { RawScheduler, taskInfo, type RawEvent } from '../test/harness/raw-scheduler.ts';
 import { MasterAuth } from '../master/auth/master-auth.ts';
+import { authorizationHeader } from '../agent/credential.ts';
 import { launchTlsCost } from './tls.ts';
 import { hasOpenssl } from '../test/harness/tls-certs.ts';
 import { parseCredentials } from '../master/auth/credentials.ts';
@@ -28,7 +29,7 @@ function median(xs: number[]): number {
 async function throughput(agentCount: number, taskCount: number, auth = false): Promise<{ tasks: number; agents: number; seconds: number; tasksPerSecond: number }> {
   const dir = tempDir('cairn-bench-');
   const credentials = parseCredentials(JSON.stringify({ credentials: [{ ...TEST_USER }, { ...TEST_AGENT, agent: true }] }));
-  const agentHeaders = { authorization: `Basic ${Buffer.from(`${TEST_AGENT.principal}:${TEST_AGENT.secret}`).toString('base64')}` };
+  const agentHeaders = { authorization: authorizationHeader(TEST_AGENT) };
   const handle = await startMaster({ auth: auth ? MasterAuth.on({ credentials }) : MasterAuth.off(), dataDir: dir, port: 0, host: '127.0.0.1', logger: silentLogger(), allocationIntervalMs: 100 });
   const perAgent = Math.ceil(taskCount / agentCount);
   const agents = Array.from({ length: agentCount }, (_, i) => new FakeAgent({

@@ -6,12 +6,14 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cleanup, freePort, runCairn, startAgentProcess, startCairn, startMasterProcess, waitFor, type CairnProcess } from '../harness/processes.ts';
+import { authorizationHeader } from '../../agent/credential.ts';
 import { FakeAgent } from '../harness/fake-agent.ts';
 import { RawScheduler, taskInfo } from '../harness/raw-scheduler.ts';
 
 const secret = (name: string) => `${name}-secret-0123456789abcdef`;
 const bearer = (name: string) => ({ authorization: `Bearer ${secret(name)}` });
-const basic = (name: string) => ({ authorization: `Basic ${Buffer.from(`${name}:${secret(name)}`).toString('base64')}` });
+/** HTTP Basic, as agents (and Mesos clients) send it. */
+const basic = (name: string) => ({ authorization: authorizationHeader({ principal: name, secret: secret(name) }) });
 
 const cleanup = new Cleanup();
 const schedulers: RawScheduler[] = [];
