@@ -15,6 +15,8 @@ import { withDirLock } from '../shared/dir-lock.ts';
 import { componentLogger, createLogger } from '../shared/logger.ts';
 import { daemonTlsClient, schemeOf, servesTls, tlsServerOptions, type TlsMaterial } from '../shared/tls.ts';
 import { AGENT_PATH, AgentEndpoint } from './agents/agent-endpoint.ts';
+import { BUILTIN_FRAMEWORKS } from './builtin/all.ts';
+import { BuiltinHost, type BuiltinFramework } from './builtin/host.ts';
 import { registerAuthHooks } from './auth/http-hooks.ts';
 import type { MasterAuth } from './auth/master-auth.ts';
 import { toHttpError } from './api/http-errors.ts';
@@ -71,6 +73,8 @@ export interface MasterOptions extends Partial<Omit<MasterConfig, 'dataDir'>> {
   raft?: { id: number; members: ReadonlyMap<number, string>; secret: string; clusterId?: string; tickMs?: number; electionTicks?: number; join?: boolean; catchUpTimeoutMs?: number };
   /** Gossip membership (see membership.ts); left out, this master runs no gossip member. */
   gossip?: MasterGossipOptions;
+  /** The built-in frameworks run while this master leads; default: all of them (builtin/all.ts). */
+  builtins?: readonly BuiltinFramework[];
 }
 
 export interface MasterHandle {
@@ -186,6 +190,8 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
     replication: () => raft?.status(),
   };
   const dns = dnsConfig ? new DnsService(dnsConfig, registry, componentLogger(log, 'dns')) : undefined;
+  const builtins = new BuiltinHost(opts.builtins ?? BUILTIN_FRAMEWORKS, ctx, { domain: dnsConfig?.domain, log });
+  let listening = false;
   const lead = () => {
     if (!core) {
       core = new Master(config, log, registry, {
@@ -195,8 +201,11 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
       if (membership) core.judgeAgents();
       log.info({ id: opts.raft?.id }, 'leading: allocator, offers and scheduler API are up');
     }
+    // Built-in frameworks call this master's own API, so they start once it listens.
+    if (listening) builtins.lead();
   };
   const follow = () => {
+    void builtins.follow();
     if (core) {
       core.stop();
       core = undefined;
@@ -231,6 +240,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
   if (dns) registerDnsApi(app, dns);
   if (raft) app.get('/api/v1/replication', async () => raft!.status());
   registerMastersApi(app, ctx, raft);
+  builtins.registerRoutes(app);
   app.get('/api/v1/members', async (_req, reply) => membership?.view() ?? reply.code(404).send({ code: 'CAIRN_GOSSIP_OFF', message: 'this master runs no gossip member (it needs --secret-file)' }));
   const agents = new AgentEndpoint(ctx);
   app.server.on('upgrade', (req, socket, head) => {
@@ -253,6 +263,8 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
   const addr = app.server.address();
   const boundPort = typeof addr === 'object' && addr ? addr.port : port;
   selfUrl = `${scheme}://${opts.host && opts.host !== '0.0.0.0' ? opts.host : '127.0.0.1'}:${boundPort}`;
+  listening = true;
+  if (core) builtins.lead();
   if (dns) {
     if (!raft) dns.zone.setLeader({ ip: advertiseIp, port: boundPort });
     try {

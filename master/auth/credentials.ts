@@ -15,6 +15,8 @@ export type PrincipalKind = 'user' | 'agent';
 export interface Principal {
   readonly name: string;
   readonly kind: PrincipalKind;
+  /** The master's own built-in frameworks (master-auth.ts): no ACL applies to them. */
+  readonly internal?: true;
 }
 
 /** Longest principal name and secret taken; longer is a mistake or an attack. */

@@ -6,6 +6,7 @@
 // `MasterAuth.off()` exists for embedding a master in a program of one's own (and tests of
 // parts that are not about security); `cairn master` and `cairn up` always authenticate.
 
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { CairnError } from '../../shared/errors.ts';
 import { Acls, type AclAction } from './acls.ts';
@@ -22,6 +23,12 @@ export type Openable = (typeof OPENABLE)[number];
  */
 const HEADER_CACHE_ENTRIES = 4096;
 
+/**
+ * Whom the master's built-in frameworks (services, jobs, tuning) call its scheduler API as.
+ * '+' is not allowed in a credentials file's names, so no user can be this principal.
+ */
+export const BUILTIN_PRINCIPAL = 'cairn+builtin';
+
 /** The principal of a master that authenticates no one: every check passes. */
 const NOBODY: Principal = { name: '', kind: 'user' };
 
@@ -35,6 +42,11 @@ export interface MasterAuthOptions {
 
 export class MasterAuth {
   private readonly checked = new Map<string, Principal>();
+  /**
+   * The token of this process's built-in frameworks: random at every start and never
+   * written anywhere, so only code in this master process holds it.
+   */
+  readonly builtinToken = randomBytes(32).toString('base64url');
 
   private constructor(
     readonly enabled: boolean,
@@ -82,7 +94,7 @@ export class MasterAuth {
     let p: Principal | undefined;
     const m = /^(Bearer|Basic)\s+(\S+)\s*$/i.exec(h);
     if (m && m[1]!.toLowerCase() === 'bearer') {
-      p = this.credentials!.bySecretValue(m[2]!);
+      p = sameSecret(m[2]!, this.builtinToken) ? { name: BUILTIN_PRINCIPAL, kind: 'user', internal: true } : this.credentials!.bySecretValue(m[2]!);
     } else if (m) {
       const decoded = Buffer.from(m[2]!, 'base64').toString('utf8');
       const colon = decoded.indexOf(':');
@@ -93,12 +105,12 @@ export class MasterAuth {
 
   /** Throws CAIRN_FORBIDDEN (403) unless the ACLs let `principal` do `action` on `object`. */
   require(principal: Principal, action: AclAction, object: string, field?: string): void {
-    if (!this.enabled) return;
+    if (!this.enabled || principal.internal) return;
     this.acls.require(action, principal.name, object, field);
   }
 
   allows(principal: Principal, action: AclAction, object: string): boolean {
-    return !this.enabled || this.acls.decide(action, principal.name, object).allowed;
+    return !this.enabled || principal.internal === true || this.acls.decide(action, principal.name, object).allowed;
   }
 
   /**
@@ -106,7 +118,7 @@ export class MasterAuth {
    * owns? Its own principal always may; others as the ACLs say.
    */
   mayActOn(principal: Principal, action: 'view_tasks' | 'kill_tasks' | 'teardown_frameworks', frameworkPrincipal: string): boolean {
-    if (!this.enabled || principal.name === frameworkPrincipal) return true;
+    if (!this.enabled || principal.internal || principal.name === frameworkPrincipal) return true;
     return this.acls.decide(action, principal.name, frameworkPrincipal).allowed;
   }
 
@@ -120,4 +132,10 @@ export class MasterAuth {
   agentSecret(agentPrincipal: string | undefined): string | undefined {
     return agentPrincipal ? this.credentials?.agentSecret(agentPrincipal) : undefined;
   }
+}
+
+function sameSecret(given: string, expected: string): boolean {
+  const a = Buffer.from(given);
+  const b = Buffer.from(expected);
+  return a.length === b.length && timingSafeEqual(a, b);
 }

@@ -107,6 +107,15 @@ export interface TaskRecord {
   history?: TaskStatusChange[];
 }
 
+/** A value a built-in framework keeps in the registry: plain JSON, as every log stores it. */
+export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+
+/** One key of a built-in framework's state set to a value, or removed with `null`. */
+export interface BuiltinPut {
+  key: string;
+  value: JsonValue | null;
+}
+
 export type RegistryCommand =
   | {
       type: 'agent_registered';
@@ -141,4 +150,10 @@ export type RegistryCommand =
     }
   | { type: 'status_acknowledged'; taskId: string; uuid: string }
   /** An operator's weight for a role (Mesos' /weights): its fair share scales with it. */
-  | { type: 'role_weight_set'; role: string; weight: number };
+  | { type: 'role_weight_set'; role: string; weight: number }
+  /**
+   * A built-in framework's own state (apps and deployments, jobs, experiments), keyed under
+   * its name: every put of one command applies together, so a change that spans keys (an app
+   * and its deployment) is never seen half made, and a new leader resumes from it.
+   */
+  | { type: 'builtin_state'; owner: string; puts: BuiltinPut[] };

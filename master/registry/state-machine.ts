@@ -6,7 +6,7 @@
 // a replayed log must always apply.
 
 import { isTerminal, type TaskState } from '../../shared/agent-messages.ts';
-import { MAX_TASK_HISTORY, type AgentRecord, type FrameworkRecord, type PendingUpdate, type RegistryCommand, type TaskRecord, type TaskStatusChange } from './commands.ts';
+import { MAX_TASK_HISTORY, type AgentRecord, type JsonValue, type FrameworkRecord, type PendingUpdate, type RegistryCommand, type TaskRecord, type TaskStatusChange } from './commands.ts';
 
 export interface TaskUpdateEvent {
   kind: 'task_update';
@@ -23,6 +23,8 @@ export interface RegistrySnapshot {
   tasks: TaskRecord[];
   /** Absent in snapshots written before weights were kept. */
   roleWeights?: Record<string, number>;
+  /** Built-in frameworks' state by owner, then key. Absent in snapshots written before it was kept. */
+  builtin?: Record<string, Record<string, JsonValue>>;
 }
 
 /** Terminal, acknowledged tasks kept for `cairn tasks` and logs before the oldest are dropped. */
@@ -33,6 +35,8 @@ export class RegistryStateMachine {
   readonly frameworks = new Map<string, FrameworkRecord>();
   readonly tasks = new Map<string, TaskRecord>();
   readonly roleWeights = new Map<string, number>();
+  /** Built-in frameworks' state: owner, then key. Values are frozen: readers share them. */
+  readonly builtin = new Map<string, Map<string, JsonValue>>();
   /** Completed task ids in completion order, for bounded retention. */
   private readonly completed = new Set<string>();
 
@@ -47,6 +51,9 @@ export class RegistryStateMachine {
       sm.noteIfCompleted(task);
     }
     for (const [role, w] of Object.entries(s.roleWeights ?? {})) sm.roleWeights.set(role, w);
+    for (const [owner, entries] of Object.entries(s.builtin ?? {})) {
+      sm.builtin.set(owner, new Map(Object.entries(entries).map(([k, v]) => [k, deepFreeze(v)])));
+    }
     return sm;
   }
 
@@ -56,6 +63,7 @@ export class RegistryStateMachine {
       frameworks: [...this.frameworks.values()].map((f) => ({ ...f })),
       tasks: [...this.tasks.values()].map((t) => ({ ...t })),
       roleWeights: Object.fromEntries(this.roleWeights),
+      builtin: Object.fromEntries([...this.builtin].map(([owner, m]) => [owner, Object.fromEntries(m)])),
     };
   }
 
@@ -156,6 +164,16 @@ export class RegistryStateMachine {
         // had written off as unreachable-then-lost only through re-registration.
         if (isTerminal(task.state)) return [];
         return [this.setState(task, cmd.state, cmd.message, cmd.reason, cmd.source, cmd.uuid, cmd.atMs, cmd.exitCode)];
+      }
+      case 'builtin_state': {
+        let m = this.builtin.get(cmd.owner);
+        if (!m) this.builtin.set(cmd.owner, (m = new Map()));
+        for (const p of cmd.puts) {
+          if (p.value === null) m.delete(p.key);
+          else m.set(p.key, deepFreeze(structuredClone(p.value)));
+        }
+        if (m.size === 0) this.builtin.delete(cmd.owner);
+        return [];
       }
       case 'role_weight_set':
         if (cmd.weight === 1) this.roleWeights.delete(cmd.role);
@@ -273,4 +291,13 @@ function derivedUuid(taskId: string, atMs: number): string {
     for (let j = 0; j < 4; j++) bytes[k * 4 + j] = (h >>> (8 * j)) & 0xff;
   }
   return Buffer.from(bytes).toString('base64');
+}
+
+/** Frozen all the way down: a built-in framework that changed a value it read would change every reader's copy. */
+function deepFreeze<T extends JsonValue>(v: T): T {
+  if (typeof v === 'object' && v !== null && !Object.isFrozen(v)) {
+    for (const child of Object.values(v)) deepFreeze(child as JsonValue);
+    Object.freeze(v);
+  }
+  return v;
 }

@@ -1,0 +1,7 @@
+// The built-in frameworks every master runs while it leads, unless told otherwise
+// (MasterOptions.builtins). Each one subscribes only once it has work, so a cluster
+// that never uses one sees no framework of it.
+
+import type { BuiltinFramework } from './host.ts';
+
+export const BUILTIN_FRAMEWORKS: readonly BuiltinFramework[] = [];
