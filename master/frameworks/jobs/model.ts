@@ -1,0 +1,118 @@
+// The job model: one shape for every kind of training or batch job. A job is named groups
+// of replicas, each group with a task template, a replica count and a restart policy, plus
+// job-level gang size, success and failure policies, limits and cleanup. Every way a job
+// comes in (Cairn's own JSON/YAML, a Kubeflow TFJob or PyTorchJob, a Volcano Job, flags)
+// is turned into a JobSpec and checked once (spec-validate); the engine reads only JobSpecs.
+// Pure types: no I/O, so the engine's core and the simulator share them.
+
+export const JOB_KINDS = ['pslite', 'tensorflow', 'pytorch', 'batch'] as const;
+export type JobKind = (typeof JOB_KINDS)[number];
+
+export const RESTART_POLICIES = ['Always', 'OnFailure', 'Never', 'ExitCode'] as const;
+/** ExitCode: exit codes >= 128 (killed by a signal) are retried, 1-127 are permanent. */
+export type RestartPolicy = (typeof RESTART_POLICIES)[number];
+
+export const POLICY_EVENTS = ['TaskFailed', 'TaskCompleted', 'Unschedulable'] as const;
+export type PolicyEvent = (typeof POLICY_EVENTS)[number];
+export const POLICY_ACTIONS = ['RestartJob', 'RestartTask', 'AbortJob', 'CompleteJob'] as const;
+export type PolicyAction = (typeof POLICY_ACTIONS)[number];
+
+/** Volcano's lifecycle policy: on `event` (in `group`, or any group when absent) do `action`. */
+export interface FailurePolicy {
+  event: PolicyEvent;
+  action: PolicyAction;
+  /** Only for this group's replicas; absent: every group. */
+  group?: string;
+}
+
+export const CLEANUP_POLICIES = ['All', 'Running', 'None'] as const;
+/** What is killed when the job ends: every replica, the ones still running, or nothing. */
+export type CleanupPolicy = (typeof CLEANUP_POLICIES)[number];
+
+export interface VolumeSpec {
+  containerPath: string;
+  hostPath: string;
+  mode: 'RO' | 'RW';
+}
+
+/** What one replica runs: a command (shell when `args` is absent), or a container. */
+export interface TaskTemplate {
+  /** Run by `sh -c` when `args` is absent; else the program, with `args`. */
+  command: string;
+  args?: string[];
+  /** A Docker image; absent: a process on the agent. */
+  image?: string;
+  cpus: number;
+  memMb: number;
+  diskMb: number;
+  gpus: number;
+  /** How many ports each replica is given from its offer (the first is its PORT); at least 1. */
+  ports: number;
+  env: Record<string, string>;
+  volumes: VolumeSpec[];
+}
+
+export interface ReplicaGroup {
+  /** `scheduler`, `server`, `worker`, `ps`, `chief`, `master`, `evaluator`, or any name for batch. */
+  name: string;
+  replicas: number;
+  restartPolicy: RestartPolicy;
+  template: TaskTemplate;
+}
+
+/** TFJob's successPolicy: '' (chief, or worker 0, decides) or AllWorkers. */
+export type SuccessPolicy = 'Default' | 'AllWorkers';
+
+export interface JobSpec {
+  /** Unique among live jobs: lower case letters, digits and '-', a DNS label (at most 40). */
+  name: string;
+  kind: JobKind;
+  groups: ReplicaGroup[];
+  /** Gang: how many replicas start together or not at all; default every replica. */
+  minAvailable: number;
+  successPolicy: SuccessPolicy;
+  failurePolicies: FailurePolicy[];
+  /** Restarts (of a task or the whole job) allowed before the job fails; Volcano's maxRetry. */
+  backoffLimit: number;
+  /** The job fails once it has run this long; absent: no deadline. */
+  activeDeadlineSeconds?: number;
+  /** A finished job (and its record) is removed this long after it ended; absent: kept. */
+  ttlSecondsAfterFinished?: number;
+  cleanupPolicy: CleanupPolicy;
+  role: string;
+  /** Higher runs first among waiting jobs (priority classes come later). */
+  priority: number;
+}
+
+/** What the parsers of other formats could not honour: listed with the job, never dropped silently. */
+export interface IgnoredField {
+  path: string;
+  why: string;
+}
+
+export const JOB_PHASES = ['Created', 'Queued', 'Running', 'Restarting', 'Succeeded', 'Failed'] as const;
+export type JobPhase = (typeof JOB_PHASES)[number];
+
+export interface JobCondition {
+  type: JobPhase;
+  reason: string;
+  message: string;
+  atMs: number;
+}
+
+export type ReplicaState = 'Pending' | 'Starting' | 'Running' | 'Succeeded' | 'Failed' | 'Killed';
+
+export interface ReplicaStatus {
+  group: string;
+  index: number;
+  state: ReplicaState;
+  /** The task running (or that last ran) this replica. */
+  taskId?: string;
+  agentId?: string;
+  /** The host it runs on and the ports it was given (the first is PORT). */
+  host?: string;
+  ports: number[];
+  restarts: number;
+  exitCode?: number;
+  message?: string;
+}
