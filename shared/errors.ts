@@ -40,7 +40,9 @@ export type CairnErrorCode =
   | 'CAIRN_RAFT_LEARNER_BEHIND'
   | 'CAIRN_RAFT_TRANSFERRING'
   | 'CAIRN_RAFT_OVERLOADED'
-  | 'CAIRN_RAFT_CORRUPT_LOG';
+  | 'CAIRN_RAFT_CORRUPT_LOG'
+  // A job document (Cairn's own, a TFJob, a PyTorchJob, a Volcano Job, or flags) refused
+  | 'CAIRN_INVALID_JOB';
 
 export class CairnError extends Error {
   readonly code: CairnErrorCode;
