@@ -11,6 +11,7 @@ export const DEFAULT_MASTER_URL = 'http://127.0.0.1:5050';
 /** DNS flags of `cairn up` and `cairn master`; left out, the master's defaults apply. */
 export interface DnsFlags {
   dnsPort?: number;
+  /** `--dns-domain` (or its earlier name `--domain`). */
   domain?: string;
   dnsResolvers?: string[];
 }

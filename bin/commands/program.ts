@@ -126,15 +126,20 @@ function masterUrlOf(flag: string | undefined, io: CliIo, cmd: Command): string 
 function addDnsOptions(cmd: Command): Command {
   return cmd
     .addOption(new Option('--dns-port <port>', 'DNS port, UDP and TCP (default: 53 as root, else 8053; 0: any free port)').argParser(PORT))
-    .addOption(new Option('--domain <domain>', 'the DNS zone tasks are named in (default: cairn)').argParser(domainFlag))
+    .addOption(new Option('--dns-domain <domain>', 'the DNS zone tasks are named in, e.g. mesos for the names mesos-dns gives (default: cairn)').argParser(domainFlag))
+    .addOption(new Option('--domain <domain>', 'the same as --dns-domain (its earlier name)').argParser(domainFlag).conflicts('dnsDomain'))
     .addOption(new Option('--dns-resolvers <list>', "comma-separated resolvers for names outside the zone, IP[:PORT] (default: /etc/resolv.conf's; '' for none)").argParser(resolversFlag));
 }
 
+/** `--dns-domain`, or `--domain` (its earlier name, kept so existing command lines still work). */
+type DnsFlagValues = DnsFlags & { dnsDomain?: string };
+
 /** The DNS flags that were given, as options. */
-function dnsFlags(o: DnsFlags): DnsFlags {
+function dnsFlags(o: DnsFlagValues): DnsFlags {
+  const domain = o.dnsDomain ?? o.domain;
   return {
     ...(o.dnsPort !== undefined ? { dnsPort: o.dnsPort } : {}),
-    ...(o.domain !== undefined ? { domain: o.domain } : {}),
+    ...(domain !== undefined ? { domain } : {}),
     ...(o.dnsResolvers !== undefined ? { dnsResolvers: o.dnsResolvers } : {}),
   };
 }
@@ -255,7 +260,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .option('--gossip-encrypt', 'encrypt the gossip between the daemons (AES-256-GCM, a key derived from the cluster secret)')
     .option('--credentials <file>', 'principals to use instead of DATA_DIR/credentials.json (made once); its first user entry is saved for the CLI (default: $CAIRN_CREDENTIALS)');
   addLogOptions(addTlsOptions(addDnsOptions(up)))
-    .action(async (o: { dataDir: string; port: number; agentPort: number; resources?: string; masters: number; credentials?: string; gossipEncrypt?: boolean } & DnsFlags & TlsFlagValues & LogFlagValues, cmd: Command) => {
+    .action(async (o: { dataDir: string; port: number; agentPort: number; resources?: string; masters: number; credentials?: string; gossipEncrypt?: boolean } & DnsFlagValues & TlsFlagValues & LogFlagValues, cmd: Command) => {
       // A group's members know each other's URLs before they start: the ports are fixed.
       if (o.masters > 1 && (o.port === 0 || o.port + o.masters - 1 > 65535)) {
         return cmd.error(`error: option '--port <port>' must be the first of ${o.masters} consecutive free ports with --masters ${o.masters} (not 0, and at most ${65536 - o.masters})`, { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
@@ -280,7 +285,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .option('--new-member', 'join a running group (added with `cairn masters add`) instead of founding one; only for a first start with an empty data dir')
     .option('--secret-file <path>', 'file holding the cluster secret that masters and gossip members authenticate each other with (at least 16 bytes); with it, the master runs a gossip member');
   addLogOptions(addTlsOptions(addGossipOptions(addDnsOptions(master), DEFAULT_MASTER_GOSSIP_PORT)))
-    .action(async (o: { port: number; host: string; dataDir: string; credentials?: string; acls?: string; open?: Openable[]; pingInterval?: number; maxMissedPings?: number; offerTimeout?: number; id?: number; peers?: Map<number, string>; newMember?: boolean } & GossipFlagValues & DnsFlags & TlsFlagValues & LogFlagValues, cmd: Command) => {
+    .action(async (o: { port: number; host: string; dataDir: string; credentials?: string; acls?: string; open?: Openable[]; pingInterval?: number; maxMissedPings?: number; offerTimeout?: number; id?: number; peers?: Map<number, string>; newMember?: boolean } & GossipFlagValues & DnsFlagValues & TlsFlagValues & LogFlagValues, cmd: Command) => {
       if ((o.id === undefined) !== (o.peers === undefined)) {
         return cmd.error("error: options '--id' and '--peers' go together", { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
       }
