@@ -1,0 +1,330 @@
+// The services framework's decisions, as a pure function of what it knows:
+//   (apps, deployments, instances with their observed state and health, offers, now)
+//     → (launches, kills, instances to forget, deployments finished, backoff, queue facts).
+// Level-triggered like a controller: the same input gives the same answer, so a new leader
+// re-deriving it from the replicated store carries on where the old one stopped. No I/O, no
+// clock, no randomness: the shell passes time in and gives launched instances their ids.
+//
+// The rolling rule (Marathon's TaskReplaceActor): with N wanted, never fewer than
+// ceil(N × minimumHealthCapacity) ready instances, never more than
+// floor(N × (1 + maximumOverCapacity)) alive ones; an instance is ready when running and,
+// with health checks, healthy. When neither an old instance may stop nor a new one start,
+// one more may start (as Marathon does), or the upgrade would never move.
+
+import { Resources } from '../../../shared/resources.ts';
+import { portCount, requiredPorts, type AppDefinition, type StoredApp } from './app-model.ts';
+import { Placement, type AgentFacts } from './constraints.ts';
+
+export type InstanceState = 'pending' | 'staging' | 'running' | 'killing' | 'unreachable' | 'terminal';
+
+export interface InstanceView {
+  taskId: string;
+  appId: string;
+  configVersion: string;
+  agentId: string;
+  hostname: string;
+  attributes: Readonly<Record<string, string>>;
+  launchedAtMs: number;
+  state: InstanceState;
+  /** When it became unreachable (state `unreachable`). */
+  unreachableSinceMs?: number;
+  /** The agent's last health result; undefined before the first. */
+  healthy?: boolean;
+  /** This framework asked for it to be killed (not a failure when it ends). */
+  killRequested: boolean;
+}
+
+export interface DeploymentView {
+  id: string;
+  appId: string;
+}
+
+export interface OfferView {
+  id: string;
+  agentId: string;
+  hostname: string;
+  attributes: Readonly<Record<string, string>>;
+  resources: Resources;
+  /** The role of the offer's resources (`*` when unreserved). */
+  role: string;
+}
+
+export interface BackoffState {
+  /** Failures since the last reset. */
+  failures: number;
+  lastFailureAtMs: number;
+}
+
+export interface CoreInput {
+  nowMs: number;
+  /** The framework's role: offers reserved for another role are refused for it. */
+  role: string;
+  apps: readonly StoredApp[];
+  deployments: readonly DeploymentView[];
+  instances: readonly InstanceView[];
+  offers: readonly OfferView[];
+  backoff: ReadonlyMap<string, BackoffState>;
+  /** Every agent's facts (GROUP_BY spreads over all values, not only those offered now). */
+  agents: readonly AgentFacts[];
+  /** How long an instance may stay `pending` (no task in the registry) before it is forgotten. */
+  pendingTimeoutMs: number;
+}
+
+export interface LaunchDecision {
+  appId: string;
+  configVersion: string;
+  offerId: string;
+  agentId: string;
+  hostname: string;
+  attributes: Readonly<Record<string, string>>;
+  resources: Resources;
+  /** Host ports, PORT0 first. */
+  ports: number[];
+}
+
+export type KillReason = 'scale' | 'upgrade' | 'deleted' | 'expunged' | 'overCapacity';
+
+export const REJECT_REASONS = ['UnfulfilledRole', 'UnfulfilledConstraint', 'InsufficientCpus', 'InsufficientMemory', 'InsufficientDisk', 'InsufficientGpus', 'InsufficientPorts'] as const;
+export type RejectReason = (typeof REJECT_REASONS)[number];
+
+export interface AppQueueFacts {
+  /** Instances it still wants to start. */
+  waiting: number;
+  /** Launches wait for the backoff until then (absent: not delayed). */
+  delayUntilMs?: number;
+  /** Offers looked at for it this round, and why each one was declined (first reason). */
+  processed: number;
+  declined: Partial<Record<RejectReason, number>>;
+  launched: number;
+}
+
+export interface CoreOutput {
+  launches: LaunchDecision[];
+  kills: { taskId: string; reason: KillReason }[];
+  /** Offers nothing was taken from. */
+  declines: string[];
+  /** Instances that are gone for good: their records can go. */
+  forget: string[];
+  /** Instances that ended without being asked to: each counts toward the app's backoff. */
+  failed: { taskId: string; appId: string }[];
+  finishedDeployments: string[];
+  backoff: Map<string, BackoffState>;
+  queue: Map<string, AppQueueFacts>;
+}
+
+/** The launch delay after `failures` failures (0: none). */
+export function backoffDelayMs(app: AppDefinition, failures: number): number {
+  if (failures <= 0) return 0;
+  const s = Math.min(app.backoffSeconds * Math.pow(app.backoffFactor, failures - 1), app.maxLaunchDelaySeconds);
+  return Math.round(s * 1000);
+}
+
+/** One more failure; a failure after a long quiet spell (past the longest delay) starts the count over. */
+export function recordFailure(app: AppDefinition, prev: BackoffState | undefined, nowMs: number): BackoffState {
+  if (!prev || nowMs - prev.lastFailureAtMs > app.maxLaunchDelaySeconds * 1000) return { failures: 1, lastFailureAtMs: nowMs };
+  return { failures: prev.failures + 1, lastFailureAtMs: nowMs };
+}
+
+export function isReady(app: AppDefinition, i: InstanceView): boolean {
+  return i.state === 'running' && (app.healthChecks.length === 0 || i.healthy === true);
+}
+
+/** Whether the instance still holds its place (alive and not given up on). */
+function counts(app: AppDefinition, i: InstanceView, nowMs: number): boolean {
+  if (i.state === 'terminal' || i.killRequested) return false;
+  if (i.state === 'unreachable') return nowMs - (i.unreachableSinceMs ?? nowMs) < app.unreachableStrategy.inactiveAfterSeconds * 1000;
+  return true;
+}
+
+/** Kill order among instances of one app: not yet ready first, then by killSelection. */
+function killOrder(app: AppDefinition, list: InstanceView[]): InstanceView[] {
+  const youngest = app.killSelection === 'YOUNGEST_FIRST';
+  return [...list].sort((a, b) => {
+    const ra = isReady(app, a) ? 1 : 0;
+    const rb = isReady(app, b) ? 1 : 0;
+    if (ra !== rb) return ra - rb;
+    if (a.launchedAtMs !== b.launchedAtMs) return youngest ? b.launchedAtMs - a.launchedAtMs : a.launchedAtMs - b.launchedAtMs;
+    return a.taskId < b.taskId ? -1 : a.taskId > b.taskId ? 1 : 0;
+  });
+}
+
+interface AppPlan {
+  stored: StoredApp;
+  /** How many new instances to start this round. */
+  toLaunch: number;
+  placement: Placement;
+  portsNeeded: number;
+  fixedPorts: number[];
+  scalars: Resources;
+}
+
+export function decide(input: CoreInput): CoreOutput {
+  const { nowMs } = input;
+  const out: CoreOutput = {
+    launches: [], kills: [], declines: [], forget: [], failed: [], finishedDeployments: [],
+    backoff: new Map(input.backoff), queue: new Map(),
+  };
+  const apps = new Map(input.apps.map((a) => [a.app.id, a]));
+  const byApp = new Map<string, InstanceView[]>();
+  for (const i of input.instances) {
+    const list = byApp.get(i.appId);
+    if (list) list.push(i);
+    else byApp.set(i.appId, [i]);
+  }
+  const deploymentOf = new Map<string, DeploymentView>();
+  for (const d of input.deployments) deploymentOf.set(d.appId, d);
+
+  // Instances that have ended, timed out before reaching the registry, or belong to no app.
+  for (const [appId, list] of byApp) {
+    const stored = apps.get(appId);
+    const live: InstanceView[] = [];
+    for (const i of list) {
+      if (i.state === 'terminal' || (i.state === 'pending' && nowMs - i.launchedAtMs > input.pendingTimeoutMs)) {
+        out.forget.push(i.taskId);
+        if (!i.killRequested && stored) {
+          out.failed.push({ taskId: i.taskId, appId });
+          out.backoff.set(appId, recordFailure(stored.app, out.backoff.get(appId), nowMs));
+        }
+        continue;
+      }
+      if (stored && i.state === 'unreachable' && nowMs - (i.unreachableSinceMs ?? nowMs) >= stored.app.unreachableStrategy.expungeAfterSeconds * 1000) {
+        out.forget.push(i.taskId);
+        out.kills.push({ taskId: i.taskId, reason: 'expunged' });
+        continue;
+      }
+      live.push(i);
+    }
+    if (!stored) {
+      for (const i of live) if (!i.killRequested && i.state !== 'pending') out.kills.push({ taskId: i.taskId, reason: 'deleted' });
+      // Pending ones are killed once they show up in the registry (a kill before that finds nothing).
+    }
+    byApp.set(appId, live);
+  }
+  for (const d of input.deployments) {
+    if (!apps.has(d.appId) && (byApp.get(d.appId)?.length ?? 0) === 0) out.finishedDeployments.push(d.id);
+  }
+
+  const plans: AppPlan[] = [];
+  const knownValues = new Map<string, Set<string>>();
+  const sortedApps = [...apps.values()].sort((a, b) => (a.app.id < b.app.id ? -1 : 1));
+  for (const stored of sortedApps) {
+    const app = stored.app;
+    const live = byApp.get(app.id) ?? [];
+    const N = app.instances;
+    const deployment = deploymentOf.get(app.id);
+    const counted = live.filter((i) => counts(app, i, nowMs));
+    // Outside a deployment every instance is current: only a deployment replaces old ones.
+    const isNew = (i: InstanceView) => !deployment || i.configVersion === stored.configVersion;
+    const fresh = counted.filter(isNew);
+    const old = counted.filter((i) => !isNew(i));
+    const occupying = live.filter((i) => i.state !== 'unreachable' || counts(app, i, nowMs)).length;
+    const kills = new Set<string>();
+
+    // Old instances: those not ready go at once; ready ones as long as enough stay ready.
+    const minReady = Math.ceil(N * app.upgradeStrategy.minimumHealthCapacity - 1e-9);
+    let ready = counted.filter((i) => isReady(app, i)).length;
+    for (const i of killOrder(app, old)) {
+      if (!isReady(app, i)) kills.add(i.taskId);
+      else if (ready - 1 >= minReady || fresh.filter((f) => isReady(app, f)).length >= N) {
+        kills.add(i.taskId);
+        ready--;
+      }
+    }
+    // More current instances than wanted (scaled down).
+    if (fresh.length > N) for (const i of killOrder(app, fresh).slice(0, fresh.length - N)) kills.add(i.taskId);
+    for (const id of kills) out.kills.push({ taskId: id, reason: old.some((o) => o.taskId === id) ? 'upgrade' : 'scale' });
+
+    let maxAlive = Math.floor(N * (1 + app.upgradeStrategy.maximumOverCapacity) + 1e-9);
+    const oldLeft = old.length - [...kills].filter((id) => old.some((o) => o.taskId === id)).length;
+    if (deployment && old.length > 0 && kills.size === 0 && oldLeft > 0 && occupying >= maxAlive && live.every((i) => !i.killRequested)) maxAlive = occupying + 1;
+    const room = deployment && old.length > 0 ? Math.max(0, maxAlive - occupying) : Infinity;
+    const missing = Math.max(0, N - fresh.length);
+    let toLaunch = Math.min(missing, room);
+
+    const bo = out.backoff.get(app.id);
+    const delayUntilMs = bo ? bo.lastFailureAtMs + backoffDelayMs(app, bo.failures) : 0;
+    const facts: AppQueueFacts = { waiting: missing, processed: 0, declined: {}, launched: 0 };
+    if (delayUntilMs > nowMs) {
+      facts.delayUntilMs = delayUntilMs;
+      toLaunch = 0;
+    }
+    out.queue.set(app.id, facts);
+
+    if (deployment) {
+      const done = old.length === 0 && fresh.length === N && fresh.every((i) => isReady(app, i)) && kills.size === 0 &&
+        live.every((i) => !i.killRequested || i.state === 'terminal');
+      if (done) out.finishedDeployments.push(deployment.id);
+    }
+
+    for (const c of app.constraints) if (!knownValues.has(c.field)) knownValues.set(c.field, new Set());
+    const placement = new Placement(app.constraints, knownValues);
+    for (const i of counted) if (!kills.has(i.taskId)) placement.add(i);
+    if (toLaunch > 0) {
+      plans.push({
+        stored, toLaunch, placement, portsNeeded: portCount(app), fixedPorts: requiredPorts(app).filter((p) => p > 0),
+        scalars: Resources.of({ cpus: app.cpus, mem: app.mem, disk: app.disk, gpus: app.gpus }),
+      });
+    }
+  }
+  for (const [field, set] of knownValues) {
+    for (const a of input.agents) {
+      const v = field === 'hostname' || field === '@hostname' ? a.hostname : a.attributes[field];
+      if (v !== undefined) set.add(v);
+    }
+  }
+
+  const offers = [...input.offers].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  for (const offer of offers) {
+    let remaining = offer.resources;
+    let used = false;
+    for (const plan of plans) {
+      if (plan.toLaunch === 0) continue;
+      const facts = out.queue.get(plan.stored.app.id)!;
+      facts.processed++;
+      let launchedHere = 0;
+      let reason: RejectReason | undefined;
+      while (plan.toLaunch > 0) {
+        const r = tryPlace(plan, offer, remaining, input.role);
+        if (typeof r === 'string') {
+          reason = r;
+          break;
+        }
+        remaining = remaining.subtract(r.taken);
+        plan.placement.add(offer);
+        plan.toLaunch--;
+        launchedHere++;
+        facts.launched++;
+        out.launches.push({
+          appId: plan.stored.app.id, configVersion: plan.stored.configVersion, offerId: offer.id, agentId: offer.agentId,
+          hostname: offer.hostname, attributes: offer.attributes, resources: r.taken, ports: r.ports,
+        });
+      }
+      if (launchedHere > 0) used = true;
+      else if (reason) facts.declined[reason] = (facts.declined[reason] ?? 0) + 1;
+    }
+    if (!used) out.declines.push(offer.id);
+  }
+  return out;
+}
+
+/** Resources and ports for one instance of the plan's app from what is left of the offer, or why not. */
+function tryPlace(plan: AppPlan, offer: OfferView, remaining: Resources, role: string): { taken: Resources; ports: number[] } | RejectReason {
+  if (offer.role !== '*' && offer.role !== role) return 'UnfulfilledRole';
+  if (plan.placement.broken(offer)) return 'UnfulfilledConstraint';
+  const need = plan.scalars;
+  if (need.getMilli('cpus') > remaining.getMilli('cpus')) return 'InsufficientCpus';
+  if (need.getMilli('mem') > remaining.getMilli('mem')) return 'InsufficientMemory';
+  if (need.getMilli('disk') > remaining.getMilli('disk')) return 'InsufficientDisk';
+  if (need.getMilli('gpus') > remaining.getMilli('gpus')) return 'InsufficientGpus';
+  const app = plan.stored.app;
+  const wanted = requiredPorts(app);
+  const fixed = Resources.of({ ports: plan.fixedPorts.map((p) => ({ begin: p, end: p })) });
+  if (plan.fixedPorts.length > 0 && (new Set(plan.fixedPorts).size !== plan.fixedPorts.length || !remaining.contains(fixed))) return 'InsufficientPorts';
+  const afterFixed = plan.fixedPorts.length > 0 ? remaining.subtract(fixed) : remaining;
+  const anyCount = plan.portsNeeded - plan.fixedPorts.length;
+  const any = afterFixed.takePorts(anyCount);
+  if (!any) return 'InsufficientPorts';
+  const anyList = any.portList();
+  const ports = wanted.map((p) => (p > 0 ? p : anyList.shift()!));
+  return { taken: need.add(fixed).add(any), ports };
+}
