@@ -43,6 +43,8 @@ import { usageReport } from './usage/usage.ts';
 import { SandboxGc } from './sandbox-gc.ts';
 import { agentIdentity, TaskUsers, UserDb } from './task-users.ts';
 import { readDrainState, writeDrainState, type DrainState } from './drain.ts';
+import { HealthChecks } from './health/health-checks.ts';
+import { HealthStore, healthDir } from './health/store.ts';
 
 /** The `draining` part of /health and the answer to a drain request. */
 export interface DrainReport extends DrainState {
@@ -179,6 +181,8 @@ class Agent {
   private readonly owner = new Disposer();
   private readonly pending = new PendingUpdates();
   private readonly executor: TaskExecutors;
+  /** Health checks of running tasks; they see every status change before it goes out. */
+  private readonly health: HealthChecks;
   private readonly link: MasterLink;
   private drainState: DrainState | undefined;
   private drainTimer: NodeJS.Timeout | undefined;
@@ -204,7 +208,16 @@ class Agent {
   ) {
     this.agentId = storedId !== '' ? storedId : undefined;
     const gpuPool = new GpuPool(gpuIndices, cfg.gpuSharing);
-    const onStatus = (change: TaskStatusChange) => this.statusUpdate(change);
+    this.health = new HealthChecks({
+      store: new HealthStore(healthDir(cfg.workDir)),
+      snapshot: (taskId) => this.executor.snapshot(taskId),
+      docker: () => this.executor.containers?.docker,
+      report: (change) => this.statusUpdate(change),
+      kill: (taskId, message) => void this.executor.kill(taskId, 0, message),
+      agentEnv: cfg.taskBaseEnv,
+      logger: componentLogger(log, 'health'),
+    });
+    const onStatus = (change: TaskStatusChange) => this.statusUpdate(this.health.observe(change));
     const processes = new ProcessExecutor({
       workDir: cfg.workDir,
       gpuPool,
@@ -279,7 +292,15 @@ class Agent {
     this.log.info({ mode: this.cfg.recover, ...summary }, 'recovered the tasks of the previous agent process');
   }
 
+  /** Resumes the health checks of recovered tasks that still run (after `recover`). */
+  private async recoverHealthChecks(): Promise<void> {
+    const resumed = await this.health.recover(this.executor.snapshots());
+    if (resumed.length > 0) this.log.info({ tasks: resumed }, 'resumed the health checks of recovered tasks');
+  }
+
   async start(): Promise<void> {
+    await this.recoverHealthChecks();
+    this.owner.add('health checks', () => this.health.stop());
     const usage = new UsageSampler({
       executor: this.executor,
       intervalMs: this.cfg.usageIntervalMs,
@@ -407,6 +428,8 @@ class Agent {
   private async doStop(opts: { killTasks: boolean }): Promise<void> {
     this.log.info({ killTasks: opts.killTasks }, 'agent stopping');
     this.leaveOnStop = opts.killTasks;
+    // No check may kill a task while the agent goes away.
+    this.health.stop();
     // Tasks first, while the connection can still carry their terminal updates.
     await this.executor.shutdown({ killTasks: opts.killTasks });
     if (opts.killTasks && this.executor.runningCount() === 0) this.isolation.cgroups?.removeAgentDirs();
@@ -458,6 +481,7 @@ class Agent {
           this.statusUpdate({ taskId: task.taskId, frameworkId: task.frameworkId, state: 'TASK_DROPPED', message: 'the agent is draining: it accepts no new tasks', hasExitCode: false, exitCode: 0, reason: 'REASON_AGENT_DRAINING' });
           continue;
         }
+        if (!this.executor.has(task.taskId)) this.health.noteLaunch(task);
         const outcome = this.executor.launch(task);
         if (outcome === 'duplicate') this.log.debug({ taskId: task.taskId }, 'launch of a known task ignored');
         else this.log.info({ taskId: task.taskId, frameworkId: task.frameworkId, outcome }, 'task launch');

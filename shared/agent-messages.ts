@@ -23,6 +23,29 @@ export type PullPolicy = 'always' | 'if-not-present' | 'never';
 export interface DockerSpec { image: string; network: 'host' | 'bridge'; portMappings: PortMapping[]; pullPolicy: PullPolicy }
 export interface ContainerSpec { type: 'docker'; docker: DockerSpec; volumes: VolumeSpec[] }
 
+/**
+ * A task's health check as the agent runs it: the master fills every default, so the wire
+ * carries whole values. `port` is the one to check on 127.0.0.1; for a BRIDGE container a
+ * mapped container port, which the agent turns into its host port.
+ */
+export interface HealthCheckSpec {
+  type: 'http' | 'tcp' | 'command';
+  port: number;
+  /** HTTP only: the path asked for (starts with /). */
+  path: string;
+  scheme: 'http' | 'https';
+  /** HTTP only: the statuses that count as healthy; empty: 200-399. */
+  statuses: number[];
+  /** COMMAND only: run by `sh -c`. */
+  command: string;
+  delayMs: number;
+  intervalMs: number;
+  timeoutMs: number;
+  gracePeriodMs: number;
+  /** Failures in a row that get the task killed; 0: never killed. */
+  consecutiveFailures: number;
+}
+
 export interface TaskInfo {
   taskId: string;
   frameworkId: string;
@@ -40,6 +63,8 @@ export interface TaskInfo {
    * default task user (or the agent's own user where it is not root).
    */
   user?: string;
+  /** Absent (or null off the wire): the task has no health check. */
+  healthCheck?: HealthCheckSpec | null;
 }
 export interface StatusUpdate {
   uuid: Uint8Array;
@@ -51,6 +76,9 @@ export interface StatusUpdate {
   exitCode: number;
   timestampMs: number;
   reason: string;
+  /** Set when the update carries the task's health check result (`healthy`). */
+  hasHealthy?: boolean;
+  healthy?: boolean;
 }
 export interface RunningTask { taskId: string; frameworkId: string; state: TaskState; resources: string }
 export interface Register {

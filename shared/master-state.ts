@@ -48,6 +48,10 @@ export interface TaskView {
   exitCode?: number;
   /** The reason of the latest status change (Mesos' REASON_...); absent when none was given. */
   reason?: string;
+  /** The kind of the task's health check; absent when it has none. */
+  healthCheck?: 'HTTP' | 'TCP' | 'COMMAND';
+  /** The latest result of its health check; absent before the first (or without a check). */
+  healthy?: boolean;
   launchedAtMs: number;
   updatedAtMs: number;
   /** Its status changes, oldest first (the latest 20); only from `GET /api/v1/tasks/:id`. */
@@ -62,6 +66,8 @@ export interface TaskStatusChangeView {
   message: string;
   source: 'SOURCE_MASTER' | 'SOURCE_AGENT';
   atMs: number;
+  /** The health check result the change carried, if any. */
+  healthy?: boolean;
 }
 
 export interface OfferView {

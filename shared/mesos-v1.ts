@@ -55,6 +55,30 @@ export interface TaskInfoJson {
   container?: ContainerInfoJson;
   labels?: { labels: Label[] };
   kill_policy?: { grace_period?: { nanoseconds: number } };
+  health_check?: HealthCheckJson;
+}
+
+/**
+ * Mesos v1's HealthCheck: run by the agent next to the task while it runs. HTTP is healthy
+ * on 200-399 (or one of `statuses`), TCP on a connection, COMMAND on exit 0 (sh -c in the
+ * task's sandbox, environment and user; `docker exec` for a container). Durations in
+ * seconds; the defaults are Mesos' own.
+ */
+export interface HealthCheckJson {
+  type: 'HTTP' | 'TCP' | 'COMMAND';
+  http?: { port: number; path?: string; scheme?: 'http' | 'https'; statuses?: number[] };
+  tcp?: { port: number };
+  command?: { value: string };
+  /** Before the first check (default 15). */
+  delay_seconds?: number;
+  /** Between the end of one check and the start of the next (default 10). */
+  interval_seconds?: number;
+  /** A check that takes longer has failed (default 20). */
+  timeout_seconds?: number;
+  /** Failures in a row that get the task killed (default 3; 0: never killed). */
+  consecutive_failures?: number;
+  /** From the task's start: failures before the first success do not count (default 10). */
+  grace_period_seconds?: number;
 }
 
 export interface OfferJson {
@@ -77,6 +101,8 @@ export interface TaskStatusJson {
   /** base64 of the update's 16-byte uuid; absent for updates that need no acknowledgement. */
   uuid?: string;
   timestamp?: number;
+  /** The task's health check result, on updates of tasks that have one once it has a result. */
+  healthy?: boolean;
 }
 
 export type SchedulerEvent =

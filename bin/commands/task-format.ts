@@ -102,6 +102,7 @@ export function describeTask(d: TaskDescription): string {
     ['Framework', d.framework ? `${d.framework.name} (${d.framework.id})` : t.frameworkId],
     ['Agent', d.agent ? `${d.agent.hostname} (${d.agent.id}, ${d.agent.url})` : `${t.agentId} (gone)`],
     ['Resources', t.resources],
+    ...(t.healthCheck !== undefined || t.healthy !== undefined ? [['Health', healthCell(t)] as [string, string]] : []),
     ['Launched', when(t.launchedAtMs)],
     ['Updated', when(t.updatedAtMs)],
   ];
@@ -121,6 +122,12 @@ export function describeTask(d: TaskDescription): string {
   const rows = history.map((c) => [when(c.atMs), c.state.replace(/^TASK_/, ''), c.reason || '-', c.source.replace(/^SOURCE_/, '').toLowerCase(), c.message || '-']);
   const events = history.length === 0 ? 'History: none recorded\n' : `History:\n${indent(formatTable(['TIME', 'STATE', 'REASON', 'SOURCE', 'MESSAGE'], rows))}`;
   return `${head}\n${events}`;
+}
+
+/** `healthy (HTTP check)`, `unhealthy (TCP check)`, or `unknown` before the first result. */
+export function healthCell(t: Pick<TaskView, 'healthy' | 'healthCheck'>): string {
+  const word = t.healthy === undefined ? 'unknown' : t.healthy ? 'healthy' : 'unhealthy';
+  return t.healthCheck ? `${word} (${t.healthCheck} check)` : word;
 }
 
 function indent(text: string): string {

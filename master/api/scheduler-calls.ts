@@ -4,7 +4,8 @@
 import { Resources } from '../../shared/resources.ts';
 import { badRequest, CairnError } from '../../shared/errors.ts';
 import type { CommandSpec } from '../registry/commands.ts';
-import type { ContainerSpec, PortMapping } from '../../shared/agent-messages.ts';
+import type { ContainerSpec, HealthCheckSpec, PortMapping } from '../../shared/agent-messages.ts';
+import { parseHealthCheck } from './health-check.ts';
 
 export interface FrameworkSpec {
   id?: string;
@@ -26,6 +27,7 @@ export interface TaskSpec {
   labels: { name: string; value: string }[];
   killGraceMs: number;
   container?: ContainerSpec;
+  healthCheck?: HealthCheckSpec;
 }
 
 export type SchedulerCallParsed =
@@ -187,6 +189,7 @@ function parseTask(value: unknown, field: string): TaskSpec {
   const kp = obj(t.kill_policy, `${field}.kill_policy`, false);
   const gp = obj(kp?.grace_period, `${field}.kill_policy.grace_period`, false);
   const graceNs = num(gp?.nanoseconds, `${field}.kill_policy.grace_period.nanoseconds`);
+  const healthCheck = t.health_check === undefined ? undefined : parseHealthCheck(t.health_check, resources.portList(), container, `${field}.health_check`);
   return {
     taskId: idValue(t.task_id, `${field}.task_id`),
     name: str(t.name, `${field}.name`),
@@ -196,6 +199,7 @@ function parseTask(value: unknown, field: string): TaskSpec {
     labels,
     killGraceMs: graceNs === undefined ? 0 : Math.round(graceNs / 1e6),
     ...(container ? { container } : {}),
+    ...(healthCheck ? { healthCheck } : {}),
   };
 }
 

@@ -25,6 +25,8 @@ export function taskView(t: TaskRecord): TaskView {
     updatedAtMs: t.updatedAtMs,
   };
   if (t.exitCode !== undefined) v.exitCode = t.exitCode;
+  if (t.healthy !== undefined) v.healthy = t.healthy;
+  if (t.healthCheck) v.healthCheck = t.healthCheck.type.toUpperCase() as 'HTTP' | 'TCP' | 'COMMAND';
   const latest = t.history?.at(-1);
   if (latest && latest.state === t.state && latest.reason !== '') v.reason = latest.reason;
   return v;

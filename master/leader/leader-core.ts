@@ -511,10 +511,14 @@ export class LeaderCore {
     this.metrics.statusUpdates++;
     const ack = () => this.sendConn(c, { ack: { uuid: su.uuid, taskId: su.taskId } });
     const task = this.state().tasks.get(su.taskId);
-    if (!task || task.agentId !== agentId || isTerminal(task.state) || (task.state === su.state && !isTerminal(su.state))) {
+    const healthy = su.hasHealthy ? su.healthy === true : undefined;
+    // An update in the same state that changes only the task's health is news, not a duplicate.
+    const healthChanged = healthy !== undefined && task?.healthy !== healthy;
+    if (!task || task.agentId !== agentId || isTerminal(task.state) || (task.state === su.state && !isTerminal(su.state) && !healthChanged)) {
       ack(); // nothing to change: unknown, stale or a re-sent duplicate
       return;
     }
+    const wasRunning = task.state === 'TASK_RUNNING';
     this.propose({
       type: 'status_update',
       taskId: su.taskId,
@@ -525,9 +529,10 @@ export class LeaderCore {
       source: 'SOURCE_AGENT',
       uuid: Buffer.from(su.uuid).toString('base64'),
       atMs: this.nowMs,
+      ...(healthy !== undefined ? { healthy } : {}),
     }, (events) => {
       // Launch latency, ACCEPT to RUNNING, for tasks this leader launched (an earlier leader's would count the failover).
-      if (su.state === 'TASK_RUNNING' && task.launchedAtMs >= this.startedAtMs) this.metrics.launchSeconds.observe((this.nowMs - task.launchedAtMs) / 1000);
+      if (su.state === 'TASK_RUNNING' && !wasRunning && task.launchedAtMs >= this.startedAtMs) this.metrics.launchSeconds.observe((this.nowMs - task.launchedAtMs) / 1000);
       ack();
       this.forwardEvents(events);
     });
@@ -771,7 +776,7 @@ export class LeaderCore {
         const tasks = call.taskIds.length > 0 ? call.taskIds : state.activeTasksOf(call.frameworkId).map((t) => t.id);
         for (const id of tasks) {
           const t = state.tasks.get(id);
-          if (t && t.frameworkId === call.frameworkId) this.toFramework(call.frameworkId, statusEvent(t.id, t.agentId, t.state, t.message, 'REASON_RECONCILIATION', this.nowMs));
+          if (t && t.frameworkId === call.frameworkId) this.toFramework(call.frameworkId, statusEvent(t.id, t.agentId, t.state, t.message, 'REASON_RECONCILIATION', this.nowMs, t.healthy));
           else this.toFramework(call.frameworkId, statusEvent(id, undefined, 'TASK_LOST', 'unknown task', 'REASON_RECONCILIATION', this.nowMs));
         }
         return;
@@ -856,6 +861,7 @@ export class LeaderCore {
           labels: t.labels,
           killGraceMs: t.killGraceMs,
           ...(t.container ? { container: t.container } : {}),
+          ...(t.healthCheck ? { healthCheck: t.healthCheck } : {}),
           launchedAtMs: this.nowMs,
         },
         atMs: this.nowMs,
@@ -891,6 +897,7 @@ export class LeaderCore {
       container: t.container ?? null,
       dnsName: this.taskDnsName?.(t.name, frameworkName) ?? '',
       user: state.frameworks.get(frameworkId)?.user ?? '',
+      healthCheck: t.healthCheck ?? null,
     }));
     this.toAgent(agentId, { launch: { tasks: infos } });
   }

@@ -18,13 +18,15 @@ export function updateEvent(t: TaskRecord, u: PendingUpdate): SchedulerEvent {
     timestamp: u.atMs / 1000,
   };
   if (u.reason) status.reason = u.reason;
+  if (u.healthy !== undefined) status.healthy = u.healthy;
   return { type: 'UPDATE', update: { status } };
 }
 
 /** UPDATE the master answers with on its own (reconciliation): no uuid, nothing to acknowledge. */
-export function statusEvent(taskId: string, agentId: string | undefined, state: TaskState, message: string, reason: string, nowMs: number): SchedulerEvent {
+export function statusEvent(taskId: string, agentId: string | undefined, state: TaskState, message: string, reason: string, nowMs: number, healthy?: boolean): SchedulerEvent {
   const status: TaskStatusJson = { task_id: { value: taskId }, state, message, source: 'SOURCE_MASTER', reason, timestamp: nowMs / 1000 };
   if (agentId) status.agent_id = { value: agentId };
+  if (healthy !== undefined) status.healthy = healthy;
   return { type: 'UPDATE', update: { status } };
 }
 

@@ -3,7 +3,7 @@
 // later) replays to the same state on any master. Commands carry everything they need,
 // time and uuids included: applying one never reads a clock or a random source.
 
-import type { ContainerSpec, TaskState } from '../../shared/agent-messages.ts';
+import type { ContainerSpec, HealthCheckSpec, TaskState } from '../../shared/agent-messages.ts';
 
 export interface AgentRecord {
   id: string;
@@ -65,6 +65,8 @@ export interface PendingUpdate {
   source: 'SOURCE_MASTER' | 'SOURCE_AGENT';
   reason: string;
   atMs: number;
+  /** The task's health check result, when the update carries one. */
+  healthy?: boolean;
 }
 
 /**
@@ -78,6 +80,8 @@ export interface TaskStatusChange {
   message: string;
   source: 'SOURCE_MASTER' | 'SOURCE_AGENT';
   atMs: number;
+  /** The health check result the update carried, if any. */
+  healthy?: boolean;
 }
 
 /** Status changes a task record keeps: enough for a task's life, bounded for 10,000 kept tasks. */
@@ -94,6 +98,10 @@ export interface TaskRecord {
   killGraceMs: number;
   /** Absent for a plain process. */
   container?: ContainerSpec;
+  /** Absent when the task has no health check. */
+  healthCheck?: HealthCheckSpec;
+  /** The latest health check result reported; absent before the first (or without a check). */
+  healthy?: boolean;
   state: TaskState;
   message: string;
   exitCode?: number;
@@ -136,7 +144,7 @@ export type RegistryCommand =
   | { type: 'agent_removed'; agentId: string; uuids: string[]; atMs: number; registrations?: number }
   | { type: 'framework_subscribed'; framework: Omit<FrameworkRecord, 'removedAtMs'>; atMs: number }
   | { type: 'framework_removed'; frameworkId: string; atMs: number }
-  | { type: 'task_launched'; task: Omit<TaskRecord, 'state' | 'message' | 'updatedAtMs' | 'unacked' | 'exitCode' | 'history'>; atMs: number }
+  | { type: 'task_launched'; task: Omit<TaskRecord, 'state' | 'message' | 'updatedAtMs' | 'unacked' | 'exitCode' | 'history' | 'healthy'>; atMs: number }
   | {
       type: 'status_update';
       taskId: string;
@@ -147,6 +155,8 @@ export type RegistryCommand =
       source: 'SOURCE_MASTER' | 'SOURCE_AGENT';
       uuid: string;
       atMs: number;
+      /** The task's health check result; absent when the update carries none (the last one stands). */
+      healthy?: boolean;
     }
   | { type: 'status_acknowledged'; taskId: string; uuid: string }
   /** An operator's weight for a role (Mesos' /weights): its fair share scales with it. */

@@ -163,7 +163,7 @@ export class RegistryStateMachine {
         // A terminal state is final, except that an agent may report on a task the master
         // had written off as unreachable-then-lost only through re-registration.
         if (isTerminal(task.state)) return [];
-        return [this.setState(task, cmd.state, cmd.message, cmd.reason, cmd.source, cmd.uuid, cmd.atMs, cmd.exitCode)];
+        return [this.setState(task, cmd.state, cmd.message, cmd.reason, cmd.source, cmd.uuid, cmd.atMs, cmd.exitCode, cmd.healthy)];
       }
       case 'builtin_state': {
         let m = this.builtin.get(cmd.owner);
@@ -226,6 +226,7 @@ export class RegistryStateMachine {
     uuid: string,
     atMs: number,
     exitCode?: number,
+    healthy?: boolean,
   ): TaskUpdateEvent {
     const previousState = task.state;
     task.state = state;
@@ -233,9 +234,10 @@ export class RegistryStateMachine {
     task.message = message;
     task.updatedAtMs = atMs;
     if (exitCode !== undefined) task.exitCode = exitCode;
-    const update: PendingUpdate = { uuid, state, message, source, reason, atMs };
+    if (healthy !== undefined) task.healthy = healthy;
+    const update: PendingUpdate = { uuid, state, message, source, reason, atMs, ...(healthy !== undefined ? { healthy } : {}) };
     task.unacked = update;
-    task.history = withChange(task.history, { state, reason, message, source, atMs });
+    task.history = withChange(task.history, { state, reason, message, source, atMs, ...(healthy !== undefined ? { healthy } : {}) });
     return { kind: 'task_update', task, previousState, update };
   }
 

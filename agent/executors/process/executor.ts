@@ -77,6 +77,9 @@ export interface TaskStatusChange {
   hasExitCode: boolean;
   exitCode: number;
   reason: string;
+  /** Set on updates that carry the task's health check result (agent/health/). */
+  hasHealthy?: boolean;
+  healthy?: boolean;
 }
 
 export interface ProcessExecutorOptions {
