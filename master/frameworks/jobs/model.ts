@@ -111,6 +111,8 @@ export interface ReplicaStatus {
   agentId?: string;
   /** The host it runs on and the ports it was given (the first is PORT). */
   host?: string;
+  /** The agent's address, for peers that cannot resolve names. */
+  ip?: string;
   ports: number[];
   restarts: number;
   exitCode?: number;

@@ -1,0 +1,494 @@
+// The job engine's core: every job's lifecycle, its replicas and their tasks, gang placement
+// on offers, restarts, deadlines and TTLs. Deterministic and free of I/O: the shell (and the
+// simulator) feed it submissions, task updates, offers and ticks with the time, then take
+// its effects — records to write (first: nothing is done that is not durable), tasks to
+// launch and kill, offers to decline.
+//
+// Gangs without deadlock: one job at a time gathers offers. It holds every offer it is sent
+// (accepting nothing) until its whole gang fits, then accepts them all at once; if the
+// gathering window ends first it declines everything and waits with exponential backoff
+// while the next job gathers. So two jobs that each need more than half the cluster never
+// both hold half of it. A gang larger than the agents' totals is Unschedulable.
+
+import { isTerminal, type TaskState } from '../../../shared/agent-messages.ts';
+import type { MesosResource, Resources } from '../../../shared/resources.ts';
+import { neverFits, placeGang, placeMembers, type AgentLaunch, type GangMember, type HeldOffer } from './gang.ts';
+import { replicaEnvironment, type JobPlacement } from './kind-env.ts';
+import type { IgnoredField, JobSpec, ReplicaStatus, TaskTemplate } from './model.ts';
+import { alwaysStopped, decideOnEnd, jobSucceeded, type EndDecision } from './policies.ts';
+import { isFinished, newJobRecord, replicaTaskName, setPhase, type JobRecord } from './record.ts';
+
+export interface EngineOptions {
+  /** The DNS zone replicas are named in. */
+  domain: string;
+  /** How long a job may hold offers while its gang does not fit. */
+  gatherMs: number;
+  /** First wait after a gang did not fit; doubled each time, up to backoffMaxMs. */
+  backoffBaseMs: number;
+  backoffMaxMs: number;
+}
+
+export const DEFAULT_ENGINE_OPTIONS: Omit<EngineOptions, 'domain'> = {
+  // Long enough for every agent's offer of an allocation round (1 s) to arrive.
+  gatherMs: 2_000,
+  backoffBaseMs: 1_000,
+  backoffMaxMs: 8_000,
+};
+
+export interface TaskLaunch {
+  taskId: string;
+  /** `<job>-<group>-<index>`: its DNS label. */
+  name: string;
+  job: string;
+  group: string;
+  index: number;
+  resources: MesosResource[];
+  ports: number[];
+  env: Record<string, string>;
+  template: TaskTemplate;
+}
+
+export interface LaunchEffect {
+  agentId: string;
+  offerIds: string[];
+  tasks: TaskLaunch[];
+}
+
+export interface Effects {
+  /** Records to make durable before anything else; null removes the job. */
+  writes: Map<string, JobRecord | null>;
+  launches: LaunchEffect[];
+  kills: { taskId: string; agentId?: string }[];
+  declines: string[];
+}
+
+export interface TaskEvent {
+  taskId: string;
+  agentId?: string;
+  state: TaskState;
+  /** A signal's end comes as 128 + its number. */
+  exitCode?: number;
+  message: string;
+}
+
+const LIVE = new Set<ReplicaStatus['state']>(['Starting', 'Running']);
+
+function isLive(r: ReplicaStatus): boolean {
+  return LIVE.has(r.state);
+}
+
+export class JobEngine {
+  private readonly jobs = new Map<string, JobRecord>();
+  /** Tasks that run (or may) for a replica: task id → job and replica position. */
+  private readonly taskIndex = new Map<string, { job: string; key: number }>();
+  private readonly held = new Map<string, HeldOffer>();
+  private gathering: { job: string; sinceMs: number } | undefined;
+  private totals: Resources[] = [];
+  private effects: Effects = emptyEffects();
+
+  constructor(private readonly opts: EngineOptions) {}
+
+  /** Resumes from the records a previous leader wrote; kills it had decided are sent again. */
+  load(records: readonly JobRecord[]): void {
+    for (const rec of records) {
+      const r = structuredClone(rec) as JobRecord;
+      this.jobs.set(r.spec.name, r);
+      r.replicas.forEach((rep, key) => {
+        if (rep.taskId !== undefined && isLive(rep)) this.taskIndex.set(rep.taskId, { job: r.spec.name, key });
+      });
+      for (const taskId of r.killing) this.kill(taskId, this.agentOf(r, taskId));
+    }
+  }
+
+  get(name: string): JobRecord | undefined {
+    return this.jobs.get(name);
+  }
+
+  names(): string[] {
+    return [...this.jobs.keys()];
+  }
+
+  /** Every task the engine thinks may run, to reconcile after (re)subscribing. */
+  liveTasks(): { taskId: string; agentId?: string }[] {
+    const out: { taskId: string; agentId?: string }[] = [];
+    for (const [taskId, { job, key }] of this.taskIndex) {
+      const agentId = this.jobs.get(job)?.replicas[key]?.agentId;
+      out.push(agentId ? { taskId, agentId } : { taskId });
+    }
+    return out;
+  }
+
+  /** Whether any job needs offers now (queued, or a replica to place). */
+  wantsOffers(): boolean {
+    for (const r of this.jobs.values()) {
+      if (r.phase === 'Queued' && r.placedAtMs === undefined) return true;
+      if (r.placedAtMs !== undefined && !isFinished(r) && r.phase !== 'Restarting' && r.replicas.some((x) => x.state === 'Pending')) return true;
+    }
+    return false;
+  }
+
+  /** The agents' total resources, for telling a gang that can never fit. */
+  setClusterTotals(totals: Resources[]): void {
+    this.totals = totals;
+  }
+
+  /** A new job; 'exists' while a job of that name has not finished. A finished one is replaced. */
+  submit(spec: JobSpec, ignored: IgnoredField[], uid: string, nowMs: number): JobRecord | 'exists' {
+    const old = this.jobs.get(spec.name);
+    if (old && !isFinished(old)) return 'exists';
+    if (old) this.dropJob(old);
+    const r = newJobRecord(spec, ignored, uid, nowMs);
+    this.jobs.set(spec.name, r);
+    this.dirty(r);
+    this.schedule(nowMs);
+    return r;
+  }
+
+  /** Kills a job's tasks and forgets it; false when there is no such job. */
+  remove(name: string, nowMs: number): boolean {
+    const r = this.jobs.get(name);
+    if (!r) return false;
+    this.dropJob(r);
+    this.schedule(nowMs);
+    return true;
+  }
+
+  offers(offers: readonly HeldOffer[], nowMs: number): void {
+    for (const o of offers) this.held.set(o.id, o);
+    this.schedule(nowMs);
+  }
+
+  rescind(offerId: string): void {
+    this.held.delete(offerId);
+  }
+
+  /** Deadlines, TTLs, the gathering window and backoffs. */
+  tick(nowMs: number): void {
+    for (const r of [...this.jobs.values()]) {
+      const deadline = r.spec.activeDeadlineSeconds;
+      if (!isFinished(r) && deadline !== undefined && r.startedAtMs !== undefined && nowMs - r.startedAtMs >= deadline * 1000) {
+        this.finish(r, 'Failed', 'DeadlineExceeded', `ran longer than its activeDeadlineSeconds (${deadline} s)`, nowMs);
+      }
+      const ttl = r.spec.ttlSecondsAfterFinished;
+      if (isFinished(r) && ttl !== undefined && r.finishedAtMs !== undefined && nowMs >= r.finishedAtMs + ttl * 1000) this.dropJob(r);
+    }
+    this.schedule(nowMs);
+  }
+
+  taskUpdate(ev: TaskEvent, nowMs: number): void {
+    const at = this.taskIndex.get(ev.taskId);
+    const r = at ? this.jobs.get(at.job) : undefined;
+    const rep = at && r ? r.replicas[at.key] : undefined;
+    if (!at || !r || !rep || rep.taskId !== ev.taskId) {
+      // Not a task any replica runs now (an earlier attempt, a deleted job): it must not run.
+      if (!isTerminal(ev.state) && ev.state !== 'TASK_UNREACHABLE') this.kill(ev.taskId, ev.agentId);
+      if (at && isTerminal(ev.state)) this.taskIndex.delete(ev.taskId);
+      return;
+    }
+    if (!isTerminal(ev.state)) {
+      const next = ev.state === 'TASK_RUNNING' ? 'Running' : ev.state === 'TASK_UNREACHABLE' ? rep.state : 'Starting';
+      const message = ev.state === 'TASK_UNREACHABLE' ? `its agent is unreachable: ${ev.message}` : rep.message;
+      if (next !== rep.state || message !== rep.message) {
+        rep.state = next;
+        if (message !== undefined) rep.message = message;
+        this.dirty(r);
+      }
+      if (r.phase === 'Queued' && r.placedAtMs !== undefined) this.checkGangRunning(r, nowMs);
+      return;
+    }
+    this.taskIndex.delete(ev.taskId);
+    const killedOnPurpose = r.killing.includes(ev.taskId);
+    if (killedOnPurpose) r.killing = r.killing.filter((t) => t !== ev.taskId);
+    rep.message = ev.message;
+    if (ev.exitCode !== undefined) rep.exitCode = ev.exitCode;
+    else delete rep.exitCode;
+    this.dirty(r);
+    if (killedOnPurpose || isFinished(r) || r.phase === 'Restarting') {
+      rep.state = ev.state === 'TASK_FINISHED' ? 'Succeeded' : ev.state === 'TASK_KILLED' || killedOnPurpose ? 'Killed' : 'Failed';
+      if (r.phase === 'Restarting') this.requeueIfStopped(r, nowMs);
+      this.schedule(nowMs);
+      return;
+    }
+    const succeeded = ev.state === 'TASK_FINISHED';
+    rep.state = succeeded ? 'Succeeded' : 'Failed';
+    const decision = decideOnEnd(r.spec, rep.group, rep.index, succeeded ? { outcome: 'succeeded' } : { outcome: 'failed', ...(ev.exitCode !== undefined ? { exitCode: ev.exitCode } : {}) });
+    this.apply(r, rep, decision, nowMs);
+    this.schedule(nowMs);
+  }
+
+  /** What the shell must do now, in order: write, then kill and launch, then decline. */
+  takeEffects(): Effects {
+    const e = this.effects;
+    this.effects = emptyEffects();
+    return e;
+  }
+
+  // ---- decisions --------------------------------------------------------------------
+
+  private apply(r: JobRecord, rep: ReplicaStatus, d: EndDecision, nowMs: number): void {
+    switch (d.action) {
+      case 'none': {
+        const why = jobSucceeded(r.spec, r.replicas);
+        if (why) this.finish(r, 'Succeeded', 'JobSucceeded', why, nowMs);
+        else if (!r.replicas.some((x) => isLive(x) || x.state === 'Pending')) {
+          // Nothing runs and nothing will: the kind's success rule cannot be met any more.
+          this.finish(r, 'Failed', 'NoReplicaLeft', 'every replica has ended without meeting the success policy', nowMs);
+        }
+        return;
+      }
+      case 'RestartTask':
+        if (!this.countRestart(r, d.message, nowMs)) return;
+        rep.state = 'Pending';
+        rep.restarts++;
+        rep.message = d.message;
+        r.message = d.message;
+        return;
+      case 'RestartJob':
+        if (!this.countRestart(r, d.message, nowMs)) return;
+        this.restartJob(r, d.reason, d.message, nowMs);
+        return;
+      case 'AbortJob':
+        this.finish(r, 'Failed', d.reason, d.message, nowMs);
+        return;
+      case 'CompleteJob':
+        this.finish(r, 'Succeeded', d.reason, d.message, nowMs);
+        return;
+    }
+  }
+
+  /** Counts a restart; false (and the job failed) once backoffLimit is exceeded. */
+  private countRestart(r: JobRecord, why: string, nowMs: number): boolean {
+    r.restarts++;
+    if (r.restarts > r.spec.backoffLimit) {
+      this.finish(r, 'Failed', 'BackoffLimitExceeded', `${why}; but it has already been restarted ${r.restarts - 1} times (backoffLimit ${r.spec.backoffLimit})`, nowMs);
+      return false;
+    }
+    return true;
+  }
+
+  private restartJob(r: JobRecord, reason: string, message: string, nowMs: number): void {
+    setPhase(r, 'Restarting', reason, message, nowMs);
+    this.releaseGathering(r.spec.name);
+    for (const rep of r.replicas) if (isLive(rep) && rep.taskId !== undefined) this.killReplica(r, rep);
+    this.requeueIfStopped(r, nowMs);
+  }
+
+  /** A restarting job whose replicas have all stopped goes back in the queue for its gang. */
+  private requeueIfStopped(r: JobRecord, nowMs: number): void {
+    if (r.replicas.some(isLive)) return;
+    for (const rep of r.replicas) {
+      rep.state = 'Pending';
+      rep.restarts++;
+    }
+    r.gangAttempts = 0;
+    r.nextTryAtMs = nowMs;
+    delete r.placedAtMs;
+    setPhase(r, 'Queued', 'Restarted', `every replica stopped; waiting to place the gang again (restart ${r.restarts})`, nowMs);
+    this.dirty(r);
+  }
+
+  private finish(r: JobRecord, phase: 'Succeeded' | 'Failed', reason: string, message: string, nowMs: number): void {
+    setPhase(r, phase, reason, message, nowMs);
+    r.finishedAtMs = nowMs;
+    this.releaseGathering(r.spec.name);
+    for (const rep of r.replicas) {
+      if (rep.state === 'Pending') {
+        rep.state = 'Killed';
+        rep.message = 'not started: the job ended';
+      } else if (isLive(rep) && (r.spec.cleanupPolicy !== 'None' || alwaysStopped(r.spec, rep.group))) {
+        this.killReplica(r, rep);
+      }
+    }
+    this.dirty(r);
+    // What it held is free again: jobs waiting in backoff may try at once.
+    for (const other of this.jobs.values()) if (other.phase === 'Queued') other.nextTryAtMs = Math.min(other.nextTryAtMs, nowMs);
+  }
+
+  private killReplica(r: JobRecord, rep: ReplicaStatus): void {
+    if (rep.taskId === undefined) return;
+    if (!r.killing.includes(rep.taskId)) r.killing.push(rep.taskId);
+    this.kill(rep.taskId, rep.agentId);
+  }
+
+  private dropJob(r: JobRecord): void {
+    this.releaseGathering(r.spec.name);
+    for (const rep of r.replicas) {
+      if (rep.taskId !== undefined && isLive(rep)) {
+        this.kill(rep.taskId, rep.agentId);
+        this.taskIndex.delete(rep.taskId);
+      }
+    }
+    for (const t of r.killing) this.taskIndex.delete(t);
+    this.jobs.delete(r.spec.name);
+    this.effects.writes.set(r.spec.name, null);
+  }
+
+  private checkGangRunning(r: JobRecord, nowMs: number): void {
+    const running = r.replicas.filter((x) => x.state === 'Running').length;
+    if (running >= r.spec.minAvailable) {
+      setPhase(r, 'Running', 'GangRunning', `${running} of ${r.replicas.length} replicas running`, nowMs);
+      this.dirty(r);
+    }
+  }
+
+  // ---- placement --------------------------------------------------------------------
+
+  private schedule(nowMs: number): void {
+    this.placePending(nowMs);
+    for (let guard = 0; guard < this.jobs.size + 1; guard++) {
+      if (this.gathering && (this.jobs.get(this.gathering.job)?.phase !== 'Queued' || this.jobs.get(this.gathering.job)?.placedAtMs !== undefined)) this.gathering = undefined;
+      if (!this.gathering) {
+        const next = this.nextToGather(nowMs);
+        if (!next) break;
+        this.gathering = { job: next.spec.name, sinceMs: nowMs };
+      }
+      const r = this.jobs.get(this.gathering.job)!;
+      if (this.tryGang(r, nowMs)) {
+        this.gathering = undefined;
+        continue;
+      }
+      if (nowMs - this.gathering.sinceMs >= this.opts.gatherMs) {
+        r.gangAttempts++;
+        const waitMs = Math.min(this.opts.backoffBaseMs * 2 ** (r.gangAttempts - 1), this.opts.backoffMaxMs);
+        r.nextTryAtMs = nowMs + waitMs;
+        r.message = `its gang of ${r.spec.minAvailable} replicas did not fit in the offers gathered for ${this.opts.gatherMs} ms; trying again in ${waitMs} ms (attempt ${r.gangAttempts})`;
+        this.dirty(r);
+        this.gathering = undefined;
+        this.declineHeld();
+        continue;
+      }
+      break;
+    }
+    // Nobody is gathering: nothing needs what is held.
+    if (!this.gathering) this.declineHeld();
+  }
+
+  /** The next queued job to gather for: highest priority, then oldest; Unschedulable ones are settled on the way. */
+  private nextToGather(nowMs: number): JobRecord | undefined {
+    const queued = [...this.jobs.values()]
+      .filter((r) => r.phase === 'Queued' && r.placedAtMs === undefined && r.nextTryAtMs <= nowMs)
+      .sort((a, b) => b.spec.priority - a.spec.priority || a.createdAtMs - b.createdAtMs || (a.spec.name < b.spec.name ? -1 : 1));
+    for (const r of queued) {
+      const why = this.totals.length > 0 ? neverFits(this.gangMembers(r), this.totals) : undefined;
+      if (why === undefined) return r;
+      this.unschedulable(r, why, nowMs);
+    }
+    return undefined;
+  }
+
+  private unschedulable(r: JobRecord, why: string, nowMs: number): void {
+    const policy = r.spec.failurePolicies.find((p) => p.event === 'Unschedulable');
+    const action = policy?.action ?? 'AbortJob';
+    const message = `Unschedulable: ${why}`;
+    if (action === 'AbortJob') this.finish(r, 'Failed', 'Unschedulable', message, nowMs);
+    else if (action === 'CompleteJob') this.finish(r, 'Succeeded', 'Unschedulable', message, nowMs);
+    else {
+      // Restart: wait for the cluster to grow, and look again later.
+      r.nextTryAtMs = nowMs + this.opts.backoffMaxMs;
+      if (r.message !== message) {
+        r.message = message;
+        this.dirty(r);
+      }
+    }
+  }
+
+  /** The replicas that must start together: the first minAvailable, in group order. */
+  private gangMembers(r: JobRecord): GangMember[] {
+    return r.replicas.slice(0, r.spec.minAvailable).map((rep, key) => this.member(r, rep, key));
+  }
+
+  private member(r: JobRecord, rep: ReplicaStatus, key: number): GangMember {
+    const template = r.spec.groups.find((g) => g.name === rep.group)!.template;
+    const m: GangMember = { key, template };
+    if (rep.agentId !== undefined && rep.ports.length > 0) m.previous = { agentId: rep.agentId, ports: rep.ports };
+    return m;
+  }
+
+  private tryGang(r: JobRecord, nowMs: number): boolean {
+    const placement = placeGang(this.gangMembers(r), [...this.held.values()]);
+    if (!placement) return false;
+    r.startedAtMs ??= nowMs;
+    r.placedAtMs = nowMs;
+    r.gangAttempts = 0;
+    r.message = `gang of ${r.spec.minAvailable} replicas placed on ${placement.length} agents; starting`;
+    this.launch(r, placement);
+    return true;
+  }
+
+  /** Replicas of started jobs waiting alone (restarted, or beyond the gang): whatever fits. */
+  private placePending(nowMs: number): void {
+    void nowMs;
+    for (const r of this.jobs.values()) {
+      if (r.placedAtMs === undefined || isFinished(r) || r.phase === 'Restarting' || this.held.size === 0) continue;
+      const members = r.replicas.map((rep, key) => (rep.state === 'Pending' ? this.member(r, rep, key) : undefined)).filter((m): m is GangMember => m !== undefined);
+      if (members.length === 0) continue;
+      const { launches } = placeMembers(members, [...this.held.values()], true);
+      if (launches.length > 0) this.launch(r, launches);
+    }
+  }
+
+  private launch(r: JobRecord, placement: AgentLaunch[]): void {
+    const placed: { key: number; launch: AgentLaunch }[] = [];
+    for (const a of placement) {
+      for (const offerId of a.offerIds) this.held.delete(offerId);
+      for (const m of a.members) {
+        const rep = r.replicas[m.key]!;
+        r.launches++;
+        rep.taskId = `${r.spec.name}.${rep.group}-${rep.index}.${r.uid}.${r.launches}`;
+        rep.agentId = m.agentId;
+        rep.host = m.hostname;
+        rep.ip = m.ip;
+        rep.ports = m.ports;
+        rep.state = 'Starting';
+        delete rep.exitCode;
+        this.taskIndex.set(rep.taskId, { job: r.spec.name, key: m.key });
+        placed.push({ key: m.key, launch: a });
+      }
+    }
+    const where = this.placementOf(r);
+    for (const a of placement) {
+      const tasks = a.members.map((m): TaskLaunch => {
+        const rep = r.replicas[m.key]!;
+        const template = r.spec.groups.find((g) => g.name === rep.group)!.template;
+        const env = { ...replicaEnvironment(r.spec, rep.group, rep.index, where, this.opts.domain), ...template.env };
+        return { taskId: rep.taskId!, name: replicaTaskName(r.spec.name, rep.group, rep.index), job: r.spec.name, group: rep.group, index: rep.index, resources: m.resources, ports: m.ports, env, template };
+      });
+      this.effects.launches.push({ agentId: a.agentId, offerIds: a.offerIds, tasks });
+    }
+    this.dirty(r);
+  }
+
+  /** Where every replica of the job is (or last was), by group and index. */
+  private placementOf(r: JobRecord): JobPlacement {
+    const out: JobPlacement = {};
+    for (const g of r.spec.groups) out[g.name] = [];
+    for (const rep of r.replicas) out[rep.group]![rep.index] = { host: rep.host ?? '', ip: rep.ip ?? '', ports: rep.ports };
+    return out;
+  }
+
+  private releaseGathering(job: string): void {
+    if (this.gathering?.job === job) this.gathering = undefined;
+  }
+
+  private declineHeld(): void {
+    if (this.held.size === 0) return;
+    this.effects.declines.push(...this.held.keys());
+    this.held.clear();
+  }
+
+  private kill(taskId: string, agentId: string | undefined): void {
+    this.effects.kills.push(agentId ? { taskId, agentId } : { taskId });
+  }
+
+  private agentOf(r: JobRecord, taskId: string): string | undefined {
+    return r.replicas.find((x) => x.taskId === taskId)?.agentId;
+  }
+
+  private dirty(r: JobRecord): void {
+    this.effects.writes.set(r.spec.name, r);
+  }
+}
+
+function emptyEffects(): Effects {
+  return { writes: new Map(), launches: [], kills: [], declines: [] };
+}

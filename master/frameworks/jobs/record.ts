@@ -1,0 +1,111 @@
+// A job as the engine keeps it in the replicated store: the spec as submitted and everything
+// the engine has decided about it (phase, conditions, replicas and their tasks, restarts).
+// One record per job, written whole, so a new leader reads back exactly what the last one
+// decided. Pure: no I/O, time passed in.
+
+import type { IgnoredField, JobCondition, JobKind, JobPhase, JobSpec, ReplicaStatus } from './model.ts';
+
+export interface JobRecord {
+  spec: JobSpec;
+  ignored: IgnoredField[];
+  /** Tells this job's tasks from those of an earlier job of the same name. */
+  uid: string;
+  phase: JobPhase;
+  conditions: JobCondition[];
+  replicas: ReplicaStatus[];
+  /** Restarts of a replica or of the whole job; the job fails once they exceed backoffLimit. */
+  restarts: number;
+  createdAtMs: number;
+  /** When its gang was first placed; activeDeadlineSeconds counts from here. */
+  startedAtMs?: number;
+  /** When the gang of the current attempt was placed; absent while it waits for one. */
+  placedAtMs?: number;
+  finishedAtMs?: number;
+  message: string;
+  /** Tasks launched so far: the last part of each task id, so no id is used twice. */
+  launches: number;
+  /** Gang placements that did not fit in a row, and when the next may start. */
+  gangAttempts: number;
+  nextTryAtMs: number;
+  /** Task ids killed on purpose (restart, cleanup): their end is no failure. */
+  killing: string[];
+}
+
+/** What the REST API shows of a job. */
+export interface JobView {
+  name: string;
+  kind: JobKind;
+  phase: JobPhase;
+  conditions: JobCondition[];
+  replicas: ReplicaStatus[];
+  restarts: number;
+  ignored: IgnoredField[];
+  spec: JobSpec;
+  createdAtMs: number;
+  startedAtMs?: number;
+  finishedAtMs?: number;
+  message: string;
+}
+
+export const FINISHED_PHASES: ReadonlySet<JobPhase> = new Set(['Succeeded', 'Failed']);
+
+export function isFinished(r: Pick<JobRecord, 'phase'>): boolean {
+  return FINISHED_PHASES.has(r.phase);
+}
+
+/** A new job: Created, then at once Queued for its gang. */
+export function newJobRecord(spec: JobSpec, ignored: IgnoredField[], uid: string, nowMs: number): JobRecord {
+  const replicas: ReplicaStatus[] = [];
+  for (const g of spec.groups) {
+    for (let index = 0; index < g.replicas; index++) replicas.push({ group: g.name, index, state: 'Pending', ports: [], restarts: 0 });
+  }
+  const r: JobRecord = {
+    spec,
+    ignored,
+    uid,
+    phase: 'Created',
+    conditions: [],
+    replicas,
+    restarts: 0,
+    createdAtMs: nowMs,
+    message: '',
+    launches: 0,
+    gangAttempts: 0,
+    nextTryAtMs: nowMs,
+    killing: [],
+  };
+  setPhase(r, 'Created', 'JobCreated', `job ${spec.name} (${spec.kind}, ${replicas.length} replicas) was submitted`, nowMs);
+  setPhase(r, 'Queued', 'WaitingForGang', `waiting to place its gang of ${spec.minAvailable} replicas`, nowMs);
+  return r;
+}
+
+/** Moves the job to `phase`, recording why; the same phase again only updates the message. */
+export function setPhase(r: JobRecord, phase: JobPhase, reason: string, message: string, nowMs: number): void {
+  r.message = message;
+  if (r.phase === phase && r.conditions.length > 0) return;
+  r.phase = phase;
+  r.conditions.push({ type: phase, reason, message, atMs: nowMs });
+}
+
+export function jobView(r: JobRecord): JobView {
+  const v: JobView = {
+    name: r.spec.name,
+    kind: r.spec.kind,
+    phase: r.phase,
+    conditions: r.conditions,
+    replicas: r.replicas,
+    restarts: r.restarts,
+    ignored: r.ignored,
+    spec: r.spec,
+    createdAtMs: r.createdAtMs,
+    message: r.message,
+  };
+  if (r.startedAtMs !== undefined) v.startedAtMs = r.startedAtMs;
+  if (r.finishedAtMs !== undefined) v.finishedAtMs = r.finishedAtMs;
+  return v;
+}
+
+/** A replica's name, which is also its task's name and so its DNS label. */
+export function replicaTaskName(job: string, group: string, index: number): string {
+  return `${job}-${group}-${index}`;
+}
