@@ -3,5 +3,6 @@
 // that never uses one sees no framework of it.
 
 import type { BuiltinFramework } from './host.ts';
+import { marathonFramework } from '../frameworks/marathon/framework.ts';
 
-export const BUILTIN_FRAMEWORKS: readonly BuiltinFramework[] = [];
+export const BUILTIN_FRAMEWORKS: readonly BuiltinFramework[] = [marathonFramework as BuiltinFramework];

@@ -1,0 +1,289 @@
+// Marathon's REST API on every master: reads answer from this master's copy of the store
+// and registry; changes go to the leader's service (a follower answers 307 to the leader).
+// Bodies are read as text and parsed here, so malformed JSON gets Marathon's error shape
+// like every other refusal. Status codes as Marathon's: 201 created, 200 with
+// `{deploymentId, version}` for a change, 404 unknown, 409 exists or locked, 422 invalid.
+
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { checkJsonDepth } from '../../api/json-body.ts';
+import type { BuiltinRoutesEnv } from '../../builtin/host.ts';
+import type { TaskRecord } from '../../registry/commands.ts';
+import { MarathonError, unknownApp } from './app-errors.ts';
+import { appToJson } from './app-json.ts';
+import { normaliseAppId, parseApp, type ParsedApp } from './app-parse.ts';
+import type { StoredApp } from './app-model.ts';
+import { sseFrame } from './event-bus.ts';
+import { matchesLabelSelector } from './label-selector.ts';
+import { MarathonRecords, type InstanceRecord } from './records.ts';
+import type { MarathonService } from './service.ts';
+import { appJson, deploymentJson, queueItemJson, taskJson, type TaskFacts } from './views.ts';
+
+type Query = Record<string, string | undefined>;
+
+const isTrue = (v: string | undefined) => v === 'true' || v === '1';
+
+function sendError(reply: FastifyReply, err: unknown): FastifyReply {
+  if (err instanceof MarathonError) return reply.code(err.status).send(err.body());
+  throw err;
+}
+
+/** The body as JSON, or a 400 in Marathon's shape naming what is wrong with it. */
+function readJson(req: FastifyRequest): unknown {
+  const text = typeof req.body === 'string' ? req.body : Buffer.isBuffer(req.body) ? req.body.toString('utf8') : '';
+  if (text.trim() === '') throw new MarathonError(400, 'Invalid JSON', [{ path: '/', errors: ['the body is empty; an app JSON is expected'] }]);
+  try {
+    checkJsonDepth(text);
+    return JSON.parse(text);
+  } catch (err) {
+    throw new MarathonError(400, 'Invalid JSON', [{ path: '/', errors: [(err as Error).message] }]);
+  }
+}
+
+function withIgnored(body: Record<string, unknown>, parsed: ParsedApp): Record<string, unknown> {
+  return parsed.ignored.length > 0 ? { ...body, ignoredFields: parsed.ignored } : body;
+}
+
+export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutesEnv<MarathonService>): void {
+  const records = new MarathonRecords(env.store);
+  const registry = () => env.ctx.registry.state;
+
+  const instances = (appId?: string): InstanceRecord[] =>
+    records.instances().filter((r) => appId === undefined || r.appId === appId);
+  const facts = (list: InstanceRecord[]): TaskFacts[] => {
+    const tasks = registry().tasks;
+    return list.map((record) => ({ record, task: tasks.get(record.taskId) as TaskRecord | undefined }))
+      // A task that has ended is no longer one of the app's tasks, though its record waits for the next round.
+      .filter((f) => f.task === undefined || !['TASK_FINISHED', 'TASK_FAILED', 'TASK_KILLED', 'TASK_LOST', 'TASK_ERROR', 'TASK_GONE', 'TASK_DROPPED'].includes(f.task.state));
+  };
+  const waitingOf = (appId: string): number => env.instance()?.queue().get(appId)?.waiting ?? 0;
+  const renderApp = (s: StoredApp, embedTasks: boolean) => {
+    const deployments = records.deployments().filter((d) => d.appId === s.app.id);
+    return appJson(s, facts(instances(s.app.id)), deployments, embedTasks, waitingOf(s.app.id));
+  };
+
+  root.register(async (app) => {
+    // This scope takes its bodies as text: malformed JSON is answered in Marathon's shape.
+    app.removeAllContentTypeParsers();
+    app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
+
+    app.get('/ping', async (_req, reply) => reply.type('text/plain').send('pong'));
+
+    app.get('/v2/info', async () => {
+      const i = env.instance();
+      return {
+        name: 'marathon',
+        version: '1.9.0-cairn',
+        buildref: 'cairn',
+        elected: true,
+        leader: i ? env.ctx.selfUrl() : (env.ctx.leaderUrl() ?? null),
+        frameworkId: records.frameworkId() ?? null,
+        marathon_config: { framework_name: 'marathon', failover_timeout: 604800, mesos_leader_ui_url: null, hostname: null },
+        http_config: { http_port: null, https_port: null },
+        event_subscriber: { type: 'http_callback' },
+        cairn: { leading: i !== undefined, subscribed: i?.connected ?? false },
+      };
+    });
+
+    app.get('/v2/apps', async (req) => {
+      const q = req.query as Query;
+      const embed = String(q.embed ?? '').split(',');
+      const embedTasks = embed.includes('apps.tasks') || embed.includes('app.tasks');
+      let apps = records.apps();
+      if (q.id) apps = apps.filter((s) => s.app.id.includes(q.id!));
+      if (q.cmd) apps = apps.filter((s) => (s.app.cmd ?? '').includes(q.cmd!));
+      if (q.label) {
+        const selector = q.label;
+        apps = apps.filter((s) => matchesLabelSelector(s.app.labels, selector));
+      }
+      return { apps: apps.map((s) => renderApp(s, embedTasks)) };
+    });
+
+    app.post('/v2/apps', async (req, reply) => {
+      try {
+        const raw = readJson(req);
+        const parsed = parseApp(raw);
+        const svc = env.leading(req, reply);
+        if (!svc) return reply;
+        const r = await svc.createApp(parsed, isTrue((req.query as Query).force), req.ip, req.url);
+        const body = { ...renderApp(r.stored!, false), deployments: [{ id: r.deploymentId }] };
+        return reply.code(201).header('location', `/v2/apps${parsed.app.id}`).header('marathon-deployment-id', r.deploymentId).send(withIgnored(body, parsed));
+      } catch (err) {
+        return sendError(reply, err);
+      }
+    });
+
+    app.get('/v2/tasks', async (req) => {
+      const q = req.query as Query;
+      const states = q.status ? [`TASK_${q.status.toUpperCase()}`] : undefined;
+      const apps = new Map(records.apps().map((s) => [s.app.id, s]));
+      const list = facts(instances()).filter((f) => !states || states.includes(f.task?.state ?? 'TASK_STAGING'));
+      return { tasks: list.map((f) => taskJson(f, (apps.get(f.record.appId)?.app.healthChecks.length ?? 0) > 0)) };
+    });
+
+    app.get('/v2/deployments', async () => records.deployments().map(deploymentJson));
+
+    app.get('/v2/deployments/:id', async (req, reply) => {
+      const d = records.deployment((req.params as { id: string }).id);
+      if (!d) return reply.code(404).send({ message: `DeploymentPlan ${(req.params as { id: string }).id} does not exist` });
+      return deploymentJson(d);
+    });
+
+    app.delete('/v2/deployments/:id', async (req, reply) => {
+      try {
+        const svc = env.leading(req, reply);
+        if (!svc) return reply;
+        const r = await svc.deleteDeployment((req.params as { id: string }).id, isTrue((req.query as Query).force));
+        if (!r) return reply.code(202).send();
+        return reply.code(200).header('marathon-deployment-id', r.deploymentId).send({ deploymentId: r.deploymentId, version: r.version });
+      } catch (err) {
+        return sendError(reply, err);
+      }
+    });
+
+    app.get('/v2/queue', async (req, reply) => {
+      const svc = env.leading(req, reply);
+      if (!svc) return reply;
+      const nowMs = Date.now();
+      const queue = [];
+      for (const s of records.apps()) {
+        const f = svc.queue().get(s.app.id);
+        if (!f || f.waiting === 0) continue;
+        queue.push(queueItemJson(s, f, svc.queueCounters(s.app.id), nowMs));
+      }
+      return { queue };
+    });
+
+    app.get('/v2/events', async (req, reply) => {
+      const svc = env.leading(req, reply);
+      if (!svc) return reply;
+      const types = (req.query as Query).event_type;
+      const wanted = types ? new Set(types.split(',')) : undefined;
+      reply.hijack();
+      const res = reply.raw;
+      res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+      res.write(': connected\n\n');
+      const off = svc.bus.subscribe((e) => {
+        if (!wanted || wanted.has(e.eventType)) res.write(sseFrame(e));
+      });
+      // A comment now and then keeps proxies from closing an idle stream.
+      const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
+      const done = () => {
+        clearInterval(keepAlive);
+        off();
+      };
+      res.on('close', done);
+      res.on('error', done);
+      return reply;
+    });
+
+    // Everything under /v2/apps/<id...>[/restart|/tasks[/<taskId>]|/versions[/<v>]]: ids nest.
+    const route = (req: FastifyRequest): { appId: string; rest: string[] } => {
+      const tail = (req.params as { '*': string })['*'];
+      const parts = tail.split('/').filter((p) => p !== '');
+      const cut = parts.findIndex((p, i) => i > 0 && (p === 'restart' || p === 'tasks' || p === 'versions'));
+      const idParts = cut === -1 ? parts : parts.slice(0, cut);
+      const rest = cut === -1 ? [] : parts.slice(cut).map(decodeURIComponent);
+      const appId = normaliseAppId(idParts.map(decodeURIComponent).join('/'));
+      if (appId === undefined) throw new MarathonError(404, `App '/${idParts.join('/')}' does not exist`);
+      return { appId, rest };
+    };
+
+    app.get('/v2/apps/*', async (req, reply) => {
+      try {
+        const { appId, rest } = route(req);
+        const s = records.app(appId);
+        if (!s) {
+          // A group's apps: Marathon answers GET /v2/apps/team with every app under /team.
+          const under = records.apps().filter((a) => a.app.id.startsWith(`${appId}/`));
+          if (rest.length === 0 && under.length > 0) return { apps: under.map((a) => renderApp(a, true)) };
+          throw unknownApp(appId);
+        }
+        if (rest.length === 0) return { app: renderApp(s, true) };
+        if (rest[0] === 'tasks' && rest.length === 1) {
+          return { tasks: facts(instances(appId)).map((f) => taskJson(f, s.app.healthChecks.length > 0)) };
+        }
+        if (rest[0] === 'versions' && rest.length === 1) return { versions: records.versions(appId).reverse() };
+        if (rest[0] === 'versions' && rest.length === 2) {
+          const v = records.version(appId, rest[1]!);
+          if (!v) return reply.code(404).send({ message: `App '${appId}' does not exist in version ${rest[1]}` });
+          return { ...appToJson(v), version: rest[1] };
+        }
+        return reply.code(404).send({ message: `no route GET ${req.url}` });
+      } catch (err) {
+        return sendError(reply, err);
+      }
+    });
+
+    const change = async (req: FastifyRequest, reply: FastifyReply, partial: boolean) => {
+      const { appId, rest } = route(req);
+      if (rest.length > 0) return reply.code(404).send({ message: `no route ${req.method} ${req.url}` });
+      const q = req.query as Query;
+      const raw = readJson(req);
+      const existing = records.app(appId);
+      // PUT in Marathon 1.x is a partial update unless partialUpdate=false; PATCH always is.
+      const merge = existing && (partial || q.partialUpdate !== 'false') && typeof raw === 'object' && raw !== null && !Array.isArray(raw);
+      const body = merge ? { ...appToJson(existing.app), ...(raw as Record<string, unknown>) } : raw;
+      const parsed = parseApp(body, appId);
+      if (partial && !existing) throw unknownApp(appId);
+      const svc = env.leading(req, reply);
+      if (!svc) return reply;
+      const r = await svc.putApp(parsed, isTrue(q.force), req.ip, req.url);
+      return reply.code(r.created ? 201 : 200).header('marathon-deployment-id', r.deploymentId).send(withIgnored({ deploymentId: r.deploymentId, version: r.version }, parsed));
+    };
+    app.put('/v2/apps/*', async (req, reply) => {
+      try {
+        return await change(req, reply, false);
+      } catch (err) {
+        return sendError(reply, err);
+      }
+    });
+    app.patch('/v2/apps/*', async (req, reply) => {
+      try {
+        return await change(req, reply, true);
+      } catch (err) {
+        return sendError(reply, err);
+      }
+    });
+
+    app.post('/v2/apps/*', async (req, reply) => {
+      try {
+        const { appId, rest } = route(req);
+        if (rest.length !== 1 || rest[0] !== 'restart') return reply.code(404).send({ message: `no route POST ${req.url}` });
+        if (!records.app(appId)) throw unknownApp(appId);
+        const svc = env.leading(req, reply);
+        if (!svc) return reply;
+        const r = await svc.restartApp(appId, isTrue((req.query as Query).force));
+        return reply.code(200).header('marathon-deployment-id', r.deploymentId).send({ deploymentId: r.deploymentId, version: r.version });
+      } catch (err) {
+        return sendError(reply, err);
+      }
+    });
+
+    app.delete('/v2/apps/*', async (req, reply) => {
+      try {
+        const { appId, rest } = route(req);
+        const q = req.query as Query;
+        if (!records.app(appId)) throw unknownApp(appId);
+        if (rest.length === 0) {
+          const svc = env.leading(req, reply);
+          if (!svc) return reply;
+          const r = await svc.deleteApp(appId, isTrue(q.force));
+          return reply.code(200).header('marathon-deployment-id', r.deploymentId).send({ deploymentId: r.deploymentId, version: r.version });
+        }
+        if (rest[0] === 'tasks' && rest.length <= 2) {
+          const svc = env.leading(req, reply);
+          if (!svc) return reply;
+          const scale = isTrue(q.scale);
+          const r = await svc.killTasks(appId, rest.length === 2 ? [rest[1]!] : 'all', scale, isTrue(q.force), q.host);
+          if (r.deployment) return reply.code(200).send({ deploymentId: r.deployment.deploymentId, version: r.deployment.version });
+          const withHealth = (records.app(appId)?.app.healthChecks.length ?? 0) > 0;
+          const tasks = r.killed.map((record) => taskJson({ record, task: registry().tasks.get(record.taskId) }, withHealth));
+          return rest.length === 2 ? { task: tasks[0] } : { tasks };
+        }
+        return reply.code(404).send({ message: `no route DELETE ${req.url}` });
+      } catch (err) {
+        return sendError(reply, err);
+      }
+    });
+  });
+}

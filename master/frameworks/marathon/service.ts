@@ -1,0 +1,505 @@
+// The services framework on the leading master: a client of its scheduler API (subscribed
+// once there is an app, or a framework id from an earlier leader), the shell around the
+// pure core (core.ts). Each round reads apps, deployments and instances, asks the core what
+// to do, writes what it decided to the replicated store, and only then launches and kills:
+// a new leader reads back every instance the old one may have started, and never starts
+// one twice. Rounds run one at a time; offers, status updates, API changes and a 1 s tick
+// each ask for one.
+
+import { randomUUID } from 'node:crypto';
+import { isTerminal } from '../../../shared/agent-messages.ts';
+import type { OfferJson, TaskStatusJson } from '../../../shared/mesos-v1.ts';
+import { offerRole } from '../../../shared/sdk/offer-fit.ts';
+import { SchedulerClient } from '../../../shared/sdk/scheduler-client.ts';
+import { Resources } from '../../../shared/resources.ts';
+import type { BuiltinEnv, BuiltinInstance } from '../../builtin/host.ts';
+import type { BuiltinPut, TaskRecord } from '../../registry/commands.ts';
+import type { ParsedApp } from './app-parse.ts';
+import type { AppDefinition, StoredApp } from './app-model.ts';
+import { lockedBy, MarathonError, unknownApp } from './app-errors.ts';
+import { appToJson } from './app-json.ts';
+import { decide, type AppQueueFacts, type BackoffState, type CoreInput, type InstanceState, type InstanceView } from './core.ts';
+import { EventBus } from './event-bus.ts';
+import {
+  appKey, deploymentKey, FRAMEWORK_ID_KEY, instanceKey, MarathonRecords, versionKey,
+  type DeploymentAction, type DeploymentRecord, type InstanceRecord,
+} from './records.ts';
+import { APP_LABEL, appIdOfTaskId, buildTaskInfo, CONFIG_VERSION_LABEL, marathonTaskId } from './task-info.ts';
+import { deploymentJson, type QueueCounters } from './views.ts';
+
+export const FRAMEWORK_NAME = 'marathon';
+/** A week: the framework's tasks outlive any leader change and any restart of every master. */
+const FAILOVER_TIMEOUT_S = 7 * 24 * 3600;
+const TICK_MS = 1000;
+/** An instance written but not in the registry after this long was never launched. */
+const PENDING_TIMEOUT_MS = 30_000;
+/** A kill not yet seen through is sent again after this long (lost in a leader change). */
+const KILL_RETRY_MS = 5000;
+/** Offers declined while something waits come back soon; otherwise the framework suppresses. */
+const REFUSE_WHILE_WAITING_S = 1;
+const REFUSE_IDLE_S = 30;
+
+export interface DeploymentStarted {
+  deploymentId: string;
+  version: string;
+  stored: StoredApp | null;
+}
+
+export class MarathonService implements BuiltinInstance {
+  readonly bus = new EventBus();
+  readonly records: MarathonRecords;
+  private client: SchedulerClient | undefined;
+  /** The leader's working copy of the instance records (the store holds the durable one). */
+  private readonly instances = new Map<string, InstanceRecord>();
+  private backoff = new Map<string, BackoffState>();
+  private queueFacts = new Map<string, AppQueueFacts>();
+  private readonly counters = new Map<string, QueueCounters>();
+  private readonly killSentAt = new Map<string, number>();
+  private readonly lastHealth = new Map<string, boolean | undefined>();
+  private pendingOffers: OfferJson[] = [];
+  private suppressed = false;
+  private dirty = false;
+  private looping = false;
+  private stopped = false;
+  private lastVersionMs = 0;
+  private readonly timer: NodeJS.Timeout;
+  /** API changes one at a time: a lock check and its write must not interleave with another's. */
+  private apiChain: Promise<unknown> = Promise.resolve();
+  private adopted = false;
+
+  constructor(private readonly env: BuiltinEnv) {
+    this.records = new MarathonRecords(env.store);
+    for (const r of this.records.instances()) this.instances.set(r.taskId, r);
+    if (this.records.frameworkId() !== undefined || this.records.apps().length > 0 || this.records.deployments().length > 0) this.ensureSubscribed();
+    this.timer = setInterval(() => {
+      if (this.client) this.kick();
+    }, TICK_MS);
+    this.timer.unref();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    clearInterval(this.timer);
+    this.client?.close();
+  }
+
+  get frameworkId(): string | undefined {
+    return this.client?.frameworkId ?? this.records.frameworkId();
+  }
+
+  get connected(): boolean {
+    return this.client?.connected ?? false;
+  }
+
+  queue(): Map<string, AppQueueFacts> {
+    return this.queueFacts;
+  }
+
+  queueCounters(appId: string): QueueCounters {
+    return this.counters.get(appId) ?? { processed: 0, unused: 0, declined: {} };
+  }
+
+  private ensureSubscribed(): void {
+    if (this.client || this.stopped) return;
+    const id = this.records.frameworkId();
+    const client = new SchedulerClient({
+      ...this.env.schedulerOptions({
+        user: '',
+        name: FRAMEWORK_NAME,
+        failover_timeout: FAILOVER_TIMEOUT_S,
+        capabilities: [{ type: 'GPU_RESOURCES' }],
+        ...(id ? { id: { value: id } } : {}),
+      }),
+    });
+    this.client = client;
+    client.on('subscribed', (frameworkId) => {
+      if (this.records.frameworkId() !== frameworkId) {
+        void this.env.store.put(FRAMEWORK_ID_KEY, frameworkId).catch((err) => this.env.log.warn({ err }, 'could not store the framework id'));
+      }
+      this.suppressed = false;
+      // Ask for the latest state of every task (health included) after a leader change.
+      void client.reconcile([]).catch(() => {});
+      this.kick();
+    });
+    client.on('offers', (offers) => {
+      this.pendingOffers.push(...offers);
+      this.kick();
+    });
+    client.on('rescind', (offerId) => {
+      this.pendingOffers = this.pendingOffers.filter((o) => o.id.value !== offerId);
+    });
+    client.on('update', (status) => this.onUpdate(status));
+    client.on('error', (message) => this.env.log.error({ message }, 'the master refused the services framework'));
+    void client.subscribe().catch((err) => this.env.log.warn({ err }, 'services framework subscription failed'));
+  }
+
+  private onUpdate(status: TaskStatusJson): void {
+    const taskId = status.task_id.value;
+    const rec = this.instances.get(taskId);
+    if (!rec) {
+      this.kick();
+      return;
+    }
+    const now = new Date();
+    this.bus.publish('status_update_event', {
+      slaveId: rec.agentId, taskId, taskStatus: status.state, message: status.message ?? '', appId: rec.appId,
+      host: rec.hostname, ipAddresses: [], ports: rec.ports, version: rec.version,
+    }, now);
+    if (status.healthy !== undefined && this.lastHealth.get(taskId) !== status.healthy) {
+      this.lastHealth.set(taskId, status.healthy);
+      this.bus.publish('health_status_changed_event', { appId: rec.appId, taskId, instanceId: taskId, version: rec.version, alive: status.healthy }, now);
+    }
+    this.kick();
+  }
+
+  /** Asks for a round; rounds never overlap, and one asked for during a round follows it. */
+  kick(): void {
+    this.dirty = true;
+    if (this.looping || this.stopped) return;
+    this.looping = true;
+    void (async () => {
+      try {
+        while (this.dirty && !this.stopped) {
+          this.dirty = false;
+          try {
+            await this.round();
+          } catch (err) {
+            this.env.log.warn({ err }, 'a services round failed; the next one retries');
+          }
+        }
+      } finally {
+        this.looping = false;
+      }
+    })();
+  }
+
+  private observed(rec: InstanceRecord, task: TaskRecord | undefined): InstanceView {
+    let state: InstanceState;
+    let unreachableSinceMs: number | undefined;
+    if (!task) state = 'pending';
+    else if (isTerminal(task.state)) state = 'terminal';
+    else if (task.state === 'TASK_RUNNING') state = 'running';
+    else if (task.state === 'TASK_KILLING') state = 'killing';
+    else if (task.state === 'TASK_UNREACHABLE' || task.state === 'TASK_UNKNOWN') {
+      state = 'unreachable';
+      unreachableSinceMs = task.updatedAtMs;
+    } else state = 'staging';
+    const healthy = (task as { healthy?: boolean } | undefined)?.healthy;
+    return {
+      taskId: rec.taskId, appId: rec.appId, configVersion: rec.configVersion, agentId: rec.agentId, hostname: rec.hostname,
+      attributes: rec.attributes, launchedAtMs: rec.launchedAtMs, state, killRequested: rec.killRequested === true,
+      ...(unreachableSinceMs !== undefined ? { unreachableSinceMs } : {}),
+      ...(healthy !== undefined ? { healthy } : {}),
+    };
+  }
+
+  /** Tasks of this framework the store does not know (launched by a leader that died before its write was read back here). */
+  private adoptOrphans(frameworkId: string, puts: BuiltinPut[], killNow: { taskId: string; agentId: string }[]): void {
+    const apps = new Set(this.records.apps().map((s) => s.app.id));
+    for (const task of this.env.ctx.registry.state.tasks.values()) {
+      if (task.frameworkId !== frameworkId || isTerminal(task.state) || this.instances.has(task.id)) continue;
+      const appId = task.labels.find((l) => l.name === APP_LABEL)?.value ?? appIdOfTaskId(task.id);
+      const configVersion = task.labels.find((l) => l.name === CONFIG_VERSION_LABEL)?.value ?? '';
+      const agent = this.env.ctx.registry.state.agents.get(task.agentId);
+      if (!appId || !apps.has(appId) || !agent) {
+        killNow.push({ taskId: task.id, agentId: task.agentId });
+        continue;
+      }
+      const rec: InstanceRecord = {
+        taskId: task.id, appId, version: configVersion, configVersion, agentId: task.agentId, hostname: agent.hostname,
+        attributes: { ...agent.attributes }, ports: Resources.parse(task.resources).portList(), launchedAtMs: task.launchedAtMs,
+      };
+      this.instances.set(rec.taskId, rec);
+      puts.push(MarathonRecords.put(instanceKey(rec.taskId), rec));
+    }
+  }
+
+  private async round(): Promise<void> {
+    const client = this.client;
+    const frameworkId = client?.frameworkId;
+    if (!client || !frameworkId || !client.connected) return;
+    const offers = this.pendingOffers.splice(0);
+    const nowMs = Date.now();
+    const registry = this.env.ctx.registry.state;
+    const puts: BuiltinPut[] = [];
+    const killNow: { taskId: string; agentId: string }[] = [];
+    if (!this.adopted) {
+      this.adopted = true;
+      this.adoptOrphans(frameworkId, puts, killNow);
+    }
+
+    const apps = this.records.apps();
+    const deployments = this.records.deployments();
+    const input: CoreInput = {
+      nowMs,
+      role: '*',
+      apps,
+      deployments: deployments.map((d) => ({ id: d.id, appId: d.appId })),
+      instances: [...this.instances.values()].map((r) => this.observed(r, registry.tasks.get(r.taskId))),
+      offers: offers.map((o) => ({
+        id: o.id.value, agentId: o.agent_id.value, hostname: o.hostname,
+        attributes: Object.fromEntries(o.attributes.map((a) => [a.name, a.text.value])),
+        resources: Resources.fromMesos(o.resources, 'offer.resources'), role: offerRole(o.resources),
+      })),
+      backoff: this.backoff,
+      agents: [...registry.agents.values()].filter((a) => a.reachable).map((a) => ({ hostname: a.hostname, attributes: a.attributes })),
+      pendingTimeoutMs: PENDING_TIMEOUT_MS,
+    };
+    const out = decide(input);
+    const storedById = new Map(apps.map((s) => [s.app.id, s]));
+
+    for (const id of out.forget) {
+      this.instances.delete(id);
+      this.killSentAt.delete(id);
+      this.lastHealth.delete(id);
+      puts.push({ key: instanceKey(id), value: null });
+    }
+    const kills: InstanceRecord[] = [];
+    for (const k of out.kills) {
+      const rec = this.instances.get(k.taskId);
+      if (!rec) {
+        const task = registry.tasks.get(k.taskId);
+        if (task) killNow.push({ taskId: task.id, agentId: task.agentId });
+        continue;
+      }
+      if (rec.killRequested) continue;
+      const next = { ...rec, killRequested: true };
+      this.instances.set(rec.taskId, next);
+      puts.push(MarathonRecords.put(instanceKey(rec.taskId), next));
+      kills.push(next);
+    }
+    // Kills asked for earlier whose task still runs: sent again (the earlier one may have died with a leader).
+    for (const rec of this.instances.values()) {
+      if (!rec.killRequested || kills.includes(rec)) continue;
+      const task = registry.tasks.get(rec.taskId);
+      if (!task || isTerminal(task.state)) continue;
+      if (nowMs - (this.killSentAt.get(rec.taskId) ?? 0) >= KILL_RETRY_MS) kills.push(rec);
+    }
+    const launches = out.launches.map((l) => {
+      const stored = storedById.get(l.appId)!;
+      const taskId = marathonTaskId(l.appId, randomUUID());
+      const rec: InstanceRecord = {
+        taskId, appId: l.appId, version: stored.version, configVersion: l.configVersion, agentId: l.agentId, hostname: l.hostname,
+        attributes: { ...l.attributes }, ports: l.ports, launchedAtMs: nowMs,
+      };
+      this.instances.set(taskId, rec);
+      puts.push(MarathonRecords.put(instanceKey(taskId), rec));
+      return { l, rec, info: buildTaskInfo(stored, l, taskId) };
+    });
+    const finished = out.finishedDeployments.map((id) => deployments.find((d) => d.id === id)!).filter((d) => d !== undefined);
+    for (const d of finished) puts.push({ key: deploymentKey(d.id), value: null });
+
+    // Durable before acting: a leader that dies after this write leaves its decisions to the next.
+    await this.env.store.write(puts);
+    if (this.stopped) return;
+
+    this.backoff = out.backoff;
+    this.queueFacts = out.queue;
+    this.countOffers(out.queue, nowMs);
+    for (const d of finished) this.bus.publish('deployment_success', { id: d.id, plan: deploymentJson(d) });
+
+    const byOffer = new Map<string, typeof launches>();
+    for (const x of launches) {
+      const list = byOffer.get(x.l.offerId);
+      if (list) list.push(x);
+      else byOffer.set(x.l.offerId, [x]);
+    }
+    const waitingNow = [...out.queue.values()].some((q) => q.waiting > q.launched && (q.delayUntilMs === undefined || q.delayUntilMs <= nowMs));
+    const calls: Promise<unknown>[] = [];
+    for (const [offerId, list] of byOffer) {
+      calls.push(client.accept([offerId], list.map((x) => x.info), { refuse_seconds: waitingNow ? REFUSE_WHILE_WAITING_S : REFUSE_IDLE_S }).catch(async (err) => {
+        // Never launched: forget the instances now rather than after the pending timeout, and count no failure.
+        this.env.log.warn({ err, offerId }, 'an accept failed; its instances will be placed again');
+        for (const x of list) this.instances.delete(x.rec.taskId);
+        await this.env.store.write(list.map((x) => ({ key: instanceKey(x.rec.taskId), value: null }))).catch(() => {});
+        this.kick();
+      }));
+    }
+    if (out.declines.length > 0) calls.push(client.decline(out.declines, waitingNow ? REFUSE_WHILE_WAITING_S : REFUSE_IDLE_S).catch(() => {}));
+    for (const rec of kills) {
+      this.killSentAt.set(rec.taskId, nowMs);
+      calls.push(client.kill(rec.taskId, rec.agentId).catch(() => {}));
+    }
+    for (const k of killNow) calls.push(client.kill(k.taskId, k.agentId).catch(() => {}));
+    const wantsOffers = [...out.queue.values()].some((q) => q.waiting > q.launched);
+    if (wantsOffers && this.suppressed) {
+      this.suppressed = false;
+      calls.push(client.revive().catch(() => {}));
+    } else if (!wantsOffers && !this.suppressed && offers.length > 0) {
+      this.suppressed = true;
+      calls.push(client.suppress().catch(() => {}));
+    }
+    await Promise.all(calls);
+  }
+
+  private countOffers(queue: Map<string, AppQueueFacts>, nowMs: number): void {
+    for (const [appId, q] of queue) {
+      if (q.waiting === 0) {
+        this.counters.delete(appId);
+        continue;
+      }
+      const c = this.counters.get(appId) ?? { processed: 0, unused: 0, declined: {} };
+      c.processed += q.processed;
+      const unused = Object.values(q.declined).reduce((a, b) => a + (b ?? 0), 0);
+      c.unused += unused;
+      if (unused > 0) c.lastUnusedAtMs = nowMs;
+      if (q.launched > 0) c.lastUsedAtMs = nowMs;
+      for (const [r, n] of Object.entries(q.declined)) c.declined[r as keyof typeof c.declined] = (c.declined[r as keyof typeof c.declined] ?? 0) + (n ?? 0);
+      this.counters.set(appId, c);
+    }
+  }
+
+  // ---- changes from the REST API (on the leader) ----
+
+  /** Runs API changes one after another. */
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.apiChain.then(fn, fn);
+    this.apiChain = next.catch(() => {});
+    return next;
+  }
+
+  private nextVersion(): string {
+    // Versions order an app's history: strictly increasing even within one millisecond.
+    const ms = Math.max(Date.now(), this.lastVersionMs + 1);
+    this.lastVersionMs = ms;
+    return new Date(ms).toISOString();
+  }
+
+  private deploymentsOf(appId: string): DeploymentRecord[] {
+    return this.records.deployments().filter((d) => d.appId === appId);
+  }
+
+  private checkLock(appId: string, force: boolean): string[] {
+    const held = this.deploymentsOf(appId).map((d) => d.id);
+    if (held.length > 0 && !force) throw lockedBy(appId, held);
+    return held;
+  }
+
+  private async commit(stored: StoredApp | null, appId: string, action: DeploymentAction, previous: StoredApp | null, cancelled: string[], extra: BuiltinPut[] = []): Promise<DeploymentStarted> {
+    const version = stored?.version ?? this.nextVersion();
+    const deployment: DeploymentRecord = { id: randomUUID(), appId, version, action, previous, target: stored };
+    const puts: BuiltinPut[] = stored
+      ? MarathonRecords.appChange(stored, deployment, cancelled)
+      : [
+          { key: appKey(appId), value: null },
+          ...this.records.versions(appId).map((v) => ({ key: versionKey(appId, v), value: null })),
+          ...cancelled.map((id) => ({ key: deploymentKey(id), value: null })),
+          MarathonRecords.put(deploymentKey(deployment.id), deployment),
+        ];
+    await this.env.store.write([...puts, ...extra]);
+    for (const id of cancelled) this.bus.publish('deployment_failed', { id, appId, reason: 'replaced by a forced change' });
+    this.bus.publish('deployment_info', { plan: deploymentJson(deployment), currentStep: deploymentJson(deployment).steps });
+    this.ensureSubscribed();
+    this.kick();
+    return { deploymentId: deployment.id, version, stored };
+  }
+
+  createApp(parsed: ParsedApp, force: boolean, clientIp: string, uri: string): Promise<DeploymentStarted> {
+    return this.serial(async () => {
+      const id = parsed.app.id;
+      if (this.records.app(id)) throw new MarathonError(409, `An app with id [${id}] already exists.`);
+      const cancelled = this.checkLock(id, force);
+      const version = this.nextVersion();
+      const stored: StoredApp = { app: parsed.app, version, configVersion: version };
+      this.backoff.delete(id);
+      this.bus.publish('api_post_event', { clientIp, uri, appDefinition: appToJson(parsed.app) });
+      return this.commit(stored, id, 'StartApplication', null, cancelled);
+    });
+  }
+
+  /** Replaces an app (creating it when missing); `changed` tells whether it was created. */
+  putApp(parsed: ParsedApp, force: boolean, clientIp: string, uri: string): Promise<DeploymentStarted & { created: boolean }> {
+    return this.serial(async () => {
+      const id = parsed.app.id;
+      const existing = this.records.app(id);
+      const cancelled = this.checkLock(id, force);
+      const version = this.nextVersion();
+      this.bus.publish('api_post_event', { clientIp, uri, appDefinition: appToJson(parsed.app) });
+      if (!existing) {
+        const r = await this.commit({ app: parsed.app, version, configVersion: version }, id, 'StartApplication', null, cancelled);
+        return { ...r, created: true };
+      }
+      const configChanged = !sameConfig(existing.app, parsed.app);
+      if (configChanged) this.backoff.delete(id);
+      const stored: StoredApp = { app: parsed.app, version, configVersion: configChanged ? version : existing.configVersion };
+      const r = await this.commit(stored, id, configChanged ? 'RestartApplication' : 'ScaleApplication', existing, cancelled);
+      return { ...r, created: false };
+    });
+  }
+
+  restartApp(appId: string, force: boolean): Promise<DeploymentStarted> {
+    return this.serial(async () => {
+      const existing = this.records.app(appId);
+      if (!existing) throw unknownApp(appId);
+      const cancelled = this.checkLock(appId, force);
+      const version = this.nextVersion();
+      this.backoff.delete(appId);
+      return this.commit({ app: existing.app, version, configVersion: version }, appId, 'RestartApplication', existing, cancelled);
+    });
+  }
+
+  deleteApp(appId: string, force: boolean): Promise<DeploymentStarted> {
+    return this.serial(async () => {
+      const existing = this.records.app(appId);
+      if (!existing) throw unknownApp(appId);
+      const cancelled = this.checkLock(appId, force);
+      this.backoff.delete(appId);
+      return this.commit(null, appId, 'StopApplication', existing, cancelled);
+    });
+  }
+
+  /**
+   * Kills tasks of an app. Without `scale` they are replaced; with it the app's instance
+   * count drops by as many (a scaling deployment). Returns the killed tasks' records.
+   */
+  killTasks(appId: string, taskIds: string[] | 'all', scale: boolean, force: boolean, host?: string): Promise<{ killed: InstanceRecord[]; deployment?: DeploymentStarted }> {
+    return this.serial(async () => {
+      const existing = this.records.app(appId);
+      if (!existing) throw unknownApp(appId);
+      const mine = [...this.instances.values()].filter((r) => r.appId === appId && !r.killRequested && (host === undefined || r.hostname === host));
+      const chosen = taskIds === 'all' ? mine : mine.filter((r) => taskIds.includes(r.taskId));
+      if (taskIds !== 'all' && chosen.length === 0) throw new MarathonError(404, `Task '${taskIds.join(', ')}' does not exist`);
+      const marked = chosen.map((r) => ({ ...r, killRequested: true }));
+      for (const r of marked) this.instances.set(r.taskId, r);
+      const markPuts = marked.map((r) => MarathonRecords.put(instanceKey(r.taskId), r));
+      let deployment: DeploymentStarted | undefined;
+      if (scale) {
+        const cancelled = this.checkLock(appId, force);
+        const app: AppDefinition = { ...existing.app, instances: Math.max(0, existing.app.instances - marked.length) };
+        deployment = await this.commit({ app, version: this.nextVersion(), configVersion: existing.configVersion }, appId, 'ScaleApplication', existing, cancelled, markPuts);
+      } else {
+        await this.env.store.write(markPuts);
+        this.kick();
+      }
+      return { killed: marked, ...(deployment ? { deployment } : {}) };
+    });
+  }
+
+  /** Rolls a deployment back (a new deployment to the app as it was), or with `force` just drops it. */
+  deleteDeployment(id: string, force: boolean): Promise<DeploymentStarted | undefined> {
+    return this.serial(async () => {
+      const d = this.records.deployment(id);
+      if (!d) throw new MarathonError(404, `DeploymentPlan ${id} does not exist`);
+      if (force) {
+        await this.env.store.write([{ key: deploymentKey(id), value: null }]);
+        this.bus.publish('deployment_failed', { id, appId: d.appId, reason: 'cancelled' });
+        this.kick();
+        return undefined;
+      }
+      this.bus.publish('deployment_failed', { id, appId: d.appId, reason: 'rolled back' });
+      if (d.previous === null) return this.commit(null, d.appId, 'StopApplication', d.target, [id]);
+      const version = this.nextVersion();
+      return this.commit({ app: d.previous.app, version, configVersion: d.previous.configVersion }, d.appId, d.action === 'ScaleApplication' ? 'ScaleApplication' : 'RestartApplication', this.records.app(d.appId) ?? null, [id]);
+    });
+  }
+
+  /** The instances of an app (or all) with their registry tasks. */
+  instancesOf(appId?: string): InstanceRecord[] {
+    return [...this.instances.values()].filter((r) => appId === undefined || r.appId === appId);
+  }
+}
+
+/** Whether two definitions differ only in their instance count (a scale, not a restart). */
+export function sameConfig(a: AppDefinition, b: AppDefinition): boolean {
+  return JSON.stringify({ ...appToJson(a), instances: 0 }) === JSON.stringify({ ...appToJson(b), instances: 0 });
+}
