@@ -77,4 +77,109 @@ describe('Marathon REST API', () => {
     expect((await marathon(master.url, 'GET', '/v2/apps/dev/web')).status).toBe(404);
     expect((await marathon(master.url, 'GET', '/v2/tasks')).body.tasks).toHaveLength(0);
   });
+
+  it('refuses bad input Marathon\'s way and changes nothing', async () => {
+    await addAgent('h1');
+    const bad: [string, unknown, number, string][] = [
+      ['missing id', { cmd: 'sleep 1' }, 422, '/id'],
+      ['negative cpus', { id: '/a', cmd: 'sleep 1', cpus: -1 }, 422, '/cpus'],
+      ['unknown constraint operator', { id: '/a', cmd: 'sleep 1', constraints: [['hostname', 'NEAR']] }, 422, '/constraints(0)'],
+      ['port mapping in HOST mode', { id: '/a', cmd: 'sleep 1', container: { type: 'DOCKER', docker: { image: 'busybox', network: 'HOST', portMappings: [{ containerPort: 80 }] } } }, 422, '/container/docker/portMappings'],
+      ['health check portIndex past the ports', { id: '/a', cmd: 'sleep 1', portDefinitions: [{ port: 0 }], healthChecks: [{ protocol: 'HTTP', portIndex: 1 }] }, 422, '/healthChecks(0)/portIndex'],
+      ['malformed JSON', '{"id": "/a", "cmd": ', 400, '/'],
+    ];
+    for (const [what, body, status, path] of bad) {
+      const r = await marathon(master.url, 'POST', '/v2/apps', body);
+      expect(r.status, what).toBe(status);
+      expect(r.body.message, what).toBeTypeOf('string');
+      expect(r.body.details.map((d: { path: string }) => d.path), what).toContain(path);
+    }
+    expect((await marathon(master.url, 'GET', '/v2/apps')).body.apps).toEqual([]);
+    expect(master.context.registry.state.builtin.get('marathon')?.size ?? 0).toBe(0);
+
+    // A second change while the first deployment runs: 409 naming it, unless forced.
+    expect((await marathon(master.url, 'POST', '/v2/apps', { id: '/slow', cmd: 'sleep 1', cpus: 0.1, mem: 16, instances: 1, constraints: [['rack', 'IS', 'nowhere']] })).status).toBe(201);
+    const deps = (await marathon(master.url, 'GET', '/v2/deployments')).body;
+    expect(deps).toHaveLength(1);
+    const locked = await marathon(master.url, 'PUT', '/v2/apps/slow', { instances: 2 });
+    expect(locked.status).toBe(409);
+    expect(locked.body.deployments).toEqual([{ id: deps[0].id }]);
+    expect((await marathon(master.url, 'GET', '/v2/apps/slow')).body.app.instances).toBe(1);
+    expect((await marathon(master.url, 'POST', '/v2/apps', { id: '/slow', cmd: 'sleep 1' })).status).toBe(409);
+    // An invalid change to an existing app is refused before the lock is looked at.
+    const invalid = await marathon(master.url, 'PATCH', '/v2/apps/slow', { cpus: -2 });
+    expect(invalid.status).toBe(422);
+    const forced = await marathon(master.url, 'PUT', '/v2/apps/slow?force=true', { instances: 0 });
+    expect(forced.status).toBe(200);
+    await waitForNoDeployments(master.url);
+    expect((await marathon(master.url, 'GET', '/v2/apps/slow')).body.app.instances).toBe(0);
+    expect((await marathon(master.url, 'GET', '/v2/apps/nope')).status).toBe(404);
+    expect((await marathon(master.url, 'GET', '/ping')).body).toBe('pong');
+    expect((await marathon(master.url, 'GET', '/v2/info')).body).toMatchObject({ name: 'marathon', elected: true });
+  });
+
+  it('keeps a third UNIQUE instance waiting on two hosts, and /v2/queue says it waits on the constraint', async () => {
+    await addAgent('h1');
+    await addAgent('h2');
+    const r = await marathon(master.url, 'POST', '/v2/apps', { id: '/u', cmd: 'sleep 1000', cpus: 0.1, mem: 16, instances: 3, constraints: [['hostname', 'UNIQUE']] });
+    expect(r.status).toBe(201);
+    const tasks = await waitForRunning(master.url, '/u', 2);
+    expect(new Set(tasks.map((t) => t.host))).toEqual(new Set(['h1', 'h2']));
+    const item = await waitFor('the queue names the constraint', async () => {
+      const q = (await marathon(master.url, 'GET', '/v2/queue')).body.queue;
+      const it = q.find((x: any) => x.app.id === '/u');
+      const row = it?.processedOffersSummary.rejectSummaryLastOffers.find((x: any) => x.reason === 'UnfulfilledConstraint');
+      return row?.declined > 0 ? it : undefined;
+    }, 20_000);
+    expect(item.count).toBe(1);
+    expect(item.waitingOn[0].reason).toBe('UnfulfilledConstraint');
+    expect(item.processedOffersSummary.rejectSummaryLastOffers.find((x: any) => x.reason === 'InsufficientCpus').declined).toBe(0);
+    expect((await runningTasksCount('/u'))).toBe(2);
+  });
+
+  it('streams a deployment\'s events, and rolls a deployment back', async () => {
+    await addAgent('h1');
+    const ac = new AbortController();
+    const res = await fetch(`${master.url}/v2/events`, { signal: ac.signal });
+    expect(res.headers.get('content-type')).toContain('text/event-stream');
+    const reader = res.body!.getReader();
+    let text = '';
+    const reading = (async () => {
+      try {
+        for (;;) {
+          const { value, done } = await reader.read();
+          if (done) return;
+          text += Buffer.from(value).toString('utf8');
+        }
+      } catch {
+        // aborted
+      }
+    })();
+    try {
+      expect((await marathon(master.url, 'POST', '/v2/apps', { id: '/ev', cmd: 'sleep 1000', cpus: 0.1, mem: 16, instances: 2 })).status).toBe(201);
+      await waitFor('deployment_success on the stream', () => (text.includes('event: deployment_success') ? true : undefined), 20_000);
+      for (const e of ['api_post_event', 'deployment_info', 'status_update_event', 'deployment_success']) expect(text).toContain(`event: ${e}\n`);
+      const frames = text.split('\n\n').filter((f) => f.startsWith('event: deployment_success'));
+      const data = JSON.parse(frames[0]!.split('\ndata: ')[1]!);
+      expect(data).toMatchObject({ eventType: 'deployment_success', plan: { affectedApps: ['/ev'] } });
+
+      // A scale to 5 that cannot finish (one agent runs at most 4 of these), rolled back to 2.
+      expect((await marathon(master.url, 'PUT', '/v2/apps/ev', { instances: 5, mem: 16, cpus: 2 })).status).toBe(200);
+      const dep = await waitFor('the deployment', async () => (await marathon(master.url, 'GET', '/v2/deployments')).body[0]);
+      const rb = await marathon(master.url, 'DELETE', `/v2/deployments/${dep.id}`);
+      expect(rb.status).toBe(200);
+      expect(rb.body.deploymentId).not.toBe(dep.id);
+      await waitForNoDeployments(master.url);
+      const app = (await marathon(master.url, 'GET', '/v2/apps/ev')).body.app;
+      expect(app).toMatchObject({ instances: 2, cpus: 0.1 });
+      await waitForRunning(master.url, '/ev', 2);
+    } finally {
+      ac.abort();
+      await reading;
+    }
+  });
 });
+
+async function runningTasksCount(appId: string): Promise<number> {
+  return (await marathon(master.url, 'GET', `/v2/apps${appId}`)).body.app.tasksRunning;
+}
