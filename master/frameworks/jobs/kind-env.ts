@@ -1,60 +1,141 @@
-// Each kind's environment for a replica (minimal form: the common CAIRN_* variables and the
-// kinds' basic ones), from where every replica of the gang was placed. Pure.
+// The environment each replica of a job is started with: what its kind's programs read to
+// find each other (ps-lite's DMLC_*, TensorFlow's TF_CONFIG, torch.distributed's MASTER_ADDR
+// and RANK, Volcano's VC_*), and Cairn's own CAIRN_* variables that every replica gets. Peers
+// are named by their DNS names (`<job>-<group>-<index>.jobs.<domain>`), which stay the same
+// when a replica moves, with the ports their offers gave them. Pure: the placement of the
+// whole gang is passed in. The template's own env and CAIRN_JOB_DIR are the engine's to add.
+// A replica not placed yet (outside a gang smaller than the job) has no port: peers list it by
+// its DNS name alone. Nothing here throws: a replica's environment never stops a launch.
 
 import type { JobSpec } from './model.ts';
 
-/** Every replica of the gang, by group and index; `ports[0]` is that replica's PORT. */
+/** The framework that runs every job; its name is the DNS label above the replicas' names. */
+export const JOBS_FRAMEWORK_NAME = 'jobs';
+
+/** Where every replica of the gang runs, by group and index; `ports[0]` is that replica's PORT. */
 export type JobPlacement = { [group: string]: { host: string; ip: string; ports: number[] }[] };
 
-export function replicaDnsName(job: string, group: string, index: number, domain: string): string {
-  return `${job}-${group}-${index}.jobs.${domain}`;
+function taskName(job: string, group: string, index: number): string {
+  return `${job}-${group}-${index}`;
 }
 
-export function replicaEnvironment(spec: JobSpec, group: string, index: number, placement: JobPlacement, domain: string): Record<string, string> {
-  const me = placement[group]?.[index] ?? { host: '', ip: '', ports: [] };
-  const peers: string[] = [];
-  for (const g of spec.groups) {
-    (placement[g.name] ?? []).forEach((p, i) => peers.push(`${replicaDnsName(spec.name, g.name, i, domain)}:${p.ports[0] ?? ''}`));
+/** A replica's DNS name, as the masters serve it while it runs (mesos-dns: task.framework.domain). */
+export function replicaDnsName(job: string, group: string, index: number, domain: string): string {
+  const d = domain.trim().toLowerCase().replace(/^\.+|\.+$/g, '');
+  return `${taskName(job, group, index)}.${JOBS_FRAMEWORK_NAME}.${d}`;
+}
+
+/** Volcano's spelling of a task name in a variable: upper case, '-' as '_'. */
+export function groupEnvName(group: string): string {
+  return group.toUpperCase().replace(/-/g, '_');
+}
+
+type Env = Record<string, string>;
+
+interface Gang {
+  spec: JobSpec;
+  placement: JobPlacement;
+  domain: string;
+}
+
+const NOWHERE = { host: '', ip: '', ports: [] as number[] };
+
+function placed(g: Gang, group: string, index: number): { host: string; ip: string; ports: number[] } {
+  return g.placement[group]?.[index] ?? NOWHERE;
+}
+
+/** A replica's PORT, '' when it has none yet. */
+function portOf(g: Gang, group: string, index: number): string {
+  const p = placed(g, group, index).ports[0];
+  return p === undefined ? '' : String(p);
+}
+
+function replicas(spec: JobSpec, group: string): number {
+  return spec.groups.find((x) => x.name === group)?.replicas ?? 0;
+}
+
+/** `dnsname:port` of every replica of `group`, by index. */
+function addresses(g: Gang, group: string): string[] {
+  return Array.from({ length: replicas(g.spec, group) }, (_, i) => {
+    const name = replicaDnsName(g.spec.name, group, i, g.domain);
+    const port = portOf(g, group, i);
+    return port === '' ? name : `${name}:${port}`;
+  });
+}
+
+/** ps-lite: roles, counts, the scheduler's address; servers and workers bind their host's address. */
+function psliteEnv(g: Gang, group: string, index: number): Env {
+  const env: Env = {
+    DMLC_ROLE: group,
+    DMLC_NUM_SERVER: String(replicas(g.spec, 'server')),
+    DMLC_NUM_WORKER: String(replicas(g.spec, 'worker')),
+    DMLC_PS_ROOT_URI: replicaDnsName(g.spec.name, 'scheduler', 0, g.domain),
+    DMLC_PS_ROOT_PORT: portOf(g, 'scheduler', 0),
+    DMLC_NODE_HOST: placed(g, group, index).ip,
+  };
+  // ps-lite's scheduler binds DMLC_PS_ROOT_URI:ROOT_PORT, and a DNS name is not an address
+  // it can bind; with this flag it binds 0.0.0.0 instead.
+  if (group === 'scheduler') env.DMLC_USE_KUBERNETES = '1';
+  return env;
+}
+
+/** TensorFlow: TF_CONFIG with every replica but the evaluator in the cluster (as TFJob does). */
+function tensorflowEnv(g: Gang, group: string, index: number): Env {
+  const total = g.spec.groups.reduce((n, x) => n + x.replicas, 0);
+  // A single replica is not a cluster; TensorFlow then trains locally.
+  if (total <= 1) return {};
+  const cluster: Record<string, string[]> = {};
+  for (const x of g.spec.groups) {
+    if (x.name !== 'evaluator') cluster[x.name] = addresses(g, x.name);
   }
-  const env: Record<string, string> = {
+  return { TF_CONFIG: JSON.stringify({ cluster, task: { type: group, index } }) };
+}
+
+/** torch.distributed's env:// rendezvous: the master is rank 0, worker i is rank i+1. */
+function pytorchEnv(g: Gang, group: string, index: number): Env {
+  return {
+    MASTER_ADDR: replicaDnsName(g.spec.name, 'master', 0, g.domain),
+    MASTER_PORT: portOf(g, 'master', 0),
+    WORLD_SIZE: String(g.spec.groups.reduce((n, x) => n + x.replicas, 0)),
+    RANK: String(group === 'master' ? index : replicas(g.spec, 'master') + index),
+    LOCAL_RANK: '0',
+    PYTHONUNBUFFERED: '1',
+  };
+}
+
+/** Volcano's env and svc plugins: the task index, and every task's hosts and count. */
+function batchEnv(g: Gang, group: string, index: number): Env {
+  const env: Env = {
+    VC_TASK_INDEX: String(index),
+    VK_TASK_INDEX: String(index),
+    VC_WORKER_NUM: String(replicas(g.spec, group)),
+  };
+  for (const x of g.spec.groups) {
+    const name = groupEnvName(x.name);
+    env[`VC_${name}_HOSTS`] = Array.from({ length: x.replicas }, (_, i) => replicaDnsName(g.spec.name, x.name, i, g.domain)).join(',');
+    env[`VC_${name}_NUM`] = String(x.replicas);
+  }
+  return env;
+}
+
+const KIND_ENV = { pslite: psliteEnv, tensorflow: tensorflowEnv, pytorch: pytorchEnv, batch: batchEnv } as const;
+
+/** The environment of replica `index` of `group` in `spec`, the gang placed as `placement` says. */
+export function replicaEnvironment(spec: JobSpec, group: string, index: number, placement: JobPlacement, domain: string): Record<string, string> {
+  const g: Gang = { spec, placement, domain };
+  const me = placed(g, group, index);
+  const env: Env = {
     CAIRN_JOB: spec.name,
     CAIRN_GROUP: group,
     CAIRN_REPLICA_INDEX: String(index),
     CAIRN_DNS_NAME: replicaDnsName(spec.name, group, index, domain),
-    CAIRN_PEERS: peers.join(','),
+    CAIRN_PEERS: spec.groups.flatMap((x) => addresses(g, x.name)).join(','),
     HOST: me.host,
-    PORT: String(me.ports[0] ?? ''),
+    PORT: portOf(g, group, index),
     PORTS: me.ports.join(','),
   };
-  const total = spec.groups.reduce((n, g) => n + g.replicas, 0);
-  let rank = 0;
-  for (const g of spec.groups) {
-    if (g.name === group) break;
-    rank += g.replicas;
-  }
-  rank += index;
-  if (spec.kind === 'pytorch') {
-    const first = spec.groups[0]!;
-    Object.assign(env, {
-      MASTER_ADDR: replicaDnsName(spec.name, first.name, 0, domain),
-      MASTER_PORT: String(placement[first.name]?.[0]?.ports[0] ?? ''),
-      WORLD_SIZE: String(total),
-      RANK: String(rank),
-      LOCAL_RANK: '0',
-      PYTHONUNBUFFERED: '1',
-    });
-  } else if (spec.kind === 'batch') {
-    Object.assign(env, { VC_TASK_INDEX: String(index), VK_TASK_INDEX: String(index), VC_WORKER_NUM: String(total) });
-  } else if (spec.kind === 'pslite') {
-    Object.assign(env, {
-      DMLC_ROLE: group,
-      DMLC_NUM_SERVER: String(spec.groups.find((g) => g.name === 'server')?.replicas ?? 0),
-      DMLC_NUM_WORKER: String(spec.groups.find((g) => g.name === 'worker')?.replicas ?? 0),
-      DMLC_PS_ROOT_URI: replicaDnsName(spec.name, 'scheduler', 0, domain),
-      DMLC_PS_ROOT_PORT: String(placement.scheduler?.[0]?.ports[0] ?? ''),
-      DMLC_NODE_HOST: me.ip,
-    });
-    if (group === 'scheduler') env.DMLC_USE_KUBERNETES = '1';
-  }
-  return env;
+  me.ports.forEach((p, i) => {
+    env[`PORT${i}`] = String(p);
+  });
+  return { ...env, ...KIND_ENV[spec.kind](g, group, index) };
 }
