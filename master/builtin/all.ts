@@ -4,5 +4,6 @@
 
 import type { BuiltinFramework } from './host.ts';
 import { marathonFramework } from '../frameworks/marathon/framework.ts';
+import { JOBS_FRAMEWORK } from '../frameworks/jobs/framework.ts';
 
-export const BUILTIN_FRAMEWORKS: readonly BuiltinFramework[] = [marathonFramework as BuiltinFramework];
+export const BUILTIN_FRAMEWORKS: readonly BuiltinFramework[] = [marathonFramework as BuiltinFramework, JOBS_FRAMEWORK as BuiltinFramework];

@@ -216,6 +216,26 @@ export class JobEngine {
     this.schedule(nowMs);
   }
 
+  /**
+   * An ACCEPT the master refused (an offer rescinded meanwhile): those tasks never started.
+   * Their replicas wait for offers again without counting a restart; a gang not yet running
+   * is stopped and placed again whole.
+   */
+  launchFailed(taskIds: readonly string[], message: string, nowMs: number): void {
+    for (const taskId of taskIds) {
+      const at = this.taskIndex.get(taskId);
+      const r = at ? this.jobs.get(at.job) : undefined;
+      const rep = at && r ? r.replicas[at.key] : undefined;
+      this.taskIndex.delete(taskId);
+      if (!r || !rep || rep.taskId !== taskId || isFinished(r)) continue;
+      rep.state = 'Pending';
+      rep.message = `its launch failed: ${message}`;
+      this.dirty(r);
+      if (r.phase === 'Queued' && r.placedAtMs !== undefined) this.restartJob(r, 'LaunchFailed', `a launch of its gang failed (${message}); placing the gang again`, nowMs);
+    }
+    this.schedule(nowMs);
+  }
+
   /** What the shell must do now, in order: write, then kill and launch, then decline. */
   takeEffects(): Effects {
     const e = this.effects;

@@ -1,0 +1,113 @@
+// The jobs REST API, on every master: reads (list, one job, its events) answer from the
+// replicated store; submissions and deletions go to the leader's engine. A document is
+// parsed and checked before anything else, wherever it arrives, so bad input is refused
+// (4xx naming the field) with nothing created.
+
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { BuiltinRoutesEnv } from '../../builtin/host.ts';
+import type { JsonValue } from '../../registry/commands.ts';
+import { sendHttpError } from '../../api/http-errors.ts';
+import { isFinished, jobView, type JobRecord, type JobView } from './record.ts';
+import { jobKey, JOB_KEY_PREFIX, type JobsRuntime } from './runtime.ts';
+import { parseJobDocument } from './spec-parse.ts';
+
+const YAML_TYPES = ['application/yaml', 'text/yaml', 'application/x-yaml', 'text/x-yaml'];
+/** How often an event stream says it is alive, so proxies keep it open. */
+const KEEPALIVE_MS = 15_000;
+
+function notFound(reply: FastifyReply, name: string): FastifyReply {
+  return reply.code(404).send({ code: 'CAIRN_UNKNOWN_JOB', message: `no job '${name}'`, field: 'name' });
+}
+
+function recordOf(env: BuiltinRoutesEnv<JobsRuntime>, name: string): JobRecord | undefined {
+  return env.store.get<JsonValue>(jobKey(name)) as unknown as JobRecord | undefined;
+}
+
+export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<JobsRuntime>): void {
+  // YAML bodies arrive as text and are parsed with the job (only on these routes).
+  void app.register(async (sub) => {
+    sub.addContentTypeParser(YAML_TYPES, { parseAs: 'string', bodyLimit: 4 * 1024 * 1024 }, (_req, body, done) => done(null, body));
+
+    sub.post('/api/v1/jobs', async (req: FastifyRequest, reply: FastifyReply) => {
+      let parsed;
+      try {
+        parsed = parseJobDocument(req.body, req.headers['content-type']);
+      } catch (err) {
+        return sendHttpError(reply, err);
+      }
+      const engine = env.leading(req, reply);
+      if (!engine) return reply;
+      const r = await engine.submit(parsed.spec, parsed.ignored);
+      if (r === 'exists') {
+        return reply.code(409).send({ code: 'CAIRN_JOB_EXISTS', message: `a job named '${parsed.spec.name}' is still live: delete it or wait for it to finish`, field: 'name' });
+      }
+      return reply.code(201).send({ name: r.spec.name, ignored: r.ignored });
+    });
+  });
+
+  app.get('/api/v1/jobs', async () => {
+    const jobs: JobView[] = env.store.entries<JsonValue>(JOB_KEY_PREFIX).map(([, v]) => jobView(v as unknown as JobRecord));
+    return { jobs };
+  });
+
+  app.get<{ Params: { name: string } }>('/api/v1/jobs/:name', async (req, reply) => {
+    const r = recordOf(env, req.params.name);
+    return r ? jobView(r) : notFound(reply, req.params.name);
+  });
+
+  app.delete<{ Params: { name: string } }>('/api/v1/jobs/:name', async (req, reply) => {
+    if (!recordOf(env, req.params.name)) return notFound(reply, req.params.name);
+    const engine = env.leading(req, reply);
+    if (!engine) return reply;
+    if (!(await engine.remove(req.params.name))) return notFound(reply, req.params.name);
+    return { name: req.params.name, deleted: true };
+  });
+
+  app.get<{ Params: { name: string } }>('/api/v1/jobs/:name/events', async (req, reply) => {
+    const name = req.params.name;
+    const first = recordOf(env, name);
+    if (!first) return notFound(reply, name);
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    let conditions = 0;
+    const replicas = new Map<string, string>();
+    const send = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    /** Conditions not yet sent, and replicas whose status changed since last sent. */
+    const emit = (r: JobRecord) => {
+      for (const c of r.conditions.slice(conditions)) send('condition', { job: name, ...c });
+      conditions = r.conditions.length;
+      for (const rep of r.replicas) {
+        const key = `${rep.group}-${rep.index}`;
+        const text = JSON.stringify(rep);
+        if (replicas.get(key) === text) continue;
+        replicas.set(key, text);
+        send('replica', { job: name, ...rep });
+      }
+    };
+    emit(first);
+    const ping = setInterval(() => res.write(': keep-alive\n\n'), KEEPALIVE_MS);
+    const off = env.store.onChange((keys) => {
+      if (!keys.includes(jobKey(name))) return;
+      const r = recordOf(env, name);
+      if (!r) {
+        send('removed', { job: name });
+        close();
+        return;
+      }
+      // A job submitted again under the name starts its story over.
+      if (r.conditions.length < conditions) conditions = 0;
+      emit(r);
+      if (isFinished(r) && !r.replicas.some((x) => x.state === 'Starting' || x.state === 'Running')) send('finished', { job: name, phase: r.phase, message: r.message });
+    });
+    const close = () => {
+      off();
+      clearInterval(ping);
+      res.end();
+    };
+    req.raw.once('close', () => {
+      off();
+      clearInterval(ping);
+    });
+  });
+}

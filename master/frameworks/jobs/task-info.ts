@@ -1,0 +1,47 @@
+// The Mesos TaskInfo for one replica the engine launches: its command or container, its
+// environment (the kind's contract, then the template's own), and labels naming its job,
+// group and index so the agent gives it the job's shared directory. Pure.
+
+import type { TaskInfoJson } from '../../../shared/mesos-v1.ts';
+import type { TaskLaunch } from './engine.ts';
+
+/** Labels every replica's task carries; the agent reads JOB_LABEL to give it CAIRN_JOB_DIR. */
+export const JOB_LABEL = 'cairn.job';
+export const GROUP_LABEL = 'cairn.job.group';
+export const INDEX_LABEL = 'cairn.job.index';
+
+/** Parameter servers and ps-lite schedulers are stopped, not waited for: a short grace. */
+const KILL_GRACE_NS = 3e9;
+
+export function taskInfoFor(t: TaskLaunch, agentId: string): TaskInfoJson {
+  const variables = Object.entries(t.env).map(([name, value]) => ({ name, value }));
+  const tpl = t.template;
+  const command = tpl.args
+    ? { shell: false, value: tpl.command, arguments: [tpl.command, ...tpl.args], environment: { variables } }
+    : { shell: true, value: tpl.command, environment: { variables } };
+  const info: TaskInfoJson = {
+    name: t.name,
+    task_id: { value: t.taskId },
+    agent_id: { value: agentId },
+    resources: t.resources,
+    command,
+    labels: { labels: [{ key: JOB_LABEL, value: t.job }, { key: GROUP_LABEL, value: t.group }, { key: INDEX_LABEL, value: String(t.index) }] },
+    kill_policy: { grace_period: { nanoseconds: KILL_GRACE_NS } },
+  };
+  if (tpl.image) {
+    info.container = {
+      type: 'DOCKER',
+      // Host networking: the replica listens on the ports it was given, at the agent's address.
+      docker: { image: tpl.image, network: 'HOST' },
+      volumes: tpl.volumes.map((v) => ({ host_path: v.hostPath, container_path: v.containerPath, mode: v.mode })),
+    };
+  }
+  return info;
+}
+
+/** The exit code the policies see: a signal's end is 128 + its number, as shells report it. */
+export function policyExitCode(exitCode: number | undefined, message: string): number | undefined {
+  if (exitCode !== undefined) return exitCode < 0 ? 128 - exitCode : exitCode;
+  const m = /exited with code (\d+)/.exec(message);
+  return m ? Number(m[1]) : undefined;
+}

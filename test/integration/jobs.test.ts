@@ -1,0 +1,162 @@
+// The training-job engine on real processes: a master and two agents with small resources
+// (2 cpus, 1 GiB each), jobs whose replicas are plain shell. A 3-group job succeeds and its
+// parameter servers are stopped; a failing replica with OnFailure restarts; two jobs that
+// each need 3/4 of the cluster both finish, one after the other, in both orders; a job
+// larger than the cluster is Unschedulable; bad documents are refused naming the field,
+// with nothing created.
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chmodSync, existsSync } from 'node:fs';
+import { authFetch } from '../harness/credentials.ts';
+import { Cleanup, startAgentProcess, startMasterProcess, waitFor, type CairnProcess } from '../harness/processes.ts';
+import type { JobView } from '../../master/frameworks/jobs/record.ts';
+
+const cleanup = new Cleanup();
+let master: CairnProcess;
+let scratch: string;
+
+beforeAll(async () => {
+  master = await startMasterProcess(cleanup);
+  await startAgentProcess(cleanup, master.url, { resources: 'cpus:2;mem:1024;disk:1000;ports:[31000-31049]' });
+  await startAgentProcess(cleanup, master.url, { resources: 'cpus:2;mem:1024;disk:1000;ports:[31050-31099]' });
+  await waitFor('two agents registered', async () => {
+    const s = await (await authFetch(`${master.url}/api/v1/state`)).json();
+    return s.agents?.length === 2 ? true : undefined;
+  }, 30_000);
+  scratch = cleanup.dir('cairn-jobs-scratch-');
+  // Replicas run as the agents' task user (nobody): they leave their marks here.
+  chmodSync(scratch, 0o777);
+}, 90_000);
+
+afterAll(async () => {
+  await cleanup.run();
+}, 60_000);
+
+async function submit(doc: unknown, contentType = 'application/json'): Promise<Response> {
+  return authFetch(`${master.url}/api/v1/jobs`, { method: 'POST', headers: { 'content-type': contentType }, body: typeof doc === 'string' ? doc : JSON.stringify(doc) });
+}
+
+async function job(name: string): Promise<JobView> {
+  const r = await authFetch(`${master.url}/api/v1/jobs/${name}`);
+  expect(r.status).toBe(200);
+  return (await r.json()) as JobView;
+}
+
+async function waitFinished(name: string, timeoutMs = 60_000): Promise<JobView> {
+  return waitFor(`job ${name} finished`, async () => {
+    const j = await job(name);
+    return j.phase === 'Succeeded' || j.phase === 'Failed' ? j : undefined;
+  }, timeoutMs, 200);
+}
+
+function group(name: string, replicas: number, command: string, more: Record<string, unknown> = {}) {
+  return { name, replicas, template: { command, cpus: 0.5, mem: 64, ...more } };
+}
+
+describe('training jobs on a real cluster', () => {
+  it('runs a 3-group TensorFlow job to success; its parameter servers are stopped', async () => {
+    const res = await submit({
+      name: 'tf3',
+      kind: 'tensorflow',
+      groups: [
+        group('chief', 1, 'echo "$TF_CONFIG"; sleep 1; exit 0'),
+        group('ps', 1, 'exec sleep 600'),
+        group('worker', 2, 'echo "worker $CAIRN_REPLICA_INDEX of $CAIRN_PEERS"; exit 0'),
+      ],
+    });
+    expect(res.status).toBe(201);
+    expect(await res.json()).toEqual({ name: 'tf3', ignored: [] });
+    const done = await waitFinished('tf3');
+    expect(done.phase, done.message).toBe('Succeeded');
+    expect(done.conditions.map((c) => c.type)).toEqual(['Created', 'Queued', 'Running', 'Succeeded']);
+    await waitFor('the ps stopped', async () => ((await job('tf3')).replicas.find((r) => r.group === 'ps')!.state === 'Killed' ? true : undefined), 30_000);
+    const j = await job('tf3');
+    expect(j.replicas.filter((r) => r.group !== 'ps').every((r) => r.state === 'Succeeded' && r.exitCode === 0)).toBe(true);
+    // Every replica had its own port from its agent's range.
+    const ports = j.replicas.map((r) => r.ports[0]);
+    expect(new Set(ports).size).toBe(4);
+    // The task is named for DNS and its log is read through the logs API.
+    const chief = j.replicas.find((r) => r.group === 'chief')!;
+    const task = await (await authFetch(`${master.url}/api/v1/tasks/${encodeURIComponent(chief.taskId!)}`)).json();
+    expect(task.name).toBe('tf3-chief-0');
+    const log = await (await authFetch(`${master.url}/api/v1/tasks/${encodeURIComponent(chief.taskId!)}/logs?stream=stdout&offset=0`)).json();
+    const tfConfig = JSON.parse(log.data.trim().split('\n')[0]);
+    expect(tfConfig.task).toEqual({ type: 'chief', index: 0 });
+    expect(tfConfig.cluster.ps[0]).toMatch(/^tf3-ps-0\.jobs\.cairn:\d+$/);
+  }, 90_000);
+
+  it('restarts a failing replica with OnFailure under a new task id', async () => {
+    const mark = `${scratch}/failed-once`;
+    const res = await submit({
+      name: 'flaky',
+      kind: 'batch',
+      groups: [group('worker', 2, `if [ "$CAIRN_REPLICA_INDEX" = 1 ] && [ ! -f ${mark} ]; then touch ${mark}; exit 3; fi; exit 0`, {}), ].map((g) => ({ ...g, restartPolicy: 'OnFailure' })),
+    });
+    expect(res.status).toBe(201);
+    const done = await waitFinished('flaky');
+    expect(done.phase, done.message).toBe('Succeeded');
+    expect(existsSync(mark)).toBe(true);
+    expect(done.restarts).toBe(1);
+    const w1 = done.replicas.find((r) => r.index === 1)!;
+    expect(w1).toMatchObject({ restarts: 1, exitCode: 0, state: 'Succeeded' });
+    expect(w1.taskId).toMatch(/\.2$|\.3$/);
+  }, 90_000);
+
+  for (const order of [['wide', 'tall'], ['tall', 'wide']] as const) {
+    it(`two jobs each needing 3/4 of the cluster both finish, one after the other (${order.join(' first, then ')})`, async () => {
+      const docs = {
+        // 3 cpus each: 3 replicas of 1 cpu, or 2 replicas of 1.5 cpus.
+        wide: { name: `wide-${order[0]}`, kind: 'batch', groups: [{ name: 'worker', replicas: 3, template: { command: 'sleep 2', cpus: 1, mem: 64 } }] },
+        tall: { name: `tall-${order[0]}`, kind: 'batch', groups: [{ name: 'worker', replicas: 2, template: { command: 'sleep 2', cpus: 1.5, mem: 64 } }] },
+      };
+      const first = docs[order[0]];
+      const second = docs[order[1]];
+      expect((await submit(first)).status).toBe(201);
+      expect((await submit(second)).status).toBe(201);
+      const a = await waitFinished(first.name, 90_000);
+      const b = await waitFinished(second.name, 90_000);
+      expect(a.phase, a.message).toBe('Succeeded');
+      expect(b.phase, b.message).toBe('Succeeded');
+      // One ran, then the other: their running times do not overlap.
+      const [early, late] = a.startedAtMs! <= b.startedAtMs! ? [a, b] : [b, a];
+      expect(late.startedAtMs!).toBeGreaterThanOrEqual(early.finishedAtMs!);
+    }, 120_000);
+  }
+
+  it('marks a job that asks for more than the cluster has Unschedulable, with a message', async () => {
+    const res = await submit({ name: 'huge', kind: 'batch', groups: [{ name: 'worker', replicas: 3, template: { command: 'true', cpus: 3, mem: 64 } }] });
+    expect(res.status).toBe(201);
+    const j = await waitFinished('huge', 30_000);
+    expect(j.phase).toBe('Failed');
+    expect(j.conditions.at(-1)).toMatchObject({ type: 'Failed', reason: 'Unschedulable' });
+    expect(j.message).toMatch(/Unschedulable: its gang of 3 replicas needs cpus:9.*2 agents have cpus:4/);
+  }, 60_000);
+
+  it('refuses bad documents naming the field, and creates nothing', async () => {
+    const before = ((await (await authFetch(`${master.url}/api/v1/jobs`)).json()) as { jobs: JobView[] }).jobs.map((j) => j.name);
+    const cases: [unknown, string, string, RegExp][] = [
+      [{ name: 'bad1', kind: 'mpi', groups: [group('worker', 1, 'true')] }, 'application/json', 'kind', /mpi/],
+      [{ name: 'bad2', kind: 'batch', groups: [group('worker', 0, 'true')] }, 'application/json', 'groups[0].replicas', /from 1 to/],
+      [
+        'apiVersion: kubeflow.org/v1\nkind: TFJob\nmetadata: {name: bad3}\nspec:\n  tfReplicaSpecs:\n    Chief: {replicas: 2, template: {spec: {containers: [{name: tensorflow, image: tf:1}]}}}\n',
+        'application/yaml', 'spec.tfReplicaSpecs.Chief.replicas', /1/,
+      ],
+      [
+        'apiVersion: kubeflow.org/v1\nkind: PyTorchJob\nmetadata: {name: bad4}\nspec:\n  pytorchReplicaSpecs:\n    Worker: {replicas: 2, template: {spec: {containers: [{name: pytorch, image: pt:1}]}}}\n',
+        'application/yaml', 'spec.pytorchReplicaSpecs', /[Mm]aster/,
+      ],
+      ['name: bad5\nkind: batch\ngroups: [ {name: worker\n', 'application/yaml', 'body', /YAML/],
+    ];
+    for (const [doc, type, field, message] of cases) {
+      const res = await submit(doc, type);
+      const body = await res.json();
+      expect(res.status, JSON.stringify(body)).toBeGreaterThanOrEqual(400);
+      expect(res.status).toBeLessThan(500);
+      expect(body.code).toBe('CAIRN_INVALID_JOB');
+      expect(body.field).toBe(field);
+      expect(body.message).toMatch(message);
+    }
+    const after = ((await (await authFetch(`${master.url}/api/v1/jobs`)).json()) as { jobs: JobView[] }).jobs.map((j) => j.name);
+    expect(after).toEqual(before);
+  }, 30_000);
+});
