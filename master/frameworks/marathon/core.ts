@@ -236,7 +236,9 @@ export function decide(input: CoreInput): CoreOutput {
 
     let maxAlive = Math.floor(N * (1 + app.upgradeStrategy.maximumOverCapacity) + 1e-9);
     const oldLeft = old.length - [...kills].filter((id) => old.some((o) => o.taskId === id)).length;
-    if (deployment && old.length > 0 && kills.size === 0 && oldLeft > 0 && occupying >= maxAlive && live.every((i) => !i.killRequested)) maxAlive = occupying + 1;
+    // Only when nothing is under way: no kill in flight and every new instance already ready.
+    const stuck = kills.size === 0 && oldLeft > 0 && occupying >= maxAlive && live.every((i) => !i.killRequested) && fresh.every((i) => isReady(app, i));
+    if (deployment && old.length > 0 && stuck) maxAlive = occupying + 1;
     const room = deployment && old.length > 0 ? Math.max(0, maxAlive - occupying) : Infinity;
     const missing = Math.max(0, N - fresh.length);
     let toLaunch = Math.min(missing, room);
