@@ -124,17 +124,14 @@ export async function probeDockerExec(docker: Docker, containerName: string, com
   try {
     const exec = await docker.getContainer(containerName).exec({ Cmd: ['sh', '-c', command], AttachStdout: true, AttachStderr: true });
     const stream = await exec.start({ hijack: true, stdin: false });
-    let output = '';
+    const output = new ExecOutput();
     await new Promise<void>((resolve) => {
       const onAbort = () => {
         stream.destroy();
         resolve();
       };
       signal.addEventListener('abort', onAbort, { once: true });
-      // The stream is multiplexed (8-byte frame headers); for a message the text is enough.
-      stream.on('data', (d: Buffer) => {
-        output = (output + d.toString('utf8').replace(/[\x00-\x08]/g, '')).slice(-MAX_OUTPUT_CHARS);
-      });
+      stream.on('data', (d: Buffer) => output.add(d));
       const done = () => {
         signal.removeEventListener('abort', onAbort);
         resolve();
@@ -144,14 +141,56 @@ export async function probeDockerExec(docker: Docker, containerName: string, com
       stream.once('error', done);
     });
     if (signal.aborted) return aborted(signal);
-    const info = await exec.inspect();
+    // The daemon may record the exit a moment after the output ends.
+    let info = await exec.inspect();
+    for (let i = 0; info.Running && i < 20 && !signal.aborted; i++) {
+      await new Promise((r) => setTimeout(r, 25));
+      info = await exec.inspect();
+    }
+    if (signal.aborted) return aborted(signal);
     if (info.Running) return { ok: false, error: 'the command was still running when its output ended' };
     if (info.ExitCode === 0) return { ok: true };
-    const said = output.replace(/[^\x09\x0a\x0d\x20-\x7e\u00a0-\uffff]/g, '').trim();
+    const said = output.text().trim();
     const how = `exited with code ${info.ExitCode ?? 'unknown'}`;
     return { ok: false, error: said ? `${how}: ${said}` : how };
   } catch (err) {
     if (signal.aborted) return aborted(signal);
     return { ok: false, error: `docker exec failed: ${(err as Error).message}` };
+  }
+}
+
+/**
+ * The output of an exec without a TTY: Docker multiplexes stdout and stderr in frames of an
+ * 8-byte header (stream, 0, 0, 0, big-endian length) and the payload. Keeps the last
+ * characters of both, in order; a payload is taken as it comes, never buffered whole.
+ */
+export class ExecOutput {
+  private header = Buffer.alloc(0);
+  /** Payload bytes of the current frame still to come; 0: a header is next. */
+  private remaining = 0;
+  private kept = '';
+
+  add(chunk: Buffer): void {
+    let at = 0;
+    while (at < chunk.length) {
+      if (this.remaining > 0) {
+        const take = Math.min(this.remaining, chunk.length - at);
+        this.kept = (this.kept + chunk.subarray(at, at + take).toString('utf8')).slice(-MAX_OUTPUT_CHARS);
+        this.remaining -= take;
+        at += take;
+        continue;
+      }
+      const need = 8 - this.header.length;
+      this.header = Buffer.concat([this.header, chunk.subarray(at, at + need)]);
+      at += Math.min(need, chunk.length - at);
+      if (this.header.length === 8) {
+        this.remaining = this.header.readUInt32BE(4);
+        this.header = Buffer.alloc(0);
+      }
+    }
+  }
+
+  text(): string {
+    return this.kept;
   }
 }

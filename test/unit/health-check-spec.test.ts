@@ -7,7 +7,7 @@ import { parseSchedulerCall } from '../../master/api/scheduler-calls.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { decodeAgentToMaster, decodeMasterToAgent, encodeAgentToMaster, encodeMasterToAgent, type HealthCheckSpec, type TaskInfo } from '../../shared/agent-protocol.ts';
 import { checkedPort, describeTarget, healthTarget, usableSpec } from '../../agent/health/target.ts';
-import { httpStatusHealthy } from '../../agent/health/probes.ts';
+import { ExecOutput, httpStatusHealthy } from '../../agent/health/probes.ts';
 import { commandTarget } from '../../agent/health/health-checks.ts';
 
 const base = {
@@ -175,5 +175,25 @@ describe('where the agent aims a check', () => {
     expect(t.env.PATH).toBe(process.env.PATH);
     const gone = commandTarget('true', { pid: 2 ** 22 + 1, sandbox: '/tmp/sb' }, { PATH: '/bin' });
     expect(gone.env).toEqual({ PATH: '/bin', MESOS_SANDBOX: '/tmp/sb' });
+  });
+});
+
+describe("a container check's output", () => {
+  const frame = (stream: number, text: string) => {
+    const payload = Buffer.from(text);
+    const header = Buffer.alloc(8);
+    header[0] = stream;
+    header.writeUInt32BE(payload.length, 4);
+    return Buffer.concat([header, payload]);
+  };
+
+  it('is read out of Docker’s stream frames, however the bytes are split', () => {
+    // Lengths that are printable characters ('n' = 110) must not leak into the text.
+    const bytes = Buffer.concat([frame(1, 'not ready\n'), frame(2, 'x'.repeat(110)), frame(1, 'done')]);
+    for (const cut of [1, 3, 8, 9, 17, 64]) {
+      const out = new ExecOutput();
+      for (let i = 0; i < bytes.length; i += cut) out.add(bytes.subarray(i, i + cut));
+      expect(out.text()).toBe(`not ready\n${'x'.repeat(110)}done`);
+    }
   });
 });
