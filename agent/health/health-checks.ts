@@ -78,6 +78,16 @@ export class HealthChecks {
    * a task a check killed says so.
    */
   observe(change: TaskStatusChange): TaskStatusChange {
+    // The update goes out whatever happens here: a check's trouble never costs a status.
+    try {
+      return this.seen(change);
+    } catch (err) {
+      this.opts.logger?.error({ taskId: change.taskId, err: (err as Error).message }, 'health checks could not follow a status change');
+      return change;
+    }
+  }
+
+  private seen(change: TaskStatusChange): TaskStatusChange {
     const { taskId } = change;
     if (isTerminal(change.state)) {
       this.planned.delete(taskId);
