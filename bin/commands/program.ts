@@ -42,6 +42,7 @@ import { DEFAULT_TASK_LIMIT } from './list-options.ts';
 import { memFlag, OBJECT_OUTPUT_HELP, OUTPUT_HELP, stateFlag } from './list-flags.ts';
 import { OBJECT_FORMATS, OUTPUT_FORMATS, type OutputFormat } from './output.ts';
 import { addExamples } from './examples.ts';
+import { addAppCommands } from './app-program.ts';
 import { attributesFlag, checkMasterUrl, domainFlag, durationFlag, envFlag, gossipAddrFlag, integerFlag, joinFlag, mastersFlag, nameFlag, numberFlag, peersFlag, resolversFlag, resourcesFlag, roleFlag, userFlag } from './flags.ts';
 
 /** Each handler runs one command and resolves with the process exit code. */
@@ -619,6 +620,7 @@ Examples:
       result.exitCode = await h.completion({ shell, program }, io);
     });
 
+  addAppCommands(program, io, result);
   addExamples(program);
   return { program, result };
 }
