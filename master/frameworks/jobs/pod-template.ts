@@ -56,7 +56,7 @@ const GENERIC_WHY = 'Cairn cannot honour this field for a job replica';
 
 function listAt(v: unknown, path: string): unknown[] {
   if (!Array.isArray(v)) throw invalidJob(path, 'must be a list');
-  return v;
+  return Array.from(v as unknown[]);
 }
 
 /** A resource of the container: `requests` first, then `limits` (the amount Kubernetes schedules by). */

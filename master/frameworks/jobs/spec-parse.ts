@@ -37,8 +37,15 @@ export function parseJobText(text: string, contentType?: string): unknown {
     try {
       return JSON.parse(text) as unknown;
     } catch (err) {
+      // V8's messages do not always give a position; the YAML parser (JSON is YAML) does.
+      const yamlError = parseAllDocuments(text, { prettyErrors: false });
+      const first = Array.isArray(yamlError) ? yamlError.flatMap((d) => d.errors)[0] : undefined;
+      if (first) {
+        const { line, col } = lineOf(text, first.pos[0]);
+        throw invalidJob('body', `is not valid JSON (line ${line}, column ${col}): ${first.message.split('\n')[0]}`);
+      }
       const at = /position (\d+)/.exec((err as Error).message);
-      const where = at ? (({ line, col }) => ` at line ${line}, column ${col}`)(lineOf(text, Number(at[1]))) : '';
+      const where = at ? (({ line, col }) => ` (line ${line}, column ${col})`)(lineOf(text, Number(at[1]))) : '';
       throw invalidJob('body', `is not valid JSON${where}: ${(err as Error).message}`);
     }
   }
@@ -53,7 +60,12 @@ export function parseJobText(text: string, contentType?: string): unknown {
     const { line, col } = lineOf(text, error.pos[0]);
     throw invalidJob('body', `is not valid YAML (line ${line}, column ${col}): ${error.message.split('\n')[0]}`);
   }
-  return doc.toJS({ maxAliasCount: 100 }) as unknown;
+  try {
+    return doc.toJS({ maxAliasCount: 100 }) as unknown;
+  } catch (err) {
+    // An alias bomb (aliases of aliases, expanding to millions of nodes) is refused here.
+    throw invalidJob('body', `is not a YAML document Cairn reads: ${(err as Error).message.split('\n')[0]}`);
+  }
 }
 
 /** What the document is, by apiVersion and kind; a Cairn document goes through as it is. */

@@ -99,7 +99,8 @@ class Reader {
 
   list(value: unknown, field: string): unknown[] {
     if (!Array.isArray(value)) throw invalidJob(this.at(field), `must be a list, not ${describe(value)}`);
-    return value;
+    // Array.from fills holes of a sparse list with undefined, which the checks then see.
+    return Array.from(value);
   }
 
   string(value: unknown, field: string): string {
@@ -169,7 +170,7 @@ function readTemplate(r: Reader, value: unknown, field: string): TaskTemplate {
   let command = '';
   if (has(t, 'command')) {
     if (Array.isArray(t.command)) {
-      const parts = t.command.map((a, i) => r.string(a, `${field}.command[${i}]`));
+      const parts = Array.from(t.command as unknown[]).map((a, i) => r.string(a, `${field}.command[${i}]`));
       if (parts.length === 0 || parts[0] === '') throw invalidJob(r.at(`${field}.command`), 'must name a program');
       command = parts[0];
       args = [...parts.slice(1), ...(args ?? [])];

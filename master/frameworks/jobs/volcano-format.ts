@@ -67,7 +67,7 @@ const PLUGIN_WHY: Record<string, string> = {
 /** Volcano's policies at `at` as Cairn's failure policies (for `group` when a task's). */
 function readPolicies(value: unknown, at: string, group: string | undefined, out: Doc[], paths: Map<string, string>, ignored: IgnoredField[]): void {
   if (!Array.isArray(value)) throw invalidJob(at, 'must be a list of {event, action}');
-  value.forEach((p, i) => {
+  Array.from(value as unknown[]).forEach((p, i) => {
     const pat = `${at}[${i}]`;
     const policy = objectAt(p, pat);
     if (policy.exitCode !== undefined) {
@@ -78,7 +78,7 @@ function readPolicies(value: unknown, at: string, group: string | undefined, out
     if (policy.event !== undefined) events.push({ value: policy.event, path: `${pat}.event` });
     if (policy.events !== undefined) {
       if (!Array.isArray(policy.events)) throw invalidJob(`${pat}.events`, 'must be a list of events');
-      policy.events.forEach((e, j) => events.push({ value: e, path: `${pat}.events[${j}]` }));
+      Array.from(policy.events as unknown[]).forEach((e, j) => events.push({ value: e, path: `${pat}.events[${j}]` }));
     }
     if (events.length === 0) throw invalidJob(`${pat}.event`, 'is required');
     for (const key of Object.keys(policy)) {
@@ -98,6 +98,8 @@ function readPolicies(value: unknown, at: string, group: string | undefined, out
       // An unknown event or action goes through as it is: spec-validate refuses it, naming it.
       const mapped = typeof event.value === 'string' && event.value in EVENTS ? EVENTS[event.value] : [event.value];
       for (const e of mapped) {
+        // PodFailed and PodEvicted are both TaskFailed: one policy says it once.
+        if (out.some((o) => o.event === e && o.action === action && o.group === group)) continue;
         const base = `failurePolicies[${out.length}]`;
         const cairn: Doc = { event: e, action };
         if (group !== undefined) cairn.group = group;
@@ -131,7 +133,7 @@ export function translateVolcano(doc: Doc): Translated {
   if (!Array.isArray(spec.tasks)) throw invalidJob('spec.tasks', 'must be a list of tasks');
   paths.set('groups', 'spec.tasks');
   const failurePolicies: Doc[] = [];
-  out.groups = spec.tasks.map((t, i) => {
+  out.groups = Array.from(spec.tasks as unknown[]).map((t, i) => {
     const at = `spec.tasks[${i}]`;
     const base = `groups[${i}]`;
     const task = objectAt(t, at);
