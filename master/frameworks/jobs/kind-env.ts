@@ -103,7 +103,11 @@ function pytorchEnv(g: Gang, group: string, index: number): Env {
   };
 }
 
-/** Volcano's env and svc plugins: the task index, and every task's hosts and count. */
+/**
+ * Volcano's env and svc plugins: the task index, and every task's hosts and count.
+ * VC_WORKER_NUM is the replica's own group's count, except that a group named `worker` sets
+ * it for everyone (it is VC_<GROUP>_NUM of that group, as the svc plugin writes it).
+ */
 function batchEnv(g: Gang, group: string, index: number): Env {
   const env: Env = {
     VC_TASK_INDEX: String(index),
