@@ -449,3 +449,42 @@ describe('malformed documents', () => {
     expect(refused).toBeGreaterThan(1000);
   });
 });
+
+describe('the examples the README points to', () => {
+  const EXAMPLES = join(ROOT, 'examples', 'jobs');
+  const PROGRAMS = ['pslite_numpy.py', 'tf_config_trainer.py', 'pytorch_ddp.py', 'indexed_batch.py'];
+
+  it('parse with nothing ignored, as the kinds and replicas the README lists, running the example programs', () => {
+    const expected: Record<string, [string, [string, number][]]> = {
+      'pslite.yaml': ['pslite', [['scheduler', 1], ['server', 2], ['worker', 4]]],
+      'tfjob.yaml': ['tensorflow', [['ps', 2], ['worker', 3]]],
+      'pytorchjob.yaml': ['pytorch', [['master', 1], ['worker', 3]]],
+      'volcano-batch.yaml': ['batch', [['worker', 4]]],
+    };
+    expect(readdirSync(EXAMPLES).sort()).toEqual(Object.keys(expected).sort());
+    for (const [file, [kind, groups]] of Object.entries(expected)) {
+      const { spec, ignored } = parseJobDocument(readFileSync(join(EXAMPLES, file), 'utf8'));
+      expect(ignored, file).toEqual([]);
+      expect(spec.kind, file).toBe(kind);
+      expect(spec.groups.map((g) => [g.name, g.replicas]), file).toEqual(groups);
+      for (const g of spec.groups) {
+        // Processes run with the system's python, on the project's example programs.
+        expect(g.template.image, file).toBeUndefined();
+        expect(g.template.command, file).toBe('/usr/bin/python3');
+        const program = g.template.args![0];
+        expect(program.startsWith('/opt/cairn/examples/programs/'), file).toBe(true);
+        expect(PROGRAMS, file).toContain(program.slice('/opt/cairn/examples/programs/'.length));
+      }
+    }
+  });
+
+  it("README's sketch of Cairn's own format is a valid job", () => {
+    const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+    const section = readme.slice(readme.indexOf('## Training jobs'));
+    const block = /Cairn's own format[^\n]*\n\n```yaml\n([\s\S]*?)```/.exec(section);
+    expect(block).not.toBeNull();
+    const { spec } = parseJobDocument(block![1]);
+    expect(spec).toMatchObject({ name: 'sweep', kind: 'batch', minAvailable: 4, backoffLimit: 6, cleanupPolicy: 'All' });
+    expect(spec.groups[0]).toMatchObject({ name: 'worker', replicas: 4, restartPolicy: 'ExitCode' });
+  });
+});
