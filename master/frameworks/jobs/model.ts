@@ -37,7 +37,10 @@ export interface VolumeSpec {
 
 /** What one replica runs: a command (shell when `args` is absent), or a container. */
 export interface TaskTemplate {
-  /** Run by `sh -c` when `args` is absent; else the program, with `args`. */
+  /**
+   * Run by `sh -c` when `args` is absent; else the program, with `args`. '' only with an
+   * image (and `args`, possibly empty): the image's own entrypoint runs, with `args`.
+   */
   command: string;
   args?: string[];
   /** A Docker image; absent: a process on the agent. */
