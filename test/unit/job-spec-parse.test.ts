@@ -488,3 +488,29 @@ describe('the examples the README points to', () => {
     expect(spec.groups[0]).toMatchObject({ name: 'worker', replicas: 4, restartPolicy: 'ExitCode' });
   });
 });
+
+describe('YAML as Kubernetes users write it', () => {
+  it('takes anchors and merge keys, as kubectl does', () => {
+    const { spec } = parseJobDocument(`
+apiVersion: kubeflow.org/v1
+kind: PyTorchJob
+metadata: {name: merged}
+spec:
+  pytorchReplicaSpecs:
+    Master: &replica
+      replicas: 1
+      template:
+        spec:
+          containers:
+            - name: pytorch
+              command: [python3, train.py]
+    Worker:
+      <<: *replica
+      replicas: 3
+`);
+    expect(spec.groups.map((g) => [g.name, g.replicas, g.template.command])).toEqual([
+      ['master', 1, 'python3'],
+      ['worker', 3, 'python3'],
+    ]);
+  });
+});

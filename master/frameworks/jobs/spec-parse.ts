@@ -38,7 +38,7 @@ export function parseJobText(text: string, contentType?: string): unknown {
       return JSON.parse(text) as unknown;
     } catch (err) {
       // V8's messages do not always give a position; the YAML parser (JSON is YAML) does.
-      const yamlError = parseAllDocuments(text, { prettyErrors: false });
+      const yamlError = parseAllDocuments(text, { prettyErrors: false, merge: true });
       const first = Array.isArray(yamlError) ? yamlError.flatMap((d) => d.errors)[0] : undefined;
       if (first) {
         const { line, col } = lineOf(text, first.pos[0]);
@@ -49,7 +49,7 @@ export function parseJobText(text: string, contentType?: string): unknown {
       throw invalidJob('body', `is not valid JSON${where}: ${(err as Error).message}`);
     }
   }
-  const docs = parseAllDocuments(text, { prettyErrors: false });
+  const docs = parseAllDocuments(text, { prettyErrors: false, merge: true });
   // Text of comments only is an empty stream; `---` alone is a document of nothing.
   const real = Array.isArray(docs) ? docs.filter((d) => d.contents !== null || d.errors.length > 0) : [];
   if (real.length === 0) throw invalidJob('body', 'holds no document: expected a job (JSON or YAML)');
