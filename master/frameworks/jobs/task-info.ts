@@ -17,7 +17,8 @@ export function taskInfoFor(t: TaskLaunch, agentId: string): TaskInfoJson {
   const variables = Object.entries(t.env).map(([name, value]) => ({ name, value }));
   const tpl = t.template;
   const command = tpl.args
-    ? { shell: false, value: tpl.command, arguments: [tpl.command, ...tpl.args], environment: { variables } }
+    // No command with an image: the image's own entrypoint, given the args alone (as Kubernetes' args).
+    ? { shell: false, value: tpl.command, arguments: tpl.command === '' ? tpl.args : [tpl.command, ...tpl.args], environment: { variables } }
     : { shell: true, value: tpl.command, environment: { variables } };
   const info: TaskInfoJson = {
     name: t.name,
