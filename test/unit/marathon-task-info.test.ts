@@ -53,7 +53,7 @@ describe('Marathon task info', () => {
     expect(t.container!.volumes).toEqual([{ host_path: '/srv/data', container_path: '/data', mode: 'RO' }]);
     expect(t.command).toMatchObject({ shell: false, value: '', arguments: ['--serve'] });
     expect(env(t)).toMatchObject({ PORT0: '31000', PORT_WEB: '31000', PORT_80: '31000', PORT_9000: '31005' });
-    expect(t.health_check).toEqual({ type: 'HTTP', http: { port: 31005, path: '/health', scheme: 'http' }, delay_seconds: 15, interval_seconds: 2, timeout_seconds: 20, consecutive_failures: 2, grace_period_seconds: 10 });
+    expect(t.health_check).toEqual({ type: 'HTTP', http: { port: 31005, path: '/health', scheme: 'http' }, delay_seconds: 0, interval_seconds: 2, timeout_seconds: 20, consecutive_failures: 2, grace_period_seconds: 10 });
     expect(t.kill_policy).toEqual({ grace_period: { nanoseconds: 5e9 } });
   });
 

@@ -97,7 +97,8 @@ export interface AppDefinition {
  * Marathon's defaults. maxLaunchDelaySeconds is 300 as in Marathon 1.5 and later (1.x
  * before it: 3600): an hour between attempts hid fixed crash loops for too long.
  * unreachableStrategy: an unreachable instance is replaced at once (0 s) and forgotten
- * after 10 minutes, as Marathon 1.5+.
+ * after 10 minutes, as Marathon 1.5+. Health checks start at once (delaySeconds 0): Marathon
+ * sends its checks to Mesos without Mesos' 15 s delay, leaving the grace period to cover start-up.
  */
 export const APP_DEFAULTS = {
   cpus: 1,
@@ -112,7 +113,7 @@ export const APP_DEFAULTS = {
   upgradeStrategy: { minimumHealthCapacity: 1, maximumOverCapacity: 1 },
   killSelection: 'YOUNGEST_FIRST' as const,
   unreachableStrategy: { inactiveAfterSeconds: 0, expungeAfterSeconds: 600 },
-  health: { gracePeriodSeconds: 300, intervalSeconds: 60, timeoutSeconds: 20, maxConsecutiveFailures: 3, delaySeconds: 15, path: '/', portIndex: 0 },
+  health: { gracePeriodSeconds: 300, intervalSeconds: 60, timeoutSeconds: 20, maxConsecutiveFailures: 3, delaySeconds: 0, path: '/', portIndex: 0 },
 };
 
 /** How many host ports an instance of `app` takes from its offer (PORT0..n). */

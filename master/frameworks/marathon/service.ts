@@ -58,6 +58,8 @@ export class MarathonService implements BuiltinInstance {
   private readonly lastHealth = new Map<string, boolean | undefined>();
   private pendingOffers: OfferJson[] = [];
   private suppressed = false;
+  /** Whether the last round had instances waiting for offers (not delayed). */
+  private wanted = false;
   private dirty = false;
   private looping = false;
   private stopped = false;
@@ -117,6 +119,7 @@ export class MarathonService implements BuiltinInstance {
         void this.env.store.put(FRAMEWORK_ID_KEY, frameworkId).catch((err) => this.env.log.warn({ err }, 'could not store the framework id'));
       }
       this.suppressed = false;
+      this.wanted = false;
       // Ask for the latest state of every task (health included) after a leader change.
       void client.reconcile([]).catch(() => {});
       this.kick();
@@ -321,14 +324,17 @@ export class MarathonService implements BuiltinInstance {
       calls.push(client.kill(rec.taskId, rec.agentId).catch(() => {}));
     }
     for (const k of killNow) calls.push(client.kill(k.taskId, k.agentId).catch(() => {}));
-    const wantsOffers = [...out.queue.values()].some((q) => q.waiting > q.launched);
-    if (wantsOffers && this.suppressed) {
+    // Offers are declined for long while nothing waits; the moment something does, REVIVE
+    // clears those filters (and a SUPPRESS), so a replacement never waits out a refusal.
+    const wantsOffers = [...out.queue.values()].some((q) => q.waiting > q.launched && (q.delayUntilMs === undefined || q.delayUntilMs <= nowMs));
+    if (wantsOffers && !this.wanted) {
       this.suppressed = false;
       calls.push(client.revive().catch(() => {}));
     } else if (!wantsOffers && !this.suppressed && offers.length > 0) {
       this.suppressed = true;
       calls.push(client.suppress().catch(() => {}));
     }
+    this.wanted = wantsOffers;
     await Promise.all(calls);
   }
 
