@@ -42,6 +42,7 @@ import { DEFAULT_TASK_LIMIT } from './list-options.ts';
 import { memFlag, OBJECT_OUTPUT_HELP, OUTPUT_HELP, stateFlag } from './list-flags.ts';
 import { OBJECT_FORMATS, OUTPUT_FORMATS, type OutputFormat } from './output.ts';
 import { addExamples } from './examples.ts';
+import { addJobCommands, isReplicaRef, replicaLogs } from './job-program.ts';
 import { addAppCommands } from './app-program.ts';
 import { attributesFlag, checkMasterUrl, domainFlag, durationFlag, envFlag, gossipAddrFlag, integerFlag, joinFlag, mastersFlag, nameFlag, numberFlag, peersFlag, resolversFlag, resourcesFlag, roleFlag, userFlag } from './flags.ts';
 
@@ -581,11 +582,12 @@ Examples:
   program
     .command('logs')
     .description("print a task's stdout (or stderr)")
-    .argument('<task>', 'task id')
+    .argument('<task>', 'task id, or JOB/GROUP-INDEX for a job\'s replica (its latest task)')
     .addOption(masterOption())
     .option('--stderr', 'print stderr instead of stdout', false)
     .option('-f, --follow', 'keep printing until the task has ended and everything is read', false)
     .action(async (taskId: string, o: { master?: string; stderr: boolean; follow: boolean }, cmd: Command) => {
+      if (isReplicaRef(taskId)) return void (result.exitCode = await replicaLogs(program, io, masterUrlOf(o.master, io, cmd), taskId, o));
       result.exitCode = await h.logs({ masterUrl: masterUrlOf(o.master, io, cmd), taskId, stream: o.stderr ? 'stderr' : 'stdout', follow: o.follow }, io);
     });
 
@@ -621,6 +623,7 @@ Examples:
     });
 
   addAppCommands(program, io, result);
+  addJobCommands(program, { io, result, masterUrl: (flag, cmd) => masterUrlOf(flag, io, cmd) });
   addExamples(program);
   return { program, result };
 }

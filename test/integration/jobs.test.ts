@@ -6,9 +6,9 @@
 // with nothing created.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chmodSync, existsSync } from 'node:fs';
+import { chmodSync, existsSync, writeFileSync } from 'node:fs';
 import { authFetch } from '../harness/credentials.ts';
-import { Cleanup, startAgentProcess, startMasterProcess, waitFor, type CairnProcess } from '../harness/processes.ts';
+import { Cleanup, runCairn, startAgentProcess, startMasterProcess, waitFor, type CairnProcess } from '../harness/processes.ts';
 import type { JobView } from '../../master/frameworks/jobs/record.ts';
 
 const cleanup = new Cleanup();
@@ -159,4 +159,47 @@ describe('training jobs on a real cluster', () => {
     const after = ((await (await authFetch(`${master.url}/api/v1/jobs`)).json()) as { jobs: JobView[] }).jobs.map((j) => j.name);
     expect(after).toEqual(before);
   }, 30_000);
+
+  it('the command line: submit a file, wait, show, list, logs of one replica and of all, delete', async () => {
+    const file = `${scratch}/job.yaml`;
+    writeFileSync(file, 'name: cli\nkind: pytorch\ngroups:\n  - name: master\n    template: {command: \'echo "rank $RANK of $WORLD_SIZE"\', cpus: 0.5, mem: 64}\n  - name: worker\n    replicas: 2\n    template: {command: \'echo "rank $RANK of $WORLD_SIZE"; sleep 1\', cpus: 0.5, mem: 64}\n');
+    const m = ['--master', master.url];
+    const submitted = await runCairn(['job', 'submit', file, ...m]);
+    expect(submitted.stdout, submitted.stderr).toBe('cli\n');
+    const waited = await runCairn(['job', 'wait', 'cli', ...m], {}, 60_000);
+    expect(waited.code, waited.stderr).toBe(0);
+    expect(waited.stdout).toMatch(/job cli succeeded: the master exited 0/);
+    const shown = await runCairn(['job', 'show', 'cli', ...m]);
+    expect(shown.stdout).toMatch(/Phase:\s+Succeeded/);
+    expect(shown.stdout).toMatch(/master-0\s+Succeeded/);
+    const listed = JSON.parse((await runCairn(['job', 'list', '-o', 'json', ...m])).stdout);
+    expect(listed.jobs.map((j: JobView) => j.name)).toContain('cli');
+    const one = await runCairn(['logs', 'cli/worker-1', ...m]);
+    expect(one.stdout, one.stderr).toBe('rank 2 of 3\n');
+    const all = await runCairn(['job', 'logs', 'cli', '--all', ...m]);
+    expect(all.stdout.split('\n').filter(Boolean).sort()).toEqual(['[master-0] rank 0 of 3', '[worker-0] rank 1 of 3', '[worker-1] rank 2 of 3']);
+    // A failing job: wait exits non-zero with the reason.
+    writeFileSync(file, 'name: cli-bad\nkind: batch\ngroups: [{name: worker, restartPolicy: Never, template: {command: "exit 7", cpus: 0.5, mem: 64}}]\n');
+    expect((await runCairn(['job', 'submit', file, ...m])).stdout).toBe('cli-bad\n');
+    const failed = await runCairn(['job', 'wait', 'cli-bad', ...m], {}, 60_000);
+    expect(failed.code).toBe(1);
+    expect(failed.stderr).toMatch(/job cli-bad failed \(ReplicaFailed\): worker 0 failed with exit code 7/);
+    // A live job's name is taken: refused with a hint, and the first one is not touched.
+    writeFileSync(file, 'name: cli-live\nkind: batch\ngroups: [{name: worker, template: {command: "sleep 60", cpus: 0.5, mem: 64}}]\n');
+    expect((await runCairn(['job', 'submit', file, ...m])).stdout).toBe('cli-live\n');
+    const taken = await runCairn(['job', 'submit', file, ...m]);
+    expect(taken.code).toBe(1);
+    expect(taken.stderr).toMatch(/'cli-live' is still live.*cairn job delete NAME/);
+    expect((await runCairn(['job', 'delete', 'cli-live', ...m])).stdout).toBe('job cli-live deleted\n');
+    // From flags, in the style of dmlc's tracker: the job's name is printed.
+    const flagged = await runCairn(['job', 'submit', '--kind', 'pslite', '--num-servers', '1', '--num-workers', '2', '--cpus', '0.25', '--mem', '32', '--name', 'cli-ps', ...m, '--', 'echo "$DMLC_ROLE $DMLC_NUM_WORKER"; [ "$DMLC_ROLE" = worker ] || exec sleep 60']);
+    expect(flagged.stdout, flagged.stderr).toBe('cli-ps\n');
+    expect((await runCairn(['job', 'wait', 'cli-ps', ...m], {}, 60_000)).code).toBe(0);
+    expect((await runCairn(['logs', 'cli-ps/worker-1', ...m])).stdout).toBe('worker 2\n');
+    expect((await runCairn(['job', 'delete', 'cli', ...m])).code).toBe(0);
+    expect((await authFetch(`${master.url}/api/v1/jobs/cli`)).status).toBe(404);
+    const gone = await runCairn(['job', 'show', 'cli', ...m]);
+    expect(gone.code).toBe(1);
+    expect(gone.stderr).toMatch(/no job 'cli'.*cairn job list/);
+  }, 120_000);
 });

@@ -8,6 +8,7 @@ import { Resources } from '../../shared/resources.ts';
 import type { SimAgent } from './cluster-agent.ts';
 import type { SimFramework } from './cluster-framework.ts';
 import type { SimMaster } from './cluster-master.ts';
+import { replicaOfTask } from './cluster-jobs.ts';
 
 /**
  * On a leader: what tasks hold on an agent plus what is offered of it never exceeds the
@@ -76,6 +77,23 @@ export function checkSettled(leader: SimMaster, agents: SimAgent[], frameworks: 
       if (!isTerminal(t.state) && (!r || isTerminal(r.state))) out.push(`agent ${a.hostname} still runs task ${t.taskId}, which the registry has ${r ? `as ${r.state}` : 'never heard of'}`);
     }
     if (a.pending.size > 0) out.push(`agent ${a.hostname}: ${a.pending.size} status updates never acknowledged`);
+  }
+  return out;
+}
+
+/** Jobs: no replica index of a job runs twice at once, on any agent (up or crashed). */
+export function checkReplicasOnce(agents: SimAgent[]): string[] {
+  const running = new Map<string, string>();
+  const out: string[] = [];
+  for (const a of agents) {
+    for (const t of a.tasks.values()) {
+      if (isTerminal(t.state)) continue;
+      const replica = replicaOfTask(t.taskId);
+      if (replica === undefined) continue;
+      const other = running.get(replica);
+      if (other !== undefined) out.push(`replica ${replica} runs twice at once: ${other} and task ${t.taskId} on ${a.hostname}`);
+      running.set(replica, `task ${t.taskId} on ${a.hostname}`);
+    }
   }
   return out;
 }

@@ -19,7 +19,10 @@ import type { TaskState } from '../../shared/agent-messages.ts';
 import { SimAgent, type AgentWorld } from './cluster-agent.ts';
 import { SimClock } from './cluster-clock.ts';
 import { SimFramework, type FrameworkWorld } from './cluster-framework.ts';
-import { checkSettled, checkStep } from './cluster-invariants.ts';
+import { checkReplicasOnce, checkSettled, checkStep } from './cluster-invariants.ts';
+import { SimJobs } from './cluster-jobs.ts';
+import { jobsWorkload } from './jobs-workload.ts';
+import { Resources } from '../../shared/resources.ts';
 import { SimMaster, type MasterWorld, type PlantedBug } from './cluster-master.ts';
 import { CALM, SimNet, type NetConditions } from './cluster-net.ts';
 import { forbidNondeterminism } from './determinism.ts';
@@ -32,6 +35,8 @@ export interface ClusterSimOptions {
   safetyMs?: number;
   /** How long, after the faults, the cluster may take to finish and settle. */
   livenessMs?: number;
+  /** Adds the jobs framework (the production job engine) with a workload of gangs. */
+  jobs?: boolean;
 }
 
 /** The leader's settings in the simulation: the daemon's, with short periods so a run is brief. */
@@ -56,6 +61,7 @@ class ClusterSim implements MasterWorld, AgentWorld, FrameworkWorld {
   readonly masterList: SimMaster[] = [];
   readonly agents: SimAgent[] = [];
   readonly frameworks: SimFramework[] = [];
+  jobs: SimJobs | undefined;
   /** Masters whose Raft traffic is cut off from the others. */
   readonly raftCut = new Set<NodeId>();
   /** Datagram conditions apply to Raft and scheduler calls; connections only take the delays. */
@@ -130,6 +136,8 @@ export interface SeedResult {
   updates: number;
   faults: Record<string, number>;
   net: { datagrams: number; lost: number; duplicated: number; connections: number };
+  /** With the jobs framework: how its jobs ended. */
+  jobs?: { succeeded: number; failed: number; launches: number; crashes: number; restarts: number };
 }
 
 /** One seed: throws with `reproduce with --seed N` when an invariant breaks. */
@@ -159,6 +167,7 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
     for (let i = 0; i < agentCount; i++) sim.agents.push(new SimAgent(`agent-${i}`, `10.0.1.${i + 1}`, 'cpus:2;mem:2048;ports:[31000-31009]', sim, rng.fork()));
     sim.frameworks.push(new SimFramework('alpha', 'team-a', faultRng.range(40, 120), sim, rng.fork()));
     sim.frameworks.push(new SimFramework('beta', 'team-b', faultRng.range(40, 120), sim, rng.fork()));
+    if (opts.jobs) sim.jobs = new SimJobs(sim, rng.fork(), () => agentTotals(sim), jobsWorkload(rng.fork(), agentCount));
 
     phase = 'safety';
     sim.net.conditions = conditions;
@@ -184,6 +193,7 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
       a.heal();
       a.restart();
     }
+    // The jobs framework's crashes have stopped too; its work must finish.
     const livenessStart = sim.clock.nowMs;
     let settledAt: number | undefined;
     while (sim.clock.nowMs < livenessStart + livenessMs) {
@@ -197,6 +207,7 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
       throw new Error(
         `liveness: not settled within ${livenessMs} ms after the faults stopped (leader ${leader?.id ?? 'none'}; ` +
           `frameworks ${sim.frameworks.map((f) => `${f.name} ${f.jobs.filter((j) => j.finished).length}/${f.jobs.length} done, ${f.subscribed ? 'subscribed' : 'not subscribed'}`).join(', ')}; ` +
+          (sim.jobs ? `jobs ${sim.jobs.records().map((r) => `${r.spec.name} ${r.phase} (${r.message})`).join(', ')}, ${sim.jobs.subscribed ? 'subscribed' : 'not subscribed'}; ` : '') +
           `agents ${sim.agents.map((a) => `${a.hostname} ${a.up ? '' : 'down '}${a.registered ? 'registered' : 'unregistered'}${a.conn ? ` on ${a.conn.id}${a.conn.usable ? '' : ' (closed)'}${a.conn.blackholed ? ' (cut)' : ''}` : ' unconnected'} ${a.pending.size} pending`).join(', ')}; ` +
           `problems: ${leader ? checkSettled(leader, sim.agents, sim.frameworks).slice(0, 5).join('; ') || 'none' : 'no leader'})`,
       );
@@ -214,6 +225,17 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
       updates: sim.stats.updates,
       faults: sim.stats.faults,
       net: { ...sim.net.stats },
+      ...(sim.jobs
+        ? {
+            jobs: {
+              succeeded: sim.jobs.records().filter((r) => r.phase === 'Succeeded').length,
+              failed: sim.jobs.records().filter((r) => r.phase === 'Failed').length,
+              launches: sim.jobs.stats.launches,
+              crashes: sim.jobs.stats.crashes,
+              restarts: sim.jobs.records().reduce((n, r) => n + r.restarts, 0),
+            },
+          }
+        : {}),
     };
   } catch (err) {
     const e = err as Error;
@@ -232,6 +254,16 @@ function stepTo(sim: ClusterSim, untilMs: number): void {
     const v = checkStep(m);
     if (v.length > 0) throw new Error(v.join('; '));
   }
+  if (sim.jobs) {
+    const v = checkReplicasOnce(sim.agents);
+    if (v.length > 0) throw new Error(v.join('; '));
+  }
+}
+
+/** Each agent's total as the leader knows it: what the jobs engine tells an impossible gang by. */
+function agentTotals(sim: ClusterSim): Resources[] {
+  const leader = sim.leaders()[0];
+  return leader ? [...leader.state.agents.values()].map((a) => Resources.parse(a.resources)) : [];
 }
 
 /** Done and quiet: all work finished, everyone connected, nothing left unacknowledged. */
@@ -240,6 +272,7 @@ function settled(sim: ClusterSim): boolean {
   if (leaders.length !== 1) return false;
   const leader = leaders[0];
   if (!sim.frameworks.every((f) => f.done && f.subscribed)) return false;
+  if (sim.jobs && !(sim.jobs.done && sim.jobs.subscribed)) return false;
   if (!sim.agents.every((a) => a.registered && a.pending.size === 0)) return false;
   for (const t of leader.state.tasks.values()) if (t.unacked) return false;
   return checkSettled(leader, sim.agents, sim.frameworks).length === 0;
@@ -248,6 +281,11 @@ function settled(sim: ClusterSim): boolean {
 function injectFault(sim: ClusterSim, rng: SeededRandom, heals: { atMs: number; fn: () => void }[]): void {
   const later = (minMs: number, maxMs: number, fn: () => void) => heals.push({ atMs: sim.clock.nowMs + rng.range(minMs, maxMs), fn });
   const upMasters = sim.masterList.filter((m) => m.up && !sim.raftCut.has(m.id));
+  if (sim.jobs && rng.chance(0.15)) {
+    sim.countFault('jobs-framework-crash');
+    sim.jobs.crash();
+    return;
+  }
   const kind = rng.pick(['leader-crash', 'leader-crash', 'master-crash', 'raft-partition', 'agent-crash', 'agent-host-lost', 'agent-partition', 'agent-partition', 'framework-disconnect'] as const);
   // At most one master is out at a time, so a quorum remains and the work can go on.
   if ((kind === 'leader-crash' || kind === 'master-crash' || kind === 'raft-partition') && upMasters.length < sim.masterList.length) return;

@@ -83,6 +83,10 @@ export class JobEngine {
   private readonly taskIndex = new Map<string, { job: string; key: number }>();
   private readonly held = new Map<string, HeldOffer>();
   private gathering: { job: string; sinceMs: number } | undefined;
+  /** When each task still Starting was launched (soft: a resumed engine counts from 0). */
+  private readonly launchedAt = new Map<string, number>();
+  /** The time of the input being handled, for what placement records. */
+  private nowMs = 0;
   private totals: Resources[] = [];
   private effects: Effects = emptyEffects();
 
@@ -114,6 +118,21 @@ export class JobEngine {
     for (const [taskId, { job, key }] of this.taskIndex) {
       const agentId = this.jobs.get(job)?.replicas[key]?.agentId;
       out.push(agentId ? { taskId, agentId } : { taskId });
+    }
+    return out;
+  }
+
+  /**
+   * Tasks launched at least `ageMs` ago that never reported: the launch may have been lost
+   * (a leader died with it). Reconciling them explicitly makes the master say what it knows,
+   * or that it knows nothing (then launchFailed).
+   */
+  startingSince(nowMs: number, ageMs: number): { taskId: string; agentId?: string }[] {
+    const out: { taskId: string; agentId?: string }[] = [];
+    for (const [taskId, { job, key }] of this.taskIndex) {
+      const rep = this.jobs.get(job)?.replicas[key];
+      if (rep?.state !== 'Starting' || (this.launchedAt.get(taskId) ?? 0) > nowMs - ageMs) continue;
+      out.push(rep.agentId ? { taskId, agentId: rep.agentId } : { taskId });
     }
     return out;
   }
@@ -186,6 +205,7 @@ export class JobEngine {
       return;
     }
     if (!isTerminal(ev.state)) {
+      this.launchedAt.delete(ev.taskId);
       const next = ev.state === 'TASK_RUNNING' ? 'Running' : ev.state === 'TASK_UNREACHABLE' ? rep.state : 'Starting';
       const message = ev.state === 'TASK_UNREACHABLE' ? `its agent is unreachable: ${ev.message}` : rep.message;
       if (next !== rep.state || message !== rep.message) {
@@ -197,6 +217,7 @@ export class JobEngine {
       return;
     }
     this.taskIndex.delete(ev.taskId);
+    this.launchedAt.delete(ev.taskId);
     const killedOnPurpose = r.killing.includes(ev.taskId);
     if (killedOnPurpose) r.killing = r.killing.filter((t) => t !== ev.taskId);
     rep.message = ev.message;
@@ -228,10 +249,13 @@ export class JobEngine {
       const rep = at && r ? r.replicas[at.key] : undefined;
       this.taskIndex.delete(taskId);
       if (!r || !rep || rep.taskId !== taskId || isFinished(r)) continue;
+      this.launchedAt.delete(taskId);
+      r.killing = r.killing.filter((t) => t !== taskId);
       rep.state = 'Pending';
       rep.message = `its launch failed: ${message}`;
       this.dirty(r);
       if (r.phase === 'Queued' && r.placedAtMs !== undefined) this.restartJob(r, 'LaunchFailed', `a launch of its gang failed (${message}); placing the gang again`, nowMs);
+      else if (r.phase === 'Restarting') this.requeueIfStopped(r, nowMs);
     }
     this.schedule(nowMs);
   }
@@ -354,6 +378,7 @@ export class JobEngine {
   // ---- placement --------------------------------------------------------------------
 
   private schedule(nowMs: number): void {
+    this.nowMs = nowMs;
     this.placePending(nowMs);
     for (let guard = 0; guard < this.jobs.size + 1; guard++) {
       if (this.gathering && (this.jobs.get(this.gathering.job)?.phase !== 'Queued' || this.jobs.get(this.gathering.job)?.placedAtMs !== undefined)) this.gathering = undefined;
@@ -462,6 +487,7 @@ export class JobEngine {
         rep.state = 'Starting';
         delete rep.exitCode;
         this.taskIndex.set(rep.taskId, { job: r.spec.name, key: m.key });
+        this.launchedAt.set(rep.taskId, this.nowMs);
         placed.push({ key: m.key, launch: a });
       }
     }

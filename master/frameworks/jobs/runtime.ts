@@ -31,6 +31,8 @@ export function jobKey(name: string): string {
 /** Tasks of a framework that failed over are kept this long for the next leader (a week). */
 const FAILOVER_TIMEOUT_S = 7 * 24 * 3600;
 const TICK_MS = 200;
+/** A launch not heard of for this long is asked about (the ACCEPT or the leader may be lost). */
+const RECONCILE_STARTING_MS = 5_000;
 /** Offers nobody needs come back after this long, or at once after a revive. */
 const REFUSE_IDLE_S = 30;
 const REFUSE_BUSY_S = 0.5;
@@ -59,9 +61,11 @@ export class JobsRuntime implements BuiltinInstance {
     const records = env.store.entries<JsonValue>(JOB_KEY_PREFIX).map(([, v]) => v as unknown as JobRecord);
     this.engine.load(records);
     if (records.length > 0 || env.store.get(FRAMEWORK_ID_KEY) !== undefined) this.ensureSubscribed();
+    let ticks = 0;
     this.timer = setInterval(() => this.run(() => {
       this.engine.setClusterTotals(this.clusterTotals());
       this.engine.tick(this.now());
+      if (++ticks % Math.round(RECONCILE_STARTING_MS / TICK_MS) === 0) this.reconcileStarting();
     }), TICK_MS);
     this.timer.unref();
     // Kills re-sent from the records wait for the subscription.
@@ -171,6 +175,7 @@ export class JobsRuntime implements BuiltinInstance {
         // Every task of the framework: the ones we know come back with their state, the
         // ones we do not (launched by a leader that died before recording) get killed.
         await client.reconcile([]).catch((err: Error) => this.log.warn({ err: err.message }, 'reconcile not sent'));
+        this.reconcileStarting();
         await client.revive().catch(() => {});
       }).catch((err: unknown) => this.log.warn({ err }, 'could not record the framework id'));
     });
@@ -188,8 +193,19 @@ export class JobsRuntime implements BuiltinInstance {
     });
   }
 
+  private reconcileStarting(): void {
+    const stale = this.engine.startingSince(this.now(), RECONCILE_STARTING_MS);
+    if (stale.length === 0 || this.client?.connected !== true) return;
+    this.client.reconcile(stale).catch((err: Error) => this.log.debug({ err: err.message }, 'reconcile not sent'));
+  }
+
   private onUpdate(status: TaskStatusJson): void {
     const taskId = status.task_id.value;
+    if (status.state === 'TASK_LOST' && status.reason === 'REASON_RECONCILIATION') {
+      // The master never recorded this launch: it did not happen, and is no failure.
+      this.engine.launchFailed([taskId], status.message ?? 'unknown task', this.now());
+      return;
+    }
     const record = this.env.ctx.registry.state.tasks.get(taskId);
     const message = status.message ?? '';
     const exitCode = isTerminal(status.state) ? policyExitCode(record?.exitCode, message) : undefined;

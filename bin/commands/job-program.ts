@@ -1,0 +1,129 @@
+// The `cairn job` command family (submit, list, show, wait, delete, logs), added to the
+// program by one call from program.ts; handlers (job.ts) are loaded only when one runs.
+
+import { Command, InvalidArgumentError, Option } from 'commander';
+import type { TlsFiles } from '../../shared/tls.ts';
+import { clientTlsFiles, type ClientTlsFlagValues } from './client-tls.ts';
+import { durationFlag } from './flags.ts';
+import { addJobSubmitFlags, jobDocumentFromFlags, type JobFlags } from './job-flags.ts';
+import type { CliIo } from './io.ts';
+import { OBJECT_FORMATS, OUTPUT_FORMATS } from './output.ts';
+import { OBJECT_OUTPUT_HELP, OUTPUT_HELP } from './list-flags.ts';
+
+export interface JobProgramContext {
+  io: CliIo;
+  result: { exitCode: number };
+  /** The master URL from --master, CAIRN_MASTER or the default (a bad one is a usage error). */
+  masterUrl(flag: string | undefined, cmd: Command): string;
+}
+
+/** `JOB/GROUP-INDEX`: a replica of a job, as `cairn logs` takes it besides a task id. */
+export function isReplicaRef(arg: string): boolean {
+  return /^[a-z0-9-]+\/[a-z0-9-]+-\d+$/.test(arg);
+}
+
+
+/** The command line's TLS files and token, as every client command gets them. */
+function clientSide(program: Command, io: CliIo): { tls?: TlsFiles; io: CliIo } {
+  const flags = program.opts<ClientTlsFlagValues & { token?: string }>();
+  const tls = clientTlsFiles(flags, io.env);
+  const withToken = flags.token !== undefined ? { ...io, env: { ...io.env, CAIRN_TOKEN: flags.token } } : io;
+  return { ...(tls ? { tls } : {}), io: withToken };
+}
+
+function masterOption(): Option {
+  return new Option('--master <url>', 'master URL (default: $CAIRN_MASTER or http://127.0.0.1:5050)');
+}
+
+export function addJobCommands(program: Command, ctx: JobProgramContext): void {
+  const { result } = ctx;
+  const handlers = () => import('./job.ts');
+  const job = program.command('job').description('distributed training and batch jobs: ps-lite, TensorFlow, PyTorch and indexed batch jobs, placed as gangs');
+
+  const submit = job
+    .command('submit')
+    .description("submit a job from a file (Cairn's job, a Kubeflow TFJob or PyTorchJob, a Volcano Job; JSON or YAML; - for stdin), or from flags and `-- CMD ARGS`; prints the job's name")
+    .argument('[file-or-command...]', 'the job file, or with --kind the command every replica runs (after --)');
+  addJobSubmitFlags(submit)
+    .addOption(masterOption())
+    .action(async (args: string[], o: JobFlags & { master?: string }, cmd: Command) => {
+      const masterUrl = ctx.masterUrl(o.master, cmd);
+      const side = clientSide(program, ctx.io);
+      if (o.kind === undefined) {
+        if (args.length !== 1) cmd.error('error: give one job file (or - for stdin), or --kind with flags and -- CMD ARGS', { exitCode: 2, code: 'cairn.badFlag' });
+        result.exitCode = await (await handlers()).runJobSubmit({ masterUrl, ...(side.tls ? { tls: side.tls } : {}), file: args[0]! }, side.io);
+        return;
+      }
+      if (args.length === 0) cmd.error('error: --kind needs the command every replica runs after --, e.g. -- python train.py', { exitCode: 2, code: 'cairn.badFlag' });
+      let document: unknown;
+      try {
+        document = jobDocumentFromFlags(o, args);
+      } catch (err) {
+        return cmd.error(`error: ${(err as Error).message}`, { exitCode: 2, code: 'cairn.badFlag' });
+      }
+      result.exitCode = await (await handlers()).runJobSubmit({ masterUrl, ...(side.tls ? { tls: side.tls } : {}), document }, side.io);
+    });
+
+  job
+    .command('list')
+    .description('list jobs: phase, replicas running/done/all, restarts')
+    .addOption(new Option('-o, --output <format>', OUTPUT_HELP).choices(OUTPUT_FORMATS))
+    .addOption(masterOption())
+    .action(async (o: { master?: string; output?: (typeof OUTPUT_FORMATS)[number] }, cmd: Command) => {
+      const side = clientSide(program, ctx.io);
+      result.exitCode = await (await handlers()).runJobList({ masterUrl: ctx.masterUrl(o.master, cmd), ...(side.tls ? { tls: side.tls } : {}), ...(o.output ? { output: o.output } : {}) }, side.io);
+    });
+
+  job
+    .command('show')
+    .description("a job's phase, conditions and replicas (host, port, restarts, exit code, task)")
+    .argument('<name>', 'job name')
+    .addOption(new Option('-o, --output <format>', OBJECT_OUTPUT_HELP).choices(OBJECT_FORMATS))
+    .addOption(masterOption())
+    .action(async (name: string, o: { master?: string; output?: 'json' | 'yaml' }, cmd: Command) => {
+      const side = clientSide(program, ctx.io);
+      result.exitCode = await (await handlers()).runJobShow({ masterUrl: ctx.masterUrl(o.master, cmd), ...(side.tls ? { tls: side.tls } : {}), name, ...(o.output ? { output: o.output } : {}) }, side.io);
+    });
+
+  job
+    .command('wait')
+    .description('wait for a job to end: exit 0 when it succeeded, 1 with the reason when it failed')
+    .argument('<name>', 'job name')
+    .option('--timeout <duration>', 'give up (exit 1) after this long, e.g. 10m', durationFlag())
+    .addOption(masterOption())
+    .action(async (name: string, o: { master?: string; timeout?: number }, cmd: Command) => {
+      const side = clientSide(program, ctx.io);
+      result.exitCode = await (await handlers()).runJobWait({ masterUrl: ctx.masterUrl(o.master, cmd), ...(side.tls ? { tls: side.tls } : {}), name, ...(o.timeout !== undefined ? { timeoutMs: o.timeout } : {}) }, side.io);
+    });
+
+  job
+    .command('delete')
+    .description("delete a job: its replicas are killed and its record removed")
+    .argument('<name>', 'job name')
+    .addOption(masterOption())
+    .action(async (name: string, o: { master?: string }, cmd: Command) => {
+      const side = clientSide(program, ctx.io);
+      result.exitCode = await (await handlers()).runJobDelete({ masterUrl: ctx.masterUrl(o.master, cmd), ...(side.tls ? { tls: side.tls } : {}), name }, side.io);
+    });
+
+  job
+    .command('logs')
+    .description("a job's log: its first replica's, or with --all every replica's, each line prefixed with its replica (JOB/GROUP-INDEX for one replica: cairn logs)")
+    .argument('<job>', 'job name')
+    .option('--all', 'every replica, interleaved, each line prefixed with [group-index]', false)
+    .option('-f, --follow', 'keep printing until the replicas have ended', false)
+    .option('--stderr', 'stderr instead of stdout', false)
+    .addOption(masterOption())
+    .action(async (name: string, o: { master?: string; all: boolean; follow: boolean; stderr: boolean }, cmd: Command) => {
+      const side = clientSide(program, ctx.io);
+      result.exitCode = await (await handlers()).runJobLogs({ masterUrl: ctx.masterUrl(o.master, cmd), ...(side.tls ? { tls: side.tls } : {}), job: name, all: o.all, follow: o.follow, stream: o.stderr ? 'stderr' : 'stdout' }, side.io);
+    });
+}
+
+/** `cairn logs JOB/GROUP-INDEX`: the replica's latest task's log. */
+export async function replicaLogs(program: Command, io: CliIo, masterUrl: string, ref: string, o: { stderr: boolean; follow: boolean }): Promise<number> {
+  const m = /^([a-z0-9-]+)\/([a-z0-9-]+)-(\d+)$/.exec(ref);
+  if (!m) throw new InvalidArgumentError(`'${ref}' is not JOB/GROUP-INDEX`);
+  const side = clientSide(program, io);
+  return (await import('./job.ts')).runJobLogs({ masterUrl, ...(side.tls ? { tls: side.tls } : {}), job: m[1]!, replica: { group: m[2]!, index: Number(m[3]) }, all: false, follow: o.follow, stream: o.stderr ? 'stderr' : 'stdout' }, side.io);
+}
