@@ -220,6 +220,7 @@ class Agent {
     const onStatus = (change: TaskStatusChange) => this.statusUpdate(this.health.observe(change));
     const processes = new ProcessExecutor({
       workDir: cfg.workDir,
+      jobDirs: cfg.jobDirs,
       gpuPool,
       checkpoints,
       ...(isolation.cgroups ? { cgroups: isolation.cgroups } : {}),

@@ -80,6 +80,11 @@ export interface AgentOptions {
   dockerRuntime?: string;
   /** How long a finished task's sandbox is kept after it was last written. */
   sandboxGcAgeMs?: number;
+  /**
+   * Where training jobs' shared directories are made (job-dirs.ts); default
+   * `<work dir>/job-dirs`. A shared filesystem mount here shares them across hosts.
+   */
+  jobDirs?: string;
   /** Above this percentage of the work dir's disk in use, finished sandboxes go sooner, oldest first. */
   sandboxGcDiskPercent?: number;
   /** How often sandboxes are checked. */
@@ -146,6 +151,7 @@ export interface AgentConfig {
   dockerSocket: string;
   dockerRuntime: string | undefined;
   sandboxGcAgeMs: number;
+  jobDirs: string;
   sandboxGcDiskPercent: number;
   sandboxGcIntervalMs: number;
   gossip: AgentGossipOptions | undefined;
@@ -293,6 +299,7 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     masterWsUrl,
     masterWsUrls,
     workDir: resolve(opts.workDir),
+    jobDirs: opts.jobDirs !== undefined && opts.jobDirs.trim() !== '' ? resolve(opts.jobDirs) : resolve(opts.workDir, 'job-dirs'),
     credential: opts.credential,
     resourcesText: opts.resources,
     attributes,

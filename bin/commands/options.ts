@@ -89,7 +89,7 @@ export type AgentFlagOptions = Pick<
   AgentDaemonOptions,
   | 'workDir' | 'httpPort' | 'resources' | 'attributes' | 'hostname' | 'recover' | 'cgroups' | 'cgroupsRoot'
   | 'cgroupsCpuQuota' | 'usageIntervalMs' | 'gpuSharing' | 'docker' | 'dockerSocket' | 'dockerRuntime'
-  | 'sandboxGcAgeMs' | 'sandboxGcDiskPercent' | 'defaultTaskUser' | 'allowRootTasks' | 'taskPidsMax' | 'openMetrics'
+  | 'sandboxGcAgeMs' | 'sandboxGcDiskPercent' | 'jobDirs' | 'defaultTaskUser' | 'allowRootTasks' | 'taskPidsMax' | 'openMetrics'
 >;
 
 /**

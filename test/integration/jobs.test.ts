@@ -6,7 +6,7 @@
 // with nothing created.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { chmodSync, existsSync, writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { authFetch } from '../harness/credentials.ts';
 import { Cleanup, runCairn, startAgentProcess, startMasterProcess, waitFor, type CairnProcess } from '../harness/processes.ts';
 import type { JobView } from '../../master/frameworks/jobs/record.ts';
@@ -16,16 +16,18 @@ let master: CairnProcess;
 let scratch: string;
 
 beforeAll(async () => {
+  scratch = cleanup.dir('cairn-jobs-scratch-');
+  // Replicas run as the agents' task user (nobody): they leave their marks here.
+  chmodSync(scratch, 0o777);
   master = await startMasterProcess(cleanup);
-  await startAgentProcess(cleanup, master.url, { resources: 'cpus:2;mem:1024;disk:1000;ports:[31000-31049]' });
-  await startAgentProcess(cleanup, master.url, { resources: 'cpus:2;mem:1024;disk:1000;ports:[31050-31099]' });
+  // Both agents make jobs' directories on one "shared mount", as a cluster with NFS would.
+  const jobDirs = ['--job-dirs', `${scratch}/job-dirs`];
+  await startAgentProcess(cleanup, master.url, { resources: 'cpus:2;mem:1024;disk:1000;ports:[31000-31049]', extra: jobDirs });
+  await startAgentProcess(cleanup, master.url, { resources: 'cpus:2;mem:1024;disk:1000;ports:[31050-31099]', extra: jobDirs });
   await waitFor('two agents registered', async () => {
     const s = await (await authFetch(`${master.url}/api/v1/state`)).json();
     return s.agents?.length === 2 ? true : undefined;
   }, 30_000);
-  scratch = cleanup.dir('cairn-jobs-scratch-');
-  // Replicas run as the agents' task user (nobody): they leave their marks here.
-  chmodSync(scratch, 0o777);
 }, 90_000);
 
 afterAll(async () => {
@@ -85,21 +87,24 @@ describe('training jobs on a real cluster', () => {
     expect(tfConfig.cluster.ps[0]).toMatch(/^tf3-ps-0\.jobs\.cairn:\d+$/);
   }, 90_000);
 
-  it('restarts a failing replica with OnFailure under a new task id', async () => {
-    const mark = `${scratch}/failed-once`;
-    const res = await submit({
-      name: 'flaky',
-      kind: 'batch',
-      groups: [group('worker', 2, `if [ "$CAIRN_REPLICA_INDEX" = 1 ] && [ ! -f ${mark} ]; then touch ${mark}; exit 3; fi; exit 0`, {}), ].map((g) => ({ ...g, restartPolicy: 'OnFailure' })),
-    });
+  it('restarts a failing replica with OnFailure; it finds its checkpoint in CAIRN_JOB_DIR', async () => {
+    // Replica 1 checkpoints step 5 and fails; restarted, it resumes from the checkpoint.
+    const script = [
+      'ckpt="$CAIRN_JOB_DIR/ckpt-$CAIRN_REPLICA_INDEX"',
+      'if [ -f "$ckpt" ]; then echo "resumed at step $(cat "$ckpt") in $CAIRN_JOB_DIR"; exit 0; fi',
+      'echo 5 > "$ckpt"',
+      'if [ "$CAIRN_REPLICA_INDEX" = 1 ]; then exit 3; fi',
+    ].join('\n');
+    const res = await submit({ name: 'flaky', kind: 'batch', groups: [{ ...group('worker', 2, script), restartPolicy: 'OnFailure' }] });
     expect(res.status).toBe(201);
     const done = await waitFinished('flaky');
     expect(done.phase, done.message).toBe('Succeeded');
-    expect(existsSync(mark)).toBe(true);
     expect(done.restarts).toBe(1);
     const w1 = done.replicas.find((r) => r.index === 1)!;
     expect(w1).toMatchObject({ restarts: 1, exitCode: 0, state: 'Succeeded' });
-    expect(w1.taskId).toMatch(/\.2$|\.3$/);
+    expect(w1.taskId).toMatch(/\.flaky\.|\.\d+$/);
+    const log = await (await authFetch(`${master.url}/api/v1/tasks/${encodeURIComponent(w1.taskId!)}/logs?stream=stdout&offset=0`)).json();
+    expect(log.data).toBe(`resumed at step 5 in ${scratch}/job-dirs/flaky\n`);
   }, 90_000);
 
   for (const order of [['wide', 'tall'], ['tall', 'wide']] as const) {

@@ -30,6 +30,7 @@ import { GpuPool } from '../../resources/gpu-pool.ts';
 import { destroyCgroup, endedByMemoryLimit, procsFiles, signalCgroup, type CgroupRef, type Cgroups } from '../../isolation/cgroups.ts';
 import { spawnSpecFor } from './command.ts';
 import { buildTaskEnvironment } from './environment.ts';
+import { ensureJobDir, jobDirFor } from '../../job-dirs.ts';
 import { terminalStatusFor, type TerminalStatus } from './exit-status.ts';
 import { isSameProcessAlive, processStartTime } from './proc.ts';
 import { Launcher } from './launcher.ts';
@@ -84,6 +85,8 @@ export interface TaskStatusChange {
 
 export interface ProcessExecutorOptions {
   workDir: string;
+  /** Where training jobs' shared directories are made (agent/job-dirs.ts); absent: none are. */
+  jobDirs?: string;
   /** Given to tasks as HOST. */
   hostname: string;
   /** The agent's GPU device indices; tasks asking for gpus get distinct ones. */
@@ -281,6 +284,15 @@ export class ProcessExecutor {
     } catch (err) {
       return this.failLaunch(rec, `cannot create sandbox ${rec.sandbox}: ${(err as Error).message}`, 'REASON_EXECUTOR_TERMINATED');
     }
+    const jobDir = this.opts.jobDirs !== undefined ? jobDirFor(info.labels, this.opts.jobDirs) : undefined;
+    if (jobDir !== undefined) {
+      try {
+        ensureJobDir(jobDir, owner);
+      } catch (err) {
+        closeLogs();
+        return this.failLaunch(rec, `cannot create the job's directory ${jobDir}: ${(err as Error).message}`, 'REASON_EXECUTOR_TERMINATED');
+      }
+    }
 
     // Its cgroup, which the supervisor joins before the task starts.
     let cgroupProcs: string[] = [];
@@ -306,6 +318,8 @@ export class ProcessExecutor {
       dns: { servers: [], ...this.opts.dns?.(), name: info.dnsName ?? '' },
       ...(rec.runAs ? { user: { name: rec.runAs.user, home: rec.runAs.home } } : {}),
     });
+    // The task's own CAIRN_JOB_DIR (a path the job chose) wins.
+    if (jobDir !== undefined && env.CAIRN_JOB_DIR === undefined) env.CAIRN_JOB_DIR = jobDir;
     const spec = spawnSpecFor({ ...info.command, arguments: info.command.arguments ?? [] });
     if (!info.command.shell && findExecutable(spec.file, env.PATH) === undefined) {
       // The supervisor would say "not found" with status 127; saying it here is clearer.
