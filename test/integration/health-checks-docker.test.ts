@@ -29,7 +29,7 @@ afterEach(async () => {
   }
 });
 
-const FAST = { delay_seconds: 0, interval_seconds: 1, timeout_seconds: 5, grace_period_seconds: 20 };
+const FAST = { delay_seconds: 0, interval_seconds: 1, timeout_seconds: 5, grace_period_seconds: 60 };
 /** Files only the container has: its sandbox is mounted at /mnt/mesos/sandbox. */
 const WEB = 'cd "$MESOS_SANDBOX" && busybox mkdir -p www && echo ok > www/health && exec busybox httpd -f -p 8080 -h www';
 

@@ -23,9 +23,9 @@ afterEach(async () => {
 const SERVER = `exec ${JSON.stringify(process.execPath)} -e "require('http').createServer((q, s) => { s.statusCode = q.url === '/health' ? 200 : 404; s.end(); }).listen(+process.env.PORT, '127.0.0.1')"`;
 
 /** Every check in these tests: at once, each second, short timeouts. */
-const FAST = { delay_seconds: 0, interval_seconds: 1, timeout_seconds: 2, grace_period_seconds: 0 };
+const FAST = { delay_seconds: 0, interval_seconds: 1, timeout_seconds: 5, grace_period_seconds: 0 };
 /** The same, with time for the task's server to start listening: failures before its first success are not counted meanwhile. */
-const STARTING = { ...FAST, grace_period_seconds: 10 };
+const STARTING = { ...FAST, grace_period_seconds: 30 };
 
 function updatesOf(s: RawScheduler, taskId: string): RawEvent['update']['status'][] {
   return s.events.filter((e) => e.type === 'UPDATE' && e.update.status.task_id.value === taskId).map((e) => e.update.status);
@@ -55,7 +55,7 @@ describe('health checks (real master and agent)', () => {
     const port = (n: number): [number, number][] => [[p + n, p + n]];
     const infos = [
       taskInfo('http-ok', agentId, { cpus: 0.1, mem: 32, ports: port(0) }, SERVER, { health_check: { type: 'HTTP', http: { port: p, path: '/health' }, ...STARTING } }),
-      taskInfo('http-404', agentId, { cpus: 0.1, mem: 32, ports: port(1) }, SERVER, { health_check: { type: 'HTTP', http: { port: p + 1, path: '/missing' }, ...FAST, grace_period_seconds: 3, consecutive_failures: 3 }, kill_policy: { grace_period: { nanoseconds: 500e6 } } }),
+      taskInfo('http-404', agentId, { cpus: 0.1, mem: 32, ports: port(1) }, SERVER, { health_check: { type: 'HTTP', http: { port: p + 1, path: '/missing' }, ...FAST, grace_period_seconds: 10, consecutive_failures: 3 }, kill_policy: { grace_period: { nanoseconds: 500e6 } } }),
       taskInfo('tcp', agentId, { cpus: 0.1, mem: 32, ports: port(2) }, SERVER, { health_check: { type: 'TCP', tcp: { port: p + 2 }, ...STARTING } }),
       // The check runs in the task's sandbox (its file) and with its environment (its variable).
       taskInfo('command', agentId, { cpus: 0.1, mem: 32 }, 'touch ready; exec sleep 600', {
@@ -69,10 +69,10 @@ describe('health checks (real master and agent)', () => {
     expect(r.status).toBe(202);
 
     const healthyOf = (id: string) => updatesOf(s, id).filter((u) => u.healthy !== undefined);
-    await waitFor('http-ok healthy', () => healthyOf('http-ok').some((u) => u.healthy === true), 30_000);
-    await waitFor('tcp healthy', () => healthyOf('tcp').some((u) => u.healthy === true), 30_000);
-    await waitFor('command healthy', () => healthyOf('command').some((u) => u.healthy === true), 30_000);
-    await waitFor('tcp-closed unhealthy', () => healthyOf('tcp-closed').some((u) => u.healthy === false), 30_000);
+    await waitFor('http-ok healthy', () => healthyOf('http-ok').some((u) => u.healthy === true), 60_000);
+    await waitFor('tcp healthy', () => healthyOf('tcp').some((u) => u.healthy === true), 60_000);
+    await waitFor('command healthy', () => healthyOf('command').some((u) => u.healthy === true), 60_000);
+    await waitFor('tcp-closed unhealthy', () => healthyOf('tcp-closed').some((u) => u.healthy === false), 60_000);
     for (const id of ['http-ok', 'tcp', 'command']) {
       const first = healthyOf(id)[0]!;
       expect(first).toMatchObject({ state: 'TASK_RUNNING', healthy: true, reason: 'REASON_TASK_HEALTH_CHECK_STATUS_UPDATED', source: 'SOURCE_AGENT' });
@@ -81,7 +81,7 @@ describe('health checks (real master and agent)', () => {
     expect(healthyOf('tcp-closed')[0]!.message).toMatch(/ECONNREFUSED/);
 
     // The 404 task: unhealthy on its first failure, killed after its third, its end saying why.
-    await waitFor('http-404 killed', () => updatesOf(s, 'http-404').some((u) => u.state === 'TASK_KILLED'), 30_000);
+    await waitFor('http-404 killed', () => updatesOf(s, 'http-404').some((u) => u.state === 'TASK_KILLED'), 60_000);
     const states = updatesOf(s, 'http-404').map((u) => `${u.state}${u.healthy === undefined ? '' : `:${u.healthy}`}`);
     expect(states).toEqual(['TASK_RUNNING', 'TASK_RUNNING:false', 'TASK_KILLED:false']);
     const killed = updatesOf(s, 'http-404').at(-1)!;
@@ -111,7 +111,7 @@ describe('health checks (real master and agent)', () => {
     await s.call({ type: 'RECONCILE', reconcile: { tasks: [{ task_id: { value: 'http-ok' } }] } });
     const rec = await s.next((e) => e.type === 'UPDATE' && e.update.status.reason === 'REASON_RECONCILIATION', 10_000, mark);
     expect(rec.update.status.healthy).toBe(true);
-  }, 120_000);
+  }, 180_000);
 
   it('refuses a check on a port the task does not hold, naming the field, and launches nothing', async () => {
     const { s, offer, agentId, firstPort: p } = await cluster();
@@ -125,19 +125,19 @@ describe('health checks (real master and agent)', () => {
   it('an agent restarted with its tasks recovered resumes their checks', async () => {
     const { master, agent, agentOpts, s, offer, agentId } = await cluster();
     const info = taskInfo('resumed', agentId, { cpus: 0.1, mem: 32 }, 'exec sleep 600', {
-      health_check: { type: 'COMMAND', command: { value: 'test ! -f sick' }, ...STARTING, consecutive_failures: 2 },
+      health_check: { type: 'COMMAND', command: { value: 'test ! -f sick' }, ...FAST, consecutive_failures: 2 },
     });
     expect((await s.call({ type: 'ACCEPT', accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: [info] } }] } })).status).toBe(202);
-    await waitFor('healthy', () => updatesOf(s, 'resumed').some((u) => u.healthy === true), 30_000);
+    await waitFor('healthy', () => updatesOf(s, 'resumed').some((u) => u.healthy === true), 60_000);
 
     await agent.kill('SIGKILL');
     await startAgentProcess(cleanup, master.url, agentOpts);
     // Made sick after the restart: only a resumed check can notice, and kill it.
     writeFileSync(join(sandboxDir(agentOpts.workDir, 'resumed'), 'sick'), '');
-    await waitFor('killed by the resumed check', () => updatesOf(s, 'resumed').some((u) => u.state === 'TASK_KILLED'), 30_000);
+    await waitFor('killed by the resumed check', () => updatesOf(s, 'resumed').some((u) => u.state === 'TASK_KILLED'), 60_000);
     const end = updatesOf(s, 'resumed').at(-1)!;
     expect(end).toMatchObject({ state: 'TASK_KILLED', healthy: false, reason: 'REASON_TASK_HEALTH_CHECK_STATUS_UPDATED' });
     expect(end.message).toContain("COMMAND 'test ! -f sick'");
     expect(updatesOf(s, 'resumed').some((u) => u.state === 'TASK_RUNNING' && u.healthy === false)).toBe(true);
-  }, 120_000);
+  }, 180_000);
 });
