@@ -155,6 +155,10 @@ interface AppPlan {
   placement: Placement;
   portsNeeded: number;
   fixedPorts: number[];
+  /** The fixed ports as Resources (empty when none). */
+  fixed: Resources;
+  /** Where each port goes: a fixed number, or 0 for any. */
+  wanted: number[];
   scalars: Resources;
 }
 
@@ -223,19 +227,26 @@ export function decide(input: CoreInput): CoreOutput {
     // Old instances: those not ready go at once; ready ones as long as enough stay ready.
     const minReady = Math.ceil(N * app.upgradeStrategy.minimumHealthCapacity - 1e-9);
     let ready = counted.filter((i) => isReady(app, i)).length;
+    const freshReady = fresh.filter((f) => isReady(app, f)).length;
     for (const i of killOrder(app, old)) {
       if (!isReady(app, i)) kills.add(i.taskId);
-      else if (ready - 1 >= minReady || fresh.filter((f) => isReady(app, f)).length >= N) {
+      else if (ready - 1 >= minReady || freshReady >= N) {
         kills.add(i.taskId);
         ready--;
       }
     }
     // More current instances than wanted (scaled down).
     if (fresh.length > N) for (const i of killOrder(app, fresh).slice(0, fresh.length - N)) kills.add(i.taskId);
-    for (const id of kills) out.kills.push({ taskId: id, reason: old.some((o) => o.taskId === id) ? 'upgrade' : 'scale' });
+    const oldIds = new Set(old.map((o) => o.taskId));
+    let oldKilled = 0;
+    for (const id of kills) {
+      const upgrade = oldIds.has(id);
+      if (upgrade) oldKilled++;
+      out.kills.push({ taskId: id, reason: upgrade ? 'upgrade' : 'scale' });
+    }
 
     let maxAlive = Math.floor(N * (1 + app.upgradeStrategy.maximumOverCapacity) + 1e-9);
-    const oldLeft = old.length - [...kills].filter((id) => old.some((o) => o.taskId === id)).length;
+    const oldLeft = old.length - oldKilled;
     // Only when nothing is under way: no kill in flight and every new instance already ready.
     const stuck = kills.size === 0 && oldLeft > 0 && occupying >= maxAlive && live.every((i) => !i.killRequested) && fresh.every((i) => isReady(app, i));
     if (deployment && old.length > 0 && stuck) maxAlive = occupying + 1;
@@ -262,8 +273,11 @@ export function decide(input: CoreInput): CoreOutput {
     const placement = new Placement(app.constraints, knownValues);
     for (const i of counted) if (!kills.has(i.taskId)) placement.add(i);
     if (toLaunch > 0) {
+      const wanted = requiredPorts(app);
+      const fixedPorts = wanted.filter((p) => p > 0);
       plans.push({
-        stored, toLaunch, placement, portsNeeded: portCount(app), fixedPorts: requiredPorts(app).filter((p) => p > 0),
+        stored, toLaunch, placement, portsNeeded: portCount(app), fixedPorts, wanted,
+        fixed: Resources.of({ ports: fixedPorts.map((p) => ({ begin: p, end: p })) }),
         scalars: Resources.of({ cpus: app.cpus, mem: app.mem, disk: app.disk, gpus: app.gpus }),
       });
     }
@@ -318,15 +332,14 @@ function tryPlace(plan: AppPlan, offer: OfferView, remaining: Resources, role: s
   if (need.getMilli('mem') > remaining.getMilli('mem')) return 'InsufficientMemory';
   if (need.getMilli('disk') > remaining.getMilli('disk')) return 'InsufficientDisk';
   if (need.getMilli('gpus') > remaining.getMilli('gpus')) return 'InsufficientGpus';
-  const app = plan.stored.app;
-  const wanted = requiredPorts(app);
-  const fixed = Resources.of({ ports: plan.fixedPorts.map((p) => ({ begin: p, end: p })) });
-  if (plan.fixedPorts.length > 0 && (new Set(plan.fixedPorts).size !== plan.fixedPorts.length || !remaining.contains(fixed))) return 'InsufficientPorts';
-  const afterFixed = plan.fixedPorts.length > 0 ? remaining.subtract(fixed) : remaining;
-  const anyCount = plan.portsNeeded - plan.fixedPorts.length;
+  const { fixed, fixedPorts, wanted } = plan;
+  if (fixedPorts.length > 0 && (new Set(fixedPorts).size !== fixedPorts.length || !remaining.contains(fixed))) return 'InsufficientPorts';
+  const afterFixed = fixedPorts.length > 0 ? remaining.subtract(fixed) : remaining;
+  const anyCount = plan.portsNeeded - fixedPorts.length;
   const any = afterFixed.takePorts(anyCount);
   if (!any) return 'InsufficientPorts';
   const anyList = any.portList();
   const ports = wanted.map((p) => (p > 0 ? p : anyList.shift()!));
-  return { taken: need.add(fixed).add(any), ports };
+  const withFixed = fixedPorts.length > 0 ? need.add(fixed) : need;
+  return { taken: anyCount > 0 ? withFixed.add(any) : withFixed, ports };
 }

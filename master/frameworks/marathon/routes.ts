@@ -14,11 +14,16 @@ import { normaliseAppId, parseApp, type ParsedApp } from './app-parse.ts';
 import type { StoredApp } from './app-model.ts';
 import { sseFrame } from './event-bus.ts';
 import { matchesLabelSelector } from './label-selector.ts';
-import { MarathonRecords, type InstanceRecord } from './records.ts';
+import { MarathonRecords, type DeploymentRecord, type InstanceRecord } from './records.ts';
 import type { MarathonService } from './service.ts';
 import { appJson, deploymentJson, queueItemJson, taskJson, type TaskFacts } from './views.ts';
 
 type Query = Record<string, string | undefined>;
+
+interface ListingIndex {
+  instances: Map<string, InstanceRecord[]>;
+  deployments: Map<string, DeploymentRecord[]>;
+}
 
 const isTrue = (v: string | undefined) => v === 'true' || v === '1';
 
@@ -56,9 +61,21 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       .filter((f) => f.task === undefined || !['TASK_FINISHED', 'TASK_FAILED', 'TASK_KILLED', 'TASK_LOST', 'TASK_ERROR', 'TASK_GONE', 'TASK_DROPPED'].includes(f.task.state));
   };
   const waitingOf = (appId: string): number => env.instance()?.queue().get(appId)?.waiting ?? 0;
-  const renderApp = (s: StoredApp, embedTasks: boolean) => {
-    const deployments = records.deployments().filter((d) => d.appId === s.app.id);
-    return appJson(s, facts(instances(s.app.id)), deployments, embedTasks, waitingOf(s.app.id));
+  /** One app's answer; `index` (built once for a whole listing) saves a walk over the store per app. */
+  const renderApp = (s: StoredApp, embedTasks: boolean, index?: ListingIndex) => {
+    const deployments = index ? index.deployments.get(s.app.id) ?? [] : records.deployments().filter((d) => d.appId === s.app.id);
+    const mine = index ? index.instances.get(s.app.id) ?? [] : instances(s.app.id);
+    return appJson(s, facts(mine), deployments, embedTasks, waitingOf(s.app.id));
+  };
+  const listingIndex = (): ListingIndex => {
+    const index: ListingIndex = { instances: new Map(), deployments: new Map() };
+    for (const r of records.instances()) {
+      const list = index.instances.get(r.appId);
+      if (list) list.push(r);
+      else index.instances.set(r.appId, [r]);
+    }
+    for (const d of records.deployments()) index.deployments.set(d.appId, [...(index.deployments.get(d.appId) ?? []), d]);
+    return index;
   };
 
   root.register(async (app) => {
@@ -95,7 +112,8 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
         const selector = q.label;
         apps = apps.filter((s) => matchesLabelSelector(s.app.labels, selector));
       }
-      return { apps: apps.map((s) => renderApp(s, embedTasks)) };
+      const index = listingIndex();
+      return { apps: apps.map((s) => renderApp(s, embedTasks, index)) };
     });
 
     app.post('/v2/apps', async (req, reply) => {

@@ -31,6 +31,8 @@ export const FRAMEWORK_NAME = 'marathon';
 /** A week: the framework's tasks outlive any leader change and any restart of every master. */
 const FAILOVER_TIMEOUT_S = 7 * 24 * 3600;
 const TICK_MS = 1000;
+/** Status updates within this long share one round. */
+const UPDATE_BATCH_MS = 20;
 /** An instance written but not in the registry after this long was never launched. */
 const PENDING_TIMEOUT_MS = 30_000;
 /** A kill not yet seen through is sent again after this long (lost in a leader change). */
@@ -68,6 +70,7 @@ export class MarathonService implements BuiltinInstance {
   /** API changes one at a time: a lock check and its write must not interleave with another's. */
   private apiChain: Promise<unknown> = Promise.resolve();
   private adopted = false;
+  private soon: NodeJS.Timeout | undefined;
 
   constructor(private readonly env: BuiltinEnv) {
     this.records = new MarathonRecords(env.store);
@@ -82,6 +85,7 @@ export class MarathonService implements BuiltinInstance {
   stop(): void {
     this.stopped = true;
     clearInterval(this.timer);
+    if (this.soon) clearTimeout(this.soon);
     this.client?.close();
   }
 
@@ -140,7 +144,7 @@ export class MarathonService implements BuiltinInstance {
     const taskId = status.task_id.value;
     const rec = this.instances.get(taskId);
     if (!rec) {
-      this.kick();
+      this.kickSoon();
       return;
     }
     const now = new Date();
@@ -152,7 +156,19 @@ export class MarathonService implements BuiltinInstance {
       this.lastHealth.set(taskId, status.healthy);
       this.bus.publish('health_status_changed_event', { appId: rec.appId, taskId, instanceId: taskId, version: rec.version, alive: status.healthy }, now);
     }
-    this.kick();
+    this.kickSoon();
+  }
+
+  /**
+   * A round shortly: status updates come in bursts (a thousand RUNNINGs after one launch),
+   * and one round for the burst leaves the master's event loop to the updates themselves.
+   */
+  private kickSoon(): void {
+    if (this.soon) return;
+    this.soon = setTimeout(() => {
+      this.soon = undefined;
+      this.kick();
+    }, UPDATE_BATCH_MS);
   }
 
   /** Asks for a round; rounds never overlap, and one asked for during a round follows it. */
