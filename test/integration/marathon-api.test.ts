@@ -114,6 +114,23 @@ describe('Marathon REST API', () => {
     await waitForNoDeployments(master.url);
     expect((await marathon(master.url, 'GET', '/v2/apps/slow')).body.app.instances).toBe(0);
     expect((await marathon(master.url, 'GET', '/v2/apps/nope')).status).toBe(404);
+
+    // A scaling kill on a locked app: 409, and its task is neither killed nor marked.
+    expect((await marathon(master.url, 'POST', '/v2/apps', { id: '/busy', cmd: 'sleep 1', cpus: 0.1, mem: 16 })).status).toBe(201);
+    const [task] = await waitForRunning(master.url, '/busy', 1);
+    await waitForNoDeployments(master.url);
+    expect((await marathon(master.url, 'PUT', '/v2/apps/busy', { cpus: 100 })).status).toBe(200);
+    const kill = await marathon(master.url, 'DELETE', `/v2/apps/busy/tasks/${task.id}?scale=true`);
+    expect(kill.status).toBe(409);
+    const rec = master.context.registry.state.builtin.get('marathon')!.get(`instance/${task.id}`) as { killRequested?: boolean };
+    expect(rec.killRequested).toBeUndefined();
+    expect((await marathon(master.url, 'GET', '/v2/apps/busy')).body.app.instances).toBe(1);
+    // Two more rounds that looked at offers (the queue counts them): nothing killed it behind the 409.
+    const processed = async () => (await marathon(master.url, 'GET', '/v2/queue')).body.queue.find((x: any) => x.app.id === '/busy')?.processedOffersSummary.processedOffersCount ?? 0;
+    const p0 = await processed();
+    const p1 = await waitFor('a round with offers', async () => { const p = await processed(); return p > p0 ? p : undefined; }, 20_000);
+    await waitFor('another round with offers', async () => ((await processed()) > p1 ? true : undefined), 20_000);
+    expect(agents.flatMap((a) => a.killed)).not.toContain(task.id);
     expect((await marathon(master.url, 'GET', '/ping')).body).toBe('pong');
     expect((await marathon(master.url, 'GET', '/v2/info')).body).toMatchObject({ name: 'marathon', elected: true });
   });

@@ -410,7 +410,8 @@ export class MarathonService implements BuiltinInstance {
         ];
     await this.env.store.write([...puts, ...extra]);
     for (const id of cancelled) this.bus.publish('deployment_failed', { id, appId, reason: 'replaced by a forced change' });
-    this.bus.publish('deployment_info', { plan: deploymentJson(deployment), currentStep: deploymentJson(deployment).steps });
+    const plan = deploymentJson(deployment);
+    this.bus.publish('deployment_info', { plan, currentStep: (plan.steps as unknown[])[0] });
     this.ensureSubscribed();
     this.kick();
     return { deploymentId: deployment.id, version, stored };
@@ -481,12 +482,13 @@ export class MarathonService implements BuiltinInstance {
       const mine = [...this.instances.values()].filter((r) => r.appId === appId && !r.killRequested && (host === undefined || r.hostname === host));
       const chosen = taskIds === 'all' ? mine : mine.filter((r) => taskIds.includes(r.taskId));
       if (taskIds !== 'all' && chosen.length === 0) throw new MarathonError(404, `Task '${taskIds.join(', ')}' does not exist`);
+      // A locked app refuses a scaling kill before anything is marked: a 409 changes nothing.
+      const cancelled = scale ? this.checkLock(appId, force) : [];
       const marked = chosen.map((r) => ({ ...r, killRequested: true }));
       for (const r of marked) this.instances.set(r.taskId, r);
       const markPuts = marked.map((r) => MarathonRecords.put(instanceKey(r.taskId), r));
       let deployment: DeploymentStarted | undefined;
       if (scale) {
-        const cancelled = this.checkLock(appId, force);
         const app: AppDefinition = { ...existing.app, instances: Math.max(0, existing.app.instances - marked.length) };
         deployment = await this.commit({ app, version: this.nextVersion(), configVersion: existing.configVersion }, appId, 'ScaleApplication', existing, cancelled, markPuts);
       } else {
