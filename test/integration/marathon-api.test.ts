@@ -71,11 +71,20 @@ describe('Marathon REST API', () => {
     expect(list.body.apps[0].tasks).toHaveLength(1);
     expect((await marathon(master.url, 'GET', '/v2/apps?label=team==y')).body.apps).toHaveLength(0);
 
+    // Nested ids: /dev/web/api is an app of its own; deleting /dev/web leaves its versions alone.
+    expect((await marathon(master.url, 'POST', '/v2/apps', { id: '/dev/web/api', cmd: 'sleep 1000', cpus: 0.1, mem: 16 })).status).toBe(201);
+    await waitForNoDeployments(master.url);
+    // Created, scaled, restarted.
+    expect((await marathon(master.url, 'GET', '/v2/apps/dev/web/versions')).body.versions).toHaveLength(3);
+    expect((await marathon(master.url, 'GET', '/v2/apps/dev/web/api/versions')).body.versions).toHaveLength(1);
+    expect((await marathon(master.url, 'PATCH', '/v2/apps/dev/nothing', { instances: 2 })).status).toBe(404);
     const del = await marathon(master.url, 'DELETE', '/v2/apps/dev/web');
     expect(del.status).toBe(200);
     await waitForNoDeployments(master.url);
     expect((await marathon(master.url, 'GET', '/v2/apps/dev/web')).status).toBe(404);
-    expect((await marathon(master.url, 'GET', '/v2/tasks')).body.tasks).toHaveLength(0);
+    expect((await marathon(master.url, 'GET', '/v2/apps/dev/web/api/versions')).body.versions).toHaveLength(1);
+    const left = (await marathon(master.url, 'GET', '/v2/tasks')).body.tasks;
+    expect(left.map((t: { appId: string }) => t.appId)).toEqual(['/dev/web/api']);
   });
 
   it('refuses bad input Marathon\'s way and changes nothing', async () => {

@@ -59,7 +59,9 @@ export class MarathonRecords {
   }
 
   versions(appId: string): string[] {
-    return this.store.entries(`version/${appId}/`).map(([k]) => k.slice(`version/${appId}/`.length));
+    const prefix = `version/${appId}/`;
+    // A nested app's versions share the prefix (`/a` and `/a/b`): a version has no slash.
+    return this.store.entries(prefix).map(([k]) => k.slice(prefix.length)).filter((v) => !v.includes('/'));
   }
 
   version(appId: string, version: string): AppDefinition | undefined {

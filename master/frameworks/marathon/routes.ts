@@ -238,11 +238,11 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       const q = req.query as Query;
       const raw = readJson(req);
       const existing = records.app(appId);
+      if (partial && !existing) throw unknownApp(appId);
       // PUT in Marathon 1.x is a partial update unless partialUpdate=false; PATCH always is.
       const merge = existing && (partial || q.partialUpdate !== 'false') && typeof raw === 'object' && raw !== null && !Array.isArray(raw);
       const body = merge ? { ...appToJson(existing.app), ...(raw as Record<string, unknown>) } : raw;
       const parsed = parseApp(body, appId);
-      if (partial && !existing) throw unknownApp(appId);
       const svc = env.leading(req, reply);
       if (!svc) return reply;
       const r = await svc.putApp(parsed, isTrue(q.force), req.ip, req.url);
