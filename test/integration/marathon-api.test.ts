@@ -78,6 +78,7 @@ describe('Marathon REST API', () => {
     expect((await marathon(master.url, 'GET', '/v2/apps/dev/web/versions')).body.versions).toHaveLength(3);
     expect((await marathon(master.url, 'GET', '/v2/apps/dev/web/api/versions')).body.versions).toHaveLength(1);
     expect((await marathon(master.url, 'PATCH', '/v2/apps/dev/nothing', { instances: 2 })).status).toBe(404);
+    expect((await marathon(master.url, 'GET', '/v2/apps/dev/*')).body.apps.map((a: { id: string }) => a.id)).toEqual(['/dev/web', '/dev/web/api']);
     const del = await marathon(master.url, 'DELETE', '/v2/apps/dev/web');
     expect(del.status).toBe(200);
     await waitForNoDeployments(master.url);

@@ -208,14 +208,16 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
 
     app.get('/v2/apps/*', async (req, reply) => {
       try {
+        const tail = (req.params as { '*': string })['*'];
+        if (tail === '*' || tail.endsWith('/*')) {
+          // Marathon's `GET /v2/apps/team/*`: every app under /team.
+          const group = normaliseAppId(tail.slice(0, -1)) ?? '';
+          const index = listingIndex();
+          return { apps: records.apps().filter((a) => a.app.id.startsWith(`${group}/`)).map((a) => renderApp(a, true, index)) };
+        }
         const { appId, rest } = route(req);
         const s = records.app(appId);
-        if (!s) {
-          // A group's apps: Marathon answers GET /v2/apps/team with every app under /team.
-          const under = records.apps().filter((a) => a.app.id.startsWith(`${appId}/`));
-          if (rest.length === 0 && under.length > 0) return { apps: under.map((a) => renderApp(a, true)) };
-          throw unknownApp(appId);
-        }
+        if (!s) throw unknownApp(appId);
         if (rest.length === 0) return { app: renderApp(s, true) };
         if (rest[0] === 'tasks' && rest.length === 1) {
           return { tasks: facts(instances(appId)).map((f) => taskJson(f, s.app.healthChecks.length > 0)) };
