@@ -107,6 +107,21 @@ describe('training jobs on a real cluster', () => {
     expect(log.data).toBe(`resumed at step 5 in ${scratch}/job-dirs/flaky\n`);
   }, 90_000);
 
+  it('streams a job\'s conditions and replica changes as server-sent events, ending when it is over', async () => {
+    expect((await submit({ name: 'ev', kind: 'batch', groups: [group('worker', 1, 'sleep 1')] })).status).toBe(201);
+    const res = await authFetch(`${master.url}/api/v1/jobs/ev/events`);
+    expect(res.headers.get('content-type')).toMatch(/text\/event-stream/);
+    const text = await res.text(); // the stream ends after 'finished'
+    const events = text.split('\n\n').filter((b) => b.startsWith('event:')).map((b) => ({ type: /^event: (\w+)/.exec(b)![1], data: JSON.parse(/\ndata: (.*)/.exec(b)![1]!) }));
+    expect(events.filter((e) => e.type === 'condition').map((e) => e.data.type)).toEqual(['Created', 'Queued', 'Running', 'Succeeded']);
+    const states = events.filter((e) => e.type === 'replica').map((e) => e.data.state);
+    expect(states[0]).toMatch(/Pending|Starting|Running/);
+    expect(states).toContain('Running');
+    expect(states.at(-1)).toBe('Succeeded');
+    expect(events.at(-1)).toMatchObject({ type: 'finished', data: { job: 'ev', phase: 'Succeeded' } });
+    expect((await authFetch(`${master.url}/api/v1/jobs/nope/events`)).status).toBe(404);
+  }, 60_000);
+
   for (const order of [['wide', 'tall'], ['tall', 'wide']] as const) {
     it(`two jobs each needing 3/4 of the cluster both finish, one after the other (${order.join(' first, then ')})`, async () => {
       const docs = {
@@ -195,7 +210,16 @@ describe('training jobs on a real cluster', () => {
     const taken = await runCairn(['job', 'submit', file, ...m]);
     expect(taken.code).toBe(1);
     expect(taken.stderr).toMatch(/'cli-live' is still live.*cairn job delete NAME/);
+    const live = await waitFor('cli-live running', async () => {
+      const r = (await job('cli-live')).replicas[0]!;
+      return r.state === 'Running' ? r : undefined;
+    }, 30_000);
     expect((await runCairn(['job', 'delete', 'cli-live', ...m])).stdout).toBe('job cli-live deleted\n');
+    // Deleting a job kills what it runs.
+    await waitFor('its replica killed', async () => {
+      const t = await (await authFetch(`${master.url}/api/v1/tasks/${encodeURIComponent(live.taskId!)}`)).json();
+      return t.state === 'TASK_KILLED' ? true : undefined;
+    }, 30_000);
     // From flags, in the style of dmlc's tracker: the job's name is printed.
     const flagged = await runCairn(['job', 'submit', '--kind', 'pslite', '--num-servers', '1', '--num-workers', '2', '--cpus', '0.25', '--mem', '32', '--name', 'cli-ps', ...m, '--', 'echo "$DMLC_ROLE $DMLC_NUM_WORKER"; [ "$DMLC_ROLE" = worker ] || exec sleep 60']);
     expect(flagged.stdout, flagged.stderr).toBe('cli-ps\n');

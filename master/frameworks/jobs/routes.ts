@@ -85,9 +85,23 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
         send('replica', { job: name, ...rep });
       }
     };
+    /** The story is over once the job has ended and nothing of it runs: the stream ends too. */
+    const over = (r: JobRecord) => isFinished(r) && !r.replicas.some((x) => x.state === 'Starting' || x.state === 'Running');
+    let off = () => {};
+    let ping: NodeJS.Timeout | undefined;
+    const close = () => {
+      off();
+      clearInterval(ping);
+      res.end();
+    };
     emit(first);
-    const ping = setInterval(() => res.write(': keep-alive\n\n'), KEEPALIVE_MS);
-    const off = env.store.onChange((keys) => {
+    if (over(first)) {
+      send('finished', { job: name, phase: first.phase, message: first.message });
+      res.end();
+      return;
+    }
+    ping = setInterval(() => res.write(': keep-alive\n\n'), KEEPALIVE_MS);
+    off = env.store.onChange((keys) => {
       if (!keys.includes(jobKey(name))) return;
       const r = recordOf(env, name);
       if (!r) {
@@ -98,13 +112,11 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
       // A job submitted again under the name starts its story over.
       if (r.conditions.length < conditions) conditions = 0;
       emit(r);
-      if (isFinished(r) && !r.replicas.some((x) => x.state === 'Starting' || x.state === 'Running')) send('finished', { job: name, phase: r.phase, message: r.message });
+      if (over(r)) {
+        send('finished', { job: name, phase: r.phase, message: r.message });
+        close();
+      }
     });
-    const close = () => {
-      off();
-      clearInterval(ping);
-      res.end();
-    };
     req.raw.once('close', () => {
       off();
       clearInterval(ping);
