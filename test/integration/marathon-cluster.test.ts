@@ -47,7 +47,23 @@ describe('services on one master and two agents', () => {
     await waitForNoDeployments(url, 60_000);
   }, 90_000);
 
-  it('scales up and down', async () => {
+  it('scales up and down, and /v2/events delivers the deployments\' events', async () => {
+    const events = await openEvents(url);
+    try {
+      await scaleUpAndDown();
+      const types = events.frames().map((f) => f.eventType);
+      for (const t of ['api_post_event', 'deployment_info', 'status_update_event', 'deployment_success']) expect(types).toContain(t);
+      // One deployment_info and one deployment_success for each of the three deployments.
+      expect(types.filter((t) => t === 'deployment_success').length).toBeGreaterThanOrEqual(3);
+      const running = events.frames().filter((f) => f.eventType === 'status_update_event' && f.taskStatus === 'TASK_RUNNING');
+      expect(running.length).toBeGreaterThanOrEqual(4);
+      expect(running[0]).toMatchObject({ appId: '/svc/scale', host: expect.stringMatching(/^host-[12]$/) });
+    } finally {
+      events.close();
+    }
+  }, 180_000);
+
+  async function scaleUpAndDown(): Promise<void> {
     expect((await marathon(url, 'POST', '/v2/apps', app('/svc/scale', { instances: 2 }))).status).toBe(201);
     const two = await waitForRunning(url, '/svc/scale', 2, 60_000);
     // Each task answers on the port it was handed (once its server listens: RUNNING is when it started).
@@ -62,7 +78,7 @@ describe('services on one master and two agents', () => {
     await waitForNoDeployments(url);
     // Youngest first: the survivor is one of the first two.
     expect(two.map((t) => t.id)).toContain(one[0].id);
-  }, 180_000);
+  }
 
   it('replaces a task whose HTTP health check fails', async () => {
     expect((await marathon(url, 'POST', '/v2/apps', app('/svc/sick', { healthChecks: httpCheck('/missing') }))).status).toBe(201);
@@ -195,3 +211,27 @@ describe('services across a leader change', () => {
     expect(maxAlive).toBeLessThanOrEqual(6);
   }, 300_000);
 });
+
+/** An open /v2/events stream: the frames read so far, parsed. */
+async function openEvents(base: string): Promise<{ frames(): any[]; close(): void }> {
+  const ac = new AbortController();
+  const res = await fetch(`${base}/v2/events`, { headers: authHeaders(), signal: ac.signal });
+  expect(res.status).toBe(200);
+  let text = '';
+  const reader = res.body!.getReader();
+  void (async () => {
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        text += Buffer.from(value).toString('utf8');
+      }
+    } catch {
+      // closed
+    }
+  })();
+  return {
+    frames: () => text.split('\n\n').filter((f) => f.startsWith('event: ')).map((f) => JSON.parse(f.split('\ndata: ')[1]!)),
+    close: () => ac.abort(),
+  };
+}
