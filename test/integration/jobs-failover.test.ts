@@ -1,0 +1,104 @@
+// A training job across a leader's death: three replicated masters as real processes and an
+// agent that knows all three. The job's replicas run; the leader is killed with SIGKILL; the
+// new leader's jobs framework resumes from the replicated records: the same tasks go on
+// (nothing launched twice), the job is seen from every master, and it succeeds on the new
+// leader once its replicas exit.
+
+import { afterAll, describe, expect, it } from 'vitest';
+import { chmodSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Cleanup, freePort, startAgentProcess, startCairn, waitFor, type CairnProcess } from '../harness/processes.ts';
+import { authFetch } from '../harness/credentials.ts';
+import type { JobView } from '../../master/frameworks/jobs/record.ts';
+
+const cleanup = new Cleanup();
+afterAll(async () => {
+  await cleanup.run();
+}, 60_000);
+
+interface Member { id: number; url: string; dataDir: string; proc: CairnProcess | undefined }
+
+async function role(url: string): Promise<string | undefined> {
+  try {
+    const r = await authFetch(`${url}/api/v1/state`, { signal: AbortSignal.timeout(2000) });
+    return (await r.json()).master.role;
+  } catch {
+    return undefined;
+  }
+}
+
+async function job(url: string, name: string): Promise<JobView | undefined> {
+  try {
+    const r = await authFetch(`${url}/api/v1/jobs/${name}`, { signal: AbortSignal.timeout(2000) });
+    return r.status === 200 ? ((await r.json()) as JobView) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+describe('training jobs across a leader change', () => {
+  it('the next leader carries on with the same replicas, and the job succeeds there', async () => {
+    const base = cleanup.dir('cairn-jobs-raft-');
+    chmodSync(base, 0o777);
+    const secretFile = join(base, 'secret');
+    writeFileSync(secretFile, 'a-test-secret-of-enough-bytes\n');
+    const ports = [await freePort(), await freePort(), await freePort()];
+    const members: Member[] = ports.map((p, i) => ({ id: i + 1, url: `http://127.0.0.1:${p}`, dataDir: join(base, `m${i + 1}`), proc: undefined }));
+    const peers = members.map((m) => `${m.id}=${m.url}`).join(',');
+    await Promise.all(members.map(async (m) => {
+      m.proc = cleanup.track(startCairn(['master', '--id', String(m.id), '--peers', peers, '--secret-file', secretFile, '--port', new URL(m.url).port, '--host', '127.0.0.1', '--data-dir', m.dataDir, '--dns-port', '0', '--ping-interval', '500ms'], m.url));
+      await m.proc.waitHealthy();
+    }));
+    const leader = (among = members) => waitFor('a leader', async () => {
+      for (const m of among) if ((await role(m.url)) === 'leader') return m;
+      return undefined;
+    }, 30_000, 50);
+    let lead = await leader();
+    await startAgentProcess(cleanup, members.map((m) => m.url).join(','), { resources: 'cpus:2;mem:1024;ports:[31000-31099]' });
+
+    // Each replica runs until the test says go.
+    const go = join(base, 'go');
+    const res = await authFetch(`${lead.url}/api/v1/jobs`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'survivor', kind: 'pytorch', groups: [
+        { name: 'master', template: { command: `while [ ! -f ${go} ]; do sleep 0.2; done; echo "rank $RANK done"`, cpus: 0.25, mem: 32 } },
+        { name: 'worker', replicas: 2, template: { command: `while [ ! -f ${go} ]; do sleep 0.2; done`, cpus: 0.25, mem: 32 } },
+      ] }),
+    });
+    expect(res.status, await res.clone().text()).toBe(201);
+    const running = await waitFor('the job running', async () => {
+      const j = await job(lead.url, 'survivor');
+      return j?.phase === 'Running' ? j : undefined;
+    }, 30_000, 100);
+    const tasks = running.replicas.map((r) => r.taskId);
+
+    await lead.proc!.kill('SIGKILL');
+    const survivors = members.filter((m) => m !== lead);
+    lead = await leader(survivors);
+
+    // The new leader's framework subscribed with the stored id, reconciled, and changed nothing.
+    await waitFor('the jobs framework on the new leader', async () => {
+      const st = await (await authFetch(`${lead.url}/api/v1/state`)).json();
+      return st.frameworks.find((f: { name: string; connected?: boolean }) => f.name === 'jobs' && f.connected) ? true : undefined;
+    }, 30_000, 100);
+    const after = (await job(lead.url, 'survivor'))!;
+    expect(after.phase).toBe('Running');
+    expect(after.replicas.map((r) => r.taskId)).toEqual(tasks);
+
+    writeFileSync(go, '');
+    const done = await waitFor('the job succeeded', async () => {
+      const j = await job(lead.url, 'survivor');
+      return j?.phase === 'Succeeded' ? j : undefined;
+    }, 30_000, 100);
+    expect(done.restarts).toBe(0);
+    expect(done.replicas.map((r) => r.taskId)).toEqual(tasks);
+    expect(done.replicas.every((r) => r.state === 'Succeeded' && r.restarts === 0)).toBe(true);
+    // Every master answers with the same record.
+    for (const m of survivors) expect((await job(m.url, 'survivor'))?.phase).toBe('Succeeded');
+    // No task of the job but the first three was ever launched.
+    const st = await (await authFetch(`${lead.url}/api/v1/state`)).json();
+    const jobTasks = st.tasks.filter((t: { id: string }) => t.id.startsWith('survivor.'));
+    expect(jobTasks.map((t: { id: string }) => t.id).sort()).toEqual([...tasks].sort());
+  }, 120_000);
+});
