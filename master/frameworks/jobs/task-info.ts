@@ -16,10 +16,13 @@ const KILL_GRACE_NS = 3e9;
 export function taskInfoFor(t: TaskLaunch, agentId: string): TaskInfoJson {
   const variables = Object.entries(t.env).map(([name, value]) => ({ name, value }));
   const tpl = t.template;
-  const command = tpl.args
-    // No command with an image: the image's own entrypoint, given the args alone (as Kubernetes' args).
-    ? { shell: false, value: tpl.command, arguments: tpl.command === '' ? tpl.args : [tpl.command, ...tpl.args], environment: { variables } }
-    : { shell: true, value: tpl.command, environment: { variables } };
+  // No command with an image: the image's own entrypoint, given the args alone (as Kubernetes' args).
+  const command =
+    tpl.image && tpl.command === ''
+      ? { shell: false, value: '', arguments: tpl.args ?? [], environment: { variables } }
+      : tpl.args
+        ? { shell: false, value: tpl.command, arguments: [tpl.command, ...tpl.args], environment: { variables } }
+        : { shell: true, value: tpl.command, environment: { variables } };
   const info: TaskInfoJson = {
     name: t.name,
     task_id: { value: t.taskId },
