@@ -205,6 +205,26 @@ describe('Marathon REST API', () => {
       await reading;
     }
   });
+  it('adopts, after a restart, a running task that no record names instead of starting another', async () => {
+    const agent = await addAgent('h1');
+    expect((await marathon(master.url, 'POST', '/v2/apps', { id: '/kept', cmd: 'sleep 1000', cpus: 0.1, mem: 16, instances: 1 })).status).toBe(201);
+    const [task] = await waitForRunning(master.url, '/kept', 1);
+    await waitForNoDeployments(master.url);
+    const fw = [...master.context.registry.state.frameworks.values()].find((f) => f.name === 'marathon')!;
+    // As if a leader's accept went through after its instance record was dropped.
+    await master.context.registry.submit({ type: 'builtin_state', owner: 'marathon', puts: [{ key: `instance/${task.id}`, value: null }] });
+    await agent.close();
+    agents = [];
+    await master.stop();
+    master = await startMaster({ auth: MasterAuth.off(), dataDir: dir, port: 0, host: '127.0.0.1', dnsPort: null, logger: silentLogger() });
+    const back = new FakeAgent({ masterUrl: master.url, hostname: 'h1', agentId: agent.agentId, running: [{ taskId: task.id, frameworkId: fw.id, state: 'TASK_RUNNING', resources: 'cpus:0.1;mem:16;ports:[31000-31000]' }] });
+    agents.push(back);
+    await back.connect();
+    await waitFor('the task adopted', () => (master.context.registry.state.builtin.get('marathon')?.has(`instance/${task.id}`) ? true : undefined), 20_000);
+    const tasks = await waitForRunning(master.url, '/kept', 1);
+    expect(tasks[0].id).toBe(task.id);
+    expect(back.launched).toEqual([]);
+  });
 });
 
 async function runningTasksCount(appId: string): Promise<number> {

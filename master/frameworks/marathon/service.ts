@@ -31,6 +31,8 @@ export const FRAMEWORK_NAME = 'marathon';
 /** A week: the framework's tasks outlive any leader change and any restart of every master. */
 const FAILOVER_TIMEOUT_S = 7 * 24 * 3600;
 const TICK_MS = 1000;
+/** How often tasks of the framework that no record names are looked for. */
+const ADOPT_EVERY_MS = 5000;
 /** Status updates within this long share one round. */
 const UPDATE_BATCH_MS = 20;
 /** An instance written but not in the registry after this long was never launched. */
@@ -69,7 +71,7 @@ export class MarathonService implements BuiltinInstance {
   private readonly timer: NodeJS.Timeout;
   /** API changes one at a time: a lock check and its write must not interleave with another's. */
   private apiChain: Promise<unknown> = Promise.resolve();
-  private adopted = false;
+  private adoptedAtMs = -Infinity;
   private soon: NodeJS.Timeout | undefined;
 
   constructor(private readonly env: BuiltinEnv) {
@@ -124,6 +126,7 @@ export class MarathonService implements BuiltinInstance {
       }
       this.suppressed = false;
       this.wanted = false;
+      this.adoptedAtMs = -Infinity;
       // Ask for the latest state of every task (health included) after a leader change.
       void client.reconcile([]).catch(() => {});
       this.kick();
@@ -242,8 +245,10 @@ export class MarathonService implements BuiltinInstance {
     const registry = this.env.ctx.registry.state;
     const puts: BuiltinPut[] = [];
     const killNow: { taskId: string; agentId: string }[] = [];
-    if (!this.adopted) {
-      this.adopted = true;
+    // Now and then (first thing after subscribing): an accept whose answer was lost may still
+    // have launched its tasks after their records were dropped; they are adopted, not left uncounted.
+    if (nowMs - this.adoptedAtMs >= ADOPT_EVERY_MS) {
+      this.adoptedAtMs = nowMs;
       this.adoptOrphans(frameworkId, puts, killNow);
     }
 
