@@ -15,6 +15,7 @@ rank 0 ends with "done: ..." giving the first and last loss and the accuracy. Ex
 
 import argparse
 import os
+import sys
 from datetime import timedelta
 
 import torch
@@ -73,7 +74,11 @@ def main():
     if rank == 0:
         print(f"done: world {world} epochs {args.epochs} loss {losses[0]:.4f} -> {losses[-1]:.4f} "
               f"accuracy {float(counts[0] / counts[1]):.3f}", flush=True)
-    dist.destroy_process_group()
+    dist.barrier()
+    # Every rank is done with the others. Tearing the process group and DDP's reducer down
+    # in their destructors can hang at exit with gloo (seen on torch 1.13), so leave now.
+    sys.stdout.flush()
+    os._exit(0)
 
 
 if __name__ == "__main__":
