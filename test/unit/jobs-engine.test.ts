@@ -197,6 +197,17 @@ describe('job engine: restart and failure policies', () => {
     expect(t[0]!.ports).toEqual(before.ports);
   });
 
+  it('a replica restarted on other ports is told the peers as they are now, not as they were', () => {
+    const h = running('batch', [group('worker', 2, 'OnFailure')]);
+    const first = h.e.get('j')!.replicas.map((r) => `${r.group}-${r.index}:${r.ports[0]}`);
+    h.end('j', 'worker', 1, 3, 10);
+    // Its old agent is gone: it lands elsewhere, on another port.
+    h.e.offers([offer(7, 'cpus:4;mem:1024;ports:[32000-32009]')], 20);
+    const t = h.take().launches.flatMap((l) => l.tasks)[0]!;
+    expect(t.ports).toEqual([32000]);
+    expect(t.env.CAIRN_PEERS).toBe(`j-worker-0.jobs.cairn:${first[0]!.split(':')[1]},j-worker-1.jobs.cairn:32000`);
+  });
+
   it('Never fails the job; ExitCode retries 137 but not 1; Always restarts even after exit 0', () => {
     let h = running('batch', [group('worker', 2, 'Never')]);
     h.end('j', 'worker', 0, 2, 10);

@@ -40,6 +40,28 @@ interface Gang {
 
 const NOWHERE = { host: '', ip: '', ports: [] as number[] };
 
+/**
+ * The lists every replica of a gang gets alike (CAIRN_PEERS, VC_<GROUP>_HOSTS), made once per
+ * placement: the engine asks for every replica's environment with one placement object, and
+ * building them per replica made a 1,000-replica gang's environments cost a second.
+ */
+const shared = new WeakMap<JobPlacement, Map<string, string>>();
+
+function once(g: Gang, key: string, make: () => string): string {
+  let m = shared.get(g.placement);
+  if (!m) {
+    m = new Map();
+    shared.set(g.placement, m);
+  }
+  const k = `${g.spec.name}\n${g.domain}\n${key}`;
+  let v = m.get(k);
+  if (v === undefined) {
+    v = make();
+    m.set(k, v);
+  }
+  return v;
+}
+
 function placed(g: Gang, group: string, index: number): { host: string; ip: string; ports: number[] } {
   return g.placement[group]?.[index] ?? NOWHERE;
 }
@@ -116,7 +138,7 @@ function batchEnv(g: Gang, group: string, index: number): Env {
   };
   for (const x of g.spec.groups) {
     const name = groupEnvName(x.name);
-    env[`VC_${name}_HOSTS`] = Array.from({ length: x.replicas }, (_, i) => replicaDnsName(g.spec.name, x.name, i, g.domain)).join(',');
+    env[`VC_${name}_HOSTS`] = once(g, `hosts:${x.name}:${x.replicas}`, () => Array.from({ length: x.replicas }, (_, i) => replicaDnsName(g.spec.name, x.name, i, g.domain)).join(','));
     env[`VC_${name}_NUM`] = String(x.replicas);
   }
   return env;
@@ -133,7 +155,7 @@ export function replicaEnvironment(spec: JobSpec, group: string, index: number, 
     CAIRN_GROUP: group,
     CAIRN_REPLICA_INDEX: String(index),
     CAIRN_DNS_NAME: replicaDnsName(spec.name, group, index, domain),
-    CAIRN_PEERS: spec.groups.flatMap((x) => addresses(g, x.name)).join(','),
+    CAIRN_PEERS: once(g, `peers:${spec.groups.map((x) => `${x.name}=${x.replicas}`).join(',')}`, () => spec.groups.flatMap((x) => addresses(g, x.name)).join(',')),
     HOST: me.host,
     PORT: portOf(g, group, index),
     PORTS: me.ports.join(','),
