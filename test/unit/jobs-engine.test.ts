@@ -146,6 +146,27 @@ describe('job engine: gangs', () => {
     }
   });
 
+  it('a higher priority job takes over the gathering, whatever the order of submission', () => {
+    const { e, take } = harness();
+    e.submit(spec('low', 'batch', [group('worker', 3, 'OnFailure', 2)]), [], 'u1', 0);
+    e.offers([offer(1)], 10); // 'low' gathers and holds this offer
+    expect(take().declines).toEqual([]);
+    e.submit(spec('high', 'batch', [group('worker', 3, 'OnFailure', 2)], { priority: 10 }), [], 'u2', 20);
+    e.offers([offer(2)], 30);
+    const x = take();
+    expect(new Set(x.launches.flatMap((l) => l.tasks.map((t) => t.job)))).toEqual(new Set(['high']));
+    expect(e.get('low')!.phase).toBe('Queued');
+  });
+
+  it('starts minAvailable replicas as the gang, and the rest as offers allow', () => {
+    const { e, take } = harness();
+    e.submit(spec('part', 'batch', [group('worker', 4, 'OnFailure', 2)], { minAvailable: 2 }), [], 'u', 0);
+    e.offers([offer(1)], 1); // 4 cpus: the gang of 2 fits, the others do not yet
+    expect(take().launches.flatMap((l) => l.tasks.map((t) => t.name))).toEqual(['part-worker-0', 'part-worker-1']);
+    e.offers([offer(2)], 2);
+    expect(take().launches.flatMap((l) => l.tasks.map((t) => t.name))).toEqual(['part-worker-2', 'part-worker-3']);
+  });
+
   it('a gang larger than the cluster is Unschedulable with the reason; with a RestartJob policy it waits', () => {
     const { e, take } = harness();
     e.submit(spec('huge', 'batch', [group('worker', 3, 'OnFailure', 3)]), [], 'u', 0);

@@ -382,11 +382,11 @@ export class JobEngine {
     this.placePending(nowMs);
     for (let guard = 0; guard < this.jobs.size + 1; guard++) {
       if (this.gathering && (this.jobs.get(this.gathering.job)?.phase !== 'Queued' || this.jobs.get(this.gathering.job)?.placedAtMs !== undefined)) this.gathering = undefined;
-      if (!this.gathering) {
-        const next = this.nextToGather(nowMs);
-        if (!next) break;
-        this.gathering = { job: next.spec.name, sinceMs: nowMs };
-      }
+      const next = this.nextToGather(nowMs);
+      const current = this.gathering ? this.jobs.get(this.gathering.job) : undefined;
+      // A job of higher priority takes over the offers held; the one it displaces stays queued.
+      if (next && (!current || next.spec.priority > current.spec.priority)) this.gathering = { job: next.spec.name, sinceMs: nowMs };
+      if (!this.gathering) break;
       const r = this.jobs.get(this.gathering.job)!;
       if (this.tryGang(r, nowMs)) {
         this.gathering = undefined;
