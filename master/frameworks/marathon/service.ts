@@ -317,6 +317,9 @@ export class MarathonService implements BuiltinInstance {
     await this.env.store.write(puts);
     if (this.stopped) return;
 
+    // Soft state of apps that are gone goes with them.
+    for (const id of out.backoff.keys()) if (!storedById.has(id)) out.backoff.delete(id);
+    for (const id of this.counters.keys()) if (!out.queue.has(id)) this.counters.delete(id);
     this.backoff = out.backoff;
     this.queueFacts = out.queue;
     this.countOffers(out.queue, nowMs);
