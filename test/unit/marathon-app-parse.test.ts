@@ -49,10 +49,10 @@ describe('Marathon app parsing', () => {
 
   it('keeps unknown fields and lists what it does not honour', () => {
     const { app, ignored } = parseApp({
-      id: '/a', cmd: 'x', fetch: [{ uri: 'http://x' }], portDefinitions: [{ port: 0, weird: 1 }],
+      id: '/a', cmd: 'x', user: 'nobody', fetch: [{ uri: 'http://x' }], portDefinitions: [{ port: 0, weird: 1 }],
       container: { type: 'DOCKER', docker: { image: 'busybox', privileged: true, parameters: [{ key: 'ulimit', value: 'x' }] } },
     });
-    expect(ignored.sort()).toEqual(['/container/docker/parameters', '/container/docker/privileged', '/fetch', '/portDefinitions(0)/weird']);
+    expect(ignored.sort()).toEqual(['/container/docker/parameters', '/container/docker/privileged', '/fetch', '/portDefinitions(0)/weird', '/user']);
     expect(app.unknown).toEqual({ fetch: [{ uri: 'http://x' }] });
     expect(appToJson(app).fetch).toEqual([{ uri: 'http://x' }]);
     // What GET answers parses back to the same app.

@@ -245,6 +245,8 @@ export function parseApp(raw: unknown, idFromPath?: string): ParsedApp {
     r.ignored.push(`/${k}`);
   }
   if (legacyPorts && pdRaw) r.ignored.push('/ports');
+  // Tasks run as the agent's task user: the scheduler API's command carries no user of its own.
+  if (typeof o.user === 'string') r.ignored.push('/user');
 
   if (r.details.length > 0) throw invalid(r.details);
   return {
