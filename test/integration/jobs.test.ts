@@ -198,6 +198,13 @@ describe('training jobs on a real cluster', () => {
     expect(one.stdout, one.stderr).toBe('rank 2 of 3\n');
     const all = await runCairn(['job', 'logs', 'cli', '--all', ...m]);
     expect(all.stdout.split('\n').filter(Boolean).sort()).toEqual(['[master-0] rank 0 of 3', '[worker-0] rank 1 of 3', '[worker-1] rank 2 of 3']);
+    // Followed, the logs end with the tasks: everything once.
+    const followed = await runCairn(['job', 'logs', 'cli', '--all', '--follow', ...m]);
+    expect(followed.stdout.split('\n').filter(Boolean).sort()).toEqual(['[master-0] rank 0 of 3', '[worker-0] rank 1 of 3', '[worker-1] rank 2 of 3']);
+    expect((await runCairn(['logs', 'cli/master-0', '--follow', ...m])).stdout).toBe('rank 0 of 3\n');
+    const missing = await runCairn(['logs', 'cli/worker-9', ...m]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/job cli has no replica worker-9 \(it has master-0, worker-0, worker-1\)/);
     // A failing job: wait exits non-zero with the reason.
     writeFileSync(file, 'name: cli-bad\nkind: batch\ngroups: [{name: worker, restartPolicy: Never, template: {command: "exit 7", cpus: 0.5, mem: 64}}]\n');
     expect((await runCairn(['job', 'submit', file, ...m])).stdout).toBe('cli-bad\n');
