@@ -248,21 +248,27 @@ describe.skipIf(skip)('ML programs as training jobs on a real cluster', () => {
         '                requests: {cpu: 200m, memory: 256Mi}',
       ]),
     ].join('\n');
-    const submitted = await submit(yaml, 'text/yaml');
-    expect(submitted.name).toBe('tf-ps');
+    // Submitted as a user would: the file to cairn job submit, which prints the job's name.
+    const file = join(cleanup.dir('cairn-tfjob-'), 'tfjob.yaml');
+    writeFileSync(file, yaml);
+    const submitted = await runCairn(['job', 'submit', file, '--master', master.url]);
+    expect(submitted.code, submitted.stderr).toBe(0);
+    expect(submitted.stdout.trim()).toBe('tf-ps');
 
     // Worker 1 is mid-run, past a checkpoint: kill its task.
     const { taskId: first } = await waitLog('tf-ps', 'worker', 1, /^checkpoint at step 10$/m);
     const r = await authFetch(`${master.url}/api/v1/tasks/${encodeURIComponent(first)}/kill`, { method: 'POST' });
     expect(r.status).toBeLessThan(300);
 
-    const j = await finished('tf-ps', 240_000);
-    expect(j.phase, describeJob(j)).toBe('Succeeded');
+    const waited = await runCairn(['job', 'wait', 'tf-ps', '--timeout', '4m', '--master', master.url], {}, 250_000);
+    const j = await job('tf-ps');
+    expect(waited.code, `${waited.stderr} ${describeJob(j)}`).toBe(0);
+    expect(j.phase).toBe('Succeeded');
     const w1 = replica(j, 'worker', 1);
     expect(w1.restarts).toBe(1);
     expect(w1.taskId).not.toBe(first);
     // Its checkpoint was in CAIRN_JOB_DIR (the shared job directory), so it went on from there.
-    const resumedLog = await taskLog(w1.taskId!);
+    const resumedLog = (await runCairn(['logs', 'tf-ps/worker-1', '--master', master.url])).stdout;
     const resumedAt = Number(/^resumed at step (\d+)$/m.exec(resumedLog)?.[1]);
     expect(resumedAt, resumedLog).toBeGreaterThanOrEqual(10);
     expect(Number(/^step (\d+) loss/m.exec(resumedLog)![1])).toBe(resumedAt);
@@ -321,7 +327,10 @@ describe.skipIf(skip)('ML programs as training jobs on a real cluster', () => {
 
     // A replica that fails every time: the job is restarted maxRetry (2) times, then fails.
     await submit(yaml('items-broken', ['--fail-at', '5', '--fail-always'], 2), 'application/yaml');
-    const broken = await finished('items-broken', 180_000);
+    const waited = await runCairn(['job', 'wait', 'items-broken', '--timeout', '3m', '--master', master.url], {}, 200_000);
+    expect(waited.code).not.toBe(0);
+    expect(waited.stderr).toMatch(/backoffLimit 2/);
+    const broken = await job('items-broken');
     expect(broken.phase, describeJob(broken)).toBe('Failed');
     // Two restarts, three runs: the third failure is refused a restart.
     expect(broken.conditions.filter((c) => c.type === 'Restarting'), JSON.stringify(broken.conditions)).toHaveLength(2);
