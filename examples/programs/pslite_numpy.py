@@ -84,7 +84,8 @@ def scheduler(num_servers, num_workers):
         while True:
             msg = ch.recv()
             if msg is None:
-                if not finished.is_set():
+                # A worker that said it was done may leave; anyone else leaving breaks the gang.
+                if not finished.is_set() and not (role == "worker" and rank in done):
                     die(f"lost {role} {rank} before the workers finished")
                 return
             if msg.get("cmd") == "done" and role == "worker":

@@ -115,12 +115,14 @@ describe.skipIf(skip)('example ML programs, run without a cluster', () => {
     const common = { DMLC_PS_ROOT_URI: 'localhost', DMLC_PS_ROOT_PORT: String(root), DMLC_NUM_SERVER: '2', DMLC_NUM_WORKER: '4', DMLC_NODE_HOST: '127.0.0.1' };
     const scheduler = run('pslite_numpy.py', { ...common, DMLC_ROLE: 'scheduler' });
     const servers = nodePorts.slice(0, 2).map((p) => run('pslite_numpy.py', { ...common, DMLC_ROLE: 'server', PORT: String(p) }));
-    const workers = nodePorts.slice(2).map((p) => run('pslite_numpy.py', { ...common, DMLC_ROLE: 'worker', PORT: String(p) }, ['--steps', '30']));
+    // One worker finishes (and leaves) well before the others: that alone breaks nothing.
+    const steps = [10, 30, 30, 30];
+    const workers = nodePorts.slice(2).map((p, i) => run('pslite_numpy.py', { ...common, DMLC_ROLE: 'worker', PORT: String(p) }, ['--steps', String(steps[i]), '--step-delay', '0.05']));
     for (const w of workers) expect(await w.exitCode(90_000), w.output).toBe(0);
-    for (const w of workers) {
+    for (const [i, w] of workers.entries()) {
       const l = losses(w.output, /^step \d+ loss/);
-      expect(l).toHaveLength(30);
-      expect(l[29]).toBeLessThan(l[0] / 2);
+      expect(l).toHaveLength(steps[i]);
+      expect(l.at(-1)).toBeLessThan(l[0] * 0.75);
     }
     // Ranks 0-3 to the workers, 0-1 to the servers, each once; the servers split the keys.
     expect(workers.map((w) => Number(/worker (\d) of 4/.exec(w.output)![1])).sort()).toEqual([0, 1, 2, 3]);
