@@ -18,11 +18,14 @@ const SERVER = `exec ${JSON.stringify(process.execPath)} -e "require('http').cre
 const app = (id: string, extra: Record<string, unknown> = {}) => ({
   id, cmd: SERVER, cpus: 0.1, mem: 48, instances: 1, backoffSeconds: 0.2, ...extra,
 });
-const httpCheck = (path = '/health') => [{ protocol: 'HTTP', path, portIndex: 0, intervalSeconds: 1, timeoutSeconds: 2, gracePeriodSeconds: 2, maxConsecutiveFailures: 2 }];
+// Generous timeouts: on a loaded two-core machine a node task can take seconds to listen, and
+// one slow probe would count as unhealthy.
+const httpCheck = (path = '/health') => [{ protocol: 'HTTP', path, portIndex: 0, intervalSeconds: 1, timeoutSeconds: 5, gracePeriodSeconds: 5, maxConsecutiveFailures: 2 }];
 
 /** Two agents, each with a port range of its own and a host name of its own. */
 async function startAgents(cleanup: Cleanup, masterUrl: string): Promise<CairnProcess[]> {
-  const base = 20_000 + Math.floor(Math.random() * 20) * 1000;
+  // Below Linux's ephemeral range (32768 and up), where any socket of the host may sit.
+  const base = 20_000 + Math.floor(Math.random() * 12) * 1000;
   return Promise.all([0, 1].map((i) => startAgentProcess(cleanup, masterUrl, {
     resources: `cpus:4;mem:4096;disk:10000;ports:[${base + i * 500}-${base + i * 500 + 499}]`,
     extra: ['--hostname', `host-${i + 1}`],
@@ -104,11 +107,16 @@ describe('services on one master and two agents', () => {
     let minHealthy = Infinity;
     let maxTasks = 0;
     let samples = 0;
+    // What each sample saw (healthy/all, with each task's state and health), for the failure message.
+    const timeline: string[] = [];
     for (;;) {
       const r = await marathon(url, 'GET', '/v2/apps/svc/roll');
       const tasks = r.body.app.tasks as any[];
-      minHealthy = Math.min(minHealthy, tasks.filter((t) => t.state === 'TASK_RUNNING' && t.healthCheckResults?.[0]?.alive === true).length);
+      const healthy = tasks.filter((t) => t.state === 'TASK_RUNNING' && t.healthCheckResults?.[0]?.alive === true).length;
+      minHealthy = Math.min(minHealthy, healthy);
       maxTasks = Math.max(maxTasks, tasks.length);
+      const line = `${healthy}/${tasks.length} ${tasks.map((t) => `${t.id.slice(9, 13)}:${t.state.slice(5, 9)}:${t.healthCheckResults?.[0]?.alive ?? '-'}`).join(' ')}`;
+      if (timeline[timeline.length - 1] !== line) timeline.push(line);
       samples++;
       if (r.body.app.deployments.length === 0) break;
       await new Promise((res) => setTimeout(res, 50));
@@ -117,8 +125,8 @@ describe('services on one master and two agents', () => {
     const after = await waitForRunning(url, '/svc/roll', 4, 30_000, true);
     expect(after.every((t) => !before.some((b) => b.id === t.id))).toBe(true);
     expect(samples).toBeGreaterThan(5);
-    expect(minHealthy).toBeGreaterThanOrEqual(2);
-    expect(maxTasks).toBeLessThanOrEqual(4);
+    expect(minHealthy, timeline.join('\n')).toBeGreaterThanOrEqual(2);
+    expect(maxTasks, timeline.join('\n')).toBeLessThanOrEqual(4);
   }, 240_000);
 
   it('runs 2 of 3 UNIQUE instances on two hosts, and the queue says the third waits on the constraint', async () => {
