@@ -225,6 +225,31 @@ describe('Marathon REST API', () => {
     expect(tasks[0].id).toBe(task.id);
     expect(back.launched).toEqual([]);
   });
+  it('places again at once, after a restart, an instance an earlier leader recorded but never launched', async () => {
+    const agent = await addAgent('h1');
+    expect((await marathon(master.url, 'POST', '/v2/apps', { id: '/ghost', cmd: 'sleep 1000', cpus: 0.1, mem: 16, instances: 2, constraints: [['hostname', 'UNIQUE']] })).status).toBe(201);
+    const [task] = await waitForRunning(master.url, '/ghost', 1);
+    const store = () => master.context.registry.state.builtin.get('marathon')!;
+    const real = store().get(`instance/${task.id}`) as Record<string, unknown>;
+    // The record a leader writes before its ACCEPT, for a launch that never reached the log.
+    const ghost = 'ghost.00000000-0000-4000-8000-000000000000';
+    await master.context.registry.submit({ type: 'builtin_state', owner: 'marathon', puts: [{ key: `instance/${ghost}`, value: { ...real, taskId: ghost, agentId: 'elsewhere', hostname: 'h2', launchedAtMs: Date.now() } }] });
+    const fw = [...master.context.registry.state.frameworks.values()].find((f) => f.name === 'marathon')!;
+    await agent.close();
+    agents = [];
+    await master.stop();
+    master = await startMaster({ auth: MasterAuth.off(), dataDir: dir, port: 0, host: '127.0.0.1', dnsPort: null, logger: silentLogger() });
+    const back = new FakeAgent({ masterUrl: master.url, hostname: 'h1', agentId: agent.agentId, running: [{ taskId: task.id, frameworkId: fw.id, state: 'TASK_RUNNING', resources: 'cpus:0.1;mem:16;ports:[31000-31000]' }] });
+    agents.push(back);
+    await back.connect();
+    const t0 = Date.now();
+    // Well inside the 30 s a launch of this leader's own may take to reach the registry.
+    await waitFor('the ghost forgotten', () => (store().has(`instance/${ghost}`) ? undefined : true), 10_000);
+    expect(Date.now() - t0).toBeLessThan(10_000);
+    const item = await waitFor('the second instance waiting again', async () => (await marathon(master.url, 'GET', '/v2/queue')).body.queue.find((x: any) => x.app.id === '/ghost'), 10_000);
+    expect(item.count).toBe(1);
+    expect(store().has(`instance/${task.id}`)).toBe(true);
+  });
 });
 
 async function runningTasksCount(appId: string): Promise<number> {

@@ -72,11 +72,20 @@ export class MarathonService implements BuiltinInstance {
   /** API changes one at a time: a lock check and its write must not interleave with another's. */
   private apiChain: Promise<unknown> = Promise.resolve();
   private adoptedAtMs = -Infinity;
+  /**
+   * Instances an earlier leader recorded whose tasks the registry did not have when this one
+   * started. Once this framework's subscription is committed in this leader's term, every
+   * launch an earlier leader got into the log is applied: one still missing never happened,
+   * and is placed again at once rather than after the pending timeout.
+   */
+  private inheritedPending: Set<string> | undefined;
   private soon: NodeJS.Timeout | undefined;
 
   constructor(private readonly env: BuiltinEnv) {
     this.records = new MarathonRecords(env.store);
     for (const r of this.records.instances()) this.instances.set(r.taskId, r);
+    const tasks = env.ctx.registry.state.tasks;
+    this.inheritedPending = new Set([...this.instances.keys()].filter((id) => !tasks.has(id)));
     if (this.records.frameworkId() !== undefined || this.records.apps().length > 0 || this.records.deployments().length > 0) this.ensureSubscribed();
     this.timer = setInterval(() => {
       if (this.client) this.kick();
@@ -250,6 +259,15 @@ export class MarathonService implements BuiltinInstance {
     if (nowMs - this.adoptedAtMs >= ADOPT_EVERY_MS) {
       this.adoptedAtMs = nowMs;
       this.adoptOrphans(frameworkId, puts, killNow);
+    }
+
+    if (this.inheritedPending) {
+      for (const id of this.inheritedPending) {
+        if (registry.tasks.has(id) || !this.instances.has(id)) continue;
+        this.instances.delete(id);
+        puts.push({ key: instanceKey(id), value: null });
+      }
+      this.inheritedPending = undefined;
     }
 
     const apps = this.records.apps();
