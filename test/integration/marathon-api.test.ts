@@ -58,6 +58,17 @@ describe('Marathon REST API', () => {
     await waitForNoDeployments(master.url);
     expect(agents.flatMap((a) => a.killed)).toHaveLength(2);
 
+    // A task killed without scale=true is replaced.
+    const victim = (await waitForRunning(master.url, '/dev/web', 1))[0].id;
+    const killed = await marathon(master.url, 'DELETE', `/v2/apps/dev/web/tasks/${victim}`);
+    expect(killed.status).toBe(200);
+    expect(killed.body.task.id).toBe(victim);
+    await waitFor('a replacement', async () => {
+      const t = await waitForRunning(master.url, '/dev/web', 1);
+      return t[0].id !== victim ? true : undefined;
+    }, 20_000);
+    expect((await marathon(master.url, 'GET', '/v2/apps/dev/web')).body.app.instances).toBe(1);
+
     const before = (await waitForRunning(master.url, '/dev/web', 1))[0].id;
     expect((await marathon(master.url, 'POST', '/v2/apps/dev/web/restart')).status).toBe(200);
     await waitFor('the restarted instance', async () => {

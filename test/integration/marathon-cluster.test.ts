@@ -84,6 +84,17 @@ describe('services on one master and two agents', () => {
   }
 
   it('replaces a task whose HTTP health check fails', async () => {
+    const events = await openEvents(url);
+    try {
+      await sickReplaced();
+      // The agent's verdict reached Marathon's event bus.
+      await waitFor('health_status_changed_event', () => events.frames().find((f) => f.eventType === 'health_status_changed_event' && f.appId === '/svc/sick' && f.alive === false), 20_000);
+    } finally {
+      events.close();
+    }
+  }, 180_000);
+
+  async function sickReplaced(): Promise<void> {
     expect((await marathon(url, 'POST', '/v2/apps', app('/svc/sick', { healthChecks: httpCheck('/missing') }))).status).toBe(201);
     const first = await waitFor('the first task', async () => (await marathon(url, 'GET', '/v2/apps/svc/sick')).body.app.tasks[0], 60_000);
     const killed = await waitFor('the first task replaced', async () => {
@@ -95,7 +106,7 @@ describe('services on one master and two agents', () => {
     // The agent killed it for its health: the registry has it KILLED, unhealthy.
     const ended = await (await authFetch(`${url}/api/v1/tasks/${first.id}`)).json() as any;
     expect(ended).toMatchObject({ state: 'TASK_KILLED', healthy: false });
-  }, 180_000);
+  }
 
   it('never has fewer than 2 of 4 healthy during a rolling restart with minimumHealthCapacity 0.5', async () => {
     const spec = app('/svc/roll', { instances: 4, healthChecks: httpCheck(), upgradeStrategy: { minimumHealthCapacity: 0.5, maximumOverCapacity: 0 } });
