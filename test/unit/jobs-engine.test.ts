@@ -365,6 +365,25 @@ describe('job engine: limits, TTL and resuming', () => {
     expect(h.take().writes.get('t')).toBeNull();
   });
 
+  it('waits for a replica whose agent is unreachable instead of starting it twice', () => {
+    const h = harness();
+    h.e.submit(spec('u', 'batch', [group('worker', 1, 'OnFailure')]), [], 'u', 0);
+    h.e.offers([offer(1)], 1);
+    h.take();
+    const taskId = h.e.get('u')!.replicas[0]!.taskId!;
+    h.e.taskUpdate({ taskId, state: 'TASK_RUNNING', message: '' }, 2);
+    h.e.taskUpdate({ taskId, state: 'TASK_UNREACHABLE', message: 'agent is unreachable' }, 3);
+    expect(h.e.get('u')!.replicas[0]).toMatchObject({ state: 'Running', message: 'its agent is unreachable: agent is unreachable' });
+    h.e.offers([offer(2)], 4);
+    expect(h.take().launches).toEqual([]);
+    h.e.taskUpdate({ taskId, state: 'TASK_RUNNING', message: '' }, 5);
+    expect(h.e.get('u')!.replicas[0]!.message).toBe('');
+    // Written off for good (the agent was removed): only now is it started again.
+    h.e.taskUpdate({ taskId, state: 'TASK_GONE', message: 'agent was removed' }, 6);
+    h.e.offers([offer(2)], 7);
+    expect(h.take().launches.flatMap((l) => l.tasks.map((t) => t.name))).toEqual(['u-worker-0']);
+  });
+
   it('kills tasks no replica owns, and ignores an end it has already counted', () => {
     const h = harness();
     h.e.submit(spec('s', 'batch', [group('worker', 1, 'OnFailure')]), [], 'u', 0);

@@ -207,7 +207,9 @@ export class JobEngine {
     if (!isTerminal(ev.state)) {
       this.launchedAt.delete(ev.taskId);
       const next = ev.state === 'TASK_RUNNING' ? 'Running' : ev.state === 'TASK_UNREACHABLE' ? rep.state : 'Starting';
-      const message = ev.state === 'TASK_UNREACHABLE' ? `its agent is unreachable: ${ev.message}` : rep.message;
+      const unreachable = 'its agent is unreachable';
+      // Back from an unreachable agent: that is no longer news.
+      const message = ev.state === 'TASK_UNREACHABLE' ? `${unreachable}: ${ev.message}` : rep.message?.startsWith(unreachable) ? '' : rep.message;
       if (next !== rep.state || message !== rep.message) {
         rep.state = next;
         if (message !== undefined) rep.message = message;
