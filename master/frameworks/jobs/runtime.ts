@@ -165,6 +165,8 @@ export class JobsRuntime implements BuiltinInstance {
       name: JOBS_FRAMEWORK_NAME,
       user: '',
       failover_timeout: FAILOVER_TIMEOUT_S,
+      // Training wants GPUs: without this the master offers no agent that has any.
+      capabilities: [{ type: 'GPU_RESOURCES' }],
       ...(stored ? { id: { value: stored } } : {}),
     }));
     this.client = client;
