@@ -74,7 +74,7 @@ describe('cairn app', () => {
     expect((await cairn('delete', '/dev/db')).code).toBe(0);
     await waitForNoDeployments(master.url);
     expect((await cairn('list')).stdout).not.toContain('/dev/db');
-  });
+  }, 240_000);
 
   it('prints why an app was refused, and what waits in the queue', async () => {
     const file = join(dir, 'bad.json');
@@ -98,11 +98,11 @@ describe('cairn app', () => {
     expect(locked.code).toBe(1);
     expect(locked.stderr).toContain('add --force');
     expect((await cairn('delete', '/big', '--force')).code).toBe(0);
-  });
+  }, 240_000);
 
   it('has help with examples', async () => {
     const help = await runCairn(['app', 'deploy', '--help']);
     expect(help.stdout).toContain('Examples:\n  cairn app deploy web.json');
     expect((await runCairn(['app', '--help'])).stdout).toMatch(/queue \[options\]\s+instances waiting to start/);
-  });
+  }, 120_000);
 });
