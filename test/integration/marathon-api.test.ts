@@ -35,7 +35,7 @@ afterEach(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe('Marathon REST API', () => {
+describe('Marathon REST API', { timeout: 120_000 }, () => {
   it('runs, scales, restarts and deletes an app', async () => {
     await addAgent('h1');
     await addAgent('h2');
