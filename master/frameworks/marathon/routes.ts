@@ -122,7 +122,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
         const parsed = parseApp(raw);
         const svc = env.leading(req, reply);
         if (!svc) return reply;
-        const r = await svc.createApp(parsed, isTrue((req.query as Query).force), req.ip, req.url);
+        const r = await svc.changes.createApp(parsed, isTrue((req.query as Query).force), req.ip, req.url);
         const body = { ...renderApp(r.stored!, false), deployments: [{ id: r.deploymentId }] };
         return reply.code(201).header('location', `/v2/apps${parsed.app.id}`).header('marathon-deployment-id', r.deploymentId).send(withIgnored(body, parsed));
       } catch (err) {
@@ -150,7 +150,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       try {
         const svc = env.leading(req, reply);
         if (!svc) return reply;
-        const r = await svc.deleteDeployment((req.params as { id: string }).id, isTrue((req.query as Query).force));
+        const r = await svc.changes.deleteDeployment((req.params as { id: string }).id, isTrue((req.query as Query).force));
         if (!r) return reply.code(202).send();
         return reply.code(200).header('marathon-deployment-id', r.deploymentId).send({ deploymentId: r.deploymentId, version: r.version });
       } catch (err) {
@@ -247,7 +247,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       const parsed = parseApp(body, appId);
       const svc = env.leading(req, reply);
       if (!svc) return reply;
-      const r = await svc.putApp(parsed, isTrue(q.force), req.ip, req.url);
+      const r = await svc.changes.putApp(parsed, isTrue(q.force), req.ip, req.url);
       return reply.code(r.created ? 201 : 200).header('marathon-deployment-id', r.deploymentId).send(withIgnored({ deploymentId: r.deploymentId, version: r.version }, parsed));
     };
     app.put('/v2/apps/*', async (req, reply) => {
@@ -272,7 +272,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
         if (!records.app(appId)) throw unknownApp(appId);
         const svc = env.leading(req, reply);
         if (!svc) return reply;
-        const r = await svc.restartApp(appId, isTrue((req.query as Query).force));
+        const r = await svc.changes.restartApp(appId, isTrue((req.query as Query).force));
         return reply.code(200).header('marathon-deployment-id', r.deploymentId).send({ deploymentId: r.deploymentId, version: r.version });
       } catch (err) {
         return sendError(reply, err);
@@ -287,14 +287,14 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
         if (rest.length === 0) {
           const svc = env.leading(req, reply);
           if (!svc) return reply;
-          const r = await svc.deleteApp(appId, isTrue(q.force));
+          const r = await svc.changes.deleteApp(appId, isTrue(q.force));
           return reply.code(200).header('marathon-deployment-id', r.deploymentId).send({ deploymentId: r.deploymentId, version: r.version });
         }
         if (rest[0] === 'tasks' && rest.length <= 2) {
           const svc = env.leading(req, reply);
           if (!svc) return reply;
           const scale = isTrue(q.scale);
-          const r = await svc.killTasks(appId, rest.length === 2 ? [rest[1]!] : 'all', scale, isTrue(q.force), q.host);
+          const r = await svc.changes.killTasks(appId, rest.length === 2 ? [rest[1]!] : 'all', scale, isTrue(q.force), q.host);
           if (r.deployment) return reply.code(200).send({ deploymentId: r.deployment.deploymentId, version: r.deployment.version });
           const withHealth = (records.app(appId)?.app.healthChecks.length ?? 0) > 0;
           const tasks = r.killed.map((record) => taskJson({ record, task: registry().tasks.get(record.taskId) }, withHealth));

@@ -14,16 +14,10 @@ import { SchedulerClient } from '../../../shared/sdk/scheduler-client.ts';
 import { Resources } from '../../../shared/resources.ts';
 import type { BuiltinEnv, BuiltinInstance } from '../../builtin/host.ts';
 import type { BuiltinPut, TaskRecord } from '../../registry/commands.ts';
-import type { ParsedApp } from './app-parse.ts';
-import type { AppDefinition, StoredApp } from './app-model.ts';
-import { lockedBy, MarathonError, unknownApp } from './app-errors.ts';
-import { appToJson } from './app-json.ts';
 import { decide, type AppQueueFacts, type BackoffState, type CoreInput, type InstanceState, type InstanceView } from './core.ts';
+import { AppChanges } from './app-changes.ts';
 import { EventBus } from './event-bus.ts';
-import {
-  appKey, deploymentKey, FRAMEWORK_ID_KEY, instanceKey, MarathonRecords, versionKey,
-  type DeploymentAction, type DeploymentRecord, type InstanceRecord,
-} from './records.ts';
+import { deploymentKey, FRAMEWORK_ID_KEY, instanceKey, MarathonRecords, type InstanceRecord } from './records.ts';
 import { APP_LABEL, appIdOfTaskId, buildTaskInfo, CONFIG_VERSION_LABEL, marathonTaskId } from './task-info.ts';
 import { deploymentJson, type QueueCounters } from './views.ts';
 
@@ -43,12 +37,6 @@ const KILL_RETRY_MS = 5000;
 const REFUSE_WHILE_WAITING_S = 1;
 const REFUSE_IDLE_S = 30;
 
-export interface DeploymentStarted {
-  deploymentId: string;
-  version: string;
-  stored: StoredApp | null;
-}
-
 export class MarathonService implements BuiltinInstance {
   readonly bus = new EventBus();
   readonly records: MarathonRecords;
@@ -67,10 +55,7 @@ export class MarathonService implements BuiltinInstance {
   private dirty = false;
   private looping = false;
   private stopped = false;
-  private lastVersionMs = 0;
   private readonly timer: NodeJS.Timeout;
-  /** API changes one at a time: a lock check and its write must not interleave with another's. */
-  private apiChain: Promise<unknown> = Promise.resolve();
   private adoptedAtMs = -Infinity;
   /**
    * Instances an earlier leader recorded whose tasks the registry did not have when this one
@@ -81,8 +66,22 @@ export class MarathonService implements BuiltinInstance {
   private inheritedPending: Set<string> | undefined;
   private soon: NodeJS.Timeout | undefined;
 
+  /** Changes from the REST API. */
+  readonly changes: AppChanges;
+
   constructor(private readonly env: BuiltinEnv) {
     this.records = new MarathonRecords(env.store);
+    this.changes = new AppChanges({
+      records: this.records,
+      store: env.store,
+      bus: this.bus,
+      instances: this.instances,
+      resetBackoff: (appId) => void this.backoff.delete(appId),
+      changed: () => {
+        this.ensureSubscribed();
+        this.kick();
+      },
+    });
     for (const r of this.records.instances()) this.instances.set(r.taskId, r);
     const tasks = env.ctx.registry.state.tasks;
     this.inheritedPending = new Set([...this.instances.keys()].filter((id) => !tasks.has(id)));
@@ -397,159 +396,8 @@ export class MarathonService implements BuiltinInstance {
     }
   }
 
-  // ---- changes from the REST API (on the leader) ----
-
-  /** Runs API changes one after another. */
-  private serial<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.apiChain.then(fn, fn);
-    this.apiChain = next.catch(() => {});
-    return next;
-  }
-
-  private nextVersion(): string {
-    // Versions order an app's history: strictly increasing even within one millisecond.
-    const ms = Math.max(Date.now(), this.lastVersionMs + 1);
-    this.lastVersionMs = ms;
-    return new Date(ms).toISOString();
-  }
-
-  private deploymentsOf(appId: string): DeploymentRecord[] {
-    return this.records.deployments().filter((d) => d.appId === appId);
-  }
-
-  private checkLock(appId: string, force: boolean): string[] {
-    const held = this.deploymentsOf(appId).map((d) => d.id);
-    if (held.length > 0 && !force) throw lockedBy(appId, held);
-    return held;
-  }
-
-  private async commit(stored: StoredApp | null, appId: string, action: DeploymentAction, previous: StoredApp | null, cancelled: string[], extra: BuiltinPut[] = []): Promise<DeploymentStarted> {
-    const version = stored?.version ?? this.nextVersion();
-    const deployment: DeploymentRecord = { id: randomUUID(), appId, version, action, previous, target: stored };
-    const puts: BuiltinPut[] = stored
-      ? MarathonRecords.appChange(stored, deployment, cancelled)
-      : [
-          { key: appKey(appId), value: null },
-          ...this.records.versions(appId).map((v) => ({ key: versionKey(appId, v), value: null })),
-          ...cancelled.map((id) => ({ key: deploymentKey(id), value: null })),
-          MarathonRecords.put(deploymentKey(deployment.id), deployment),
-        ];
-    await this.env.store.write([...puts, ...extra]);
-    for (const id of cancelled) this.bus.publish('deployment_failed', { id, appId, reason: 'replaced by a forced change' });
-    const plan = deploymentJson(deployment);
-    this.bus.publish('deployment_info', { plan, currentStep: (plan.steps as unknown[])[0] });
-    this.ensureSubscribed();
-    this.kick();
-    return { deploymentId: deployment.id, version, stored };
-  }
-
-  createApp(parsed: ParsedApp, force: boolean, clientIp: string, uri: string): Promise<DeploymentStarted> {
-    return this.serial(async () => {
-      const id = parsed.app.id;
-      if (this.records.app(id)) throw new MarathonError(409, `An app with id [${id}] already exists.`);
-      const cancelled = this.checkLock(id, force);
-      const version = this.nextVersion();
-      const stored: StoredApp = { app: parsed.app, version, configVersion: version };
-      this.backoff.delete(id);
-      this.bus.publish('api_post_event', { clientIp, uri, appDefinition: appToJson(parsed.app) });
-      return this.commit(stored, id, 'StartApplication', null, cancelled);
-    });
-  }
-
-  /** Replaces an app (creating it when missing); `changed` tells whether it was created. */
-  putApp(parsed: ParsedApp, force: boolean, clientIp: string, uri: string): Promise<DeploymentStarted & { created: boolean }> {
-    return this.serial(async () => {
-      const id = parsed.app.id;
-      const existing = this.records.app(id);
-      const cancelled = this.checkLock(id, force);
-      const version = this.nextVersion();
-      this.bus.publish('api_post_event', { clientIp, uri, appDefinition: appToJson(parsed.app) });
-      if (!existing) {
-        const r = await this.commit({ app: parsed.app, version, configVersion: version }, id, 'StartApplication', null, cancelled);
-        return { ...r, created: true };
-      }
-      const configChanged = !sameConfig(existing.app, parsed.app);
-      if (configChanged) this.backoff.delete(id);
-      const stored: StoredApp = { app: parsed.app, version, configVersion: configChanged ? version : existing.configVersion };
-      const r = await this.commit(stored, id, configChanged ? 'RestartApplication' : 'ScaleApplication', existing, cancelled);
-      return { ...r, created: false };
-    });
-  }
-
-  restartApp(appId: string, force: boolean): Promise<DeploymentStarted> {
-    return this.serial(async () => {
-      const existing = this.records.app(appId);
-      if (!existing) throw unknownApp(appId);
-      const cancelled = this.checkLock(appId, force);
-      const version = this.nextVersion();
-      this.backoff.delete(appId);
-      return this.commit({ app: existing.app, version, configVersion: version }, appId, 'RestartApplication', existing, cancelled);
-    });
-  }
-
-  deleteApp(appId: string, force: boolean): Promise<DeploymentStarted> {
-    return this.serial(async () => {
-      const existing = this.records.app(appId);
-      if (!existing) throw unknownApp(appId);
-      const cancelled = this.checkLock(appId, force);
-      this.backoff.delete(appId);
-      return this.commit(null, appId, 'StopApplication', existing, cancelled);
-    });
-  }
-
-  /**
-   * Kills tasks of an app. Without `scale` they are replaced; with it the app's instance
-   * count drops by as many (a scaling deployment). Returns the killed tasks' records.
-   */
-  killTasks(appId: string, taskIds: string[] | 'all', scale: boolean, force: boolean, host?: string): Promise<{ killed: InstanceRecord[]; deployment?: DeploymentStarted }> {
-    return this.serial(async () => {
-      const existing = this.records.app(appId);
-      if (!existing) throw unknownApp(appId);
-      const mine = [...this.instances.values()].filter((r) => r.appId === appId && !r.killRequested && (host === undefined || r.hostname === host));
-      const chosen = taskIds === 'all' ? mine : mine.filter((r) => taskIds.includes(r.taskId));
-      if (taskIds !== 'all' && chosen.length === 0) throw new MarathonError(404, `Task '${taskIds.join(', ')}' does not exist`);
-      // A locked app refuses a scaling kill before anything is marked: a 409 changes nothing.
-      const cancelled = scale ? this.checkLock(appId, force) : [];
-      const marked = chosen.map((r) => ({ ...r, killRequested: true }));
-      for (const r of marked) this.instances.set(r.taskId, r);
-      const markPuts = marked.map((r) => MarathonRecords.put(instanceKey(r.taskId), r));
-      let deployment: DeploymentStarted | undefined;
-      if (scale) {
-        const app: AppDefinition = { ...existing.app, instances: Math.max(0, existing.app.instances - marked.length) };
-        deployment = await this.commit({ app, version: this.nextVersion(), configVersion: existing.configVersion }, appId, 'ScaleApplication', existing, cancelled, markPuts);
-      } else {
-        await this.env.store.write(markPuts);
-        this.kick();
-      }
-      return { killed: marked, ...(deployment ? { deployment } : {}) };
-    });
-  }
-
-  /** Rolls a deployment back (a new deployment to the app as it was), or with `force` just drops it. */
-  deleteDeployment(id: string, force: boolean): Promise<DeploymentStarted | undefined> {
-    return this.serial(async () => {
-      const d = this.records.deployment(id);
-      if (!d) throw new MarathonError(404, `DeploymentPlan ${id} does not exist`);
-      if (force) {
-        await this.env.store.write([{ key: deploymentKey(id), value: null }]);
-        this.bus.publish('deployment_failed', { id, appId: d.appId, reason: 'cancelled' });
-        this.kick();
-        return undefined;
-      }
-      this.bus.publish('deployment_failed', { id, appId: d.appId, reason: 'rolled back' });
-      if (d.previous === null) return this.commit(null, d.appId, 'StopApplication', d.target, [id]);
-      const version = this.nextVersion();
-      return this.commit({ app: d.previous.app, version, configVersion: d.previous.configVersion }, d.appId, d.action === 'ScaleApplication' ? 'ScaleApplication' : 'RestartApplication', this.records.app(d.appId) ?? null, [id]);
-    });
-  }
-
   /** The instances of an app (or all) with their registry tasks. */
   instancesOf(appId?: string): InstanceRecord[] {
     return [...this.instances.values()].filter((r) => appId === undefined || r.appId === appId);
   }
-}
-
-/** Whether two definitions differ only in their instance count (a scale, not a restart). */
-export function sameConfig(a: AppDefinition, b: AppDefinition): boolean {
-  return JSON.stringify({ ...appToJson(a), instances: 0 }) === JSON.stringify({ ...appToJson(b), instances: 0 });
 }

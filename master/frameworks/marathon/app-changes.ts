@@ -1,0 +1,193 @@
+// Changes to apps from the REST API, on the leader: one at a time (a lock check and its
+// write never interleave with another's), each one write of the app, its version and its
+// deployment — durable before the answer, so an acknowledged change survives the leader.
+// One deployment per app: a change while one runs is a 409 naming it, unless forced (the
+// running one is then dropped and the new one starts from where things stand).
+
+import { randomUUID } from 'node:crypto';
+import type { BuiltinStore } from '../../builtin/store.ts';
+import type { BuiltinPut } from '../../registry/commands.ts';
+import type { ParsedApp } from './app-parse.ts';
+import type { AppDefinition, StoredApp } from './app-model.ts';
+import { lockedBy, MarathonError, unknownApp } from './app-errors.ts';
+import { appToJson } from './app-json.ts';
+import type { EventBus } from './event-bus.ts';
+import {
+  appKey, deploymentKey, instanceKey, MarathonRecords, versionKey,
+  type DeploymentAction, type DeploymentRecord, type InstanceRecord,
+} from './records.ts';
+import { deploymentJson } from './views.ts';
+
+export interface DeploymentStarted {
+  deploymentId: string;
+  version: string;
+  stored: StoredApp | null;
+}
+
+/** What changes need of the service they belong to. */
+export interface ChangeHost {
+  readonly records: MarathonRecords;
+  readonly store: BuiltinStore;
+  readonly bus: EventBus;
+  /** The leader's working copy of the instance records. */
+  readonly instances: Map<string, InstanceRecord>;
+  /** Launches of the app wait no longer (a new config, a restart, a delete). */
+  resetBackoff(appId: string): void;
+  /** Something changed: subscribe if not yet, and run a round. */
+  changed(): void;
+}
+
+export class AppChanges {
+  private apiChain: Promise<unknown> = Promise.resolve();
+  private lastVersionMs = 0;
+
+  constructor(private readonly host: ChangeHost) {}
+
+  /** Runs API changes one after another. */
+  private serial<T>(fn: () => Promise<T>): Promise<T> {
+    const next = this.apiChain.then(fn, fn);
+    this.apiChain = next.catch(() => {});
+    return next;
+  }
+
+  private nextVersion(): string {
+    // Versions order an app's history: strictly increasing even within one millisecond.
+    const ms = Math.max(Date.now(), this.lastVersionMs + 1);
+    this.lastVersionMs = ms;
+    return new Date(ms).toISOString();
+  }
+
+  private deploymentsOf(appId: string): DeploymentRecord[] {
+    return this.host.records.deployments().filter((d) => d.appId === appId);
+  }
+
+  private checkLock(appId: string, force: boolean): string[] {
+    const held = this.deploymentsOf(appId).map((d) => d.id);
+    if (held.length > 0 && !force) throw lockedBy(appId, held);
+    return held;
+  }
+
+  private async commit(stored: StoredApp | null, appId: string, action: DeploymentAction, previous: StoredApp | null, cancelled: string[], extra: BuiltinPut[] = []): Promise<DeploymentStarted> {
+    const version = stored?.version ?? this.nextVersion();
+    const deployment: DeploymentRecord = { id: randomUUID(), appId, version, action, previous, target: stored };
+    const puts: BuiltinPut[] = stored
+      ? MarathonRecords.appChange(stored, deployment, cancelled)
+      : [
+          { key: appKey(appId), value: null },
+          ...this.host.records.versions(appId).map((v) => ({ key: versionKey(appId, v), value: null })),
+          ...cancelled.map((id) => ({ key: deploymentKey(id), value: null })),
+          MarathonRecords.put(deploymentKey(deployment.id), deployment),
+        ];
+    await this.host.store.write([...puts, ...extra]);
+    for (const id of cancelled) this.host.bus.publish('deployment_failed', { id, appId, reason: 'replaced by a forced change' });
+    const plan = deploymentJson(deployment);
+    this.host.bus.publish('deployment_info', { plan, currentStep: (plan.steps as unknown[])[0] });
+    this.host.changed();
+    return { deploymentId: deployment.id, version, stored };
+  }
+
+  createApp(parsed: ParsedApp, force: boolean, clientIp: string, uri: string): Promise<DeploymentStarted> {
+    return this.serial(async () => {
+      const id = parsed.app.id;
+      if (this.host.records.app(id)) throw new MarathonError(409, `An app with id [${id}] already exists.`);
+      const cancelled = this.checkLock(id, force);
+      const version = this.nextVersion();
+      const stored: StoredApp = { app: parsed.app, version, configVersion: version };
+      this.host.resetBackoff(id);
+      this.host.bus.publish('api_post_event', { clientIp, uri, appDefinition: appToJson(parsed.app) });
+      return this.commit(stored, id, 'StartApplication', null, cancelled);
+    });
+  }
+
+  /** Replaces an app (creating it when missing); `changed` tells whether it was created. */
+  putApp(parsed: ParsedApp, force: boolean, clientIp: string, uri: string): Promise<DeploymentStarted & { created: boolean }> {
+    return this.serial(async () => {
+      const id = parsed.app.id;
+      const existing = this.host.records.app(id);
+      const cancelled = this.checkLock(id, force);
+      const version = this.nextVersion();
+      this.host.bus.publish('api_post_event', { clientIp, uri, appDefinition: appToJson(parsed.app) });
+      if (!existing) {
+        const r = await this.commit({ app: parsed.app, version, configVersion: version }, id, 'StartApplication', null, cancelled);
+        return { ...r, created: true };
+      }
+      const configChanged = !sameConfig(existing.app, parsed.app);
+      if (configChanged) this.host.resetBackoff(id);
+      const stored: StoredApp = { app: parsed.app, version, configVersion: configChanged ? version : existing.configVersion };
+      const r = await this.commit(stored, id, configChanged ? 'RestartApplication' : 'ScaleApplication', existing, cancelled);
+      return { ...r, created: false };
+    });
+  }
+
+  restartApp(appId: string, force: boolean): Promise<DeploymentStarted> {
+    return this.serial(async () => {
+      const existing = this.host.records.app(appId);
+      if (!existing) throw unknownApp(appId);
+      const cancelled = this.checkLock(appId, force);
+      const version = this.nextVersion();
+      this.host.resetBackoff(appId);
+      return this.commit({ app: existing.app, version, configVersion: version }, appId, 'RestartApplication', existing, cancelled);
+    });
+  }
+
+  deleteApp(appId: string, force: boolean): Promise<DeploymentStarted> {
+    return this.serial(async () => {
+      const existing = this.host.records.app(appId);
+      if (!existing) throw unknownApp(appId);
+      const cancelled = this.checkLock(appId, force);
+      this.host.resetBackoff(appId);
+      return this.commit(null, appId, 'StopApplication', existing, cancelled);
+    });
+  }
+
+  /**
+   * Kills tasks of an app. Without `scale` they are replaced; with it the app's instance
+   * count drops by as many (a scaling deployment). Returns the killed tasks' records.
+   */
+  killTasks(appId: string, taskIds: string[] | 'all', scale: boolean, force: boolean, host?: string): Promise<{ killed: InstanceRecord[]; deployment?: DeploymentStarted }> {
+    return this.serial(async () => {
+      const existing = this.host.records.app(appId);
+      if (!existing) throw unknownApp(appId);
+      const mine = [...this.host.instances.values()].filter((r) => r.appId === appId && !r.killRequested && (host === undefined || r.hostname === host));
+      const chosen = taskIds === 'all' ? mine : mine.filter((r) => taskIds.includes(r.taskId));
+      if (taskIds !== 'all' && chosen.length === 0) throw new MarathonError(404, `Task '${taskIds.join(', ')}' does not exist`);
+      // A locked app refuses a scaling kill before anything is marked: a 409 changes nothing.
+      const cancelled = scale ? this.checkLock(appId, force) : [];
+      const marked = chosen.map((r) => ({ ...r, killRequested: true }));
+      for (const r of marked) this.host.instances.set(r.taskId, r);
+      const markPuts = marked.map((r) => MarathonRecords.put(instanceKey(r.taskId), r));
+      let deployment: DeploymentStarted | undefined;
+      if (scale) {
+        const app: AppDefinition = { ...existing.app, instances: Math.max(0, existing.app.instances - marked.length) };
+        deployment = await this.commit({ app, version: this.nextVersion(), configVersion: existing.configVersion }, appId, 'ScaleApplication', existing, cancelled, markPuts);
+      } else {
+        await this.host.store.write(markPuts);
+        this.host.changed();
+      }
+      return { killed: marked, ...(deployment ? { deployment } : {}) };
+    });
+  }
+
+  /** Rolls a deployment back (a new deployment to the app as it was), or with `force` just drops it. */
+  deleteDeployment(id: string, force: boolean): Promise<DeploymentStarted | undefined> {
+    return this.serial(async () => {
+      const d = this.host.records.deployment(id);
+      if (!d) throw new MarathonError(404, `DeploymentPlan ${id} does not exist`);
+      if (force) {
+        await this.host.store.write([{ key: deploymentKey(id), value: null }]);
+        this.host.bus.publish('deployment_failed', { id, appId: d.appId, reason: 'cancelled' });
+        this.host.changed();
+        return undefined;
+      }
+      this.host.bus.publish('deployment_failed', { id, appId: d.appId, reason: 'rolled back' });
+      if (d.previous === null) return this.commit(null, d.appId, 'StopApplication', d.target, [id]);
+      const version = this.nextVersion();
+      return this.commit({ app: d.previous.app, version, configVersion: d.previous.configVersion }, d.appId, d.action === 'ScaleApplication' ? 'ScaleApplication' : 'RestartApplication', this.host.records.app(d.appId) ?? null, [id]);
+    });
+  }
+}
+
+/** Whether two definitions differ only in their instance count (a scale, not a restart). */
+export function sameConfig(a: AppDefinition, b: AppDefinition): boolean {
+  return JSON.stringify({ ...appToJson(a), instances: 0 }) === JSON.stringify({ ...appToJson(b), instances: 0 });
+}
