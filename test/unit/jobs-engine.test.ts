@@ -158,6 +158,21 @@ describe('job engine: gangs', () => {
     expect(e.get('low')!.phase).toBe('Queued');
   });
 
+  it('a job draws only on the offers of its own role; the others are let go', () => {
+    const { e, take } = harness();
+    e.submit(spec('teamed', 'batch', [group('worker', 2, 'OnFailure', 2)], { role: 'team-a' }), [], 'u', 0);
+    take();
+    const theirs = { ...offer(1), role: 'team-b' };
+    e.offers([theirs], 10);
+    expect(take()).toMatchObject({ launches: [], declines: [theirs.id] });
+    const ours = { ...offer(2), role: 'team-a' };
+    e.offers([ours], 20);
+    const x = take();
+    expect(x.launches).toEqual([expect.objectContaining({ role: 'team-a', offerIds: [ours.id] })]);
+    expect(x.launches[0]!.tasks[0]!.resources[0]).toMatchObject({ role: 'team-a' });
+    expect(e.roles()).toEqual(['team-a']);
+  });
+
   it('starts minAvailable replicas as the gang, and the rest as offers allow', () => {
     const { e, take } = harness();
     e.submit(spec('part', 'batch', [group('worker', 4, 'OnFailure', 2)], { minAvailable: 2 }), [], 'u', 0);
@@ -395,7 +410,7 @@ describe('job engine: limits, TTL and resuming', () => {
     expect(h.e.get('s')!.restarts).toBe(1);
     h.take();
     h.e.taskUpdate({ taskId: 'someone-else.worker-0.x.1', state: 'TASK_RUNNING', message: '' }, 4);
-    expect(h.take().kills).toEqual([{ taskId: 'someone-else.worker-0.x.1' }]);
+    expect(h.take().kills).toEqual([{ taskId: 'someone-else.worker-0.x.1', role: '*' }]);
   });
 
   it('a new engine resumes from the stored records: same tasks, kills it had decided sent again', () => {

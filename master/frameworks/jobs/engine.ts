@@ -49,6 +49,8 @@ export interface TaskLaunch {
 }
 
 export interface LaunchEffect {
+  /** The job's role: the subscription whose offers these are. */
+  role: string;
   agentId: string;
   offerIds: string[];
   tasks: TaskLaunch[];
@@ -58,7 +60,8 @@ export interface Effects {
   /** Records to make durable before anything else; null removes the job. */
   writes: Map<string, JobRecord | null>;
   launches: LaunchEffect[];
-  kills: { taskId: string; agentId?: string }[];
+  /** `role`: the subscription the task was launched through. */
+  kills: { taskId: string; agentId?: string; role: string }[];
   declines: string[];
 }
 
@@ -69,6 +72,8 @@ export interface TaskEvent {
   /** A signal's end comes as 128 + its number. */
   exitCode?: number;
   message: string;
+  /** The role of the subscription it came through (to kill a task no replica owns); default `*`. */
+  role?: string;
 }
 
 const LIVE = new Set<ReplicaStatus['state']>(['Starting', 'Running']);
@@ -100,7 +105,7 @@ export class JobEngine {
       r.replicas.forEach((rep, key) => {
         if (rep.taskId !== undefined && isLive(rep)) this.taskIndex.set(rep.taskId, { job: r.spec.name, key });
       });
-      for (const taskId of r.killing) this.kill(taskId, this.agentOf(r, taskId));
+      for (const taskId of r.killing) this.kill(taskId, this.agentOf(r, taskId), r.spec.role);
     }
   }
 
@@ -113,11 +118,13 @@ export class JobEngine {
   }
 
   /** Every task the engine thinks may run, to reconcile after (re)subscribing. */
-  liveTasks(): { taskId: string; agentId?: string }[] {
-    const out: { taskId: string; agentId?: string }[] = [];
+  liveTasks(): { taskId: string; agentId?: string; role: string }[] {
+    const out: { taskId: string; agentId?: string; role: string }[] = [];
     for (const [taskId, { job, key }] of this.taskIndex) {
-      const agentId = this.jobs.get(job)?.replicas[key]?.agentId;
-      out.push(agentId ? { taskId, agentId } : { taskId });
+      const r = this.jobs.get(job);
+      const agentId = r?.replicas[key]?.agentId;
+      const role = r?.spec.role ?? '*';
+      out.push(agentId ? { taskId, agentId, role } : { taskId, role });
     }
     return out;
   }
@@ -127,19 +134,28 @@ export class JobEngine {
    * (a leader died with it). Reconciling them explicitly makes the master say what it knows,
    * or that it knows nothing (then launchFailed).
    */
-  startingSince(nowMs: number, ageMs: number): { taskId: string; agentId?: string }[] {
-    const out: { taskId: string; agentId?: string }[] = [];
+  startingSince(nowMs: number, ageMs: number): { taskId: string; agentId?: string; role: string }[] {
+    const out: { taskId: string; agentId?: string; role: string }[] = [];
     for (const [taskId, { job, key }] of this.taskIndex) {
-      const rep = this.jobs.get(job)?.replicas[key];
-      if (rep?.state !== 'Starting' || (this.launchedAt.get(taskId) ?? 0) > nowMs - ageMs) continue;
-      out.push(rep.agentId ? { taskId, agentId: rep.agentId } : { taskId });
+      const r = this.jobs.get(job);
+      const rep = r?.replicas[key];
+      if (!r || rep?.state !== 'Starting' || (this.launchedAt.get(taskId) ?? 0) > nowMs - ageMs) continue;
+      out.push(rep.agentId ? { taskId, agentId: rep.agentId, role: r.spec.role } : { taskId, role: r.spec.role });
     }
     return out;
   }
 
-  /** Whether any job needs offers now (queued, or a replica to place). */
-  wantsOffers(): boolean {
+  /** The roles of the jobs that are not finished or still run something: one subscription each. */
+  roles(): string[] {
+    const out = new Set<string>();
+    for (const r of this.jobs.values()) if (!isFinished(r) || r.replicas.some(isLive)) out.add(r.spec.role);
+    return [...out].sort();
+  }
+
+  /** Whether any job (of `role`, when given) needs offers now (queued, or a replica to place). */
+  wantsOffers(role?: string): boolean {
     for (const r of this.jobs.values()) {
+      if (role !== undefined && r.spec.role !== role) continue;
       if (r.phase === 'Queued' && r.placedAtMs === undefined) return true;
       if (r.placedAtMs !== undefined && !isFinished(r) && r.phase !== 'Restarting' && r.replicas.some((x) => x.state === 'Pending')) return true;
     }
@@ -200,7 +216,7 @@ export class JobEngine {
     const rep = at && r ? r.replicas[at.key] : undefined;
     if (!at || !r || !rep || rep.taskId !== ev.taskId) {
       // Not a task any replica runs now (an earlier attempt, a deleted job): it must not run.
-      if (!isTerminal(ev.state) && ev.state !== 'TASK_UNREACHABLE') this.kill(ev.taskId, ev.agentId);
+      if (!isTerminal(ev.state) && ev.state !== 'TASK_UNREACHABLE') this.kill(ev.taskId, ev.agentId, ev.role ?? '*');
       if (at && isTerminal(ev.state)) this.taskIndex.delete(ev.taskId);
       return;
     }
@@ -353,14 +369,14 @@ export class JobEngine {
   private killReplica(r: JobRecord, rep: ReplicaStatus): void {
     if (rep.taskId === undefined) return;
     if (!r.killing.includes(rep.taskId)) r.killing.push(rep.taskId);
-    this.kill(rep.taskId, rep.agentId);
+    this.kill(rep.taskId, rep.agentId, r.spec.role);
   }
 
   private dropJob(r: JobRecord): void {
     this.releaseGathering(r.spec.name);
     for (const rep of r.replicas) {
       if (rep.taskId !== undefined && isLive(rep)) {
-        this.kill(rep.taskId, rep.agentId);
+        this.kill(rep.taskId, rep.agentId, r.spec.role);
         this.taskIndex.delete(rep.taskId);
       }
     }
@@ -406,8 +422,9 @@ export class JobEngine {
       }
       break;
     }
-    // Nobody is gathering: nothing needs what is held.
-    if (!this.gathering) this.declineHeld();
+    // What the gathering job cannot use (nothing, when none gathers) is let go.
+    const keep = this.gathering ? this.jobs.get(this.gathering.job)?.spec.role : undefined;
+    this.declineHeld(keep);
   }
 
   /** The next queued job to gather for: highest priority, then oldest; Unschedulable ones are settled on the way. */
@@ -452,7 +469,7 @@ export class JobEngine {
   }
 
   private tryGang(r: JobRecord, nowMs: number): boolean {
-    const placement = placeGang(this.gangMembers(r), [...this.held.values()]);
+    const placement = placeGang(this.gangMembers(r), this.offersFor(r.spec.role));
     if (!placement) return false;
     r.startedAtMs ??= nowMs;
     r.placedAtMs = nowMs;
@@ -469,7 +486,7 @@ export class JobEngine {
       if (r.placedAtMs === undefined || isFinished(r) || r.phase === 'Restarting' || this.held.size === 0) continue;
       const members = r.replicas.map((rep, key) => (rep.state === 'Pending' ? this.member(r, rep, key) : undefined)).filter((m): m is GangMember => m !== undefined);
       if (members.length === 0) continue;
-      const { launches } = placeMembers(members, [...this.held.values()], true);
+      const { launches } = placeMembers(members, this.offersFor(r.spec.role), true);
       if (launches.length > 0) this.launch(r, launches);
     }
   }
@@ -501,7 +518,7 @@ export class JobEngine {
         const env = { ...replicaEnvironment(r.spec, rep.group, rep.index, where, this.opts.domain), ...template.env };
         return { taskId: rep.taskId!, name: replicaTaskName(r.spec.name, rep.group, rep.index), job: r.spec.name, group: rep.group, index: rep.index, resources: m.resources, ports: m.ports, env, template };
       });
-      this.effects.launches.push({ agentId: a.agentId, offerIds: a.offerIds, tasks });
+      this.effects.launches.push({ role: r.spec.role, agentId: a.agentId, offerIds: a.offerIds, tasks });
     }
     this.dirty(r);
   }
@@ -518,14 +535,22 @@ export class JobEngine {
     if (this.gathering?.job === job) this.gathering = undefined;
   }
 
-  private declineHeld(): void {
-    if (this.held.size === 0) return;
-    this.effects.declines.push(...this.held.keys());
-    this.held.clear();
+  /** Declines every offer held, but those of role `keep`. */
+  private declineHeld(keep?: string): void {
+    for (const [id, o] of this.held) {
+      if (o.role === keep) continue;
+      this.effects.declines.push(id);
+      this.held.delete(id);
+    }
   }
 
-  private kill(taskId: string, agentId: string | undefined): void {
-    this.effects.kills.push(agentId ? { taskId, agentId } : { taskId });
+  /** A job draws on the offers of its own role: those its role's subscription is sent. */
+  private offersFor(role: string): HeldOffer[] {
+    return [...this.held.values()].filter((o) => o.role === role);
+  }
+
+  private kill(taskId: string, agentId: string | undefined, role: string): void {
+    this.effects.kills.push(agentId ? { taskId, agentId, role } : { taskId, role });
   }
 
   private agentOf(r: JobRecord, taskId: string): string | undefined {

@@ -28,6 +28,18 @@ export function jobKey(name: string): string {
   return `${JOB_KEY_PREFIX}${name}`;
 }
 
+/**
+ * One subscription per role of the jobs (a framework has one role): the default role's
+ * framework id under `framework-id`, another role's under `framework-id/<role>`.
+ */
+export function frameworkIdKey(role: string): string {
+  return role === '*' ? FRAMEWORK_ID_KEY : `${FRAMEWORK_ID_KEY}/${role}`;
+}
+
+function roleOfKey(key: string): string {
+  return key === FRAMEWORK_ID_KEY ? '*' : key.slice(FRAMEWORK_ID_KEY.length + 1);
+}
+
 /** Tasks of a framework that failed over are kept this long for the next leader (a week). */
 const FAILOVER_TIMEOUT_S = 7 * 24 * 3600;
 const TICK_MS = 200;
@@ -45,13 +57,16 @@ export interface JobsRuntimeOptions extends Partial<Omit<EngineOptions, 'domain'
 export class JobsRuntime implements BuiltinInstance {
   private readonly engine: JobEngine;
   private readonly log: Logger;
-  private client: SchedulerClient | undefined;
+  /** One subscription per role, each a framework named `jobs`. */
+  private readonly clients = new Map<string, SchedulerClient>();
+  /** The role whose subscription each held offer came through, to decline it there. */
+  private readonly offerRoles = new Map<string, string>();
   private chain: Promise<void> = Promise.resolve();
   private readonly timer: NodeJS.Timeout;
   private stopped = false;
-  /** Kills decided before the subscription was up: sent once it is. */
-  private pendingKills: { taskId: string; agentId?: string }[] = [];
-  private suppressed = false;
+  /** Kills decided before their subscription was up: sent once it is. */
+  private pendingKills: { taskId: string; agentId?: string; role: string }[] = [];
+  private readonly suppressed = new Map<string, boolean>();
   private readonly now: () => number;
 
   constructor(private readonly env: BuiltinEnv, opts: JobsRuntimeOptions = {}) {
@@ -60,7 +75,8 @@ export class JobsRuntime implements BuiltinInstance {
     this.engine = new JobEngine({ ...DEFAULT_ENGINE_OPTIONS, ...opts, domain: env.domain ?? 'cairn' });
     const records = env.store.entries<JsonValue>(JOB_KEY_PREFIX).map(([, v]) => v as unknown as JobRecord);
     this.engine.load(records);
-    if (records.length > 0 || env.store.get(FRAMEWORK_ID_KEY) !== undefined) this.ensureSubscribed();
+    const roles = new Set([...this.engine.roles(), ...env.store.entries(FRAMEWORK_ID_KEY).map(([k]) => roleOfKey(k))]);
+    for (const role of roles) this.ensureSubscribed(role);
     let ticks = 0;
     this.timer = setInterval(() => this.run(() => {
       this.engine.setClusterTotals(this.clusterTotals());
@@ -80,7 +96,7 @@ export class JobsRuntime implements BuiltinInstance {
       const r = this.engine.submit(spec, ignored, randomBytes(4).toString('hex'), this.now());
       out = r === 'exists' ? r : structuredClone(r);
     });
-    if (out !== 'exists') this.ensureSubscribed();
+    if (out !== 'exists') this.ensureSubscribed(spec.role);
     return out;
   }
 
@@ -96,7 +112,7 @@ export class JobsRuntime implements BuiltinInstance {
   stop(): void {
     this.stopped = true;
     clearInterval(this.timer);
-    this.client?.close();
+    for (const c of this.clients.values()) c.close();
   }
 
   // ---- the queue ----------------------------------------------------------------------
@@ -118,62 +134,79 @@ export class JobsRuntime implements BuiltinInstance {
       // Durable first: a leader that dies after this line leaves a record the next one acts on.
       await this.env.store.write([...e.writes].map(([name, r]) => ({ key: jobKey(name), value: r === null ? null : (structuredClone(r) as unknown as JsonValue) })));
     }
-    const client = this.client;
-    const subscribed = client?.connected === true;
     this.pendingKills.push(...e.kills);
-    if (subscribed) {
-      const kills = this.pendingKills;
-      this.pendingKills = [];
-      for (const k of kills) client!.kill(k.taskId, k.agentId).catch((err: Error) => this.log.warn({ err: err.message, taskId: k.taskId }, 'kill not sent'));
-      for (const l of e.launches) {
-        const tasks = l.tasks.map((t) => taskInfoFor(t, l.agentId));
-        client!.accept(l.offerIds, tasks, { refuse_seconds: REFUSE_BUSY_S }).catch((err: Error) => {
-          this.log.warn({ err: err.message, tasks: tasks.map((t) => t.task_id.value) }, 'launch refused');
-          void this.run(() => this.engine.launchFailed(tasks.map((t) => t.task_id.value), err.message, this.now()));
-        });
+    const waiting: typeof this.pendingKills = [];
+    for (const k of this.pendingKills) {
+      const client = this.clients.get(k.role);
+      if (client?.connected !== true) {
+        waiting.push(k);
+        continue;
       }
-      if (e.declines.length > 0) {
-        const refuse = this.engine.wantsOffers() ? REFUSE_BUSY_S : REFUSE_IDLE_S;
-        client!.decline(e.declines, refuse).catch((err: Error) => this.log.debug({ err: err.message }, 'decline not sent'));
-      }
-      this.adjustOffers(client!);
-    } else if (e.launches.length > 0) {
-      // Offers come only on a subscription; a launch without one is a launch that failed.
-      const ids = e.launches.flatMap((l) => l.tasks.map((t) => t.taskId));
-      queueMicrotask(() => void this.run(() => this.engine.launchFailed(ids, 'not subscribed', this.now())));
+      client.kill(k.taskId, k.agentId).catch((err: Error) => this.log.warn({ err: err.message, taskId: k.taskId }, 'kill not sent'));
     }
+    this.pendingKills = waiting;
+    for (const l of e.launches) {
+      const tasks = l.tasks.map((t) => taskInfoFor(t, l.agentId));
+      const ids = tasks.map((t) => t.task_id.value);
+      for (const id of l.offerIds) this.offerRoles.delete(id);
+      const client = this.clients.get(l.role);
+      if (client?.connected !== true) {
+        // Offers come only on a subscription: without one, the launch did not happen.
+        queueMicrotask(() => void this.run(() => this.engine.launchFailed(ids, 'not subscribed', this.now())));
+        continue;
+      }
+      client.accept(l.offerIds, tasks, { refuse_seconds: REFUSE_BUSY_S }).catch((err: Error) => {
+        this.log.warn({ err: err.message, tasks: ids }, 'launch refused');
+        void this.run(() => this.engine.launchFailed(ids, err.message, this.now()));
+      });
+    }
+    const declines = new Map<string, string[]>();
+    for (const id of e.declines) {
+      const role = this.offerRoles.get(id) ?? '*';
+      this.offerRoles.delete(id);
+      declines.set(role, [...(declines.get(role) ?? []), id]);
+    }
+    for (const [role, ids] of declines) {
+      const refuse = this.engine.wantsOffers(role) ? REFUSE_BUSY_S : REFUSE_IDLE_S;
+      this.clients.get(role)?.decline(ids, refuse).catch((err: Error) => this.log.debug({ err: err.message }, 'decline not sent'));
+    }
+    for (const [role, client] of this.clients) if (client.connected) this.adjustOffers(role, client);
+    for (const role of this.engine.roles()) this.ensureSubscribed(role);
   }
 
   /** Asks for offers while a job needs them, and not otherwise. */
-  private adjustOffers(client: SchedulerClient): void {
-    const want = this.engine.wantsOffers();
-    if (want && this.suppressed) {
-      this.suppressed = false;
-      client.revive().catch(() => { this.suppressed = true; });
-    } else if (!want && !this.suppressed) {
-      this.suppressed = true;
-      client.suppress().catch(() => { this.suppressed = false; });
+  private adjustOffers(role: string, client: SchedulerClient): void {
+    const want = this.engine.wantsOffers(role);
+    const suppressed = this.suppressed.get(role) === true;
+    if (want && suppressed) {
+      this.suppressed.set(role, false);
+      client.revive().catch(() => this.suppressed.set(role, true));
+    } else if (!want && !suppressed) {
+      this.suppressed.set(role, true);
+      client.suppress().catch(() => this.suppressed.set(role, false));
     }
   }
 
   // ---- the subscription ---------------------------------------------------------------
 
-  private ensureSubscribed(): void {
-    if (this.client || this.stopped) return;
-    const stored = this.env.store.get<string>(FRAMEWORK_ID_KEY);
+  private ensureSubscribed(role: string): void {
+    if (this.clients.has(role) || this.stopped) return;
+    const key = frameworkIdKey(role);
+    const stored = this.env.store.get<string>(key);
     const client = new SchedulerClient(this.env.schedulerOptions({
       name: JOBS_FRAMEWORK_NAME,
       user: '',
       failover_timeout: FAILOVER_TIMEOUT_S,
       // Training wants GPUs: without this the master offers no agent that has any.
       capabilities: [{ type: 'GPU_RESOURCES' }],
+      ...(role !== '*' ? { role } : {}),
       ...(stored ? { id: { value: stored } } : {}),
     }));
-    this.client = client;
+    this.clients.set(role, client);
     client.on('subscribed', (frameworkId) => {
-      this.suppressed = false;
+      this.suppressed.set(role, false);
       void this.run(() => {}).then(async () => {
-        if (this.env.store.get(FRAMEWORK_ID_KEY) !== frameworkId) await this.env.store.put(FRAMEWORK_ID_KEY, frameworkId);
+        if (this.env.store.get(key) !== frameworkId) await this.env.store.put(key, frameworkId);
         // Every task of the framework: the ones we know come back with their state, the
         // ones we do not (launched by a leader that died before recording) get killed.
         await client.reconcile([]).catch((err: Error) => this.log.warn({ err: err.message }, 'reconcile not sent'));
@@ -181,27 +214,37 @@ export class JobsRuntime implements BuiltinInstance {
         await client.revive().catch(() => {});
       }).catch((err: unknown) => this.log.warn({ err }, 'could not record the framework id'));
     });
-    client.on('offers', (offers) => void this.run(() => this.engine.offers(offers.map(heldOffer), this.now())));
-    client.on('rescind', (offerId) => void this.run(() => this.engine.rescind(offerId)));
+    client.on('offers', (offers) => void this.run(() => {
+      for (const o of offers) this.offerRoles.set(o.id.value, role);
+      this.engine.offers(offers.map(heldOffer), this.now());
+    }));
+    client.on('rescind', (offerId) => void this.run(() => {
+      this.offerRoles.delete(offerId);
+      this.engine.rescind(offerId);
+    }));
     // Acknowledged even when the record could not be written: the reconciliation of the
     // next subscription tells the engine again (a failed handler would end the process).
-    client.on('update', (status) => this.run(() => this.onUpdate(status)).catch(() => {}));
-    client.on('error', (message) => this.log.error({ message }, 'the master ended the jobs framework'));
+    client.on('update', (status) => this.run(() => this.onUpdate(status, role)).catch(() => {}));
+    client.on('error', (message) => this.log.error({ message, role }, 'the master ended the jobs framework'));
     client.subscribe().catch((err: Error) => {
-      this.log.warn({ err: err.message }, 'the jobs framework could not subscribe; trying again');
-      if (this.client === client) this.client = undefined;
+      this.log.warn({ err: err.message, role }, 'the jobs framework could not subscribe; trying again');
+      if (this.clients.get(role) === client) this.clients.delete(role);
       client.close();
-      if (!this.stopped) setTimeout(() => this.ensureSubscribed(), 1_000).unref();
+      if (!this.stopped) setTimeout(() => this.ensureSubscribed(role), 1_000).unref();
     });
   }
 
   private reconcileStarting(): void {
     const stale = this.engine.startingSince(this.now(), RECONCILE_STARTING_MS);
-    if (stale.length === 0 || this.client?.connected !== true) return;
-    this.client.reconcile(stale).catch((err: Error) => this.log.debug({ err: err.message }, 'reconcile not sent'));
+    const byRole = new Map<string, { taskId: string; agentId?: string }[]>();
+    for (const { role, ...t } of stale) byRole.set(role, [...(byRole.get(role) ?? []), t]);
+    for (const [role, tasks] of byRole) {
+      const client = this.clients.get(role);
+      if (client?.connected === true) client.reconcile(tasks).catch((err: Error) => this.log.debug({ err: err.message }, 'reconcile not sent'));
+    }
   }
 
-  private onUpdate(status: TaskStatusJson): void {
+  private onUpdate(status: TaskStatusJson, role: string): void {
     const taskId = status.task_id.value;
     if (status.state === 'TASK_LOST' && status.reason === 'REASON_RECONCILIATION') {
       // The master never recorded this launch: it did not happen, and is no failure.
@@ -217,6 +260,7 @@ export class JobsRuntime implements BuiltinInstance {
       ...(status.agent_id ? { agentId: status.agent_id.value } : {}),
       ...(exitCode !== undefined ? { exitCode } : {}),
       message,
+      role,
     }, this.now());
   }
 
