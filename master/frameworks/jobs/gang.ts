@@ -4,7 +4,6 @@
 // when they are offered, so its peers' addresses stay right. The same packing against the
 // agents' totals tells a gang that can never fit. Pure: no I/O.
 
-import { offerRole } from '../../../shared/sdk/offer-fit.ts';
 import { Resources, type MesosResource } from '../../../shared/resources.ts';
 import type { TaskTemplate } from './model.ts';
 
@@ -143,9 +142,4 @@ export function neverFits(members: readonly GangMember[], agentTotals: readonly 
     `its largest replica ${scalarNeed(largest.template).toString()}, but the cluster's ${agentTotals.length} agents ` +
     `have ${total.toString().replace(/;?ports:\[[^\]]*\]/, '')} in all and cannot hold them together`
   );
-}
-
-/** The role of an offer's resources, for the resources taken from it. */
-export function roleOf(resources: readonly MesosResource[]): string {
-  return offerRole(resources);
 }

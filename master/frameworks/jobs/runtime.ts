@@ -17,7 +17,7 @@ import type { JsonValue } from '../../registry/commands.ts';
 import { DEFAULT_ENGINE_OPTIONS, JobEngine, type EngineOptions } from './engine.ts';
 import type { HeldOffer } from './gang.ts';
 import type { IgnoredField, JobSpec } from './model.ts';
-import { isFinished, type JobRecord } from './record.ts';
+import type { JobRecord } from './record.ts';
 import { policyExitCode, taskInfoFor } from './task-info.ts';
 
 export const JOBS_FRAMEWORK_NAME = 'jobs';
@@ -287,9 +287,4 @@ export function heldOffer(o: OfferJson): HeldOffer {
     resources: Resources.fromMesos(o.resources),
     role: offerRole(o.resources),
   };
-}
-
-/** Whether a stored record still needs the framework (a job not finished). */
-export function needsFramework(r: JobRecord): boolean {
-  return !isFinished(r);
 }
