@@ -61,7 +61,7 @@ describe('training jobs on a real cluster', () => {
       name: 'tf3',
       kind: 'tensorflow',
       groups: [
-        group('chief', 1, 'echo "$TF_CONFIG"; sleep 1; exit 0'),
+        group('chief', 1, 'echo "$TF_CONFIG"; sleep 3; exit 0'),
         group('ps', 1, 'exec sleep 600'),
         group('worker', 2, 'echo "worker $CAIRN_REPLICA_INDEX of $CAIRN_PEERS"; exit 0'),
       ],
@@ -182,7 +182,8 @@ describe('training jobs on a real cluster', () => {
 
   it('the command line: submit a file, wait, show, list, logs of one replica and of all, delete', async () => {
     const file = `${scratch}/job.yaml`;
-    writeFileSync(file, 'name: cli\nkind: pytorch\ngroups:\n  - name: master\n    template: {command: \'echo "rank $RANK of $WORLD_SIZE"\', cpus: 0.5, mem: 64}\n  - name: worker\n    replicas: 2\n    template: {command: \'echo "rank $RANK of $WORLD_SIZE"; sleep 1\', cpus: 0.5, mem: 64}\n');
+    // The master decides the job; it outlives the workers, so every log is whole.
+    writeFileSync(file, 'name: cli\nkind: pytorch\ngroups:\n  - name: master\n    template: {command: \'echo "rank $RANK of $WORLD_SIZE"; sleep 2\', cpus: 0.5, mem: 64}\n  - name: worker\n    replicas: 2\n    template: {command: \'echo "rank $RANK of $WORLD_SIZE"\', cpus: 0.5, mem: 64}\n');
     const m = ['--master', master.url];
     const submitted = await runCairn(['job', 'submit', file, ...m]);
     expect(submitted.stdout, submitted.stderr).toBe('cli\n');
@@ -193,6 +194,9 @@ describe('training jobs on a real cluster', () => {
     expect(shown.stdout).toMatch(/Phase:\s+Succeeded/);
     expect(shown.stdout).toMatch(/master-0\s+Succeeded/);
     const listed = JSON.parse((await runCairn(['job', 'list', '-o', 'json', ...m])).stdout);
+    const table = (await runCairn(['job', 'list', ...m])).stdout;
+    expect(table).toMatch(/^NAME\s+KIND\s+PHASE\s+RUN\/DONE\/ALL\s+RESTARTS\s+AGE/);
+    expect(table).toMatch(/\ncli\s+pytorch\s+Succeeded\s+0\/[1-3]\/3\s+0\s/);
     expect(listed.jobs.map((j: JobView) => j.name)).toContain('cli');
     const one = await runCairn(['logs', 'cli/worker-1', ...m]);
     expect(one.stdout, one.stderr).toBe('rank 2 of 3\n');
