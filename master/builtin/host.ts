@@ -11,6 +11,7 @@ import type { FrameworkInfo } from '../../shared/mesos-v1.ts';
 import type { SchedulerClientOptions } from '../../shared/sdk/scheduler-client.ts';
 import { leaderOrRedirect, type MasterContext } from '../context.ts';
 import { BUILTIN_PRINCIPAL } from '../auth/master-auth.ts';
+import { componentLogger } from '../../shared/logger.ts';
 import { BuiltinStore } from './store.ts';
 
 /** What a built-in framework's instance gets from the leading master. */
@@ -89,7 +90,7 @@ export class BuiltinHost {
   lead(): void {
     for (const f of this.frameworks) {
       if (this.running.has(f.name)) continue;
-      const log = this.opts.log.child({ component: `builtin/${f.name}` });
+      const log = componentLogger(this.opts.log, `builtin/${f.name}`);
       try {
         this.running.set(f.name, f.start({
           name: f.name,
