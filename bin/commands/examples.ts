@@ -22,7 +22,7 @@ export const EXAMPLES: Record<string, readonly string[]> = {
   'masters add': ['cairn masters add 4=http://m4:5050'],
   'masters replace': ['cairn masters replace 2 4=http://m4:5050'],
   'masters remove': ['cairn masters remove 3'],
-  logs: ['cairn logs train-0-k3x9', 'cairn logs -f train-0-k3x9', 'cairn logs --stderr train-0-k3x9'],
+  logs: ['cairn logs train-0-k3x9', 'cairn logs -f train-0-k3x9', 'cairn logs --stderr train-0-k3x9', 'cairn logs mnist/worker-3'],
   kill: ['cairn kill train-0-k3x9'],
   teardown: ['cairn teardown 6f1c2c1e-0c8e-4b43-9d4c-1d2a3b4c5d6e-0001'],
   completion: ['source <(cairn completion bash)', 'cairn completion zsh > "${fpath[1]}/_cairn"'],

@@ -35,13 +35,32 @@ function masterOption(): Option {
   return new Option('--master <url>', 'master URL (default: $CAIRN_MASTER or http://127.0.0.1:5050)');
 }
 
+/** Examples at the end of each job command's --help, as every command has (examples.ts). */
+const JOB_EXAMPLES: Record<string, readonly string[]> = {
+  job: ['cairn job submit examples/jobs/tfjob.yaml', 'cairn job list', 'cairn job wait mnist', 'cairn job logs mnist --all'],
+  submit: [
+    'cairn job submit examples/jobs/pytorchjob.yaml',
+    'cat job.yaml | cairn job submit -',
+    'cairn job submit --kind pslite --num-servers 2 --num-workers 4 -- python3 train.py',
+    'cairn job submit --kind pytorch --replicas 4 --cpus 2 --mem 4096 --gpus 1 --name ddp -- python3 ddp.py --epochs 5',
+  ],
+  list: ['cairn job list', 'cairn job list -o wide', 'cairn job list -o json | jq -r \'.jobs[] | select(.phase == "Failed") | .name\''],
+  show: ['cairn job show mnist', 'cairn job show mnist -o yaml'],
+  wait: ['cairn job wait mnist', 'cairn job wait mnist --timeout 2h && echo trained'],
+  delete: ['cairn job delete mnist'],
+  logs: ['cairn job logs mnist', 'cairn job logs mnist --all --follow', 'cairn logs mnist/worker-3'],
+};
+
+function withExamples(cmd: Command, key: string): Command {
+  return cmd.addHelpText('after', `\nExamples:\n${JOB_EXAMPLES[key]!.map((l) => `  ${l}`).join('\n')}`);
+}
+
 export function addJobCommands(program: Command, ctx: JobProgramContext): void {
   const { result } = ctx;
   const handlers = () => import('./job.ts');
-  const job = program.command('job').description('distributed training and batch jobs: ps-lite, TensorFlow, PyTorch and indexed batch jobs, placed as gangs');
+  const job = withExamples(program.command('job').description('distributed training and batch jobs: ps-lite, TensorFlow, PyTorch and indexed batch jobs, placed as gangs'), 'job');
 
-  const submit = job
-    .command('submit')
+  const submit = withExamples(job.command('submit'), 'submit')
     .description("submit a job from a file (Cairn's job, a Kubeflow TFJob or PyTorchJob, a Volcano Job; JSON or YAML; - for stdin), or from flags and `-- CMD ARGS`; prints the job's name")
     .argument('[file-or-command...]', 'the job file, or with --kind the command every replica runs (after --)');
   addJobSubmitFlags(submit)
@@ -64,8 +83,7 @@ export function addJobCommands(program: Command, ctx: JobProgramContext): void {
       result.exitCode = await (await handlers()).runJobSubmit({ masterUrl, ...(side.tls ? { tls: side.tls } : {}), document }, side.io);
     });
 
-  job
-    .command('list')
+  withExamples(job.command('list'), 'list')
     .description('list jobs: phase, replicas running/done/all, restarts')
     .addOption(new Option('-o, --output <format>', OUTPUT_HELP).choices(OUTPUT_FORMATS))
     .addOption(masterOption())
@@ -74,8 +92,7 @@ export function addJobCommands(program: Command, ctx: JobProgramContext): void {
       result.exitCode = await (await handlers()).runJobList({ masterUrl: ctx.masterUrl(o.master, cmd), ...(side.tls ? { tls: side.tls } : {}), ...(o.output ? { output: o.output } : {}) }, side.io);
     });
 
-  job
-    .command('show')
+  withExamples(job.command('show'), 'show')
     .description("a job's phase, conditions and replicas (host, port, restarts, exit code, task)")
     .argument('<name>', 'job name')
     .addOption(new Option('-o, --output <format>', OBJECT_OUTPUT_HELP).choices(OBJECT_FORMATS))
@@ -85,8 +102,7 @@ export function addJobCommands(program: Command, ctx: JobProgramContext): void {
       result.exitCode = await (await handlers()).runJobShow({ masterUrl: ctx.masterUrl(o.master, cmd), ...(side.tls ? { tls: side.tls } : {}), name, ...(o.output ? { output: o.output } : {}) }, side.io);
     });
 
-  job
-    .command('wait')
+  withExamples(job.command('wait'), 'wait')
     .description('wait for a job to end: exit 0 when it succeeded, 1 with the reason when it failed')
     .argument('<name>', 'job name')
     .option('--timeout <duration>', 'give up (exit 1) after this long, e.g. 10m', durationFlag())
@@ -96,8 +112,7 @@ export function addJobCommands(program: Command, ctx: JobProgramContext): void {
       result.exitCode = await (await handlers()).runJobWait({ masterUrl: ctx.masterUrl(o.master, cmd), ...(side.tls ? { tls: side.tls } : {}), name, ...(o.timeout !== undefined ? { timeoutMs: o.timeout } : {}) }, side.io);
     });
 
-  job
-    .command('delete')
+  withExamples(job.command('delete'), 'delete')
     .description("delete a job: its replicas are killed and its record removed")
     .argument('<name>', 'job name')
     .addOption(masterOption())
@@ -106,8 +121,7 @@ export function addJobCommands(program: Command, ctx: JobProgramContext): void {
       result.exitCode = await (await handlers()).runJobDelete({ masterUrl: ctx.masterUrl(o.master, cmd), ...(side.tls ? { tls: side.tls } : {}), name }, side.io);
     });
 
-  job
-    .command('logs')
+  withExamples(job.command('logs'), 'logs')
     .description("a job's log: its first replica's, or with --all every replica's, each line prefixed with its replica (JOB/GROUP-INDEX for one replica: cairn logs)")
     .argument('<job>', 'job name')
     .option('--all', 'every replica, interleaved, each line prefixed with [group-index]', false)
