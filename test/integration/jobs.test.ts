@@ -122,6 +122,16 @@ describe('training jobs on a real cluster', () => {
     expect((await authFetch(`${master.url}/api/v1/jobs/nope/events`)).status).toBe(404);
   }, 60_000);
 
+  it('fails a job past its activeDeadlineSeconds, killing its replicas, and removes a finished job after its TTL', async () => {
+    expect((await submit({ name: 'late', kind: 'batch', activeDeadlineSeconds: 1, groups: [group('worker', 1, 'exec sleep 60')] })).status).toBe(201);
+    expect((await submit({ name: 'brief', kind: 'batch', ttlSecondsAfterFinished: 1, groups: [group('worker', 1, 'true')] })).status).toBe(201);
+    const late = await waitFinished('late', 30_000);
+    expect(late.phase).toBe('Failed');
+    expect(late.conditions.at(-1)).toMatchObject({ type: 'Failed', reason: 'DeadlineExceeded' });
+    await waitFor('its replica killed', async () => ((await job('late')).replicas[0]!.state === 'Killed' ? true : undefined), 30_000);
+    await waitFor('the finished job removed after its TTL', async () => ((await authFetch(`${master.url}/api/v1/jobs/brief`)).status === 404 ? true : undefined), 30_000, 200);
+  }, 60_000);
+
   for (const order of [['wide', 'tall'], ['tall', 'wide']] as const) {
     it(`two jobs each needing 3/4 of the cluster both finish, one after the other (${order.join(' first, then ')})`, async () => {
       const docs = {
