@@ -336,6 +336,7 @@ describe.skipIf(skip)('ML programs as training jobs on a real cluster', () => {
     expect(broken.conditions.filter((c) => c.type === 'Restarting'), JSON.stringify(broken.conditions)).toHaveLength(2);
     expect(broken.conditions.at(-1)).toMatchObject({ type: 'Failed', reason: 'BackoffLimitExceeded' });
     expect(broken.message).toMatch(/restarted 2 times \(backoffLimit 2\)/);
+    expect(broken.restarts).toBe(2);
     expect(replica(broken, 'worker', 1)).toMatchObject({ state: 'Failed', exitCode: 3 });
   }, 400_000);
 });

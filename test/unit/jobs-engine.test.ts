@@ -272,6 +272,9 @@ describe('job engine: restart and failure policies', () => {
     const r = h.e.get('j')!;
     expect(r.phase).toBe('Failed');
     expect(r.conditions.at(-1)!.reason).toBe('BackoffLimitExceeded');
+    // The restart refused is not counted: one was made.
+    expect(r.restarts).toBe(1);
+    expect(r.conditions.at(-1)!.message).toMatch(/restarted 1 times \(backoffLimit 1\)/);
   });
 
   it('a TaskFailed → RestartJob policy kills every replica, then places the gang again', () => {

@@ -320,11 +320,12 @@ export class JobEngine {
 
   /** Counts a restart; false (and the job failed) once backoffLimit is exceeded. */
   private countRestart(r: JobRecord, why: string, nowMs: number): boolean {
-    r.restarts++;
-    if (r.restarts > r.spec.backoffLimit) {
-      this.finish(r, 'Failed', 'BackoffLimitExceeded', `${why}; but it has already been restarted ${r.restarts - 1} times (backoffLimit ${r.spec.backoffLimit})`, nowMs);
+    // A restart refused is not one made: `restarts` counts only those that happened.
+    if (r.restarts >= r.spec.backoffLimit) {
+      this.finish(r, 'Failed', 'BackoffLimitExceeded', `${why}; but it has already been restarted ${r.restarts} times (backoffLimit ${r.spec.backoffLimit})`, nowMs);
       return false;
     }
+    r.restarts++;
     return true;
   }
 
