@@ -19,6 +19,10 @@ const CORE = [
   // The leader's counters, and the validation of scheduler calls (the shapes the core takes).
   '^master/(metrics|api/scheduler-calls)[.]ts$',
   '^master/leader/',
+  // The built-in frameworks' decisions, and the agent's health-check verdicts.
+  '^master/frameworks/jobs/(engine|gang|policies|record|model|kind-env)[.]ts$',
+  '^master/frameworks/marathon/(core|constraints|app-model)[.]ts$',
+  '^agent/health/health-state[.]ts$',
 ];
 
 
