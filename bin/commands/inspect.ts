@@ -11,18 +11,13 @@ import { clientTls } from './client-tls.ts';
 import { agentUrlHint, didYouMean, isAgentHealth, isUnreachable, unreachableHint } from './hints.ts';
 import type { CliIo } from './io.ts';
 import type { ListOptions, TaskOptions, TasksOptions } from './list-options.ts';
-import { followLogStream } from './log-relay.ts';
+import { printTaskLog } from './log-relay.ts';
 import type { KillOptions, LogsOptions, MasterClientCommandOptions, TeardownOptions } from './options.ts';
 import { formatObjects } from './output.ts';
 import { age, formatTable } from './table.ts';
 import { describeTask, exitCell, selectTasks, usageCell, type TaskUsageRead } from './task-format.ts';
 import { findToken } from '../../shared/sdk/credentials.ts';
 
-/** Pause before following a log again after its stream broke. */
-const FOLLOW_RETRY_MS = 500;
-/** How long a broken log stream is tried again: an agent restart or a master failover
- * takes seconds; an agent gone for good should not keep `cairn logs` waiting forever. */
-const FOLLOW_GIVE_UP_MS = 60_000;
 /** How long the look behind a hint (an agent's /health, the task list) may take. */
 const HINT_TIMEOUT_MS = 3000;
 
@@ -192,29 +187,7 @@ export function runState(o: MasterClientCommandOptions, io: CliIo): Promise<numb
 export function runLogs(o: LogsOptions, io: CliIo): Promise<number> {
   const out = o.stream === 'stdout' ? io.stdout : io.stderr;
   return withMaster('logs', o, io, async (client) => {
-    if (o.follow) {
-      // Streamed until the master says eof: the task ended and everything was read. A
-      // stream that breaks is followed again from where it stopped.
-      await followLogStream({
-        source: { followLogs: (id, stream, offset) => client.followLogs(id, stream, offset) },
-        taskId: o.taskId,
-        stream: o.stream,
-        write: (text) => void out.write(text),
-        retryDelayMs: FOLLOW_RETRY_MS,
-        giveUpMs: FOLLOW_GIVE_UP_MS,
-        now: Date.now,
-        sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
-      });
-      return;
-    }
-    // What there is now: read until a read brings nothing more.
-    let offset = 0;
-    for (;;) {
-      const chunk = await client.logs(o.taskId, o.stream, offset);
-      out.write(chunk.data);
-      if (chunk.eof || chunk.data === '' || chunk.nextOffset <= offset) return;
-      offset = chunk.nextOffset;
-    }
+    await printTaskLog(client, o.taskId, o.stream, o.follow, (text) => void out.write(text));
   }, { taskId: o.taskId });
 }
 

@@ -12,7 +12,7 @@ import type { TlsFiles } from '../../shared/tls.ts';
 import { clientTls } from './client-tls.ts';
 import type { CliIo } from './io.ts';
 import { JobsClient } from './job-client.ts';
-import { followLogStream, LinePrefixer } from './log-relay.ts';
+import { LinePrefixer, printTaskLog } from './log-relay.ts';
 import { formatObjects, type OutputFormat } from './output.ts';
 import { age, formatTable } from './table.ts';
 
@@ -22,8 +22,6 @@ export interface JobCommandOptions {
 }
 
 const WAIT_POLL_MS = 500;
-const FOLLOW_RETRY_MS = 500;
-const FOLLOW_GIVE_UP_MS = 60_000;
 
 function clients(o: JobCommandOptions, io: CliIo): { jobs: JobsClient; master: MasterClient } {
   const tls = clientTls(o.tls);
@@ -163,29 +161,6 @@ export function parseReplicaRef(ref: string): { job: string; group: string; inde
   return m ? { job: m[1]!, group: m[2]!, index: Number(m[3]) } : undefined;
 }
 
-async function printLog(master: MasterClient, taskId: string, stream: LogStream, follow: boolean, write: (text: string) => void): Promise<void> {
-  if (follow) {
-    await followLogStream({
-      source: { followLogs: (id, s, offset) => master.followLogs(id, s, offset) },
-      taskId,
-      stream,
-      write,
-      retryDelayMs: FOLLOW_RETRY_MS,
-      giveUpMs: FOLLOW_GIVE_UP_MS,
-      now: Date.now,
-      sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
-    });
-    return;
-  }
-  let offset = 0;
-  for (;;) {
-    const chunk = await master.logs(taskId, stream, offset);
-    write(chunk.data);
-    if (chunk.eof || chunk.data === '' || chunk.nextOffset <= offset) return;
-    offset = chunk.nextOffset;
-  }
-}
-
 export interface JobLogsOptions extends JobCommandOptions {
   job: string;
   /** A replica (`worker-3`); absent: the first replica, or every one with `all`. */
@@ -205,7 +180,7 @@ export function runJobLogs(o: JobLogsOptions, io: CliIo): Promise<number> {
       const r = j.replicas.find((x) => x.group === o.replica!.group && x.index === o.replica!.index);
       if (!r) throw new Error(`job ${j.name} has no replica ${o.replica.group}-${o.replica.index} (it has ${j.replicas.map((x) => `${x.group}-${x.index}`).join(', ')})`);
       if (!r.taskId) throw new Error(`replica ${r.group}-${r.index} of job ${j.name} has not started yet (${r.state})`);
-      await printLog(master, r.taskId, o.stream, o.follow, (t) => void out.write(t));
+      await printTaskLog(master, r.taskId, o.stream, o.follow, (t) => void out.write(t));
       return;
     }
     const chosen = o.all ? started : started.slice(0, 1);
@@ -213,7 +188,7 @@ export function runJobLogs(o: JobLogsOptions, io: CliIo): Promise<number> {
     const width = Math.max(...chosen.map((r) => `${r.group}-${r.index}`.length));
     await Promise.all(chosen.map(async (r) => {
       const p = new LinePrefixer(o.all ? `[${`${r.group}-${r.index}`.padEnd(width)}] ` : '', (t) => void out.write(t));
-      await printLog(master, r.taskId!, o.stream, o.follow, (t) => p.push(t));
+      await printTaskLog(master, r.taskId!, o.stream, o.follow, (t) => p.push(t));
       p.flush();
     }));
   });

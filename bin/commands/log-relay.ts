@@ -171,3 +171,42 @@ export async function followLogStream(o: StreamFollowOptions): Promise<number> {
     await o.sleep(o.retryDelayMs);
   }
 }
+
+/** Pause before following a log again after its stream broke. */
+const FOLLOW_RETRY_MS = 500;
+/** How long a broken log stream is tried again: an agent restart or a master failover
+ * takes seconds; an agent gone for good should not keep `cairn logs` waiting forever. */
+const FOLLOW_GIVE_UP_MS = 60_000;
+
+export interface TaskLogReader extends LogStreamSource {
+  /** One chunk of the log from `offset` (MasterClient.logs). */
+  logs(taskId: string, stream: LogStream, offset: number): Promise<LogChunk>;
+}
+
+/**
+ * Writes a task's log: with `follow`, streamed until the task has ended and everything was
+ * read (a stream that breaks is followed again from where it stopped); without, what there
+ * is now, read until a read brings nothing more.
+ */
+export async function printTaskLog(client: TaskLogReader, taskId: string, stream: LogStream, follow: boolean, write: (text: string) => void): Promise<void> {
+  if (follow) {
+    await followLogStream({
+      source: client,
+      taskId,
+      stream,
+      write,
+      retryDelayMs: FOLLOW_RETRY_MS,
+      giveUpMs: FOLLOW_GIVE_UP_MS,
+      now: Date.now,
+      sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+    });
+    return;
+  }
+  let offset = 0;
+  for (;;) {
+    const chunk = await client.logs(taskId, stream, offset);
+    write(chunk.data);
+    if (chunk.eof || chunk.data === '' || chunk.nextOffset <= offset) return;
+    offset = chunk.nextOffset;
+  }
+}
