@@ -152,7 +152,8 @@ function parseFramework(info: Json, field: string): FrameworkSpec {
   };
 }
 
-function parseCommand(value: unknown, field: string): CommandSpec {
+/** `inContainer`: a container's command may name no program at all, leaving it to its image (Mesos' Docker containerizer does). */
+function parseCommand(value: unknown, field: string, inContainer: boolean): CommandSpec {
   const c = obj(value, field)!;
   const shell = c.shell === undefined ? true : c.shell;
   if (typeof shell !== 'boolean') throw badRequest(`${field}.shell`, 'must be a boolean');
@@ -161,7 +162,7 @@ function parseCommand(value: unknown, field: string): CommandSpec {
   const commandLength = args.reduce((n, a) => n + a.length, value_.length);
   if (commandLength > MAX_LENGTH.command) throw badRequest(`${field}.arguments`, `the command is too long: ${commandLength} characters with its value, at most ${MAX_LENGTH.command}`);
   if (shell && value_ === '') throw badRequest(`${field}.value`, 'is required for a shell command');
-  if (!shell && value_ === '' && args.length === 0) throw badRequest(`${field}.value`, 'a command needs a program');
+  if (!shell && value_ === '' && args.length === 0 && !inContainer) throw badRequest(`${field}.value`, 'a command needs a program (only a container may leave it to its image)');
   const env = obj(c.environment, `${field}.environment`, false);
   const environment = arrAtMost(env?.variables, `${field}.environment.variables`, MAX_ITEMS.environment).map((v, i) => {
     const e = obj(v, `${field}.environment.variables[${i}]`)!;
@@ -194,7 +195,7 @@ function parseTask(value: unknown, field: string): TaskSpec {
     name: str(t.name, `${field}.name`),
     agentId: idValue(t.agent_id, `${field}.agent_id`),
     resources,
-    command: parseCommand(t.command, `${field}.command`),
+    command: parseCommand(t.command, `${field}.command`, container !== undefined),
     labels,
     killGraceMs: graceNs === undefined ? 0 : Math.round(graceNs / 1e6),
     ...(container ? { container } : {}),

@@ -20,6 +20,17 @@ function task(over: Partial<DockerTaskInfo['container']['docker']> = {}, resourc
 }
 
 describe('container create body', () => {
+  it('runs the image\'s own entrypoint and command when the task names no program, and its entrypoint with args alone', () => {
+    const bare = { ...task(), command: { shell: false, value: '', arguments: [], environment: [] } };
+    const b = containerConfig({ task: bare, agentId: 'a-S0', agentInstance: 'i', hostname: 'h1', sandbox: '/s', gpuIndices: [], dnsServers: [], cpuQuota: false });
+    expect(b.Entrypoint).toBeUndefined();
+    expect(b.Cmd).toBeUndefined();
+    const args = { ...task(), command: { shell: false, value: '', arguments: ['--epochs', '3'], environment: [] } };
+    const c = containerConfig({ task: args, agentId: 'a-S0', agentInstance: 'i', hostname: 'h1', sandbox: '/s', gpuIndices: [], dnsServers: [], cpuQuota: false });
+    expect(c.Entrypoint).toBeUndefined();
+    expect(c.Cmd).toEqual(['--epochs', '3']);
+  });
+
   it('carries env, limits, ports, volumes, DNS, GPUs and the labels that tie it to its task', () => {
     const b = containerConfig({ task: task(), agentId: 'a-S0', agentInstance: 'inst-1', hostname: 'h1', sandbox: '/w/sandboxes/web.1', gpuIndices: [1, 3], dnsServers: ['10.0.0.1', '10.0.0.2'], cpuQuota: true });
     expect(b.name).toBe('cairn-web.1');

@@ -91,6 +91,8 @@ describe('Marathon app parsing', () => {
     expect(refusal({ id: '/a', cmd: 'x', requirePorts: true, portDefinitions: [{ port: 0 }] })[0]!.path).toBe('/portDefinitions(0)/port');
     expect(refusal({ id: '/a', cmd: 'x', args: ['y'] })[0]!.path).toBe('/');
     expect(refusal({ id: '/a' })[0]!.path).toBe('/cmd');
+    // A Docker app may leave its command to its image, as in Marathon.
+    expect(parseApp({ id: '/a', container: { type: 'DOCKER', docker: { image: 'busybox' } } }).app).toMatchObject({ cmd: null, args: null });
     expect(parseApp({ id: '/a', cmd: 'x', portDefinitions: [] }).app.portDefinitions).toEqual([]);
   });
 

@@ -64,6 +64,13 @@ describe('scheduler call validation', () => {
     expect(fieldOf(launch({ ...base, container: { type: 'DOCKER', docker: { image: 'x' }, volumes: [{ host_path: 'rel', container_path: '/d' }] } }))).toBe(`${f}.volumes[0].host_path`);
   });
 
+  it('leaves the program to a container\'s image only: a process task without one is refused', () => {
+    const bare = { ...base, command: { shell: false } };
+    const c = parseSchedulerCall(launch({ ...bare, container: { type: 'DOCKER', docker: { image: 'x' } } })) as any;
+    expect(c.tasks[0].command).toMatchObject({ shell: false, value: '', arguments: [] });
+    expect(fieldOf(launch(bare))).toBe('accept.operations[0].launch.task_infos[0].command.value');
+  });
+
   it('names the field of other bad input', () => {
     expect(fieldOf({ type: 'NOPE' })).toBe('type');
     expect(fieldOf({ type: 'DECLINE', framework_id: { value: 'fw' }, decline: { offer_ids: [{ value: 'o' }], filters: { refuse_seconds: -1 } } })).toBe('decline.filters.refuse_seconds');

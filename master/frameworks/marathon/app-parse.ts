@@ -176,8 +176,8 @@ export function parseApp(raw: unknown, idFromPath?: string): ParsedApp {
   const labels = r.strMap(o.labels, '/labels');
 
   const container = parseContainer(r, o.container);
-  // The agent's Docker executor needs a command or arguments: an image's own CMD is not run bare.
-  if (cmd === null && args === null) r.error('/cmd', container?.docker ? 'a Docker app needs cmd or args here (the image\'s default command is not used)' : 'an app needs cmd or args');
+  // A Docker app without either runs its image's own entrypoint and command, as in Marathon.
+  if (cmd === null && args === null && !container?.docker) r.error('/cmd', 'an app needs cmd or args (or a Docker image, whose own command then runs)');
 
   let portDefinitions: PortDefinition[] = [];
   const bridge = container?.docker?.network === 'BRIDGE';
