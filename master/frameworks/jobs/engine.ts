@@ -167,12 +167,12 @@ export class JobEngine {
     this.totals = totals;
   }
 
-  /** A new job; 'exists' while a job of that name has not finished. A finished one is replaced. */
-  submit(spec: JobSpec, ignored: IgnoredField[], uid: string, nowMs: number): JobRecord | 'exists' {
+  /** A new job; 'exists' while a job of that name has not finished. A finished one is replaced. `owner`: '' for none. */
+  submit(spec: JobSpec, ignored: IgnoredField[], uid: string, nowMs: number, owner = ''): JobRecord | 'exists' {
     const old = this.jobs.get(spec.name);
     if (old && !isFinished(old)) return 'exists';
     if (old) this.dropJob(old);
-    const r = newJobRecord(spec, ignored, uid, nowMs);
+    const r = newJobRecord(spec, ignored, uid, nowMs, owner);
     this.jobs.set(spec.name, r);
     this.dirty(r);
     this.schedule(nowMs);

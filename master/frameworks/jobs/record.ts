@@ -29,6 +29,11 @@ export interface JobRecord {
   nextTryAtMs: number;
   /** Task ids killed on purpose (restart, cleanup): their end is no failure. */
   killing: string[];
+  /**
+   * The principal that submitted it; absent on jobs submitted before owners were kept, or on
+   * a master without authentication: then no one owns it, and only the ACLs let anyone act on it.
+   */
+  owner?: string;
 }
 
 /** What the REST API shows of a job. */
@@ -45,6 +50,7 @@ export interface JobView {
   startedAtMs?: number;
   finishedAtMs?: number;
   message: string;
+  owner?: string;
 }
 
 export const FINISHED_PHASES: ReadonlySet<JobPhase> = new Set(['Succeeded', 'Failed']);
@@ -54,7 +60,7 @@ export function isFinished(r: Pick<JobRecord, 'phase'>): boolean {
 }
 
 /** A new job: Created, then at once Queued for its gang. */
-export function newJobRecord(spec: JobSpec, ignored: IgnoredField[], uid: string, nowMs: number): JobRecord {
+export function newJobRecord(spec: JobSpec, ignored: IgnoredField[], uid: string, nowMs: number, owner = ''): JobRecord {
   const replicas: ReplicaStatus[] = [];
   for (const g of spec.groups) {
     for (let index = 0; index < g.replicas; index++) replicas.push({ group: g.name, index, state: 'Pending', ports: [], restarts: 0 });
@@ -74,6 +80,7 @@ export function newJobRecord(spec: JobSpec, ignored: IgnoredField[], uid: string
     nextTryAtMs: nowMs,
     killing: [],
   };
+  if (owner !== '') r.owner = owner;
   setPhase(r, 'Created', 'JobCreated', `job ${spec.name} (${spec.kind}, ${replicas.length} replicas) was submitted`, nowMs);
   setPhase(r, 'Queued', 'WaitingForGang', `waiting to place its gang of ${spec.minAvailable} replicas`, nowMs);
   return r;
@@ -102,6 +109,7 @@ export function jobView(r: JobRecord): JobView {
   };
   if (r.startedAtMs !== undefined) v.startedAtMs = r.startedAtMs;
   if (r.finishedAtMs !== undefined) v.finishedAtMs = r.finishedAtMs;
+  if (r.owner !== undefined) v.owner = r.owner;
   return v;
 }
 

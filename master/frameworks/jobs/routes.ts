@@ -1,10 +1,13 @@
 // The jobs REST API, on every master: reads (list, one job, its events) answer from the
 // replicated store; submissions and deletions go to the leader's engine. A document is
 // parsed and checked before anything else, wherever it arrives, so bad input is refused
-// (4xx naming the field) with nothing created.
+// (4xx naming the field) with nothing created. Every job has an owner (owner-access.ts):
+// the list shows a caller only the jobs it may view; another's job is a 403, as another
+// framework's task is on the master's own API.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { BuiltinRoutesEnv } from '../../builtin/host.ts';
+import { OwnerAccess, type OwnerAction } from '../../builtin/owner-access.ts';
 import type { JsonValue } from '../../registry/commands.ts';
 import { sendHttpError } from '../../api/http-errors.ts';
 import { isFinished, jobView, type JobRecord, type JobView } from './record.ts';
@@ -24,6 +27,10 @@ function recordOf(env: BuiltinRoutesEnv<JobsRuntime>, name: string): JobRecord |
 }
 
 export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<JobsRuntime>): void {
+  const access = new OwnerAccess(env.ctx.auth);
+  const requireOn = (req: FastifyRequest, action: OwnerAction, r: JobRecord) =>
+    access.require(req.principal, action, `job '${r.spec.name}'`, r.owner, 'name');
+
   // YAML bodies arrive as text and are parsed with the job (only on these routes).
   void app.register(async (sub) => {
     sub.addContentTypeParser(YAML_TYPES, { parseAs: 'string', bodyLimit: 4 * 1024 * 1024 }, (_req, body, done) => done(null, body));
@@ -32,12 +39,17 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
       let parsed;
       try {
         parsed = parseJobDocument(req.body, req.headers['content-type']);
+        // The rule a framework subscribing in the job's role meets: its tasks run in that role.
+        access.requireCreate(req.principal, parsed.spec.role, 'role');
+        // A finished job of the name is replaced by this one: that is deleting it.
+        const old = recordOf(env, parsed.spec.name);
+        if (old && isFinished(old)) requireOn(req, 'teardown_frameworks', old);
       } catch (err) {
         return sendHttpError(reply, err);
       }
       const engine = env.leading(req, reply);
       if (!engine) return reply;
-      const r = await engine.submit(parsed.spec, parsed.ignored);
+      const r = await engine.submit(parsed.spec, parsed.ignored, access.ownerFor(req.principal));
       if (r === 'exists') {
         return reply.code(409).send({ code: 'CAIRN_JOB_EXISTS', message: `a job named '${parsed.spec.name}' is still live: delete it or wait for it to finish`, field: 'name' });
       }
@@ -45,18 +57,26 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
     });
   });
 
-  app.get('/api/v1/jobs', async () => {
-    const jobs: JobView[] = env.store.entries<JsonValue>(JOB_KEY_PREFIX).map(([, v]) => jobView(v as unknown as JobRecord));
+  app.get('/api/v1/jobs', async (req) => {
+    const jobs: JobView[] = env.store.entries<JsonValue>(JOB_KEY_PREFIX)
+      .map(([, v]) => v as unknown as JobRecord)
+      .filter((r) => access.may(req.principal, 'view_tasks', r.owner))
+      .map(jobView);
     return { jobs };
   });
 
   app.get<{ Params: { name: string } }>('/api/v1/jobs/:name', async (req, reply) => {
     const r = recordOf(env, req.params.name);
-    return r ? jobView(r) : notFound(reply, req.params.name);
+    if (!r) return notFound(reply, req.params.name);
+    requireOn(req, 'view_tasks', r);
+    return jobView(r);
   });
 
   app.delete<{ Params: { name: string } }>('/api/v1/jobs/:name', async (req, reply) => {
-    if (!recordOf(env, req.params.name)) return notFound(reply, req.params.name);
+    const existing = recordOf(env, req.params.name);
+    if (!existing) return notFound(reply, req.params.name);
+    // Deleting kills every replica and forgets the job: tearing down what its owner runs.
+    requireOn(req, 'teardown_frameworks', existing);
     const engine = env.leading(req, reply);
     if (!engine) return reply;
     if (!(await engine.remove(req.params.name))) return notFound(reply, req.params.name);
@@ -67,6 +87,7 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
     const name = req.params.name;
     const first = recordOf(env, name);
     if (!first) return notFound(reply, name);
+    requireOn(req, 'view_tasks', first);
     reply.hijack();
     const res = reply.raw;
     res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
@@ -104,7 +125,8 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
     off = env.store.onChange((keys) => {
       if (!keys.includes(jobKey(name))) return;
       const r = recordOf(env, name);
-      if (!r) {
+      // Submitted again by a principal this caller may not view: the job it followed is gone.
+      if (!r || (r.uid !== first.uid && !access.may(req.principal, 'view_tasks', r.owner))) {
         send('removed', { job: name });
         close();
         return;

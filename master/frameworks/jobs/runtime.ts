@@ -88,12 +88,12 @@ export class JobsRuntime implements BuiltinInstance {
     this.run(() => {});
   }
 
-  /** Submits a job; 'exists' while a live job has its name. Resolves once the job is durable. */
-  async submit(spec: JobSpec, ignored: IgnoredField[]): Promise<JobRecord | 'exists'> {
+  /** Submits a job owned by `owner` ('' for none); 'exists' while a live job has its name. Resolves once the job is durable. */
+  async submit(spec: JobSpec, ignored: IgnoredField[], owner = ''): Promise<JobRecord | 'exists'> {
     let out: JobRecord | 'exists' = 'exists';
     await this.run(() => {
       this.engine.setClusterTotals(this.clusterTotals());
-      const r = this.engine.submit(spec, ignored, randomBytes(4).toString('hex'), this.now());
+      const r = this.engine.submit(spec, ignored, randomBytes(4).toString('hex'), this.now(), owner);
       out = r === 'exists' ? r : structuredClone(r);
     });
     if (out !== 'exists') this.ensureSubscribed(spec.role);

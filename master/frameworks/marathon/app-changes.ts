@@ -41,7 +41,10 @@ export class AppChanges {
   private apiChain: Promise<unknown> = Promise.resolve();
   private lastVersionMs = 0;
 
-  constructor(private readonly host: ChangeHost) {}
+  constructor(private readonly host: ChangeHost) {
+    // Events go to the streams of those who may view the app: the bus reads owners here.
+    host.bus.readOwnersFrom((appId) => host.records.app(appId)?.owner);
+  }
 
   /** Runs API changes one after another. */
   private serial<T>(fn: () => Promise<T>): Promise<T> {
@@ -78,6 +81,7 @@ export class AppChanges {
           ...cancelled.map((id) => ({ key: deploymentKey(id), value: null })),
           MarathonRecords.put(deploymentKey(deployment.id), deployment),
         ];
+    this.host.bus.knowOwner(appId, (stored ?? previous)?.owner);
     await this.host.store.write([...puts, ...extra]);
     for (const id of cancelled) this.host.bus.publish('deployment_failed', { id, appId, reason: 'replaced by a forced change' });
     const plan = deploymentJson(deployment);
@@ -86,34 +90,41 @@ export class AppChanges {
     return { deploymentId: deployment.id, version, stored };
   }
 
-  createApp(parsed: ParsedApp, force: boolean, clientIp: string, uri: string): Promise<DeploymentStarted> {
+  /** `owner`: the creating principal ('' on a master that authenticates no one: none kept). */
+  createApp(parsed: ParsedApp, force: boolean, clientIp: string, uri: string, owner = ''): Promise<DeploymentStarted> {
     return this.serial(async () => {
       const id = parsed.app.id;
       if (this.host.records.app(id)) throw new MarathonError(409, `An app with id [${id}] already exists.`);
       const cancelled = this.checkLock(id, force);
       const version = this.nextVersion();
-      const stored: StoredApp = { app: parsed.app, version, configVersion: version };
+      const stored: StoredApp = { app: parsed.app, version, configVersion: version, ...ownedBy(owner) };
       this.host.resetBackoff(id);
       this.host.bus.publish('api_post_event', { clientIp, uri, appDefinition: appToJson(parsed.app) });
       return this.commit(stored, id, 'StartApplication', null, cancelled);
     });
   }
 
-  /** Replaces an app (creating it when missing); `changed` tells whether it was created. */
-  putApp(parsed: ParsedApp, force: boolean, clientIp: string, uri: string): Promise<DeploymentStarted & { created: boolean }> {
+  /**
+   * Replaces an app (creating it when missing); `changed` tells whether it was created.
+   * `authorize` throws when the caller may not change the app as it now is (or create it).
+   */
+  putApp(parsed: ParsedApp, force: boolean, clientIp: string, uri: string, owner = '', authorize?: (existing: StoredApp | undefined) => void): Promise<DeploymentStarted & { created: boolean }> {
     return this.serial(async () => {
       const id = parsed.app.id;
       const existing = this.host.records.app(id);
+      // Checked again in turn: the app may have been created or deleted since the caller looked.
+      authorize?.(existing);
       const cancelled = this.checkLock(id, force);
       const version = this.nextVersion();
       this.host.bus.publish('api_post_event', { clientIp, uri, appDefinition: appToJson(parsed.app) });
       if (!existing) {
-        const r = await this.commit({ app: parsed.app, version, configVersion: version }, id, 'StartApplication', null, cancelled);
+        const r = await this.commit({ app: parsed.app, version, configVersion: version, ...ownedBy(owner) }, id, 'StartApplication', null, cancelled);
         return { ...r, created: true };
       }
       const configChanged = !sameConfig(existing.app, parsed.app);
       if (configChanged) this.host.resetBackoff(id);
-      const stored: StoredApp = { app: parsed.app, version, configVersion: configChanged ? version : existing.configVersion };
+      // A change keeps the app's owner: changing an app does not take it over.
+      const stored: StoredApp = { app: parsed.app, version, configVersion: configChanged ? version : existing.configVersion, ...ownedBy(existing.owner) };
       const r = await this.commit(stored, id, configChanged ? 'RestartApplication' : 'ScaleApplication', existing, cancelled);
       return { ...r, created: false };
     });
@@ -126,7 +137,7 @@ export class AppChanges {
       const cancelled = this.checkLock(appId, force);
       const version = this.nextVersion();
       this.host.resetBackoff(appId);
-      return this.commit({ app: existing.app, version, configVersion: version }, appId, 'RestartApplication', existing, cancelled);
+      return this.commit({ app: existing.app, version, configVersion: version, ...ownedBy(existing.owner) }, appId, 'RestartApplication', existing, cancelled);
     });
   }
 
@@ -159,7 +170,7 @@ export class AppChanges {
       let deployment: DeploymentStarted | undefined;
       if (scale) {
         const app: AppDefinition = { ...existing.app, instances: Math.max(0, existing.app.instances - marked.length) };
-        deployment = await this.commit({ app, version: this.nextVersion(), configVersion: existing.configVersion }, appId, 'ScaleApplication', existing, cancelled, markPuts);
+        deployment = await this.commit({ app, version: this.nextVersion(), configVersion: existing.configVersion, ...ownedBy(existing.owner) }, appId, 'ScaleApplication', existing, cancelled, markPuts);
       } else {
         await this.host.store.write(markPuts);
         this.host.changed();
@@ -182,9 +193,14 @@ export class AppChanges {
       this.host.bus.publish('deployment_failed', { id, appId: d.appId, reason: 'rolled back' });
       if (d.previous === null) return this.commit(null, d.appId, 'StopApplication', d.target, [id]);
       const version = this.nextVersion();
-      return this.commit({ app: d.previous.app, version, configVersion: d.previous.configVersion }, d.appId, d.action === 'ScaleApplication' ? 'ScaleApplication' : 'RestartApplication', this.host.records.app(d.appId) ?? null, [id]);
+      return this.commit({ app: d.previous.app, version, configVersion: d.previous.configVersion, ...ownedBy(d.previous.owner) }, d.appId, d.action === 'ScaleApplication' ? 'ScaleApplication' : 'RestartApplication', this.host.records.app(d.appId) ?? null, [id]);
     });
   }
+}
+
+/** The owner field of a stored app: left out when there is none (plain JSON has no undefined). */
+function ownedBy(owner: string | undefined): { owner?: string } {
+  return owner ? { owner } : {};
 }
 
 /** Whether two definitions differ only in their instance count (a scale, not a restart). */

@@ -137,4 +137,9 @@ export interface StoredApp {
   version: string;
   /** The last change that needs new instances (config change or restart). */
   configVersion: string;
+  /**
+   * The principal that created it; absent on apps created before owners were kept, or on a
+   * master without authentication: then no one owns it, and only the ACLs let anyone act on it.
+   */
+  owner?: string;
 }

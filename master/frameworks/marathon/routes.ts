@@ -3,10 +3,16 @@
 // Bodies are read as text and parsed here, so malformed JSON gets Marathon's error shape
 // like every other refusal. Status codes as Marathon's: 201 created, 200 with
 // `{deploymentId, version}` for a change, 404 unknown, 409 exists or locked, 422 invalid.
+// Every app has an owner (owner-access.ts): listings, the queue, deployments, tasks and the
+// event stream show a caller only the apps it may view; another's app is a 403, as another
+// framework's task is on the master's own API.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { checkJsonDepth } from '../../api/json-body.ts';
 import type { BuiltinRoutesEnv } from '../../builtin/host.ts';
+import { OwnerAccess, type OwnerAction } from '../../builtin/owner-access.ts';
+import { toHttpError } from '../../api/http-errors.ts';
+import { CairnError } from '../../../shared/errors.ts';
 import type { TaskRecord } from '../../registry/commands.ts';
 import { MarathonError, unknownApp } from './app-errors.ts';
 import { appToJson } from './app-json.ts';
@@ -29,6 +35,11 @@ const isTrue = (v: string | undefined) => v === 'true' || v === '1';
 
 function sendError(reply: FastifyReply, err: unknown): FastifyReply {
   if (err instanceof MarathonError) return reply.code(err.status).send(err.body());
+  if (err instanceof CairnError) {
+    // Marathon's shape, keeping Cairn's code: clients of either read the field.
+    const { status, body } = toHttpError(err);
+    return reply.code(status).send({ ...body, details: [{ path: `/${err.field ?? ''}`, errors: [err.message] }] });
+  }
   throw err;
 }
 
@@ -51,6 +62,17 @@ function withIgnored(body: Record<string, unknown>, parsed: ParsedApp): Record<s
 export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutesEnv<MarathonService>): void {
   const records = new MarathonRecords(env.store);
   const registry = () => env.ctx.registry.state;
+  const access = new OwnerAccess(env.ctx.auth);
+  const mayView = (req: FastifyRequest, owner: string | undefined) => access.may(req.principal, 'view_tasks', owner);
+  /** The app's owner, also for an app being deleted (its deployment still holds it). */
+  const ownerOfApp = (appId: string): string | undefined => {
+    const s = records.app(appId);
+    if (s) return s.owner;
+    const d = records.deployments().find((x) => x.appId === appId);
+    return d?.target?.owner ?? d?.previous?.owner;
+  };
+  const requireOn = (req: FastifyRequest, action: OwnerAction, appId: string, owner: string | undefined) =>
+    access.require(req.principal, action, `app '${appId}'`, owner, 'id');
 
   const instances = (appId?: string): InstanceRecord[] =>
     records.instances().filter((r) => appId === undefined || r.appId === appId);
@@ -105,7 +127,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       const q = req.query as Query;
       const embed = String(q.embed ?? '').split(',');
       const embedTasks = embed.includes('apps.tasks') || embed.includes('app.tasks');
-      let apps = records.apps();
+      let apps = records.apps().filter((s) => mayView(req, s.owner));
       if (q.id) apps = apps.filter((s) => s.app.id.includes(q.id!));
       if (q.cmd) apps = apps.filter((s) => (s.app.cmd ?? '').includes(q.cmd!));
       if (q.label) {
@@ -120,9 +142,11 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       try {
         const raw = readJson(req);
         const parsed = parseApp(raw);
+        // Services subscribe in the default role: an app is created in it.
+        access.requireCreate(req.principal, '*', 'role');
         const svc = env.leading(req, reply);
         if (!svc) return reply;
-        const r = await svc.changes.createApp(parsed, isTrue((req.query as Query).force), req.ip, req.url);
+        const r = await svc.changes.createApp(parsed, isTrue((req.query as Query).force), req.ip, req.url, access.ownerFor(req.principal));
         const body = { ...renderApp(r.stored!, false), deployments: [{ id: r.deploymentId }] };
         return reply.code(201).header('location', `/v2/apps${parsed.app.id}`).header('marathon-deployment-id', r.deploymentId).send(withIgnored(body, parsed));
       } catch (err) {
@@ -133,21 +157,28 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
     app.get('/v2/tasks', async (req) => {
       const q = req.query as Query;
       const states = q.status ? [`TASK_${q.status.toUpperCase()}`] : undefined;
-      const apps = new Map(records.apps().map((s) => [s.app.id, s]));
-      const list = facts(instances()).filter((f) => !states || states.includes(f.task?.state ?? 'TASK_STAGING'));
+      const apps = new Map(records.apps().filter((s) => mayView(req, s.owner)).map((s) => [s.app.id, s]));
+      const list = facts(instances().filter((r) => apps.has(r.appId))).filter((f) => !states || states.includes(f.task?.state ?? 'TASK_STAGING'));
       return { tasks: list.map((f) => taskJson(f, (apps.get(f.record.appId)?.app.healthChecks.length ?? 0) > 0)) };
     });
 
-    app.get('/v2/deployments', async () => records.deployments().map(deploymentJson));
+    app.get('/v2/deployments', async (req) => records.deployments().filter((d) => mayView(req, ownerOfApp(d.appId))).map(deploymentJson));
 
     app.get('/v2/deployments/:id', async (req, reply) => {
-      const d = records.deployment((req.params as { id: string }).id);
-      if (!d) return reply.code(404).send({ message: `DeploymentPlan ${(req.params as { id: string }).id} does not exist` });
-      return deploymentJson(d);
+      try {
+        const d = records.deployment((req.params as { id: string }).id);
+        if (!d) return reply.code(404).send({ message: `DeploymentPlan ${(req.params as { id: string }).id} does not exist` });
+        requireOn(req, 'view_tasks', d.appId, ownerOfApp(d.appId));
+        return deploymentJson(d);
+      } catch (err) {
+        return sendError(reply, err);
+      }
     });
 
     app.delete('/v2/deployments/:id', async (req, reply) => {
       try {
+        const d = records.deployment((req.params as { id: string }).id);
+        if (d) requireOn(req, 'teardown_frameworks', d.appId, ownerOfApp(d.appId));
         const svc = env.leading(req, reply);
         if (!svc) return reply;
         const r = await svc.changes.deleteDeployment((req.params as { id: string }).id, isTrue((req.query as Query).force));
@@ -164,6 +195,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       const nowMs = Date.now();
       const queue = [];
       for (const s of records.apps()) {
+        if (!mayView(req, s.owner)) continue;
         const f = svc.queue().get(s.app.id);
         if (!f || f.waiting === 0) continue;
         queue.push(queueItemJson(s, f, svc.queueCounters(s.app.id), nowMs));
@@ -180,8 +212,13 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       const res = reply.raw;
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
       res.write(': connected\n\n');
-      const off = svc.bus.subscribe((e) => {
-        if (!wanted || wanted.has(e.eventType)) res.write(sseFrame(e));
+      // Whether this caller may view an owner's apps, decided once per owner for the stream.
+      const viewable = new Map<string | undefined, boolean>();
+      const off = svc.bus.subscribe((e, owner) => {
+        if (wanted && !wanted.has(e.eventType)) return;
+        let ok = viewable.get(owner);
+        if (ok === undefined) viewable.set(owner, (ok = mayView(req, owner)));
+        if (ok) res.write(sseFrame(e));
       });
       // A comment now and then keeps proxies from closing an idle stream.
       const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
@@ -213,11 +250,12 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
           // Marathon's `GET /v2/apps/team/*`: every app under /team.
           const group = normaliseAppId(tail.slice(0, -1)) ?? '';
           const index = listingIndex();
-          return { apps: records.apps().filter((a) => a.app.id.startsWith(`${group}/`)).map((a) => renderApp(a, true, index)) };
+          return { apps: records.apps().filter((a) => a.app.id.startsWith(`${group}/`) && mayView(req, a.owner)).map((a) => renderApp(a, true, index)) };
         }
         const { appId, rest } = route(req);
         const s = records.app(appId);
         if (!s) throw unknownApp(appId);
+        requireOn(req, 'view_tasks', appId, s.owner);
         if (rest.length === 0) return { app: renderApp(s, true) };
         if (rest[0] === 'tasks' && rest.length === 1) {
           return { tasks: facts(instances(appId)).map((f) => taskJson(f, s.app.healthChecks.length > 0)) };
@@ -245,9 +283,15 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       const merge = existing && (partial || q.partialUpdate !== 'false') && typeof raw === 'object' && raw !== null && !Array.isArray(raw);
       const body = merge ? { ...appToJson(existing.app), ...(raw as Record<string, unknown>) } : raw;
       const parsed = parseApp(body, appId);
+      // Changing (scaling too) is what tearing the app down could do; a new one is a creation.
+      const authorize = (current: StoredApp | undefined) => {
+        if (current) requireOn(req, 'teardown_frameworks', appId, current.owner);
+        else access.requireCreate(req.principal, '*', 'role');
+      };
+      authorize(existing);
       const svc = env.leading(req, reply);
       if (!svc) return reply;
-      const r = await svc.changes.putApp(parsed, isTrue(q.force), req.ip, req.url);
+      const r = await svc.changes.putApp(parsed, isTrue(q.force), req.ip, req.url, access.ownerFor(req.principal), authorize);
       return reply.code(r.created ? 201 : 200).header('marathon-deployment-id', r.deploymentId).send(withIgnored({ deploymentId: r.deploymentId, version: r.version }, parsed));
     };
     app.put('/v2/apps/*', async (req, reply) => {
@@ -269,7 +313,9 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       try {
         const { appId, rest } = route(req);
         if (rest.length !== 1 || rest[0] !== 'restart') return reply.code(404).send({ message: `no route POST ${req.url}` });
-        if (!records.app(appId)) throw unknownApp(appId);
+        const s = records.app(appId);
+        if (!s) throw unknownApp(appId);
+        requireOn(req, 'teardown_frameworks', appId, s.owner);
         const svc = env.leading(req, reply);
         if (!svc) return reply;
         const r = await svc.changes.restartApp(appId, isTrue((req.query as Query).force));
@@ -283,17 +329,22 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       try {
         const { appId, rest } = route(req);
         const q = req.query as Query;
-        if (!records.app(appId)) throw unknownApp(appId);
+        const s = records.app(appId);
+        if (!s) throw unknownApp(appId);
         if (rest.length === 0) {
+          requireOn(req, 'teardown_frameworks', appId, s.owner);
           const svc = env.leading(req, reply);
           if (!svc) return reply;
           const r = await svc.changes.deleteApp(appId, isTrue(q.force));
           return reply.code(200).header('marathon-deployment-id', r.deploymentId).send({ deploymentId: r.deploymentId, version: r.version });
         }
         if (rest[0] === 'tasks' && rest.length <= 2) {
+          const scale = isTrue(q.scale);
+          requireOn(req, 'kill_tasks', appId, s.owner);
+          // Killing with scale changes the app's instance count too.
+          if (scale) requireOn(req, 'teardown_frameworks', appId, s.owner);
           const svc = env.leading(req, reply);
           if (!svc) return reply;
-          const scale = isTrue(q.scale);
           const r = await svc.changes.killTasks(appId, rest.length === 2 ? [rest[1]!] : 'all', scale, isTrue(q.force), q.host);
           if (r.deployment) return reply.code(200).send({ deploymentId: r.deployment.deploymentId, version: r.deployment.version });
           const withHealth = (records.app(appId)?.app.healthChecks.length ?? 0) > 0;
