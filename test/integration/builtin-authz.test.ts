@@ -2,7 +2,8 @@
 // simulated agent. Alice creates an app and a job; Bob can neither see nor change them (each
 // refused, nothing changed) nor create in a role he is not allowed; a viewer with view_tasks
 // on Alice sees but cannot change; Alice can do everything; each event stream carries only
-// what its caller may see; every change is audited with its principal.
+// what its caller may see, and the master's task API treats their tasks as theirs; every
+// change is audited with its principal.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
@@ -187,6 +188,16 @@ describe('authorization of apps and jobs', { timeout: 180_000 }, () => {
       expect(r.status, `${method} ${path}`).toBe(403);
       expect(r.body.code, `${method} ${path}`).toBe('CAIRN_FORBIDDEN');
       expect(r.body.field, `${method} ${path}`).toMatch(/^(id|name)$/);
+    }
+    // Nor reaches their tasks through the master's own task API (they run as the built-in principal).
+    const jobTask = job.replicas[0].taskId as string;
+    for (const id of [tasks[0]!, jobTask]) {
+      expect((await call('bob', 'GET', `/api/v1/tasks/${encodeURIComponent(id)}`)).status, id).toBe(403);
+      expect((await call('bob', 'GET', `/api/v1/tasks/${encodeURIComponent(id)}/logs`)).status, id).toBe(403);
+      expect((await call('bob', 'POST', `/api/v1/tasks/${encodeURIComponent(id)}/kill`)).status, id).toBe(403);
+      expect((await call('viewer', 'POST', `/api/v1/tasks/${encodeURIComponent(id)}/kill`)).status, id).toBe(403);
+      expect((await call('viewer', 'GET', `/api/v1/tasks/${encodeURIComponent(id)}`)).status, id).toBe(200);
+      expect((await call('alice', 'GET', `/api/v1/tasks/${encodeURIComponent(id)}`)).status, id).toBe(200);
     }
     // Nor creates in a role he may not register in.
     const inMl = await call('bob', 'POST', '/api/v1/jobs', JOB('bobs', 'ml'));
