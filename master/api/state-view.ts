@@ -8,6 +8,7 @@ import type { TaskRecord } from '../registry/commands.ts';
 import type { MasterContext } from '../context.ts';
 import type { Principal } from '../auth/credentials.ts';
 import { agentBaseUrl } from './agents-rest.ts';
+import { taskOwner } from '../builtin/task-owner.ts';
 
 export const CAIRN_VERSION = '0.1.0';
 const PROCESS_STARTED_MS = Date.now();
@@ -89,7 +90,8 @@ export function stateView(ctx: MasterContext, viewer: Principal): StateView {
     startedAtMs: PROCESS_STARTED_MS,
     agents,
     frameworks,
-    tasks: [...reg.tasks.values()].filter((t) => visible(t.frameworkId)).map(taskView),
+    // A built-in framework's task is its app's or job's owner's to view (builtin/task-owner.ts).
+    tasks: [...reg.tasks.values()].filter((t) => ctx.auth.mayActOn(viewer, 'view_tasks', taskOwner(reg, t))).map(taskView),
     offers: [...(master?.offers.all() ?? [])].filter((o) => visible(o.frameworkId)).map((o) => ({ id: o.id, frameworkId: o.frameworkId, agentId: o.agentId, resources: o.resources.toString() })),
   };
 }

@@ -199,6 +199,10 @@ describe('authorization of apps and jobs', { timeout: 180_000 }, () => {
       expect((await call('viewer', 'GET', `/api/v1/tasks/${encodeURIComponent(id)}`)).status, id).toBe(200);
       expect((await call('alice', 'GET', `/api/v1/tasks/${encodeURIComponent(id)}`)).status, id).toBe(200);
     }
+    const stateTasks = async (u: User) => ((await call(u, 'GET', '/api/v1/state')).body.tasks as any[]).map((t) => t.id);
+    expect(await stateTasks('bob')).not.toContain(tasks[0]);
+    expect(await stateTasks('bob')).not.toContain(jobTask);
+    for (const u of ['alice', 'viewer'] as const) expect(await stateTasks(u), u).toEqual(expect.arrayContaining([...tasks, jobTask]));
     // Nor creates in a role he may not register in.
     const inMl = await call('bob', 'POST', '/api/v1/jobs', JOB('bobs', 'ml'));
     expect(inMl.status).toBe(403);
