@@ -209,6 +209,27 @@ describe('authorization of apps and jobs', { timeout: 180_000 }, () => {
     expect(inMl.body).toMatchObject({ code: 'CAIRN_FORBIDDEN', field: 'role' });
     expect((await call('bob', 'GET', '/api/v1/jobs/bobs')).status).toBe(404);
 
+    // An app of Alice's that cannot be placed: its deployment and queue entry stay, and Bob sees neither.
+    expect((await call('alice', 'POST', '/v2/apps', { id: '/alice/big', cmd: 'sleep 1000', cpus: 100, mem: 32 })).status).toBe(201);
+    const queued = (u: User) => waitFor(`${u}'s queue`, async () => {
+      const q = (await call(u, 'GET', '/v2/queue')).body.queue as any[];
+      return q.length > 0 ? q.map((x) => x.app.id) : undefined;
+    }, 30_000, 100);
+    expect(await queued('alice')).toEqual(['/alice/big']);
+    expect(await queued('viewer')).toEqual(['/alice/big']);
+    expect((await call('bob', 'GET', '/v2/queue')).body.queue).toEqual([]);
+    const deployment = ((await call('alice', 'GET', '/v2/deployments')).body as any[]).find((d) => d.affectedApps[0] === '/alice/big');
+    expect(deployment).toBeDefined();
+    expect((await call('viewer', 'GET', '/v2/deployments')).body.map((d: any) => d.id)).toEqual([deployment.id]);
+    expect((await call('bob', 'GET', '/v2/deployments')).body).toEqual([]);
+    expect((await call('bob', 'GET', `/v2/deployments/${deployment.id}`)).status).toBe(403);
+    expect((await call('bob', 'DELETE', `/v2/deployments/${deployment.id}`)).status).toBe(403);
+    expect((await call('viewer', 'DELETE', `/v2/deployments/${deployment.id}?force=true`)).status).toBe(403);
+    expect((await call('viewer', 'GET', `/v2/deployments/${deployment.id}`)).status).toBe(200);
+    expect((await call('alice', 'GET', `/v2/deployments/${deployment.id}`)).status).toBe(200);
+    expect((await call('alice', 'DELETE', '/v2/apps/alice/big?force=true')).status).toBe(200);
+    await waitFor('the big app gone', async () => ((await call('alice', 'GET', '/v2/apps/alice/big')).status === 404 ? true : undefined), 30_000);
+
     // The viewer sees Alice's app and job, and cannot change them or create anything.
     expect((await call('viewer', 'GET', '/v2/apps')).body.apps.map((a: any) => a.id)).toEqual(['/alice/web']);
     expect((await call('viewer', 'GET', '/v2/apps/alice/web')).body.app.tasks.map((t: any) => t.id).sort()).toEqual(tasks);
