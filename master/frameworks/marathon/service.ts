@@ -7,18 +7,14 @@
 // each ask for one.
 
 import { randomUUID } from 'node:crypto';
-import { isTerminal } from '../../../shared/agent-messages.ts';
 import type { OfferJson, TaskStatusJson } from '../../../shared/mesos-v1.ts';
-import { offerRole } from '../../../shared/sdk/offer-fit.ts';
 import { SchedulerClient } from '../../../shared/sdk/scheduler-client.ts';
-import { Resources } from '../../../shared/resources.ts';
 import type { BuiltinEnv, BuiltinInstance } from '../../builtin/host.ts';
-import type { BuiltinPut, TaskRecord } from '../../registry/commands.ts';
-import { decide, type AppQueueFacts, type BackoffState, type CoreInput, type InstanceState, type InstanceView } from './core.ts';
+import type { AppQueueFacts, BackoffState } from './core.ts';
+import { NO_INTEREST, offerInterest, planRound, type OfferInterest } from './round-plan.ts';
 import { AppChanges } from './app-changes.ts';
 import { EventBus } from './event-bus.ts';
-import { deploymentKey, FRAMEWORK_ID_KEY, instanceKey, MarathonRecords, type InstanceRecord } from './records.ts';
-import { APP_LABEL, appIdOfTaskId, buildTaskInfo, CONFIG_VERSION_LABEL, marathonTaskId } from './task-info.ts';
+import { FRAMEWORK_ID_KEY, instanceKey, MarathonRecords, type InstanceRecord } from './records.ts';
 import { deploymentJson, type QueueCounters } from './views.ts';
 
 export const FRAMEWORK_NAME = 'marathon';
@@ -49,9 +45,7 @@ export class MarathonService implements BuiltinInstance {
   private readonly killSentAt = new Map<string, number>();
   private readonly lastHealth = new Map<string, boolean | undefined>();
   private pendingOffers: OfferJson[] = [];
-  private suppressed = false;
-  /** Whether the last round had instances waiting for offers (not delayed). */
-  private wanted = false;
+  private interest: OfferInterest = { ...NO_INTEREST };
   private dirty = false;
   private looping = false;
   private stopped = false;
@@ -132,8 +126,7 @@ export class MarathonService implements BuiltinInstance {
       if (this.records.frameworkId() !== frameworkId) {
         void this.env.store.put(FRAMEWORK_ID_KEY, frameworkId).catch((err) => this.env.log.warn({ err }, 'could not store the framework id'));
       }
-      this.suppressed = false;
-      this.wanted = false;
+      this.interest = { ...NO_INTEREST };
       this.adoptedAtMs = -Infinity;
       // Ask for the latest state of every task (health included) after a leader change.
       void client.reconcile([]).catch(() => {});
@@ -203,132 +196,26 @@ export class MarathonService implements BuiltinInstance {
     })();
   }
 
-  private observed(rec: InstanceRecord, task: TaskRecord | undefined): InstanceView {
-    let state: InstanceState;
-    let unreachableSinceMs: number | undefined;
-    if (!task) state = 'pending';
-    else if (isTerminal(task.state)) state = 'terminal';
-    else if (task.state === 'TASK_RUNNING') state = 'running';
-    else if (task.state === 'TASK_KILLING') state = 'killing';
-    else if (task.state === 'TASK_UNREACHABLE' || task.state === 'TASK_UNKNOWN') {
-      state = 'unreachable';
-      unreachableSinceMs = task.updatedAtMs;
-    } else state = 'staging';
-    const healthy = (task as { healthy?: boolean } | undefined)?.healthy;
-    return {
-      taskId: rec.taskId, appId: rec.appId, configVersion: rec.configVersion, agentId: rec.agentId, hostname: rec.hostname,
-      attributes: rec.attributes, launchedAtMs: rec.launchedAtMs, state, killRequested: rec.killRequested === true,
-      ...(unreachableSinceMs !== undefined ? { unreachableSinceMs } : {}),
-      ...(healthy !== undefined ? { healthy } : {}),
-    };
-  }
-
-  /** Tasks of this framework the store does not know (launched by a leader that died before its write was read back here). */
-  private adoptOrphans(frameworkId: string, puts: BuiltinPut[], killNow: { taskId: string; agentId: string }[]): void {
-    const apps = new Set(this.records.apps().map((s) => s.app.id));
-    for (const task of this.env.ctx.registry.state.tasks.values()) {
-      if (task.frameworkId !== frameworkId || isTerminal(task.state) || this.instances.has(task.id)) continue;
-      const appId = task.labels.find((l) => l.name === APP_LABEL)?.value ?? appIdOfTaskId(task.id);
-      const configVersion = task.labels.find((l) => l.name === CONFIG_VERSION_LABEL)?.value ?? '';
-      const agent = this.env.ctx.registry.state.agents.get(task.agentId);
-      if (!appId || !apps.has(appId) || !agent) {
-        killNow.push({ taskId: task.id, agentId: task.agentId });
-        continue;
-      }
-      const rec: InstanceRecord = {
-        taskId: task.id, appId, version: configVersion, configVersion, agentId: task.agentId, hostname: agent.hostname,
-        attributes: { ...agent.attributes }, ports: Resources.parse(task.resources).portList(), launchedAtMs: task.launchedAtMs,
-      };
-      this.instances.set(rec.taskId, rec);
-      puts.push(MarathonRecords.put(instanceKey(rec.taskId), rec));
-    }
-  }
-
   private async round(): Promise<void> {
     const client = this.client;
     const frameworkId = client?.frameworkId;
     if (!client || !frameworkId || !client.connected) return;
     const offers = this.pendingOffers.splice(0);
     const nowMs = Date.now();
-    const registry = this.env.ctx.registry.state;
-    const puts: BuiltinPut[] = [];
-    const killNow: { taskId: string; agentId: string }[] = [];
     // Now and then (first thing after subscribing): an accept whose answer was lost may still
     // have launched its tasks after their records were dropped; they are adopted, not left uncounted.
-    if (nowMs - this.adoptedAtMs >= ADOPT_EVERY_MS) {
-      this.adoptedAtMs = nowMs;
-      this.adoptOrphans(frameworkId, puts, killNow);
-    }
-
-    if (this.inheritedPending) {
-      for (const id of this.inheritedPending) {
-        if (registry.tasks.has(id) || !this.instances.has(id)) continue;
-        this.instances.delete(id);
-        puts.push({ key: instanceKey(id), value: null });
-      }
-      this.inheritedPending = undefined;
-    }
-
+    const adopt = nowMs - this.adoptedAtMs >= ADOPT_EVERY_MS;
+    if (adopt) this.adoptedAtMs = nowMs;
     const apps = this.records.apps();
-    const deployments = this.records.deployments();
-    const input: CoreInput = {
-      nowMs,
-      role: '*',
-      apps,
-      deployments: deployments.map((d) => ({ id: d.id, appId: d.appId })),
-      instances: [...this.instances.values()].map((r) => this.observed(r, registry.tasks.get(r.taskId))),
-      offers: offers.map((o) => ({
-        id: o.id.value, agentId: o.agent_id.value, hostname: o.hostname,
-        attributes: Object.fromEntries(o.attributes.map((a) => [a.name, a.text.value])),
-        resources: Resources.fromMesos(o.resources, 'offer.resources'), role: offerRole(o.resources),
-      })),
-      backoff: this.backoff,
-      agents: [...registry.agents.values()].filter((a) => a.reachable).map((a) => ({ hostname: a.hostname, attributes: a.attributes })),
-      pendingTimeoutMs: PENDING_TIMEOUT_MS,
-    };
-    const out = decide(input);
-    const storedById = new Map(apps.map((s) => [s.app.id, s]));
-
-    for (const id of out.forget) {
-      this.instances.delete(id);
-      this.killSentAt.delete(id);
-      this.lastHealth.delete(id);
-      puts.push({ key: instanceKey(id), value: null });
-    }
-    const kills: InstanceRecord[] = [];
-    for (const k of out.kills) {
-      const rec = this.instances.get(k.taskId);
-      if (!rec) {
-        const task = registry.tasks.get(k.taskId);
-        if (task) killNow.push({ taskId: task.id, agentId: task.agentId });
-        continue;
-      }
-      if (rec.killRequested) continue;
-      const next = { ...rec, killRequested: true };
-      this.instances.set(rec.taskId, next);
-      puts.push(MarathonRecords.put(instanceKey(rec.taskId), next));
-      kills.push(next);
-    }
-    // Kills asked for earlier whose task still runs: sent again (the earlier one may have died with a leader).
-    for (const rec of this.instances.values()) {
-      if (!rec.killRequested || kills.includes(rec)) continue;
-      const task = registry.tasks.get(rec.taskId);
-      if (!task || isTerminal(task.state)) continue;
-      if (nowMs - (this.killSentAt.get(rec.taskId) ?? 0) >= KILL_RETRY_MS) kills.push(rec);
-    }
-    const launches = out.launches.map((l) => {
-      const stored = storedById.get(l.appId)!;
-      const taskId = marathonTaskId(l.appId, randomUUID());
-      const rec: InstanceRecord = {
-        taskId, appId: l.appId, version: stored.version, configVersion: l.configVersion, agentId: l.agentId, hostname: l.hostname,
-        attributes: { ...l.attributes }, ports: l.ports, launchedAtMs: nowMs,
-      };
-      this.instances.set(taskId, rec);
-      puts.push(MarathonRecords.put(instanceKey(taskId), rec));
-      return { l, rec, info: buildTaskInfo(stored, l, taskId) };
+    const plan = planRound({
+      nowMs, frameworkId, registry: this.env.ctx.registry.state, apps, deployments: this.records.deployments(), offers,
+      backoff: this.backoff, instances: this.instances, killSentAt: this.killSentAt, adopt, inheritedPending: this.inheritedPending,
+      newUuid: randomUUID, pendingTimeoutMs: PENDING_TIMEOUT_MS, killRetryMs: KILL_RETRY_MS,
     });
-    const finished = out.finishedDeployments.map((id) => deployments.find((d) => d.id === id)!).filter((d) => d !== undefined);
-    for (const d of finished) puts.push({ key: deploymentKey(d.id), value: null });
+    this.inheritedPending = undefined;
+    const { out, puts, kills, killNow, launches, finished } = plan;
+    for (const id of out.forget) this.lastHealth.delete(id);
+    const storedById = new Map(apps.map((s) => [s.app.id, s]));
 
     // Durable before acting: a leader that dies after this write leaves its decisions to the next.
     await this.env.store.write(puts);
@@ -365,17 +252,10 @@ export class MarathonService implements BuiltinInstance {
       calls.push(client.kill(rec.taskId, rec.agentId).catch(() => {}));
     }
     for (const k of killNow) calls.push(client.kill(k.taskId, k.agentId).catch(() => {}));
-    // Offers are declined for long while nothing waits; the moment something does, REVIVE
-    // clears those filters (and a SUPPRESS), so a replacement never waits out a refusal.
-    const wantsOffers = [...out.queue.values()].some((q) => q.waiting > q.launched && (q.delayUntilMs === undefined || q.delayUntilMs <= nowMs));
-    if (wantsOffers && !this.wanted) {
-      this.suppressed = false;
-      calls.push(client.revive().catch(() => {}));
-    } else if (!wantsOffers && !this.suppressed && offers.length > 0) {
-      this.suppressed = true;
-      calls.push(client.suppress().catch(() => {}));
-    }
-    this.wanted = wantsOffers;
+    const interest = offerInterest(this.interest, waitingNow, offers.length, nowMs);
+    this.interest = interest.next;
+    if (interest.call === 'revive') calls.push(client.revive().catch(() => {}));
+    else if (interest.call === 'suppress') calls.push(client.suppress().catch(() => {}));
     await Promise.all(calls);
   }
 
