@@ -11,6 +11,7 @@ import { CairnError } from '../../shared/errors.ts';
 import { leaderOrRedirect, type MasterContext } from '../context.ts';
 import type { AgentRecord } from '../registry/commands.ts';
 import { sendHttpError as fail } from './http-errors.ts';
+import { taskOwner } from '../builtin/task-owner.ts';
 
 /** The agent's own HTTP endpoint (logs, usage). */
 export function agentBaseUrl(agent: Pick<AgentRecord, 'ip' | 'httpPort' | 'https'>): string {
@@ -84,7 +85,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: MasterContext): v
       const t = ctx.registry.state.tasks.get(req.params.id);
       if (!t) throw new CairnError('CAIRN_UNKNOWN_TASK', `no task '${req.params.id}'`, 'id');
       const agent = ctx.registry.state.agents.get(t.agentId);
-      if (!ctx.auth.mayActOn(req.principal, 'view_tasks', ctx.registry.state.frameworks.get(t.frameworkId)?.principal ?? '')) {
+      if (!ctx.auth.mayActOn(req.principal, 'view_tasks', taskOwner(ctx.registry.state, t))) {
         throw new CairnError('CAIRN_FORBIDDEN', `principal '${req.principal.name}' may not view the tasks of framework ${t.frameworkId}`, 'id');
       }
       if (!agent) throw new CairnError('CAIRN_AGENT_UNAVAILABLE', `agent ${t.agentId} of task '${t.id}' is gone`, 'id');

@@ -194,6 +194,7 @@ describe('authorization of apps and jobs', { timeout: 180_000 }, () => {
     for (const id of [tasks[0]!, jobTask]) {
       expect((await call('bob', 'GET', `/api/v1/tasks/${encodeURIComponent(id)}`)).status, id).toBe(403);
       expect((await call('bob', 'GET', `/api/v1/tasks/${encodeURIComponent(id)}/logs`)).status, id).toBe(403);
+      expect((await call('bob', 'GET', `/api/v1/tasks/${encodeURIComponent(id)}/usage`)).status, id).toBe(403);
       expect((await call('bob', 'POST', `/api/v1/tasks/${encodeURIComponent(id)}/kill`)).status, id).toBe(403);
       expect((await call('viewer', 'POST', `/api/v1/tasks/${encodeURIComponent(id)}/kill`)).status, id).toBe(403);
       expect((await call('viewer', 'GET', `/api/v1/tasks/${encodeURIComponent(id)}`)).status, id).toBe(200);
