@@ -30,6 +30,8 @@ export interface AgentWorld {
   /** Told of every launch an agent receives (a task id launched twice is a bug). */
   launched(agent: SimAgent, taskId: string): void;
   trace(what: string): void;
+  /** How long a launched task runs and how it ends, where the world decides (services run until killed). */
+  lifetimeOf?(taskId: string, rng: SeededRandom): { endsAtMs: number; succeeds: boolean } | undefined;
 }
 
 const STATUS_RETRY_MS = 2_000;
@@ -226,6 +228,7 @@ export class SimAgent {
           state: 'TASK_RUNNING',
           endsAtMs: this.world.clock.nowMs + this.rng.range(200, 4_000),
           succeeds: this.rng.chance(0.9),
+          ...this.world.lifetimeOf?.(info.taskId, this.rng),
         };
         this.tasks.set(t.taskId, t);
         this.update(t, 'TASK_RUNNING');
@@ -247,7 +250,7 @@ export class SimAgent {
 
   /** A task ends on its own; a crashed agent process reports it once it is back. */
   private scheduleEnd(t: SimTask): void {
-    if (isTerminal(t.state)) return;
+    if (isTerminal(t.state) || t.endsAtMs === Infinity) return;
     const gen = this.generation;
     this.world.clock.at(t.endsAtMs, () => {
       if (gen === this.generation && this.up) this.endIfDue(t);

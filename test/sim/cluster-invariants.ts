@@ -97,3 +97,18 @@ export function checkReplicasOnce(agents: SimAgent[]): string[] {
   }
   return out;
 }
+
+/** No task id (of those with the prefix) runs on two agents at once: one instance record, one live task. */
+export function checkTasksOnce(agents: SimAgent[], prefix: string): string[] {
+  const running = new Map<string, string>();
+  const out: string[] = [];
+  for (const a of agents) {
+    for (const t of a.tasks.values()) {
+      if (isTerminal(t.state) || !t.taskId.startsWith(prefix)) continue;
+      const other = running.get(t.taskId);
+      if (other !== undefined) out.push(`task ${t.taskId} runs twice at once: on ${other} and on ${a.hostname}`);
+      running.set(t.taskId, a.hostname);
+    }
+  }
+  return out;
+}

@@ -19,9 +19,11 @@ import type { TaskState } from '../../shared/agent-messages.ts';
 import { SimAgent, type AgentWorld } from './cluster-agent.ts';
 import { SimClock } from './cluster-clock.ts';
 import { SimFramework, type FrameworkWorld } from './cluster-framework.ts';
-import { checkReplicasOnce, checkSettled, checkStep } from './cluster-invariants.ts';
+import { checkReplicasOnce, checkSettled, checkStep, checkTasksOnce } from './cluster-invariants.ts';
 import { SimJobs } from './cluster-jobs.ts';
 import { jobsWorkload } from './jobs-workload.ts';
+import { SimServices, type ServicesBug } from './cluster-services.ts';
+import { servicesWorkload } from './services-workload.ts';
 import { Resources } from '../../shared/resources.ts';
 import { SimMaster, type MasterWorld, type PlantedBug } from './cluster-master.ts';
 import { CALM, SimNet, type NetConditions } from './cluster-net.ts';
@@ -37,6 +39,10 @@ export interface ClusterSimOptions {
   livenessMs?: number;
   /** Adds the jobs framework (the production job engine) with a workload of gangs. */
   jobs?: boolean;
+  /** Adds the services framework (its production rounds) with apps created, scaled, restarted and deleted. */
+  services?: boolean;
+  /** A bug planted in the services framework, to show the invariants catch it. */
+  servicesPlant?: ServicesBug;
 }
 
 /** The leader's settings in the simulation: the daemon's, with short periods so a run is brief. */
@@ -62,6 +68,9 @@ class ClusterSim implements MasterWorld, AgentWorld, FrameworkWorld {
   readonly agents: SimAgent[] = [];
   readonly frameworks: SimFramework[] = [];
   jobs: SimJobs | undefined;
+  services: SimServices | undefined;
+  /** Services run until killed, or fail now and then while the faults last. */
+  servicesFail = true;
   /** Masters whose Raft traffic is cut off from the others. */
   readonly raftCut = new Set<NodeId>();
   /** Datagram conditions apply to Raft and scheduler calls; connections only take the delays. */
@@ -118,6 +127,12 @@ class ClusterSim implements MasterWorld, AgentWorld, FrameworkWorld {
     }
   }
 
+  lifetimeOf(taskId: string, rng: SeededRandom): { endsAtMs: number; succeeds: boolean } | undefined {
+    if (!this.services || !taskId.startsWith('svc_')) return undefined;
+    if (this.servicesFail && rng.chance(0.1)) return { endsAtMs: this.clock.nowMs + rng.range(500, 10_000), succeeds: false };
+    return { endsAtMs: Infinity, succeeds: false };
+  }
+
   leaders(): SimMaster[] {
     return this.masterList.filter((m) => m.isLeading);
   }
@@ -138,6 +153,8 @@ export interface SeedResult {
   net: { datagrams: number; lost: number; duplicated: number; connections: number };
   /** With the jobs framework: how its jobs ended. */
   jobs?: { succeeded: number; failed: number; launches: number; crashes: number; restarts: number };
+  /** With the services framework: what it did. */
+  services?: { apps: number; changes: number; launches: number; kills: number; crashes: number; rounds: number };
 }
 
 /** One seed: throws with `reproduce with --seed N` when an invariant breaks. */
@@ -168,6 +185,7 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
     sim.frameworks.push(new SimFramework('alpha', 'team-a', faultRng.range(40, 120), sim, rng.fork()));
     sim.frameworks.push(new SimFramework('beta', 'team-b', faultRng.range(40, 120), sim, rng.fork()));
     if (opts.jobs) sim.jobs = new SimJobs(sim, rng.fork(), () => agentTotals(sim), jobsWorkload(rng.fork(), agentCount));
+    if (opts.services) sim.services = new SimServices(sim, rng.fork(), opts.servicesPlant, servicesWorkload(rng.fork(), agentCount, safetyMs));
 
     phase = 'safety';
     sim.net.conditions = conditions;
@@ -193,7 +211,8 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
       a.heal();
       a.restart();
     }
-    // The jobs framework's crashes have stopped too; its work must finish.
+    // The jobs framework's crashes have stopped too; its work must finish. Services stop failing.
+    sim.servicesFail = false;
     const livenessStart = sim.clock.nowMs;
     let settledAt: number | undefined;
     while (sim.clock.nowMs < livenessStart + livenessMs) {
@@ -208,6 +227,7 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
         `liveness: not settled within ${livenessMs} ms after the faults stopped (leader ${leader?.id ?? 'none'}; ` +
           `frameworks ${sim.frameworks.map((f) => `${f.name} ${f.jobs.filter((j) => j.finished).length}/${f.jobs.length} done, ${f.subscribed ? 'subscribed' : 'not subscribed'}`).join(', ')}; ` +
           (sim.jobs ? `jobs ${sim.jobs.records().map((r) => `${r.spec.name} ${r.phase} (${r.message})`).join(', ')}, ${sim.jobs.subscribed ? 'subscribed' : 'not subscribed'}; ` : '') +
+          (sim.services && leader ? `services: ${sim.services.problems(leader).join('; ') || 'settled'} (${sim.services.describe(leader)}); ` : '') +
           `agents ${sim.agents.map((a) => `${a.hostname} ${a.up ? '' : 'down '}${a.registered ? 'registered' : 'unregistered'}${a.conn ? ` on ${a.conn.id}${a.conn.usable ? '' : ' (closed)'}${a.conn.blackholed ? ' (cut)' : ''}` : ' unconnected'} ${a.pending.size} pending`).join(', ')}; ` +
           `problems: ${leader ? checkSettled(leader, sim.agents, sim.frameworks).slice(0, 5).join('; ') || 'none' : 'no leader'})`,
       );
@@ -236,10 +256,22 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
             },
           }
         : {}),
+      ...(sim.services
+        ? {
+            services: {
+              apps: sim.services.records.apps().length,
+              changes: sim.services.stats.changes,
+              launches: sim.services.stats.launches,
+              kills: sim.services.stats.kills,
+              crashes: sim.services.stats.crashes,
+              rounds: sim.services.stats.rounds,
+            },
+          }
+        : {}),
     };
   } catch (err) {
     const e = err as Error;
-    throw new Error(`cluster simulation failed in the ${phase} phase at ${sim.clock.nowMs} ms: ${e.message}\nreproduce with --seed ${seed}${opts.plant ? ` (planted bug: ${opts.plant})` : ''}`, { cause: e });
+    throw new Error(`cluster simulation failed in the ${phase} phase at ${sim.clock.nowMs} ms: ${e.message}\nreproduce with --seed ${seed}${opts.plant ? ` (planted bug: ${opts.plant})` : ''}${opts.servicesPlant ? ` (planted bug: ${opts.servicesPlant})` : ''}`, { cause: e });
   } finally {
     restore();
   }
@@ -258,6 +290,10 @@ function stepTo(sim: ClusterSim, untilMs: number): void {
     const v = checkReplicasOnce(sim.agents);
     if (v.length > 0) throw new Error(v.join('; '));
   }
+  if (sim.services) {
+    const v = [...sim.services.violations, ...checkTasksOnce(sim.agents, 'svc_')];
+    if (v.length > 0) throw new Error(v.join('; '));
+  }
 }
 
 /** Each agent's total as the leader knows it: what the jobs engine tells an impossible gang by. */
@@ -273,6 +309,7 @@ function settled(sim: ClusterSim): boolean {
   const leader = leaders[0];
   if (!sim.frameworks.every((f) => f.done && f.subscribed)) return false;
   if (sim.jobs && !(sim.jobs.done && sim.jobs.subscribed)) return false;
+  if (sim.services && sim.services.problems(leader).length > 0) return false;
   if (!sim.agents.every((a) => a.registered && a.pending.size === 0)) return false;
   for (const t of leader.state.tasks.values()) if (t.unacked) return false;
   return checkSettled(leader, sim.agents, sim.frameworks).length === 0;
@@ -284,6 +321,11 @@ function injectFault(sim: ClusterSim, rng: SeededRandom, heals: { atMs: number; 
   if (sim.jobs && rng.chance(0.15)) {
     sim.countFault('jobs-framework-crash');
     sim.jobs.crash();
+    return;
+  }
+  if (sim.services && rng.chance(0.15)) {
+    sim.countFault('services-framework-crash');
+    sim.services.crash();
     return;
   }
   const kind = rng.pick(['leader-crash', 'leader-crash', 'master-crash', 'raft-partition', 'agent-crash', 'agent-host-lost', 'agent-partition', 'agent-partition', 'framework-disconnect'] as const);

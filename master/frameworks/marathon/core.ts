@@ -244,6 +244,10 @@ export function decide(input: CoreInput): CoreOutput {
       if (upgrade) oldKilled++;
       out.kills.push({ taskId: id, reason: upgrade ? 'upgrade' : 'scale' });
     }
+    // Old instances out of reach (no longer counted) are asked to stop too: one that comes
+    // back after the deployment would otherwise run the old config as if it were current.
+    const oldAway = deployment ? live.filter((i) => i.state === 'unreachable' && !i.killRequested && !isNew(i) && !counts(app, i, nowMs)) : [];
+    for (const i of oldAway) out.kills.push({ taskId: i.taskId, reason: 'upgrade' });
 
     let maxAlive = Math.floor(N * (1 + app.upgradeStrategy.maximumOverCapacity) + 1e-9);
     const oldLeft = old.length - oldKilled;
@@ -264,8 +268,9 @@ export function decide(input: CoreInput): CoreOutput {
     out.queue.set(app.id, facts);
 
     if (deployment) {
-      const done = old.length === 0 && fresh.length === N && fresh.every((i) => isReady(app, i)) && kills.size === 0 &&
-        live.every((i) => !i.killRequested || i.state === 'terminal');
+      // An instance out of reach that was asked to stop holds nothing up: its kill is sent again when it is back.
+      const done = old.length === 0 && oldAway.length === 0 && fresh.length === N && fresh.every((i) => isReady(app, i)) && kills.size === 0 &&
+        live.every((i) => !i.killRequested || i.state === 'terminal' || i.state === 'unreachable');
       if (done) out.finishedDeployments.push(deployment.id);
     }
 
