@@ -22,7 +22,7 @@ import type { BuiltinPut, JsonValue } from '../../master/registry/commands.ts';
 import type { BackoffState } from '../../master/frameworks/marathon/core.ts';
 import { NO_INTEREST, offerInterest, planRound, type OfferInterest, type RoundPlan } from '../../master/frameworks/marathon/round-plan.ts';
 import { FRAMEWORK_ID_KEY, MarathonRecords, type DeploymentRecord, type InstanceRecord } from '../../master/frameworks/marathon/records.ts';
-import { APP_LABEL } from '../../master/frameworks/marathon/task-info.ts';
+import { APP_LABEL, appIdOfTaskId } from '../../master/frameworks/marathon/task-info.ts';
 import type { AppDefinition, StoredApp } from '../../master/frameworks/marathon/app-model.ts';
 import type { FrameworkWorld } from './cluster-framework.ts';
 import { NOT_LEADER_CLOSE, type SimMaster, type StreamConn } from './cluster-master.ts';
@@ -51,6 +51,11 @@ export function maxCapacity(app: AppDefinition): number {
   const minHealthy = Math.ceil(n * app.upgradeStrategy.minimumHealthCapacity - 1e-9);
   // Neither an old instance could stop nor a new one start: one more may start.
   return max === minHealthy && n > 0 ? max + 1 : max;
+}
+
+interface Seen {
+  live: Map<string, string[]>;
+  ready: Set<string>;
 }
 
 export class SimServices {
@@ -272,24 +277,25 @@ export class SimServices {
         plan.puts.push({ key: `instance/${k.taskId}`, value: null });
       }
     }
-    if (this.plant === 'launch-before-durable') this.act(plan, nowMs, apps, deployments, offers.length, 'launches');
+    const seen = this.seen(master);
+    if (this.plant === 'launch-before-durable') this.act(plan, seen, nowMs, apps, deployments, offers.length, 'launches');
     this.looping = true;
     // The write commits after a Raft round trip (leader to followers and back); a crash before then loses it.
     this.world.clock.after(this.world.net.delay() + this.world.net.delay(), () => {
       if (gen !== this.generation) return;
       this.change(plan.puts);
       this.looping = false;
-      this.act(plan, nowMs, apps, deployments, offers.length, this.plant === 'launch-before-durable' ? 'rest' : 'all');
+      this.act(plan, seen, nowMs, apps, deployments, offers.length, this.plant === 'launch-before-durable' ? 'rest' : 'all');
       if (this.dirty) this.kick();
     });
   }
 
-  private act(plan: RoundPlan, nowMs: number, apps: readonly StoredApp[], deployments: readonly DeploymentRecord[], offers: number, part: 'launches' | 'rest' | 'all'): void {
+  private act(plan: RoundPlan, seen: Seen, nowMs: number, apps: readonly StoredApp[], deployments: readonly DeploymentRecord[], offers: number, part: 'launches' | 'rest' | 'all'): void {
     const frameworkId = this.frameworkId!;
     const { out, launches, kills, killNow } = plan;
     const waitingNow = [...out.queue.values()].some((q) => q.waiting > q.launched && (q.delayUntilMs === undefined || q.delayUntilMs <= nowMs));
     if (part !== 'rest') {
-      this.checkLaunches(plan, apps, deployments);
+      this.checkLaunches(plan, apps, deployments, seen);
       const byOffer = new Map<string, typeof launches>();
       for (const x of launches) byOffer.set(x.l.offerId, [...(byOffer.get(x.l.offerId) ?? []), x]);
       for (const [offerId, list] of byOffer) {
@@ -307,7 +313,7 @@ export class SimServices {
     for (const id of out.backoff.keys()) if (!storedById.has(id)) out.backoff.delete(id);
     this.backoff = out.backoff;
     if (out.declines.length > 0) this.call({ type: 'DECLINE', frameworkId, offerIds: out.declines, refuseMs: waitingNow ? REFUSE_WHILE_WAITING_MS : REFUSE_IDLE_MS });
-    this.checkKills(plan, apps);
+    this.checkKills(plan, apps, seen);
     for (const rec of kills) {
       this.killSentAt.set(rec.taskId, nowMs);
       this.stats.kills++;
@@ -323,22 +329,23 @@ export class SimServices {
   // ------------------------------------------------------------------ invariants
 
   /**
-   * The live tasks of each app on the leader: not ended, not written off as unreachable,
-   * and not asked (durably) to be killed; a task no record names counts too.
+   * What the round saw, with its own decisions applied: each app's live tasks on the leader
+   * (not ended, not written off as unreachable, not asked to be killed; a task no record names
+   * counts too), and which tasks were ready. The checks judge a round by what it knew: a task
+   * may come back, or end, while the round's write is on its way.
    */
-  liveTasks(): Map<string, string[]> {
-    const master = this.master() ?? this.world.masters().find((m) => m.isLeading);
-    const out = new Map<string, string[]>();
-    if (!master || !this.frameworkId) return out;
+  private seen(master: SimMaster): Seen {
+    const live = new Map<string, string[]>();
+    const ready = new Set<string>();
     for (const t of master.state.tasks.values()) {
-      if (t.frameworkId !== this.frameworkId || isTerminal(t.state) || t.state === 'TASK_UNREACHABLE' || t.state === 'TASK_UNKNOWN') continue;
-      if (master.state.agents.get(t.agentId)?.reachable === false) continue;
-      const rec = this.durable.get(`instance/${t.id}`) as unknown as InstanceRecord | undefined;
-      if (rec?.killRequested) continue;
+      if (t.frameworkId !== this.frameworkId || isTerminal(t.state)) continue;
+      if (t.state === 'TASK_RUNNING') ready.add(t.id);
+      if (t.state === 'TASK_UNREACHABLE' || t.state === 'TASK_UNKNOWN' || master.state.agents.get(t.agentId)?.reachable === false) continue;
+      if (this.instances.get(t.id)?.killRequested) continue;
       const appId = t.labels.find((l) => l.name === APP_LABEL)?.value ?? '';
-      out.set(appId, [...(out.get(appId) ?? []), t.id]);
+      live.set(appId, [...(live.get(appId) ?? []), t.id]);
     }
-    return out;
+    return { live, ready };
   }
 
   /**
@@ -346,9 +353,8 @@ export class SimServices {
    * maximum during one — of the app as the round read it (an API change may land while the
    * round's write is on its way; the next round answers it).
    */
-  private checkLaunches(plan: RoundPlan, apps: readonly StoredApp[], deployments: readonly DeploymentRecord[]): void {
+  private checkLaunches(plan: RoundPlan, apps: readonly StoredApp[], deployments: readonly DeploymentRecord[], seen: Seen): void {
     if (plan.launches.length === 0) return;
-    const live = this.liveTasks();
     const deploying = new Set(deployments.map((d) => d.appId));
     const launching = new Map<string, number>();
     for (const x of plan.launches) launching.set(x.l.appId, (launching.get(x.l.appId) ?? 0) + 1);
@@ -356,25 +362,21 @@ export class SimServices {
       const stored = apps.find((a) => a.app.id === appId);
       if (!stored) continue;
       const ceiling = deploying.has(appId) ? maxCapacity(stored.app) : stored.app.instances;
-      const after = (live.get(appId)?.length ?? 0) + n;
-      if (after > ceiling) {
-        this.violations.push(`app ${appId}: launching ${n} more would make ${after} live tasks (${(live.get(appId) ?? []).join(', ')}), over its ceiling of ${ceiling} (${stored.app.instances} instances${deploying.has(appId) ? ', during a deployment' : ''})`);
+      const live = seen.live.get(appId) ?? [];
+      if (live.length + n > ceiling) {
+        this.violations.push(`app ${appId}: launching ${n} more would make ${live.length + n} live tasks (${live.join(', ')}), over its ceiling of ${ceiling} (${stored.app.instances} instances${deploying.has(appId) ? ', during a deployment' : ''})`);
       }
     }
   }
 
   /** A deployment's own kills of ready instances never leave fewer than minimumHealthCapacity × instances ready. */
-  private checkKills(plan: RoundPlan, apps: readonly StoredApp[]): void {
-    const master = this.master();
-    if (!master) return;
-    const upgrades = new Set(plan.out.kills.filter((k) => k.reason === 'upgrade').map((k) => k.taskId));
-    if (upgrades.size === 0) return;
-    const ready = (id: string) => master.state.tasks.get(id)?.state === 'TASK_RUNNING';
+  private checkKills(plan: RoundPlan, apps: readonly StoredApp[], seen: Seen): void {
+    const upgrades = plan.out.kills.filter((k) => k.reason === 'upgrade' && seen.ready.has(k.taskId)).map((k) => k.taskId);
     for (const stored of apps) {
       const app = stored.app;
-      const killedReady = [...upgrades].filter((id) => this.instances.get(id)?.appId === app.id && ready(id));
+      const killedReady = upgrades.filter((id) => appIdOfTaskId(id) === app.id);
       if (killedReady.length === 0) continue;
-      const left = [...this.instances.values()].filter((r) => r.appId === app.id && !r.killRequested && ready(r.taskId)).length;
+      const left = [...this.instances.values()].filter((r) => r.appId === app.id && !r.killRequested && seen.ready.has(r.taskId)).length;
       const minReady = Math.ceil(app.instances * app.upgradeStrategy.minimumHealthCapacity - 1e-9);
       if (left < minReady) this.violations.push(`app ${app.id}: the deployment killed ready ${killedReady.join(', ')}, leaving ${left} ready of the ${minReady} it must keep`);
     }

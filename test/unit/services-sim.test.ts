@@ -36,8 +36,7 @@ describe('services in the cluster simulation', () => {
     expect(runServicesSeed(3)).toEqual(runServicesSeed(3));
   }, 60_000);
 
-  it('regressions: a lost REVIVE (seed 9) and an old instance back from a partition after its restart finished (seed 42) both settle', () => {
-    expect(runServicesSeed(9).services!.apps).toBeGreaterThan(0);
+  it('regression, seed 42: instances back from a partition after their restart finished are replaced, and the app settles', () => {
     expect(runServicesSeed(42).services!.apps).toBeGreaterThan(0);
   }, 60_000);
 
