@@ -40,9 +40,7 @@ export const SERVICES_NAME = 'marathon';
 /** Bugs the services simulation can plant, to show that its invariants catch them. */
 export type ServicesBug =
   /** Forgets an instance as soon as its kill is asked for, before its task is known dead. */
-  | 'forget-before-dead'
-  /** Sends the launches of a round before its records are durable. */
-  | 'launch-before-durable';
+  'forget-before-dead';
 
 /** Marathon's ceiling on an app's live instances during a deployment (TaskReplaceActor). */
 export function maxCapacity(app: AppDefinition): number {
@@ -278,37 +276,33 @@ export class SimServices {
       }
     }
     const seen = this.seen(master);
-    if (this.plant === 'launch-before-durable') this.act(plan, seen, nowMs, apps, deployments, offers.length, 'launches');
     this.looping = true;
     // The write commits after a Raft round trip (leader to followers and back); a crash before then loses it.
     this.world.clock.after(this.world.net.delay() + this.world.net.delay(), () => {
       if (gen !== this.generation) return;
       this.change(plan.puts);
       this.looping = false;
-      this.act(plan, seen, nowMs, apps, deployments, offers.length, this.plant === 'launch-before-durable' ? 'rest' : 'all');
+      this.act(plan, seen, nowMs, apps, deployments, offers.length);
       if (this.dirty) this.kick();
     });
   }
 
-  private act(plan: RoundPlan, seen: Seen, nowMs: number, apps: readonly StoredApp[], deployments: readonly DeploymentRecord[], offers: number, part: 'launches' | 'rest' | 'all'): void {
+  private act(plan: RoundPlan, seen: Seen, nowMs: number, apps: readonly StoredApp[], deployments: readonly DeploymentRecord[], offers: number): void {
     const frameworkId = this.frameworkId!;
     const { out, launches, kills, killNow } = plan;
     const waitingNow = [...out.queue.values()].some((q) => q.waiting > q.launched && (q.delayUntilMs === undefined || q.delayUntilMs <= nowMs));
-    if (part !== 'rest') {
-      this.checkLaunches(plan, apps, deployments, seen);
-      const byOffer = new Map<string, typeof launches>();
-      for (const x of launches) byOffer.set(x.l.offerId, [...(byOffer.get(x.l.offerId) ?? []), x]);
-      for (const [offerId, list] of byOffer) {
-        this.stats.launches += list.length;
-        // Through the scheduler API's own parser: the task infos are what service.ts sends.
-        const parsed = parseSchedulerCall({
-          type: 'ACCEPT', framework_id: { value: frameworkId },
-          accept: { offer_ids: [{ value: offerId }], operations: [{ type: 'LAUNCH', launch: { task_infos: list.map((x) => x.info) } }], filters: { refuse_seconds: (waitingNow ? REFUSE_WHILE_WAITING_MS : REFUSE_IDLE_MS) / 1000 } },
-        }) as SchedulerCall;
-        this.call(parsed);
-      }
+    this.checkLaunches(plan, apps, deployments, seen);
+    const byOffer = new Map<string, typeof launches>();
+    for (const x of launches) byOffer.set(x.l.offerId, [...(byOffer.get(x.l.offerId) ?? []), x]);
+    for (const [offerId, list] of byOffer) {
+      this.stats.launches += list.length;
+      // Through the scheduler API's own parser: the task infos are what service.ts sends.
+      const parsed = parseSchedulerCall({
+        type: 'ACCEPT', framework_id: { value: frameworkId },
+        accept: { offer_ids: [{ value: offerId }], operations: [{ type: 'LAUNCH', launch: { task_infos: list.map((x) => x.info) } }], filters: { refuse_seconds: (waitingNow ? REFUSE_WHILE_WAITING_MS : REFUSE_IDLE_MS) / 1000 } },
+      }) as SchedulerCall;
+      this.call(parsed);
     }
-    if (part === 'launches') return;
     const storedById = new Map(apps.map((s) => [s.app.id, s]));
     for (const id of out.backoff.keys()) if (!storedById.has(id)) out.backoff.delete(id);
     this.backoff = out.backoff;
