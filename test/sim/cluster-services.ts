@@ -53,6 +53,8 @@ export function maxCapacity(app: AppDefinition): number {
 
 interface Seen {
   live: Map<string, string[]>;
+  /** Tasks asked to be killed that still run, with their config version (a deployment's ceiling counts the old ones). */
+  dying: Map<string, { id: string; configVersion: string }[]>;
   ready: Set<string>;
 }
 
@@ -330,16 +332,21 @@ export class SimServices {
    */
   private seen(master: SimMaster): Seen {
     const live = new Map<string, string[]>();
+    const dying = new Map<string, { id: string; configVersion: string }[]>();
     const ready = new Set<string>();
     for (const t of master.state.tasks.values()) {
       if (t.frameworkId !== this.frameworkId || isTerminal(t.state)) continue;
       if (t.state === 'TASK_RUNNING') ready.add(t.id);
       if (t.state === 'TASK_UNREACHABLE' || t.state === 'TASK_UNKNOWN' || master.state.agents.get(t.agentId)?.reachable === false) continue;
-      if (this.instances.get(t.id)?.killRequested) continue;
       const appId = t.labels.find((l) => l.name === APP_LABEL)?.value ?? '';
+      const rec = this.instances.get(t.id);
+      if (rec?.killRequested) {
+        dying.set(appId, [...(dying.get(appId) ?? []), { id: t.id, configVersion: rec.configVersion }]);
+        continue;
+      }
       live.set(appId, [...(live.get(appId) ?? []), t.id]);
     }
-    return { live, ready };
+    return { live, dying, ready };
   }
 
   /**
@@ -356,7 +363,9 @@ export class SimServices {
       const stored = apps.find((a) => a.app.id === appId);
       if (!stored) continue;
       const ceiling = deploying.has(appId) ? maxCapacity(stored.app) : stored.app.instances;
-      const live = seen.live.get(appId) ?? [];
+      // During a deployment an old instance being killed still holds its place until it is gone.
+      const oldDying = deploying.has(appId) ? (seen.dying.get(appId) ?? []).filter((d) => d.configVersion !== stored.configVersion).map((d) => d.id) : [];
+      const live = [...(seen.live.get(appId) ?? []), ...oldDying];
       if (live.length + n > ceiling) {
         this.violations.push(`app ${appId}: launching ${n} more would make ${live.length + n} live tasks (${live.join(', ')}), over its ceiling of ${ceiling} (${stored.app.instances} instances${deploying.has(appId) ? ', during a deployment' : ''})`);
       }

@@ -10,6 +10,7 @@ import { maxCapacity } from '../sim/cluster-services.ts';
 import { parseApp } from '../../master/frameworks/marathon/app-parse.ts';
 import { decide, type CoreInput, type InstanceView } from '../../master/frameworks/marathon/core.ts';
 import { NO_INTEREST, offerInterest } from '../../master/frameworks/marathon/round-plan.ts';
+import { Resources } from '../../shared/resources.ts';
 
 describe('services in the cluster simulation', () => {
   it('seeds 1..4: apps kept at their instances through faults and deployments, every deployment finished', () => {
@@ -36,8 +37,8 @@ describe('services in the cluster simulation', () => {
     expect(runServicesSeed(3)).toEqual(runServicesSeed(3));
   }, 60_000);
 
-  it('regression, seed 42: instances back from a partition after their restart finished are replaced, and the app settles', () => {
-    expect(runServicesSeed(42).services!.apps).toBeGreaterThan(0);
+  it('regressions: instances back from a partition after their restart finished (seed 42); new instances started while the last old ones were still dying (seeds 18, 29)', () => {
+    for (const seed of [42, 18, 29]) expect(runServicesSeed(seed).services!.apps).toBeGreaterThan(0);
   }, 60_000);
 
   it('catches a runtime that forgets an instance before its task is known dead', () => {
@@ -69,6 +70,25 @@ describe('fixes the simulation found', () => {
     const second = decide(input([{ ...away, killRequested: true }, fresh]));
     expect(second.kills).toEqual([]);
     expect(second.finishedDeployments).toEqual(['d1']);
+  });
+
+  it('a rolling restart starts no new instance past the ceiling while killed old ones are still dying', () => {
+    const stored = { app: parseApp({ id: '/a', cmd: 'x', cpus: 1, mem: 100, instances: 4, upgradeStrategy: { minimumHealthCapacity: 0.5, maximumOverCapacity: 0 } }).app, version: 'v2', configVersion: 'v2' };
+    const base = { appId: '/a', agentId: 'agent-h', hostname: 'h', attributes: {}, launchedAtMs: 1, state: 'running' as const };
+    const instances: InstanceView[] = [
+      { ...base, taskId: 'n1', configVersion: 'v2', killRequested: false },
+      { ...base, taskId: 'n2', configVersion: 'v2', killRequested: false },
+      { ...base, taskId: 'o1', configVersion: 'v1', killRequested: true },
+      { ...base, taskId: 'o2', configVersion: 'v1', killRequested: true },
+    ];
+    const offer = { id: 'o', agentId: 'agent-h', hostname: 'h', attributes: {}, resources: Resources.parse('cpus:8;mem:1000;ports:[31000-31010]'), role: '*' };
+    const input = (list: InstanceView[]): CoreInput => ({
+      nowMs: 100_000, role: '*', apps: [stored], deployments: [{ id: 'd1', appId: '/a' }], instances: list, offers: [offer], backoff: new Map(), agents: [], pendingTimeoutMs: 30_000,
+    });
+    // Four alive (two of them dying) with a ceiling of four: nothing starts yet.
+    expect(decide(input(instances)).launches).toHaveLength(0);
+    // One old one gone: one may start.
+    expect(decide(input(instances.filter((i) => i.taskId !== 'o1'))).launches).toHaveLength(1);
   });
 
   it('a REVIVE is sent again while instances wait and no offer comes, not while offers flow', () => {

@@ -254,7 +254,10 @@ export function decide(input: CoreInput): CoreOutput {
     // Only when nothing is under way: no kill in flight and every new instance already ready.
     const stuck = kills.size === 0 && oldLeft > 0 && occupying >= maxAlive && live.every((i) => !i.killRequested) && fresh.every((i) => isReady(app, i));
     if (deployment && old.length > 0 && stuck) maxAlive = occupying + 1;
-    const room = deployment && old.length > 0 ? Math.max(0, maxAlive - occupying) : Infinity;
+    // Old instances asked to stop hold their places until they are gone: with every old one
+    // killed but some still dying, new ones start only within the ceiling too.
+    const oldDying = live.some((i) => i.killRequested && !isNew(i) && i.state !== 'unreachable');
+    const room = deployment && (old.length > 0 || oldDying) ? Math.max(0, maxAlive - occupying) : Infinity;
     const missing = Math.max(0, N - fresh.length);
     let toLaunch = Math.min(missing, room);
 
