@@ -10,11 +10,14 @@ export interface MarathonAnswer {
   headers: Headers;
 }
 
-/** One Marathon REST call; `body` is sent as JSON unless it is already a string. */
-export async function marathon(base: string, method: string, path: string, body?: unknown): Promise<MarathonAnswer> {
+/**
+ * One Marathon REST call; `body` is sent as JSON unless it is already a string. `auth`: the
+ * Authorization headers to send (default: the test principal's).
+ */
+export async function marathon(base: string, method: string, path: string, body?: unknown, auth: Record<string, string> = authHeaders()): Promise<MarathonAnswer> {
   const res = await fetch(`${base}${path}`, {
     method,
-    headers: { ...authHeaders(), ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: { ...auth, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
     ...(body !== undefined ? { body: typeof body === 'string' ? body : JSON.stringify(body) } : {}),
     redirect: 'follow',
     signal: AbortSignal.timeout(10_000),

@@ -18,6 +18,7 @@ import { parseApp } from '../../master/frameworks/marathon/app-parse.ts';
 import { appKey } from '../../master/frameworks/marathon/records.ts';
 import { FakeAgent } from '../harness/fake-agent.ts';
 import { tempDir, waitFor } from '../harness/processes.ts';
+import { marathon } from '../harness/marathon.ts';
 
 const USERS = ['alice', 'bob', 'viewer'] as const;
 type User = (typeof USERS)[number];
@@ -63,20 +64,7 @@ class EventStream {
 }
 
 async function call(user: User, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  const res = await fetch(`${master.url}${path}`, {
-    method,
-    headers: { authorization: `Bearer ${secret(user)}`, ...(body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    signal: AbortSignal.timeout(10_000),
-  });
-  const text = await res.text();
-  let parsed: unknown = text;
-  try {
-    parsed = text === '' ? undefined : JSON.parse(text);
-  } catch {
-    // not JSON
-  }
-  return { status: res.status, body: parsed };
+  return marathon(master.url, method, path, body, { authorization: `Bearer ${secret(user)}` });
 }
 
 async function runningTaskIds(user: User, appId: string): Promise<string[]> {
