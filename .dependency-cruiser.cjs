@@ -12,6 +12,8 @@ const CORE = [
   '^shared/raft/(?!(sqlite-storage|wire)[.]ts$)',
   '^shared/gossip/(?!(udp-node|wire)[.]ts$)',
   '^shared/(random|resources|agent-messages|mesos-v1|errors|prometheus)[.]ts$',
+  // Packing tasks into an offer: arithmetic on Resources only.
+  '^shared/sdk/offer-fit[.]ts$',
   '^master/registry/(state-machine|commands)[.]ts$',
   '^master/allocator/',
   '^master/agents/liveness[.]ts$',
@@ -22,6 +24,9 @@ const CORE = [
   // The built-in frameworks' decisions, and the agent's health-check verdicts.
   '^master/frameworks/jobs/(engine|gang|policies|record|model|kind-env)[.]ts$',
   '^master/frameworks/marathon/(core|constraints|app-model)[.]ts$',
+  // The tuning core, its search algorithms, spaces and early-stopping rules, the paper's strategy.
+  '^master/frameworks/tuning/(core|record|model|metrics-parse|dynamic-priority|trial-command|views)[.]ts$',
+  '^master/frameworks/tuning/(algorithms|space|early-stopping|math)/',
   '^agent/health/health-state[.]ts$',
 ];
 

@@ -5,5 +5,6 @@
 import type { BuiltinFramework } from './host.ts';
 import { marathonFramework } from '../frameworks/marathon/framework.ts';
 import { JOBS_FRAMEWORK } from '../frameworks/jobs/framework.ts';
+import { TUNING_FRAMEWORK } from '../frameworks/tuning/framework.ts';
 
-export const BUILTIN_FRAMEWORKS: readonly BuiltinFramework[] = [marathonFramework as BuiltinFramework, JOBS_FRAMEWORK as BuiltinFramework];
+export const BUILTIN_FRAMEWORKS: readonly BuiltinFramework[] = [marathonFramework as BuiltinFramework, JOBS_FRAMEWORK as BuiltinFramework, TUNING_FRAMEWORK as BuiltinFramework];

@@ -9,6 +9,11 @@ import { appKey } from '../frameworks/marathon/records.ts';
 import { APP_LABEL } from '../frameworks/marathon/task-info.ts';
 import { JOB_LABEL } from '../frameworks/jobs/task-info.ts';
 import { JOBS_FRAMEWORK_NAME, jobKey } from '../frameworks/jobs/runtime.ts';
+import { EXPERIMENT_LABEL } from '../frameworks/tuning/trial-command.ts';
+
+/** The tuning framework's name and its experiments' frameworks' prefix (tuning/runtime.ts). */
+const TUNING_FRAMEWORK_NAME = 'tuning';
+const EXPERIMENT_FRAMEWORK_PREFIX = 'tuning:';
 
 /** The services framework's name (service.ts), kept here to spare this module its imports. */
 const SERVICES_FRAMEWORK_NAME = 'marathon';
@@ -34,6 +39,9 @@ export function taskOwner(state: OwnerState, task: Pick<TaskRecord, 'frameworkId
   } else if (fw.name === JOBS_FRAMEWORK_NAME) {
     const job = label(JOB_LABEL);
     if (job !== undefined) record = state.builtin.get(JOBS_FRAMEWORK_NAME)?.get(jobKey(job));
+  } else if (fw.name.startsWith(EXPERIMENT_FRAMEWORK_PREFIX)) {
+    const experiment = label(EXPERIMENT_LABEL);
+    if (experiment !== undefined) record = state.builtin.get(TUNING_FRAMEWORK_NAME)?.get(`experiment/${experiment}`);
   }
   const owner = (record as { owner?: unknown } | undefined)?.owner;
   return typeof owner === 'string' ? owner : '';

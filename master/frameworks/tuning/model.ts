@@ -1,0 +1,99 @@
+// An experiment as the tuning core holds it once parsed and checked (spec-parse.ts): what to
+// optimise, how to search, how many trials at once, and the trial each parameter set runs.
+// Every format Cairn accepts (a Katib-shaped experiment file, the paper's flags) ends as one
+// of these; nothing here is optional that the core must guess. Pure data.
+
+import type { SearchSpace } from './space/types.ts';
+import type { AlgorithmSettings } from './algorithms/types.ts';
+
+export type ObjectiveType = 'maximize' | 'minimize';
+
+export interface Objective {
+  readonly type: ObjectiveType;
+  /** The metric the search optimises, as the trial prints it (`accuracy=0.93`). */
+  readonly metricName: string;
+  /** Reached (>= when maximising, <= when minimising) by a succeeded trial: the experiment succeeds. */
+  readonly goal?: number;
+  /** Further metrics recorded per trial, shown but not optimised. */
+  readonly additionalMetricNames: readonly string[];
+}
+
+/** Search algorithms by their canonical names (aliases are mapped at the edge). */
+export const ALGORITHM_NAMES = ['random', 'grid', 'sobol', 'tpe', 'bayesianoptimization'] as const;
+export type AlgorithmName = (typeof ALGORITHM_NAMES)[number];
+
+export const EARLY_STOPPING_NAMES = ['asha', 'hyperband', 'medianstop'] as const;
+export type EarlyStoppingName = (typeof EARLY_STOPPING_NAMES)[number];
+
+/**
+ * How an experiment shares the cluster with others: `fifo` takes every offer it can use;
+ * `dynamic` is the paper's strategy (dynamic-priority.ts): a search whose best result
+ * stagnates lowers its own priority and declines offers so other experiments get them.
+ */
+export type SchedulingPolicy = 'fifo' | 'dynamic';
+
+export interface DynamicSchedulingSettings {
+  /** Offers declined per priority level before one is taken. */
+  readonly declinesPerLevel: number;
+  /** Finished trials without a better best before the search counts as stagnating. */
+  readonly patience: number;
+  /** The lowest level (the most declines) a search goes down to. */
+  readonly maxLevel: number;
+}
+
+/** A host path mapped into every trial's sandbox under `name` (the paper's `path#name`). */
+export interface PathMapping {
+  readonly hostPath: string;
+  readonly name: string;
+}
+
+/** A small file shipped with every trial (the paper's `--files`), written into its sandbox. */
+export interface ShippedFile {
+  readonly name: string;
+  readonly base64: string;
+}
+
+export interface TrialTemplate {
+  /**
+   * The shell command a trial runs; `${name}` stands for a parameter's value (checked against
+   * the space when the experiment is submitted).
+   */
+  readonly command: string;
+  readonly cpus: number;
+  readonly memMb: number;
+  readonly diskMb: number;
+  readonly gpus: number;
+  /** A Docker image to run the command in; none: a process on the agent. */
+  readonly image?: string;
+  readonly env: Readonly<Record<string, string>>;
+  readonly inputs: readonly PathMapping[];
+  /** Each trial writes `name` in its sandbox into a directory of its own under hostPath. */
+  readonly outputs: readonly PathMapping[];
+  readonly files: readonly ShippedFile[];
+  /** A trial running longer is killed and counts as failed; 0: no limit. */
+  readonly timeoutSeconds: number;
+}
+
+export interface ExperimentSpec {
+  readonly name: string;
+  /** The role its trials run in (its framework subscribes in it). */
+  readonly role: string;
+  readonly objective: Objective;
+  readonly algorithm: { readonly name: AlgorithmName; readonly settings: AlgorithmSettings };
+  readonly earlyStopping?: { readonly name: EarlyStoppingName; readonly settings: AlgorithmSettings };
+  readonly space: SearchSpace;
+  readonly parallelTrialCount: number;
+  readonly maxTrialCount: number;
+  readonly maxFailedTrialCount: number;
+  /** Seeds the search: the same seed and results propose the same trials. */
+  readonly seed: number;
+  readonly scheduling: SchedulingPolicy;
+  readonly dynamic: DynamicSchedulingSettings;
+  readonly trial: TrialTemplate;
+}
+
+/** A field Cairn read but cannot honour, reported back to the submitter (never silently dropped). */
+export interface IgnoredField {
+  readonly field: string;
+  readonly reason: string;
+}

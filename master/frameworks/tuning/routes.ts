@@ -1,0 +1,134 @@
+// The tuning REST API, on every master: reads answer from the replicated store; submissions,
+// stops, resumes and deletions go to the leader's runtime. A document is parsed and checked
+// before anything else, wherever it arrives, so bad input is refused (400 naming the field)
+// with nothing created. Experiments have owners, with the rules of apps and jobs
+// (owner-access.ts).
+
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { BuiltinRoutesEnv } from '../../builtin/host.ts';
+import { OwnerAccess, type OwnerAction } from '../../builtin/owner-access.ts';
+import type { JsonValue } from '../../registry/commands.ts';
+import { sendHttpError } from '../../api/http-errors.ts';
+import { badRequest } from '../../../shared/errors.ts';
+import { experimentKey, EXPERIMENT_KEY_PREFIX, isSettled, trialKeyPrefix, type ExperimentRecord, type TrialRecord } from './record.ts';
+import { freshSeed, type TuningRuntime } from './runtime.ts';
+import { parseExperimentDocument } from './spec-parse.ts';
+import { experimentSummary, experimentView } from './views.ts';
+
+const YAML_TYPES = ['application/yaml', 'text/yaml', 'application/x-yaml', 'text/x-yaml'];
+
+function notFound(reply: FastifyReply, name: string): FastifyReply {
+  return reply.code(404).send({ code: 'CAIRN_UNKNOWN_EXPERIMENT', message: `no experiment '${name}'`, field: 'name' });
+}
+
+export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<TuningRuntime>): void {
+  const access = new OwnerAccess(env.ctx.auth);
+  const recordOf = (name: string) => env.store.get<JsonValue>(experimentKey(name)) as unknown as ExperimentRecord | undefined;
+  const trialsOf = (name: string) => env.store.entries<JsonValue>(trialKeyPrefix(name)).map(([, v]) => v as unknown as TrialRecord);
+  const requireOn = (req: FastifyRequest, action: OwnerAction, r: ExperimentRecord) =>
+    access.require(req.principal, action, `experiment '${r.spec.name}'`, r.owner, 'name');
+
+  void app.register(async (sub) => {
+    sub.addContentTypeParser(YAML_TYPES, { parseAs: 'string', bodyLimit: 2 * 1024 * 1024 }, (_req, body, done) => done(null, body));
+
+    sub.post('/api/v1/experiments', async (req: FastifyRequest, reply: FastifyReply) => {
+      let parsed;
+      try {
+        parsed = parseExperimentDocument(req.body, req.headers['content-type'], { seed: freshSeed() });
+        access.requireCreate(req.principal, parsed.spec.role, 'spec.role');
+        const old = recordOf(parsed.spec.name);
+        if (old && isSettled(old, trialsOf(old.spec.name))) requireOn(req, 'teardown_frameworks', old);
+      } catch (err) {
+        return sendHttpError(reply, err);
+      }
+      const runtime = env.leading(req, reply);
+      if (!runtime) return reply;
+      const r = await runtime.submit(parsed.spec, parsed.ignored, access.ownerFor(req.principal));
+      if (r === 'exists') {
+        return reply.code(409).send({ code: 'CAIRN_EXPERIMENT_EXISTS', message: `an experiment named '${parsed.spec.name}' is still running: stop or delete it first`, field: 'metadata.name' });
+      }
+      return reply.code(201).send({ name: r.spec.name, seed: r.spec.seed, ignored: r.ignored });
+    });
+  });
+
+  app.get('/api/v1/experiments', async (req) => ({
+    experiments: env.store.entries<JsonValue>(EXPERIMENT_KEY_PREFIX)
+      .map(([, v]) => v as unknown as ExperimentRecord)
+      .filter((r) => access.may(req.principal, 'view_tasks', r.owner))
+      .map((r) => experimentSummary(r, trialsOf(r.spec.name))),
+  }));
+
+  app.get<{ Params: { name: string } }>('/api/v1/experiments/:name', async (req, reply) => {
+    const r = recordOf(req.params.name);
+    if (!r) return notFound(reply, req.params.name);
+    try {
+      requireOn(req, 'view_tasks', r);
+    } catch (err) {
+      return sendHttpError(reply, err);
+    }
+    return experimentView(r, trialsOf(r.spec.name));
+  });
+
+  app.post<{ Params: { name: string } }>('/api/v1/experiments/:name/stop', async (req, reply) => {
+    const r = recordOf(req.params.name);
+    if (!r) return notFound(reply, req.params.name);
+    try {
+      requireOn(req, 'kill_tasks', r);
+    } catch (err) {
+      return sendHttpError(reply, err);
+    }
+    const runtime = env.leading(req, reply);
+    if (!runtime) return reply;
+    if (!(await runtime.stopExperiment(req.params.name))) {
+      return reply.code(409).send({ code: 'CAIRN_BAD_REQUEST', message: `experiment '${req.params.name}' is not running (${r.phase})`, field: 'name' });
+    }
+    return { name: req.params.name, phase: 'Stopped' };
+  });
+
+  app.post<{ Params: { name: string }; Body: unknown }>('/api/v1/experiments/:name/resume', async (req, reply) => {
+    const r = recordOf(req.params.name);
+    if (!r) return notFound(reply, req.params.name);
+    let limits: { maxTrialCount?: number; maxFailedTrialCount?: number } = {};
+    try {
+      requireOn(req, 'teardown_frameworks', r);
+      limits = resumeLimits(req.body);
+    } catch (err) {
+      return sendHttpError(reply, err);
+    }
+    const runtime = env.leading(req, reply);
+    if (!runtime) return reply;
+    const out = await runtime.resume(req.params.name, limits);
+    if (out === 'unknown') return notFound(reply, req.params.name);
+    if (out !== 'resumed') {
+      const why = out === 'running' ? 'is running already' : `has nothing left to run (${r.reason}): raise maxTrialCount or maxFailedTrialCount to go on`;
+      return reply.code(409).send({ code: 'CAIRN_BAD_REQUEST', message: `experiment '${req.params.name}' ${why}`, field: out === 'running' ? 'name' : 'maxTrialCount' });
+    }
+    return { name: req.params.name, phase: 'Running' };
+  });
+
+  app.delete<{ Params: { name: string } }>('/api/v1/experiments/:name', async (req, reply) => {
+    const r = recordOf(req.params.name);
+    if (!r) return notFound(reply, req.params.name);
+    try {
+      requireOn(req, 'teardown_frameworks', r);
+    } catch (err) {
+      return sendHttpError(reply, err);
+    }
+    const runtime = env.leading(req, reply);
+    if (!runtime) return reply;
+    if (!(await runtime.remove(req.params.name))) return notFound(reply, req.params.name);
+    return { name: req.params.name, deleted: true };
+  });
+}
+
+function resumeLimits(body: unknown): { maxTrialCount?: number; maxFailedTrialCount?: number } {
+  if (body === undefined || body === null || body === '') return {};
+  if (typeof body !== 'object' || Array.isArray(body)) throw badRequest('body', 'must be {maxTrialCount, maxFailedTrialCount}');
+  const out: { maxTrialCount?: number; maxFailedTrialCount?: number } = {};
+  for (const [k, v] of Object.entries(body as Record<string, unknown>)) {
+    if (k !== 'maxTrialCount' && k !== 'maxFailedTrialCount') throw badRequest(k, 'is not a resume setting (maxTrialCount, maxFailedTrialCount)');
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw badRequest(k, `must be a whole number, got ${JSON.stringify(v)}`);
+    out[k] = v;
+  }
+  return out;
+}

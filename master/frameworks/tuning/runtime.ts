@@ -1,0 +1,286 @@
+// The tuning framework's shell on the leading master. Every experiment subscribes as a
+// framework of its own (`tuning:<name>`), as in the paper, so the master's DRF and the
+// experiments' declines decide between them. One queue takes every input: the core decides,
+// the records it changed are written and durable, and only then are trials launched or
+// killed — a new leader never finds a trial task it did not record, and a finished trial is
+// recorded once. Trials' stdout is read from their agents for metrics while they run, and
+// to its end before their end is judged.
+
+import { randomBytes, randomInt } from 'node:crypto';
+import type { Logger } from 'pino';
+import { isTerminal } from '../../../shared/agent-messages.ts';
+import type { TaskStatusJson } from '../../../shared/mesos-v1.ts';
+import { SchedulerClient } from '../../../shared/sdk/scheduler-client.ts';
+import type { BuiltinEnv, BuiltinInstance } from '../../builtin/host.ts';
+import type { JsonValue } from '../../registry/commands.ts';
+import { heldOffer } from '../jobs/runtime.ts';
+import { policyExitCode } from '../jobs/task-info.ts';
+import { REFUSE_BUSY_S, TuningCore } from './core.ts';
+import type { ExperimentSpec, IgnoredField } from './model.ts';
+import { EXPERIMENT_KEY_PREFIX, type ExperimentRecord, type TrialRecord } from './record.ts';
+import { trialTaskInfo } from './trial-command.ts';
+import { readTrialStdout } from './trial-logs.ts';
+
+export const TUNING_FRAMEWORK_NAME = 'tuning';
+/** Each experiment's framework is named this, then the experiment's name. */
+export const EXPERIMENT_FRAMEWORK_PREFIX = 'tuning:';
+const FRAMEWORK_ID_PREFIX = 'framework-id/';
+const FAILOVER_TIMEOUT_S = 7 * 24 * 3600;
+const TICK_MS = 200;
+/** How often running trials' stdout is read for intermediate metrics. */
+const LOG_POLL_MS = 1_000;
+const RECONCILE_STARTING_MS = 5_000;
+const TEARDOWN_DELAY_MS = 1_000;
+
+export interface TuningRuntimeOptions {
+  now?: () => number;
+}
+
+export function frameworkIdKey(experiment: string): string {
+  return `${FRAMEWORK_ID_PREFIX}${experiment}`;
+}
+
+export class TuningRuntime implements BuiltinInstance {
+  readonly core = new TuningCore();
+  private readonly log: Logger;
+  private readonly clients = new Map<string, SchedulerClient>();
+  private readonly suppressed = new Map<string, boolean>();
+  private chain: Promise<void> = Promise.resolve();
+  private readonly timers: NodeJS.Timeout[] = [];
+  private stopped = false;
+  private pendingKills: { experiment: string; taskId: string; agentId?: string }[] = [];
+  /** Trials whose stdout is being read now (one read at a time each). */
+  private readonly reading = new Set<string>();
+  private readonly now: () => number;
+
+  constructor(private readonly env: BuiltinEnv, opts: TuningRuntimeOptions = {}) {
+    this.log = env.log;
+    this.now = opts.now ?? Date.now;
+    const records = env.store.entries<JsonValue>(EXPERIMENT_KEY_PREFIX).map(([, v]) => v as unknown as ExperimentRecord);
+    const trials = env.store.entries<JsonValue>('trial/').map(([, v]) => v as unknown as TrialRecord);
+    void this.run(() => this.core.load(records, trials, this.now()));
+    let ticks = 0;
+    this.timers.push(setInterval(() => void this.run(() => {
+      this.core.tick(this.now());
+      if (++ticks % Math.round(RECONCILE_STARTING_MS / TICK_MS) === 0) this.reconcileStarting();
+    }), TICK_MS));
+    this.timers.push(setInterval(() => this.pollLogs(), LOG_POLL_MS));
+    for (const t of this.timers) t.unref();
+  }
+
+  /** Submits an experiment; 'exists' while a live one has its name. Resolves once durable. */
+  async submit(spec: ExperimentSpec, ignored: IgnoredField[], owner: string): Promise<ExperimentRecord | 'exists'> {
+    let out: ExperimentRecord | 'exists' = 'exists';
+    await this.run(() => {
+      const r = this.core.submit(spec, ignored, randomBytes(3).toString('hex'), this.now(), owner);
+      out = r === 'exists' ? r : structuredClone(r);
+    });
+    return out;
+  }
+
+  async stopExperiment(name: string): Promise<boolean> {
+    let ok = false;
+    await this.run(() => {
+      ok = this.core.stop(name, this.now());
+    });
+    return ok;
+  }
+
+  async resume(name: string, limits: { maxTrialCount?: number; maxFailedTrialCount?: number }): Promise<ReturnType<TuningCore['resume']>> {
+    let out: ReturnType<TuningCore['resume']> = 'unknown';
+    await this.run(() => {
+      out = this.core.resume(name, this.now(), limits);
+    });
+    return out;
+  }
+
+  async remove(name: string): Promise<boolean> {
+    let ok = false;
+    await this.run(() => {
+      ok = this.core.remove(name);
+    });
+    return ok;
+  }
+
+  /** This master stops leading: trials keep running for the next leader's instance. */
+  stop(): void {
+    this.stopped = true;
+    for (const t of this.timers) clearInterval(t);
+    for (const c of this.clients.values()) c.close();
+  }
+
+  // ---- the queue ----------------------------------------------------------------------
+
+  private run(fn: () => void): Promise<void> {
+    const next = this.chain.then(async () => {
+      if (this.stopped) return;
+      fn();
+      await this.flush();
+    });
+    this.chain = next.catch((err: unknown) => this.log.error({ err }, 'the tuning framework could not carry out a decision'));
+    return next;
+  }
+
+  private async flush(): Promise<void> {
+    const e = this.core.takeEffects();
+    if (e.writes.size > 0) {
+      // Durable first: a leader that dies after this line leaves records the next one acts on.
+      await this.env.store.write([...e.writes].map(([key, value]) => ({ key, value })));
+    }
+    for (const name of e.teardowns) {
+      const client = this.clients.get(name);
+      this.clients.delete(name);
+      this.suppressed.delete(name);
+      this.pendingKills = this.pendingKills.filter((k) => k.experiment !== name);
+      if (this.env.store.get(frameworkIdKey(name)) !== undefined) await this.env.store.put(frameworkIdKey(name), null);
+      if (client) {
+        // The master kills whatever still runs of it (a removed experiment's trials). A moment
+        // later, so the acknowledgement of the update that settled it goes out first.
+        setTimeout(() => client.teardown().catch((err: Error) => this.log.debug({ err: err.message, experiment: name }, 'teardown not sent')), TEARDOWN_DELAY_MS).unref();
+      }
+    }
+    this.pendingKills.push(...e.kills);
+    const waiting: typeof this.pendingKills = [];
+    for (const k of this.pendingKills) {
+      const client = this.clients.get(k.experiment);
+      if (client?.connected !== true) {
+        waiting.push(k);
+        continue;
+      }
+      client.kill(k.taskId, k.agentId).catch((err: Error) => this.log.warn({ err: err.message, taskId: k.taskId }, 'kill not sent'));
+    }
+    this.pendingKills = waiting;
+    for (const l of e.launches) {
+      const record = this.core.experiment(l.experiment)?.record;
+      const client = this.clients.get(l.experiment);
+      const ids = l.trials.map((t) => t.taskId);
+      if (!record || client?.connected !== true) {
+        queueMicrotask(() => void this.run(() => this.core.launchFailed(l.experiment, ids, 'not subscribed')));
+        continue;
+      }
+      const tasks = l.trials.map((t) => trialTaskInfo(record.spec, t, l.agentId));
+      client.accept(l.offerIds, tasks, { refuse_seconds: REFUSE_BUSY_S }).catch((err: Error) => {
+        this.log.warn({ err: err.message, tasks: ids }, 'trial launch refused');
+        void this.run(() => this.core.launchFailed(l.experiment, ids, err.message));
+      });
+    }
+    for (const d of e.declines) {
+      this.clients.get(d.experiment)?.decline(d.offerIds, d.refuseSeconds).catch((err: Error) => this.log.debug({ err: err.message }, 'decline not sent'));
+    }
+    for (const name of this.core.experimentNames()) {
+      if (!this.core.needsFramework(name)) continue;
+      const client = this.clients.get(name) ?? this.subscribe(name);
+      if (client?.connected) this.adjustOffers(name, client);
+    }
+  }
+
+  private adjustOffers(name: string, client: SchedulerClient): void {
+    const want = this.core.wantsOffers(name);
+    const suppressed = this.suppressed.get(name) === true;
+    if (want && suppressed) {
+      this.suppressed.set(name, false);
+      client.revive().catch(() => this.suppressed.set(name, true));
+    } else if (!want && !suppressed) {
+      this.suppressed.set(name, true);
+      client.suppress().catch(() => this.suppressed.set(name, false));
+    }
+  }
+
+  // ---- subscriptions ------------------------------------------------------------------
+
+  private subscribe(name: string): SchedulerClient | undefined {
+    if (this.stopped) return undefined;
+    const role = this.core.roleOf(name) ?? '*';
+    const key = frameworkIdKey(name);
+    const stored = this.env.store.get<string>(key);
+    const client = new SchedulerClient(this.env.schedulerOptions({
+      name: `${EXPERIMENT_FRAMEWORK_PREFIX}${name}`,
+      user: '',
+      failover_timeout: FAILOVER_TIMEOUT_S,
+      capabilities: [{ type: 'GPU_RESOURCES' }],
+      ...(role !== '*' ? { role } : {}),
+      ...(stored ? { id: { value: stored } } : {}),
+    }));
+    this.clients.set(name, client);
+    client.on('subscribed', (frameworkId) => {
+      this.suppressed.set(name, false);
+      void this.run(() => {}).then(async () => {
+        if (this.clients.get(name) !== client) return;
+        if (this.env.store.get(key) !== frameworkId) await this.env.store.put(key, frameworkId);
+        // Every task of the framework: known ones come back with their state, unknown ones
+        // (launched by a leader that died before recording) are killed.
+        await client.reconcile([]).catch((err: Error) => this.log.warn({ err: err.message }, 'reconcile not sent'));
+        this.reconcileStarting();
+        await client.revive().catch(() => {});
+      }).catch((err: unknown) => this.log.warn({ err }, 'could not record the framework id'));
+    });
+    client.on('offers', (offers) => void this.run(() => this.core.offers(name, offers.map(heldOffer), this.now())));
+    client.on('update', (status) => this.onUpdate(name, status));
+    client.on('error', (message) => this.log.error({ message, experiment: name }, 'the master ended an experiment\'s framework'));
+    client.subscribe().catch((err: Error) => {
+      this.log.warn({ err: err.message, experiment: name }, 'an experiment\'s framework could not subscribe; trying again');
+      if (this.clients.get(name) === client) this.clients.delete(name);
+      client.close();
+      if (!this.stopped) setTimeout(() => void this.run(() => {}), 1_000).unref();
+    });
+    return client;
+  }
+
+  private reconcileStarting(): void {
+    for (const s of this.core.startingSince(this.now(), RECONCILE_STARTING_MS)) {
+      const client = this.clients.get(s.experiment);
+      if (client?.connected === true) client.reconcile([{ taskId: s.taskId, ...(s.agentId ? { agentId: s.agentId } : {}) }]).catch(() => {});
+    }
+  }
+
+  /**
+   * A trial's end is judged after its stdout is read to the end (its final metrics are the
+   * last lines it printed); the update is acknowledged once that is recorded.
+   */
+  private async onUpdate(name: string, status: TaskStatusJson): Promise<void> {
+    const taskId = status.task_id.value;
+    if (isTerminal(status.state)) {
+      const trial = this.core.trialOf(name, taskId);
+      if (trial && trial.attempt > 0) await this.readStdout(name, trial, true);
+    }
+    const record = this.env.ctx.registry.state.tasks.get(taskId);
+    const message = status.message ?? '';
+    const exitCode = isTerminal(status.state) ? policyExitCode(record?.exitCode, message) : undefined;
+    await this.run(() => this.core.taskUpdate(name, {
+      taskId, state: status.state, message,
+      ...(status.agent_id ? { agentId: status.agent_id.value } : {}),
+      ...(exitCode !== undefined ? { exitCode } : {}),
+    }, this.now()));
+  }
+
+  private pollLogs(): void {
+    if (this.stopped) return;
+    for (const t of this.core.runningTrials()) {
+      const trial = this.core.trialOf(t.experiment, t.taskId);
+      if (trial) void this.readStdout(t.experiment, trial, false);
+    }
+  }
+
+  private async readStdout(experiment: string, trial: TrialRecord, final: boolean): Promise<void> {
+    const taskId = trial.taskId!;
+    // One reader at a time; the final read waits for a poll in flight, then reads on.
+    while (this.reading.has(taskId)) await new Promise((r) => setTimeout(r, 20));
+    this.reading.add(taskId);
+    try {
+      const from = this.core.trialOf(experiment, taskId)?.logOffset ?? trial.logOffset;
+      if (!trial.agentId) return;
+      const read = await readTrialStdout(this.env.ctx, taskId, trial.agentId, from, final).catch((err: Error) => {
+        this.log.debug({ err: err.message, taskId }, 'could not read a trial\'s stdout');
+        return undefined;
+      });
+      if (read && read.nextOffset > from) await this.run(() => this.core.trialOutput(experiment, taskId, read.lines, read.nextOffset, this.now()));
+    } finally {
+      this.reading.delete(taskId);
+    }
+  }
+}
+
+/** A seed for an experiment that names none. */
+export function freshSeed(): number {
+  return randomInt(0, 2 ** 31 - 1);
+}

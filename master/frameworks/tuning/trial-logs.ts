@@ -1,0 +1,53 @@
+// Reading a trial's stdout from its agent, where the metrics are: from the byte the record
+// has read through, up to the last complete line (a line is judged once it has ended; the
+// rest is read again next time). At a trial's end the last line counts without its newline.
+
+import { agentAuthHeaders, agentBaseUrl } from '../../api/agents-rest.ts';
+import type { MasterContext } from '../../context.ts';
+import type { LogChunk } from '../../../shared/master-state.ts';
+
+const READ_TIMEOUT_MS = 10_000;
+/** At most this much is read in one poll (a chatty trial is caught up over several). */
+const MAX_READ_BYTES = 4 * 1024 * 1024;
+
+export interface StdoutRead {
+  lines: string[];
+  /** The byte after the last line returned. */
+  nextOffset: number;
+  /** The task has ended and everything was read. */
+  eof: boolean;
+}
+
+/** `agentId` is the trial's own record's: an ended task may be gone from the registry's list. */
+export async function readTrialStdout(ctx: MasterContext, taskId: string, agentId: string, offset: number, final: boolean): Promise<StdoutRead | undefined> {
+  const agent = ctx.registry.state.agents.get(agentId);
+  if (!agent) return undefined;
+  let text = '';
+  let at = offset;
+  let eof = false;
+  while (at - offset < MAX_READ_BYTES) {
+    const url = `${agentBaseUrl(agent)}/api/v1/tasks/${encodeURIComponent(taskId)}/logs?stream=stdout&offset=${at}`;
+    const res = await (ctx.tlsClient?.fetch ?? fetch)(url, { headers: agentAuthHeaders(ctx, agent), signal: AbortSignal.timeout(READ_TIMEOUT_MS) });
+    if (!res.ok) {
+      await res.body?.cancel();
+      return undefined;
+    }
+    const chunk = (await res.json()) as LogChunk;
+    text += chunk.data;
+    eof = chunk.eof;
+    if (chunk.nextOffset <= at || chunk.data === '' || eof) {
+      at = Math.max(at, chunk.nextOffset);
+      break;
+    }
+    at = chunk.nextOffset;
+  }
+  const cut = text.lastIndexOf('\n');
+  if (final && eof) {
+    const lines = text.split('\n');
+    if (lines.at(-1) === '') lines.pop();
+    return { lines, nextOffset: at, eof };
+  }
+  if (cut === -1) return { lines: [], nextOffset: offset, eof };
+  const whole = text.slice(0, cut + 1);
+  return { lines: whole.slice(0, -1).split('\n'), nextOffset: offset + Buffer.byteLength(whole), eof };
+}

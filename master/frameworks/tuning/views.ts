@@ -1,0 +1,89 @@
+// What the tuning REST API answers: an experiment with its counts and best trial, and its
+// trials. Built from the replicated records, so every master answers the same. Pure.
+
+import { bestTrial, objectiveValue, type ExperimentRecord, type TrialRecord, type TrialState } from './record.ts';
+
+export interface TrialView {
+  index: number;
+  name: string;
+  state: TrialState;
+  params: TrialRecord['params'];
+  /** The objective's value (the latest reported), when there is one. */
+  value?: number;
+  metrics: Record<string, number>;
+  intermediate: TrialRecord['intermediate'];
+  taskId?: string;
+  hostname?: string;
+  attempt: number;
+  createdMs: number;
+  startedMs?: number;
+  finishedMs?: number;
+  exitCode?: number;
+  message?: string;
+}
+
+export interface ExperimentSummary {
+  name: string;
+  owner: string;
+  phase: ExperimentRecord['phase'];
+  reason: string;
+  message: string;
+  objective: ExperimentRecord['spec']['objective'];
+  algorithm: string;
+  earlyStopping?: string;
+  parallelTrialCount: number;
+  maxTrialCount: number;
+  maxFailedTrialCount: number;
+  scheduling: string;
+  seed: number;
+  counts: Record<TrialState, number>;
+  best?: TrialView;
+  createdMs: number;
+  finishedMs?: number;
+}
+
+export interface ExperimentView extends ExperimentSummary {
+  spec: ExperimentRecord['spec'];
+  ignored: ExperimentRecord['ignored'];
+  conditions: ExperimentRecord['conditions'];
+  trials: TrialView[];
+}
+
+export function trialView(e: ExperimentRecord, t: TrialRecord): TrialView {
+  const value = objectiveValue(e.spec, t);
+  return {
+    index: t.index, name: `${e.spec.name}-${t.index}`, state: t.state, params: t.params,
+    ...(value !== undefined ? { value } : {}),
+    metrics: t.metrics, intermediate: t.intermediate, attempt: t.attempt, createdMs: t.createdMs,
+    ...(t.taskId ? { taskId: t.taskId } : {}),
+    ...(t.hostname ? { hostname: t.hostname } : {}),
+    ...(t.startedMs !== undefined ? { startedMs: t.startedMs } : {}),
+    ...(t.finishedMs !== undefined ? { finishedMs: t.finishedMs } : {}),
+    ...(t.exitCode !== undefined ? { exitCode: t.exitCode } : {}),
+    ...(t.message ? { message: t.message } : {}),
+  };
+}
+
+export function experimentSummary(e: ExperimentRecord, trials: readonly TrialRecord[]): ExperimentSummary {
+  const counts: Record<TrialState, number> = { Pending: 0, Starting: 0, Running: 0, Succeeded: 0, Failed: 0, EarlyStopped: 0, Killed: 0 };
+  for (const t of trials) counts[t.state] += 1;
+  const best = bestTrial(e.spec, trials);
+  return {
+    name: e.spec.name, owner: e.owner, phase: e.phase, reason: e.reason, message: e.message,
+    objective: e.spec.objective, algorithm: e.spec.algorithm.name,
+    ...(e.spec.earlyStopping ? { earlyStopping: e.spec.earlyStopping.name } : {}),
+    parallelTrialCount: e.spec.parallelTrialCount, maxTrialCount: e.maxTrialCount, maxFailedTrialCount: e.spec.maxFailedTrialCount,
+    scheduling: e.spec.scheduling, seed: e.spec.seed, counts,
+    ...(best ? { best: trialView(e, best) } : {}),
+    createdMs: e.createdMs,
+    ...(e.finishedMs !== undefined ? { finishedMs: e.finishedMs } : {}),
+  };
+}
+
+export function experimentView(e: ExperimentRecord, trials: readonly TrialRecord[]): ExperimentView {
+  return {
+    ...experimentSummary(e, trials),
+    spec: e.spec, ignored: e.ignored, conditions: e.conditions,
+    trials: [...trials].sort((a, b) => a.index - b.index).map((t) => trialView(e, t)),
+  };
+}

@@ -1,0 +1,288 @@
+// The tuning core as a pure unit: trials proposed within the parallelism and the budget,
+// placed on offers, read from their stdout, judged at their end; an experiment ends on its
+// goal, its budget, or its failures; a new core loaded from the records (a new leader)
+// carries on without running a finished trial again; early stopping saves trial time.
+
+import { describe, expect, it } from 'vitest';
+import { Resources } from '../../shared/resources.ts';
+import { TuningCore, type TuningEffects } from '../../master/frameworks/tuning/core.ts';
+import type { ExperimentSpec } from '../../master/frameworks/tuning/model.ts';
+import type { ExperimentRecord, TrialRecord } from '../../master/frameworks/tuning/record.ts';
+import type { HeldOffer } from '../../master/frameworks/jobs/gang.ts';
+
+function spec(over: Partial<ExperimentSpec> = {}): ExperimentSpec {
+  return {
+    name: 'exp', role: '*',
+    objective: { type: 'maximize', metricName: 'accuracy', additionalMetricNames: [], goal: 0.99 },
+    algorithm: { name: 'random', settings: {} },
+    space: { params: [{ kind: 'double', name: 'lr', low: 0, high: 1, log: false }] },
+    parallelTrialCount: 2, maxTrialCount: 6, maxFailedTrialCount: 1, seed: 7,
+    scheduling: 'fifo', dynamic: { declinesPerLevel: 2, patience: 3, maxLevel: 4 },
+    trial: { command: 'train --lr ${lr}', cpus: 1, memMb: 128, diskMb: 0, gpus: 0, env: {}, inputs: [], outputs: [], files: [], timeoutSeconds: 0 },
+    ...over,
+  };
+}
+
+let offerSeq = 0;
+function offer(cpus = 4, agent = 'a1'): HeldOffer {
+  return { id: `o${++offerSeq}`, agentId: agent, hostname: agent, ip: '127.0.0.1', resources: Resources.of({ cpus, mem: 4096, disk: 0, gpus: 0 }), role: '*' };
+}
+
+/** The records written so far, as a store would hold them. */
+class Store {
+  readonly data = new Map<string, unknown>();
+  apply(e: TuningEffects): TuningEffects {
+    for (const [k, v] of e.writes) if (v === null) this.data.delete(k); else this.data.set(k, structuredClone(v));
+    return e;
+  }
+  experiments(): ExperimentRecord[] {
+    return [...this.data].filter(([k]) => k.startsWith('experiment/')).map(([, v]) => v as ExperimentRecord);
+  }
+  trials(): TrialRecord[] {
+    return [...this.data].filter(([k]) => k.startsWith('trial/')).map(([, v]) => v as TrialRecord);
+  }
+}
+
+/** Runs a launched trial to its end: its stdout lines, then TASK_FINISHED (or another state). */
+function finish(core: TuningCore, taskId: string, lines: string[], now: number, state = 'TASK_FINISHED'): void {
+  core.taskUpdate('exp', { taskId, state: 'TASK_RUNNING', message: '' }, now);
+  core.trialOutput('exp', taskId, lines, 100, now);
+  core.taskUpdate('exp', { taskId, state, message: state === 'TASK_FINISHED' ? '' : 'exited with code 1' }, now);
+}
+
+describe('the tuning core', () => {
+  it('proposes trials up to the parallelism, writes them before it launches them, and places them on offers', () => {
+    const core = new TuningCore();
+    const store = new Store();
+    const r = core.submit(spec(), [], 'u1', 0, 'alice');
+    expect(r).not.toBe('exists');
+    let e = store.apply(core.takeEffects());
+    // Two pending trials (parallelism 2), the experiment record: nothing launched without an offer.
+    expect(store.trials().map((t) => t.state)).toEqual(['Pending', 'Pending']);
+    expect(e.launches).toEqual([]);
+    expect(core.wantsOffers('exp')).toBe(true);
+    core.offers('exp', [offer(1.5)], 10);
+    e = store.apply(core.takeEffects());
+    // 1.5 CPUs hold one trial of 1 CPU; the write of its Starting record comes with the launch.
+    expect(e.launches).toHaveLength(1);
+    expect(e.launches[0].trials.map((t) => t.index)).toEqual([0]);
+    expect(e.writes.get('trial/exp/000000')).toMatchObject({ state: 'Starting', attempt: 1, taskId: e.launches[0].trials[0].taskId });
+    core.offers('exp', [offer()], 20);
+    e = store.apply(core.takeEffects());
+    expect(e.launches[0].trials.map((t) => t.index)).toEqual([1]);
+    // Nothing waits: the next offer is declined for a while.
+    core.offers('exp', [offer()], 30);
+    e = core.takeEffects();
+    expect(e.declines).toEqual([{ experiment: 'exp', offerIds: [expect.any(String)], refuseSeconds: 30 }]);
+    expect(core.wantsOffers('exp')).toBe(false);
+  });
+
+  it('reads metrics and steps from stdout, and succeeds when a trial reaches the goal, killing the others', () => {
+    const core = new TuningCore();
+    const store = new Store();
+    core.submit(spec({ objective: { type: 'maximize', metricName: 'accuracy', additionalMetricNames: [], goal: 0.9 } }), [], 'u1', 0, '');
+    core.offers('exp', [offer()], 0);
+    const [l] = store.apply(core.takeEffects()).launches;
+    const [a, b] = l.trials.map((t) => t.taskId);
+    core.taskUpdate('exp', { taskId: b, state: 'TASK_RUNNING', message: '' }, 1);
+    core.trialOutput('exp', a, ['epoch 1', 'step=1 accuracy=0.5 loss=2', 'step=2 accuracy=0.8', 'noise=x'], 50, 2);
+    finish(core, a, ['accuracy = 0.93'], 3);
+    const e = store.apply(core.takeEffects());
+    const t0 = store.trials().find((t) => t.index === 0)!;
+    expect(t0.state).toBe('Succeeded');
+    expect(t0.metrics).toEqual({ accuracy: 0.93, loss: 2 });
+    // Steps 1 and 2 given; the last line had none and comes after them.
+    expect(t0.intermediate).toEqual([{ step: 1, value: 0.5 }, { step: 2, value: 0.8 }, { step: 3, value: 0.93 }]);
+    const ex = store.experiments()[0];
+    expect(ex.phase).toBe('Succeeded');
+    expect(ex.reason).toBe('GoalReached');
+    expect(e.kills.map((k) => k.taskId)).toEqual([b]);
+    // The trial being killed ends as Killed, and only then is the experiment settled (its framework torn down).
+    expect(e.teardowns).toEqual([]);
+    core.taskUpdate('exp', { taskId: b, state: 'TASK_KILLED', message: 'killed' }, 4);
+    const end = store.apply(core.takeEffects());
+    expect(store.trials().find((t) => t.index === 1)!.state).toBe('Killed');
+    expect(end.teardowns).toEqual(['exp']);
+  });
+
+  it('fails a trial that exits non-zero or reports no metric, and the experiment past maxFailedTrialCount', () => {
+    const core = new TuningCore();
+    const store = new Store();
+    core.submit(spec({ maxFailedTrialCount: 1 }), [], 'u1', 0, '');
+    core.offers('exp', [offer()], 0);
+    const [l] = store.apply(core.takeEffects()).launches;
+    finish(core, l.trials[0].taskId, ['loss=0.3'], 1);
+    finish(core, l.trials[1].taskId, ['accuracy=0.5'], 1, 'TASK_FAILED');
+    store.apply(core.takeEffects());
+    const [t0, t1] = store.trials().sort((x, y) => x.index - y.index);
+    expect(t0).toMatchObject({ state: 'Failed', message: "exited 0 but reported no metric 'accuracy'" });
+    expect(t1).toMatchObject({ state: 'Failed', message: 'TASK_FAILED: exited with code 1' });
+    const ex = store.experiments()[0];
+    expect(ex).toMatchObject({ phase: 'Failed', reason: 'MaxFailedTrialsReached' });
+    // Trials proposed after the first failure were never run.
+    expect(store.trials().filter((t) => t.state === 'Killed').every((t) => t.attempt === 0)).toBe(true);
+  });
+
+  it('runs a trial again when its agent is lost, and ends with MaxTrialsReached after maxTrialCount', () => {
+    const core = new TuningCore();
+    const store = new Store();
+    core.submit(spec({ parallelTrialCount: 1, maxTrialCount: 2, objective: { type: 'minimize', metricName: 'loss', additionalMetricNames: [] } }), [], 'u1', 0, '');
+    core.offers('exp', [offer()], 0);
+    let [l] = store.apply(core.takeEffects()).launches;
+    core.taskUpdate('exp', { taskId: l.trials[0].taskId, state: 'TASK_LOST', message: 'agent gone' }, 1);
+    store.apply(core.takeEffects());
+    expect(store.trials()[0]).toMatchObject({ state: 'Pending', attempt: 1 });
+    core.offers('exp', [offer(4, 'a2')], 2);
+    [l] = store.apply(core.takeEffects()).launches;
+    expect(l.trials[0]).toMatchObject({ index: 0, taskId: expect.stringMatching(/-0-2$/) });
+    finish(core, l.trials[0].taskId, ['loss=0.25'], 3);
+    core.offers('exp', [offer()], 4);
+    [l] = store.apply(core.takeEffects()).launches;
+    expect(l.trials[0].index).toBe(1);
+    finish(core, l.trials[0].taskId, ['loss=0.5'], 5);
+    const e = store.apply(core.takeEffects());
+    expect(store.experiments()[0]).toMatchObject({ phase: 'Succeeded', reason: 'MaxTrialsReached', trialCount: 2 });
+    expect(e.teardowns).toEqual(['exp']);
+  });
+
+  it('a new core loaded from the records runs no finished trial again and proposes what the old one would have', () => {
+    const run = (crashAfter: number | undefined) => {
+      let core = new TuningCore();
+      const store = new Store();
+      core.submit(spec({ parallelTrialCount: 1, maxTrialCount: 5, objective: { type: 'maximize', metricName: 'accuracy', additionalMetricNames: [] } }), [], 'u1', 0, '');
+      const launched: string[] = [];
+      for (let i = 0; i < 5; i++) {
+        if (i === crashAfter) {
+          core = new TuningCore();
+          core.load(store.experiments(), store.trials(), i * 10);
+          store.apply(core.takeEffects());
+        }
+        core.offers('exp', [offer()], i * 10);
+        const [l] = store.apply(core.takeEffects()).launches;
+        launched.push(l.trials[0].taskId);
+        const lr = l.trials[0].params.lr as number;
+        finish(core, l.trials[0].taskId, [`accuracy=${lr}`], i * 10 + 5);
+        store.apply(core.takeEffects());
+      }
+      return { launched, trials: store.trials().sort((a, b) => a.index - b.index).map((t) => [t.index, t.params.lr, t.state]) };
+    };
+    const straight = run(undefined);
+    const crashed = run(2);
+    expect(crashed).toEqual(straight);
+    expect(new Set(crashed.launched).size).toBe(5);
+  });
+
+  it('a new core asks again for the kills the old one had asked', () => {
+    const core = new TuningCore();
+    const store = new Store();
+    core.submit(spec(), [], 'u1', 0, '');
+    core.offers('exp', [offer()], 0);
+    const [l] = store.apply(core.takeEffects()).launches;
+    core.stop('exp', 1);
+    expect(store.apply(core.takeEffects()).kills).toHaveLength(2);
+    const next = new TuningCore();
+    next.load(store.experiments(), store.trials(), 2);
+    expect(next.takeEffects().kills.map((k) => k.taskId).sort()).toEqual(l.trials.map((t) => t.taskId).sort());
+  });
+
+  it('stops and resumes: killed trials run again with their parameters', () => {
+    const core = new TuningCore();
+    const store = new Store();
+    core.submit(spec(), [], 'u1', 0, '');
+    core.offers('exp', [offer()], 0);
+    const [l] = store.apply(core.takeEffects()).launches;
+    expect(core.resume('exp', 1)).toBe('running');
+    expect(core.stop('exp', 1)).toBe(true);
+    for (const t of l.trials) core.taskUpdate('exp', { taskId: t.taskId, state: 'TASK_KILLED', message: '' }, 2);
+    store.apply(core.takeEffects());
+    expect(store.experiments()[0].phase).toBe('Stopped');
+    const before = store.trials().map((t) => t.params);
+    expect(core.resume('exp', 3)).toBe('resumed');
+    store.apply(core.takeEffects());
+    expect(store.trials().map((t) => t.state)).toEqual(['Pending', 'Pending']);
+    expect(store.trials().map((t) => t.params)).toEqual(before);
+    core.offers('exp', [offer()], 4);
+    const [again] = store.apply(core.takeEffects()).launches;
+    expect(again.trials.map((t) => t.taskId)).toEqual(l.trials.map((t) => t.taskId.replace(/-1$/, '-2')));
+  });
+
+  it('kills a trial that runs past its timeout and counts it failed', () => {
+    const core = new TuningCore();
+    const store = new Store();
+    core.submit(spec({ parallelTrialCount: 1, trial: { ...spec().trial, timeoutSeconds: 10 } }), [], 'u1', 0, '');
+    core.offers('exp', [offer()], 0);
+    const [l] = store.apply(core.takeEffects()).launches;
+    const id = l.trials[0].taskId;
+    core.taskUpdate('exp', { taskId: id, state: 'TASK_RUNNING', message: '' }, 1_000);
+    core.tick(10_999);
+    expect(core.takeEffects().kills).toEqual([]);
+    core.tick(11_001);
+    expect(store.apply(core.takeEffects()).kills.map((k) => k.taskId)).toEqual([id]);
+    core.taskUpdate('exp', { taskId: id, state: 'TASK_KILLED', message: '' }, 11_500);
+    store.apply(core.takeEffects());
+    expect(store.trials()[0]).toMatchObject({ state: 'Failed', message: 'ran longer than trial.timeoutSeconds (10 s)' });
+  });
+});
+
+/**
+ * Trials of a learning curve: loss(step) = floor + scale / step, the floor and scale set by
+ * the trial's parameter. One step takes one unit of time.
+ */
+function curve(x: number, step: number): number {
+  const floor = 0.1 + (x - 0.37) ** 2 * 3;
+  return floor + (0.5 + 2 * x) / step;
+}
+
+/** Runs an experiment of `trials` trials of `steps` steps, one at a time; returns the best and the steps run. */
+function runCurves(early: ExperimentSpec['earlyStopping'], trials: number, steps: number): { best: number; steps: number } {
+  const core = new TuningCore();
+  core.submit(spec({
+    parallelTrialCount: 1, maxTrialCount: trials,
+    objective: { type: 'minimize', metricName: 'loss', additionalMetricNames: [] },
+    ...(early ? { earlyStopping: early } : {}),
+  }), [], 'u1', 0, '');
+  let used = 0;
+  let best = Infinity;
+  let now = 0;
+  for (let i = 0; i < trials; i++) {
+    core.offers('exp', [offer()], now);
+    const e = core.takeEffects();
+    if (e.launches.length === 0) break;
+    const t = e.launches[0].trials[0];
+    core.taskUpdate('exp', { taskId: t.taskId, state: 'TASK_RUNNING', message: '' }, now);
+    let killed = false;
+    for (let s = 1; s <= steps && !killed; s++) {
+      now += 1;
+      used += 1;
+      core.trialOutput('exp', t.taskId, [`step=${s} loss=${curve(t.params.lr as number, s)}`], s * 40, now);
+      killed = core.takeEffects().kills.some((k) => k.taskId === t.taskId);
+    }
+    if (!killed) {
+      const final = curve(t.params.lr as number, steps);
+      core.trialOutput('exp', t.taskId, [`loss=${final}`], steps * 40 + 20, now);
+      best = Math.min(best, final);
+      core.taskUpdate('exp', { taskId: t.taskId, state: 'TASK_FINISHED', message: '' }, now);
+    } else {
+      core.taskUpdate('exp', { taskId: t.taskId, state: 'TASK_KILLED', message: '' }, now);
+    }
+    core.takeEffects();
+  }
+  return { best, steps: used };
+}
+
+describe('early stopping in an experiment', () => {
+  it('ASHA reaches the same best value as the full search with at least 3x less trial time', () => {
+    const full = runCurves(undefined, 40, 27);
+    const asha = runCurves({ name: 'asha', settings: { min_resource: '1', reduction_factor: '3' } }, 40, 27);
+    expect(asha.best).toBe(full.best);
+    expect(full.steps).toBe(40 * 27);
+    expect(full.steps / asha.steps).toBeGreaterThanOrEqual(3);
+  });
+
+  it('the median rule stops poor trials too, keeping the best', () => {
+    const full = runCurves(undefined, 30, 20);
+    const median = runCurves({ name: 'medianstop', settings: { min_trials_required: '3', start_step: '2' } }, 30, 20);
+    expect(median.best).toBe(full.best);
+    expect(median.steps).toBeLessThan(full.steps);
+  });
+});
