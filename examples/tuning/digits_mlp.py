@@ -8,7 +8,7 @@ sandbox and CAIRN_PARAM_* variables as fallbacks. After each epoch it prints the
 accuracy with its step (`step=3 accuracy=0.9312`), the lines Cairn reads as intermediate
 results for early stopping; the last one is the trial's result. The data set comes from
 `--data DIR` when given (an input mapped into the sandbox holding digits.npz), else from
-scikit-learn itself.
+scikit-learn itself; `--output DIR` (an output mapped into the sandbox) gets result.json.
 
     /usr/bin/python3 digits_mlp.py --learning-rate 0.05 --momentum 0.9 --batch-size 32
 """
@@ -53,6 +53,7 @@ def main():
     parser.add_argument("--batch-size")
     parser.add_argument("--epochs", type=int, default=30)
     parser.add_argument("--data", default=None)
+    parser.add_argument("--output", default=None, help="a directory to write result.json into")
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
     lr = param("learning_rate", args.learning_rate, float)
@@ -78,6 +79,10 @@ def main():
             model.partial_fit(x_train, y_train, classes=classes) if epoch > 1 else model.fit(x_train, y_train)
         accuracy = model.score(x_val, y_val)
         print(f"step={epoch} accuracy={accuracy:.4f} loss={model.loss_:.4f}", flush=True)
+    if args.output:
+        os.makedirs(args.output, exist_ok=True)
+        with open(os.path.join(args.output, "result.json"), "w") as f:
+            json.dump({"learning_rate": lr, "momentum": momentum, "batch_size": batch, "accuracy": accuracy}, f)
     print(f"accuracy={accuracy:.4f}", flush=True)
 
 

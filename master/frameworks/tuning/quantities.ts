@@ -5,7 +5,7 @@
 import { badRequest } from '../../../shared/errors.ts';
 import { mibOf, parseQuantity } from '../jobs/quantity.ts';
 
-const BINARY: Record<string, number> = { '': 1, b: 1 / 2 ** 20, k: 1 / 1024, kb: 1 / 1024, m: 1, mb: 1, g: 1024, gb: 1024, t: 1024 ** 2, tb: 1024 ** 2 };
+const BINARY: Record<string, number> = { '': 1, b: 1 / 2 ** 20, k: 1 / 1024, kb: 1 / 1024, ki: 1 / 1024, m: 1, mb: 1, mi: 1, g: 1024, gb: 1024, gi: 1024, t: 1024 ** 2, tb: 1024 ** 2, ti: 1024 ** 2 };
 const SIZE = /^([0-9]+(?:\.[0-9]+)?)\s*([a-z]*)$/i;
 
 /** A memory or disk size in MiB (rounded up); refused naming `field` with what is accepted. */
