@@ -26,6 +26,8 @@ export interface BuiltinEnv {
   /** The DNS zone tasks are named in (`cairn` by default), undefined when the master serves no DNS. */
   readonly domain: string | undefined;
   readonly log: Logger;
+  /** Another built-in framework's running instance on this master (tuning runs its distributed trials as jobs). */
+  sibling<I extends BuiltinInstance>(name: string): I | undefined;
 }
 
 export interface BuiltinInstance {
@@ -98,6 +100,7 @@ export class BuiltinHost {
           ctx: this.ctx,
           domain: this.opts.domain,
           log,
+          sibling: <I extends BuiltinInstance>(name: string) => this.running.get(name) as I | undefined,
           schedulerOptions: (frameworkInfo) => ({
             masterUrl: this.ctx.selfUrl(),
             frameworkInfo: { ...frameworkInfo, principal: BUILTIN_PRINCIPAL },

@@ -163,4 +163,48 @@ describe('tuning experiments on a real cluster', () => {
     const again = await authFetch(`${master.url}/api/v1/experiments/pausable/resume`, { method: 'POST' });
     expect(again.status).toBe(409);
   }, 180_000);
+
+  it('runs a distributed trial as a job of the job engine, its metrics read from the first replica', async () => {
+    const r = await post({
+      kind: 'Experiment', metadata: { name: 'ddp' },
+      spec: {
+        objective: { type: 'minimize', objectiveMetricName: 'loss' },
+        algorithm: { algorithmName: 'sobol' },
+        parallelTrialCount: 2, maxTrialCount: 3, seed: 4,
+        parameters: [{ name: 'lr', parameterType: 'double', feasibleSpace: { min: '0.01', max: '0.5' } }],
+        trialTemplate: {
+          job: {
+            name: 'ignored', kind: 'pytorch',
+            groups: [
+              { name: 'master', template: { command: 'test "$WORLD_SIZE" = 2 || exit 7; echo step=1 loss=9; echo "loss=${lr}"', cpus: 0.25, mem: 32 } },
+              { name: 'worker', replicas: 1, template: { command: 'test "$CAIRN_PARAM_LR" = ${lr} && test "$RANK" = 1', cpus: 0.25, mem: 32 } },
+            ],
+          },
+        },
+      },
+    });
+    expect(r.status, JSON.stringify(r.body)).toBe(201);
+    const done = await waitFor('the experiment to end', async () => {
+      const v = await view('ddp');
+      return v && v.phase !== 'Running' ? v : undefined;
+    }, 120_000, 200);
+    expect(done.phase, JSON.stringify(done.trials.map((t) => [t.state, t.message]))).toBe('Succeeded');
+    expect(done.trials).toHaveLength(3);
+    for (const t of done.trials) {
+      expect(t.state, t.message).toBe('Succeeded');
+      expect(t.value).toBeCloseTo(t.params.lr as number, 10);
+      expect(t.intermediate).toEqual([{ step: 1, value: 9 }, { step: 2, value: t.value }]);
+      // The trial's job: both replicas ran and succeeded, in the jobs framework.
+      const job = await (await authFetch(`${master.url}/api/v1/jobs/${t.jobName}`)).json();
+      expect(job.phase).toBe('Succeeded');
+      expect(job.replicas.map((x: { group: string; state: string }) => `${x.group}:${x.state}`)).toEqual(['master:Succeeded', 'worker:Succeeded']);
+    }
+    expect(done.best?.value).toBe(Math.min(...done.trials.map((t) => t.value!)));
+  }, 180_000);
+
+  it('refuses a distributed trial whose job document is wrong, naming its field', async () => {
+    const r = await post(experiment('bad-job', {}, { command: undefined, resources: undefined, job: { kind: 'pytorch', groups: [{ name: 'master', replicas: 0, template: { command: 'train ${lr}' } }] } }));
+    expect(r.status, JSON.stringify(r.body)).toBe(400);
+    expect(r.body.field).toMatch(/^spec\.trialTemplate\.job\.groups\[0\]/);
+  });
 });

@@ -18,7 +18,7 @@ import { parseMetricLine } from './metrics-parse.ts';
 import type { ExperimentSpec, IgnoredField } from './model.ts';
 import {
   bestTrial, better, experimentKey, goalReached, isActive, isSettled, objectiveValue, trialKey,
-  type ExperimentPhase, type ExperimentRecord, type StopCause, type TrialRecord,
+  type ExperimentPhase, type ExperimentRecord, type StopCause, type TrialRecord, type TrialState,
 } from './record.ts';
 import type { Assignment } from './space/types.ts';
 
@@ -46,11 +46,28 @@ export interface TrialLaunch {
   readonly trials: { readonly index: number; readonly taskId: string; readonly resources: MesosResource[]; readonly params: Assignment }[];
 }
 
+/** A distributed trial to submit to the job engine as job `jobName`. */
+export interface JobTrialLaunch {
+  readonly experiment: string;
+  readonly index: number;
+  readonly jobName: string;
+  readonly params: Assignment;
+}
+
+/** What the runtime saw of a distributed trial's job. */
+export type JobTrialUpdate =
+  | { readonly phase: 'running'; readonly taskId: string; readonly agentId: string; readonly hostname: string }
+  | { readonly phase: 'succeeded' | 'failed'; readonly message: string }
+  /** The job is not there: removed (a kill), or never created (its submission was lost). */
+  | { readonly phase: 'gone'; readonly message: string };
+
 export interface TuningEffects {
   /** Durable first: keys of the tuning framework's store, null to remove. */
   writes: Map<string, JsonValue | null>;
   launches: TrialLaunch[];
-  kills: { experiment: string; taskId: string; agentId?: string }[];
+  jobLaunches: JobTrialLaunch[];
+  /** A task to kill, or a distributed trial's job to remove (`jobName`). */
+  kills: { experiment: string; taskId?: string; agentId?: string; jobName?: string }[];
   declines: { experiment: string; offerIds: string[]; refuseSeconds: number }[];
   /** Experiments whose framework is no longer needed (settled or removed): torn down. */
   teardowns: string[];
@@ -74,6 +91,15 @@ interface Live {
 
 export function taskIdFor(e: ExperimentRecord, index: number, attempt: number): string {
   return `tune-${e.spec.name}-${e.uid}-${index}-${attempt}`;
+}
+
+/** A distributed trial's job: a DNS label of at most 40, unique per experiment, trial and attempt. */
+export function jobNameFor(e: ExperimentRecord, index: number, attempt: number): string {
+  return `tune-${e.uid}-${index}-${attempt}`;
+}
+
+function isJobExperiment(l: Live): boolean {
+  return l.record.spec.trial.job !== undefined;
 }
 
 export class TuningCore {
@@ -102,7 +128,7 @@ export class TuningCore {
     }
     for (const l of this.live.values()) {
       // Kills asked before the leader changed are asked again; the search goes on.
-      for (const t of l.trials) if (t.stopping && t.taskId && (t.state === 'Running' || t.state === 'Starting')) this.kill(l, t, now);
+      for (const t of l.trials) if (t.stopping && (t.state === 'Running' || t.state === 'Starting')) this.kill(l, t, now);
       this.fill(l, now);
       this.settle(l, now);
     }
@@ -180,6 +206,11 @@ export class TuningCore {
       this.decline(experiment, offers.map((o) => o.id), REFUSE_IDLE_S);
       return;
     }
+    if (isJobExperiment(l)) {
+      // Its trials are jobs: the job engine takes offers for them.
+      this.decline(experiment, offers.map((o) => o.id), REFUSE_IDLE_S);
+      return;
+    }
     const spec = l.record.spec;
     const need = { cpus: spec.trial.cpus, mem: spec.trial.memMb, disk: spec.trial.diskMb, gpus: spec.trial.gpus };
     for (const o of offers) {
@@ -223,7 +254,8 @@ export class TuningCore {
     const l = this.live.get(experiment);
     if (!l) return;
     for (const t of l.trials) {
-      if (t.state !== 'Starting' || !t.taskId || !taskIds.includes(t.taskId)) continue;
+      const id = t.jobName ?? t.taskId;
+      if (t.state !== 'Starting' || !id || !taskIds.includes(id)) continue;
       t.state = l.record.phase === 'Running' ? 'Pending' : 'Killed';
       t.message = `launch failed: ${message}`;
       this.touchTrial(l, t);
@@ -279,6 +311,47 @@ export class TuningCore {
     this.settle(l, now);
   }
 
+  /** What became of a distributed trial's job; its chief's stdout is read before its end is told. */
+  jobTrialUpdate(experiment: string, jobName: string, u: JobTrialUpdate, now: number): void {
+    const l = this.live.get(experiment);
+    const t = l?.trials.find((x) => x.jobName === jobName);
+    if (!l || !t || !isActive(t)) return;
+    if (u.phase === 'running') {
+      if (t.taskId !== u.taskId) {
+        // The chief started, or the job engine restarted it: its stdout is read from the start.
+        t.taskId = u.taskId;
+        t.logOffset = 0;
+        t.metrics = {};
+        t.intermediate = [];
+      }
+      t.agentId = u.agentId;
+      t.hostname = u.hostname;
+      if (t.state === 'Starting') {
+        t.state = 'Running';
+        t.startedMs = now;
+      }
+      this.touchTrial(l, t);
+      return;
+    }
+    const state = u.phase === 'succeeded' ? 'TASK_FINISHED' : u.phase === 'failed' ? 'TASK_FAILED' : t.stopping ? 'TASK_KILLED' : 'TASK_LOST';
+    this.killsSent.delete(jobName);
+    this.finishTrial(l, t, { taskId: t.taskId ?? jobName, state, message: u.message }, now);
+    this.fill(l, now);
+    this.placeJobs(l);
+    this.settle(l, now);
+  }
+
+  /** Distributed trials in flight, with their job's name, for the runtime to follow. */
+  jobTrials(): { experiment: string; jobName: string; state: TrialState; taskId?: string }[] {
+    const out: { experiment: string; jobName: string; state: TrialState; taskId?: string }[] = [];
+    for (const l of this.live.values()) {
+      for (const t of l.trials) {
+        if ((t.state === 'Starting' || t.state === 'Running') && t.jobName) out.push({ experiment: l.record.spec.name, jobName: t.jobName, state: t.state, ...(t.taskId ? { taskId: t.taskId } : {}) });
+      }
+    }
+    return out;
+  }
+
   /** Timeouts, kills asked again, and proposals for room that opened. */
   tick(now: number): void {
     for (const l of this.live.values()) {
@@ -289,9 +362,10 @@ export class TuningCore {
           t.stopping = 'timeout';
           this.touchTrial(l, t);
         }
-        if (t.stopping && now - (this.killsSent.get(t.taskId!) ?? -Infinity) >= KILL_RESEND_MS) this.kill(l, t, now);
+        if (t.stopping && now - (this.killsSent.get(killKey(t)) ?? -Infinity) >= KILL_RESEND_MS) this.kill(l, t, now);
       }
       this.fill(l, now);
+      this.placeJobs(l);
     }
   }
 
@@ -316,13 +390,13 @@ export class TuningCore {
   /** Whether an experiment's framework should be asked for offers (trials wait to be placed). */
   wantsOffers(experiment: string): boolean {
     const l = this.live.get(experiment);
-    return l !== undefined && l.record.phase === 'Running' && l.trials.some((t) => t.state === 'Pending');
+    return l !== undefined && !isJobExperiment(l) && l.record.phase === 'Running' && l.trials.some((t) => t.state === 'Pending');
   }
 
   /** Whether an experiment still needs its framework (it runs, or trials of it still run). */
   needsFramework(experiment: string): boolean {
     const l = this.live.get(experiment);
-    return l !== undefined && !isSettled(l.record, l.trials);
+    return l !== undefined && !isJobExperiment(l) && !isSettled(l.record, l.trials);
   }
 
   /** Trials launched more than `ageMs` ago and not heard of since: asked about. */
@@ -330,7 +404,7 @@ export class TuningCore {
     const out: { experiment: string; taskId: string; agentId?: string }[] = [];
     for (const l of this.live.values()) {
       for (const t of l.trials) {
-        if (t.state === 'Starting' && t.taskId && now - (t.startedMs ?? l.record.createdMs) >= ageMs) {
+        if (t.state === 'Starting' && t.taskId && !t.jobName && now - (t.startedMs ?? l.record.createdMs) >= ageMs) {
           out.push({ experiment: l.record.spec.name, taskId: t.taskId, ...(t.agentId ? { agentId: t.agentId } : {}) });
         }
       }
@@ -398,6 +472,29 @@ export class TuningCore {
       this.touchTrial(l, t);
     }
     this.touchExperiment(r.spec.name);
+    this.placeJobs(l);
+  }
+
+  /** Distributed trials need no offer of ours: each pending one becomes a job of the job engine. */
+  private placeJobs(l: Live): void {
+    if (!isJobExperiment(l) || l.record.phase !== 'Running') return;
+    for (const t of l.trials) {
+      if (t.state !== 'Pending') continue;
+      t.attempt += 1;
+      t.state = 'Starting';
+      t.jobName = jobNameFor(l.record, t.index, t.attempt);
+      t.logOffset = 0;
+      t.metrics = {};
+      t.intermediate = [];
+      delete t.taskId;
+      delete t.agentId;
+      delete t.hostname;
+      delete t.exitCode;
+      delete t.message;
+      delete t.startedMs;
+      this.touchTrial(l, t);
+      this.effects.jobLaunches.push({ experiment: l.record.spec.name, index: t.index, jobName: t.jobName, params: t.params });
+    }
   }
 
   private finishTrial(l: Live, t: TrialRecord, u: TaskUpdate, now: number): void {
@@ -499,9 +596,11 @@ export class TuningCore {
   }
 
   private kill(l: Live, t: TrialRecord, now: number): void {
-    if (!t.taskId) return;
-    this.killsSent.set(t.taskId, now);
-    this.effects.kills.push({ experiment: l.record.spec.name, taskId: t.taskId, ...(t.agentId ? { agentId: t.agentId } : {}) });
+    if (!t.taskId && !t.jobName) return;
+    this.killsSent.set(killKey(t), now);
+    // A distributed trial is stopped by removing its job (the engine kills its replicas).
+    if (t.jobName) this.effects.kills.push({ experiment: l.record.spec.name, jobName: t.jobName });
+    else this.effects.kills.push({ experiment: l.record.spec.name, taskId: t.taskId, ...(t.agentId ? { agentId: t.agentId } : {}) });
   }
 
   private decline(experiment: string, offerIds: string[], refuseSeconds: number): void {
@@ -514,7 +613,7 @@ export class TuningCore {
     for (const t of l.trials) {
       this.dirty.delete(trialKey(name, t.index));
       this.effects.writes.set(trialKey(name, t.index), null);
-      if (t.taskId) this.killsSent.delete(t.taskId);
+      this.killsSent.delete(killKey(t));
     }
     this.dirty.delete(experimentKey(name));
     this.effects.writes.set(experimentKey(name), null);
@@ -562,5 +661,9 @@ function observations(l: Live): TrialObservation[] {
 }
 
 function emptyEffects(): TuningEffects {
-  return { writes: new Map(), launches: [], kills: [], declines: [], teardowns: [] };
+  return { writes: new Map(), launches: [], jobLaunches: [], kills: [], declines: [], teardowns: [] };
+}
+
+function killKey(t: TrialRecord): string {
+  return t.jobName ?? t.taskId ?? '';
 }

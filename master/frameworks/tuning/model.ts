@@ -72,7 +72,16 @@ export interface TrialTemplate {
   readonly files: readonly ShippedFile[];
   /** A trial running longer is killed and counts as failed; 0: no limit. */
   readonly timeoutSeconds: number;
+  /**
+   * A distributed trial: a job document (Cairn's, a TFJob, a PyTorchJob, a Volcano Job), with
+   * `${name}` in its strings, run by the job engine; the trial's metrics are read from the
+   * first replica of its first group (the chief, the PyTorch master). Absent: one task.
+   */
+  readonly job?: JobDocument;
 }
+
+/** A job document as the submitter wrote it (checked at submission with sample parameters). */
+export type JobDocument = { readonly [key: string]: unknown };
 
 export interface ExperimentSpec {
   readonly name: string;

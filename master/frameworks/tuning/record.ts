@@ -25,9 +25,12 @@ export interface TrialRecord {
   state: TrialState;
   /** Launches so far (a launch lost with its agent is tried again). */
   attempt: number;
+  /** The task whose stdout is read: the trial's own, or its job's first replica's. */
   taskId?: string;
   agentId?: string;
   hostname?: string;
+  /** A distributed trial's job (one per attempt). */
+  jobName?: string;
   createdMs: number;
   startedMs?: number;
   finishedMs?: number;

@@ -13,9 +13,12 @@ import type { TaskStatusJson } from '../../../shared/mesos-v1.ts';
 import { SchedulerClient } from '../../../shared/sdk/scheduler-client.ts';
 import type { BuiltinEnv, BuiltinInstance } from '../../builtin/host.ts';
 import type { JsonValue } from '../../registry/commands.ts';
-import { heldOffer } from '../jobs/runtime.ts';
+import { heldOffer, jobKey, JOB_KEY_PREFIX, JOBS_FRAMEWORK_NAME, type JobsRuntime } from '../jobs/runtime.ts';
+import { isFinished, type JobRecord } from '../jobs/record.ts';
+import { BuiltinStore } from '../../builtin/store.ts';
+import { chiefGroup, trialJobSpec } from './trial-job.ts';
 import { policyExitCode } from '../jobs/task-info.ts';
-import { REFUSE_BUSY_S, TuningCore } from './core.ts';
+import { REFUSE_BUSY_S, TuningCore, type JobTrialLaunch } from './core.ts';
 import type { ExperimentSpec, IgnoredField } from './model.ts';
 import { EXPERIMENT_KEY_PREFIX, type ExperimentRecord, type TrialRecord } from './record.ts';
 import { trialTaskInfo } from './trial-command.ts';
@@ -31,6 +34,7 @@ const TICK_MS = 200;
 const LOG_POLL_MS = 1_000;
 const RECONCILE_STARTING_MS = 5_000;
 const TEARDOWN_DELAY_MS = 1_000;
+const JOB_SYNC_MS = 1_000;
 
 export interface TuningRuntimeOptions {
   now?: () => number;
@@ -48,7 +52,18 @@ export class TuningRuntime implements BuiltinInstance {
   private chain: Promise<void> = Promise.resolve();
   private readonly timers: NodeJS.Timeout[] = [];
   private stopped = false;
-  private pendingKills: { experiment: string; taskId: string; agentId?: string }[] = [];
+  private pendingKills: { experiment: string; taskId?: string; agentId?: string; jobName?: string }[] = [];
+  /** The job engine's records, where distributed trials' jobs are followed. */
+  private readonly jobStore: BuiltinStore;
+  /** Distributed trials' jobs being submitted now (not in the job store yet, and not lost). */
+  private readonly submitting = new Set<string>();
+  /**
+   * Jobs whose absence means something: submitted by this runtime, or recorded before it
+   * started. A trial's job decided but not yet submitted (its record still being written) is
+   * not missing.
+   */
+  private readonly followed = new Set<string>();
+  private readonly offJobs: () => void;
   /** Trials whose stdout is being read now (one read at a time each). */
   private readonly reading = new Set<string>();
   private readonly now: () => number;
@@ -56,13 +71,20 @@ export class TuningRuntime implements BuiltinInstance {
   constructor(private readonly env: BuiltinEnv, opts: TuningRuntimeOptions = {}) {
     this.log = env.log;
     this.now = opts.now ?? Date.now;
+    this.jobStore = new BuiltinStore(env.ctx.registry, JOBS_FRAMEWORK_NAME);
+    this.offJobs = this.jobStore.onChange((keys) => {
+      if (keys.some((k) => k.startsWith(JOB_KEY_PREFIX))) this.syncJobTrials();
+    });
     const records = env.store.entries<JsonValue>(EXPERIMENT_KEY_PREFIX).map(([, v]) => v as unknown as ExperimentRecord);
     const trials = env.store.entries<JsonValue>('trial/').map(([, v]) => v as unknown as TrialRecord);
+    for (const t of trials) if (t.jobName && (t.state === 'Starting' || t.state === 'Running')) this.followed.add(t.jobName);
     void this.run(() => this.core.load(records, trials, this.now()));
     let ticks = 0;
     this.timers.push(setInterval(() => void this.run(() => {
       this.core.tick(this.now());
       if (++ticks % Math.round(RECONCILE_STARTING_MS / TICK_MS) === 0) this.reconcileStarting();
+      // Job changes come as they are applied; this catches any missed (a leader's first moments).
+      if (ticks % Math.round(JOB_SYNC_MS / TICK_MS) === 0) this.syncJobTrials();
     }), TICK_MS));
     this.timers.push(setInterval(() => this.pollLogs(), LOG_POLL_MS));
     for (const t of this.timers) t.unref();
@@ -105,6 +127,7 @@ export class TuningRuntime implements BuiltinInstance {
   /** This master stops leading: trials keep running for the next leader's instance. */
   stop(): void {
     this.stopped = true;
+    this.offJobs();
     for (const t of this.timers) clearInterval(t);
     for (const c of this.clients.values()) c.close();
   }
@@ -142,8 +165,12 @@ export class TuningRuntime implements BuiltinInstance {
     this.pendingKills.push(...e.kills);
     const waiting: typeof this.pendingKills = [];
     for (const k of this.pendingKills) {
+      if (k.jobName) {
+        this.removeJob(k.jobName);
+        continue;
+      }
       const client = this.clients.get(k.experiment);
-      if (client?.connected !== true) {
+      if (client?.connected !== true || !k.taskId) {
         waiting.push(k);
         continue;
       }
@@ -164,6 +191,7 @@ export class TuningRuntime implements BuiltinInstance {
         void this.run(() => this.core.launchFailed(l.experiment, ids, err.message));
       });
     }
+    for (const j of e.jobLaunches) this.submitJob(j);
     for (const d of e.declines) {
       this.clients.get(d.experiment)?.decline(d.offerIds, d.refuseSeconds).catch((err: Error) => this.log.debug({ err: err.message }, 'decline not sent'));
     }
@@ -251,6 +279,86 @@ export class TuningRuntime implements BuiltinInstance {
       ...(status.agent_id ? { agentId: status.agent_id.value } : {}),
       ...(exitCode !== undefined ? { exitCode } : {}),
     }, this.now()));
+  }
+
+  // ---- distributed trials: jobs of the job engine ------------------------------------
+
+  private jobs(): JobsRuntime | undefined {
+    return this.env.sibling<JobsRuntime>(JOBS_FRAMEWORK_NAME);
+  }
+
+  private submitJob(j: JobTrialLaunch): void {
+    const record = this.core.experiment(j.experiment)?.record;
+    const doc = record?.spec.trial.job;
+    if (!record || !doc) return;
+    let job;
+    try {
+      job = trialJobSpec(record.spec, doc, j.jobName, j.index, j.params).job;
+    } catch (err) {
+      // Checked at submission with sample parameters; these ones made a document the job engine refuses.
+      void this.run(() => this.core.jobTrialUpdate(j.experiment, j.jobName, { phase: 'failed', message: `its job was refused: ${(err as Error).message}` }, this.now()));
+      return;
+    }
+    const jobs = this.jobs();
+    if (!jobs) {
+      queueMicrotask(() => void this.run(() => this.core.launchFailed(j.experiment, [j.jobName], 'the jobs framework is not running on this leader')));
+      return;
+    }
+    this.submitting.add(j.jobName);
+    this.followed.add(j.jobName);
+    jobs.submit(job, [], record.owner).then((r) => {
+      if (r === 'exists') void this.run(() => this.core.launchFailed(j.experiment, [j.jobName], `a job named ${j.jobName} exists`));
+    }, (err: Error) => {
+      this.log.warn({ err: err.message, job: j.jobName }, 'a trial\'s job was not submitted');
+      void this.run(() => this.core.launchFailed(j.experiment, [j.jobName], err.message));
+    }).finally(() => {
+      this.submitting.delete(j.jobName);
+      this.syncJobTrials();
+    });
+  }
+
+  private removeJob(jobName: string): void {
+    const jobs = this.jobs();
+    if (!jobs) return;
+    jobs.remove(jobName).catch((err: Error) => this.log.warn({ err: err.message, job: jobName }, 'a trial\'s job was not removed'));
+  }
+
+  /** Tells the core what became of each distributed trial's job, as the job store has it. */
+  private syncJobTrials(): void {
+    if (this.stopped) return;
+    for (const t of this.core.jobTrials()) {
+      if (this.submitting.has(t.jobName) || !this.followed.has(t.jobName)) continue;
+      const job = this.jobStore.get<JsonValue>(jobKey(t.jobName)) as unknown as JobRecord | undefined;
+      if (!job) {
+        this.followed.delete(t.jobName);
+        void this.run(() => this.core.jobTrialUpdate(t.experiment, t.jobName, { phase: 'gone', message: `job ${t.jobName} is gone` }, this.now()));
+        continue;
+      }
+      const chief = job.replicas.find((r) => r.group === chiefGroup(job.spec) && r.index === 0);
+      if (chief?.taskId && chief.agentId && (chief.state === 'Running' || isFinished(job)) && chief.taskId !== t.taskId) {
+        const running = { phase: 'running' as const, taskId: chief.taskId, agentId: chief.agentId, hostname: chief.host ?? '' };
+        void this.run(() => this.core.jobTrialUpdate(t.experiment, t.jobName, running, this.now()));
+      }
+      if (isFinished(job)) void this.finishJobTrial(t.experiment, t.jobName, job);
+    }
+  }
+
+  /** A finished job's trial: its chief's stdout read to the end, then its end told. */
+  private async finishJobTrial(experiment: string, jobName: string, job: JobRecord): Promise<void> {
+    if (this.reading.has(`job:${jobName}`)) return;
+    this.reading.add(`job:${jobName}`);
+    try {
+      await this.chain;
+      const trial = this.core.jobTrials().find((t) => t.jobName === jobName);
+      if (!trial) return;
+      const full = trial.taskId ? this.core.trialOf(experiment, trial.taskId) : undefined;
+      if (full) await this.readStdout(experiment, full, true);
+      const phase = job.phase === 'Succeeded' ? 'succeeded' : 'failed';
+      await this.run(() => this.core.jobTrialUpdate(experiment, jobName, { phase, message: job.message }, this.now()));
+      this.followed.delete(jobName);
+    } finally {
+      this.reading.delete(`job:${jobName}`);
+    }
   }
 
   private pollLogs(): void {

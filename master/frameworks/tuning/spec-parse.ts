@@ -18,7 +18,9 @@ import {
 import { parseKatibParameters } from './space/katib-format.ts';
 import { parseNniSpace } from './space/nni-format.ts';
 import { parsePaperSpace } from './space/paper-format.ts';
-import { paramNames } from './space/sample.ts';
+import { paramNames, sampleAssignment } from './space/sample.ts';
+import { SeededRandom } from '../../../shared/random.ts';
+import { jobPlaceholderNames, trialJobSpec } from './trial-job.ts';
 import type { SearchSpace } from './space/types.ts';
 import { placeholderNames } from './trial-command.ts';
 import { parseCpus, parseSizeMiB } from './quantities.ts';
@@ -184,6 +186,33 @@ function schedulingOf(v: unknown): { policy: SchedulingPolicy; dynamic: Experime
 }
 
 /**
+ * A distributed trial: a job document checked now by the job engine's parser, with the
+ * parameters of a sample trial in place of its `${name}`s, so a bad document is refused at
+ * submission, naming its field under `spec.trialTemplate.job`.
+ */
+function jobTrialOf(v: Obj, space: SearchSpace, names: ReadonlySet<string>): TrialTemplate {
+  const f = 'spec.trialTemplate';
+  for (const k of ['command', 'image', 'resources', 'inputs', 'outputs', 'files']) {
+    if (v[k] !== undefined) throw badRequest(`${f}.${k}`, 'goes in the job document of a distributed trial (trialTemplate.job), not beside it');
+  }
+  if (!isObj(v.job)) throw badRequest(`${f}.job`, 'must be a job document (Cairn\'s, a TFJob, a PyTorchJob or a Volcano Job)');
+  for (const ref of jobPlaceholderNames(v.job)) {
+    if (!names.has(ref)) throw badRequest(`${f}.job`, `refers to \${${ref}}, which is no parameter of the search space (parameters: ${[...names].join(', ')})`);
+  }
+  const sample = sampleAssignment(space, new SeededRandom(1));
+  try {
+    trialJobSpec({ name: 'check', objective: { metricName: 'm' }, role: '*' } as ExperimentSpec, v.job, 'check', 0, sample);
+  } catch (err) {
+    if (err instanceof CairnError) throw new CairnError('CAIRN_BAD_REQUEST', err.message.replace(`${err.field}: `, ''), err.field && err.field !== 'body' ? `${f}.job.${err.field}` : `${f}.job`);
+    throw err;
+  }
+  const timeoutSeconds = count(v.timeoutSeconds, `${f}.timeoutSeconds`, 0, 0);
+  const env: Record<string, string> = {};
+  if (v.env !== undefined) throw badRequest(`${f}.env`, 'goes in the job document of a distributed trial, in its replicas\' templates');
+  return { command: '', cpus: 0, memMb: 0, diskMb: 0, gpus: 0, env, inputs: [], outputs: [], files: [], timeoutSeconds, job: v.job };
+}
+
+/**
  * The paper's App Core resources: checked (a bad size is refused like any other), then
  * reported as ignored, since the search runs inside the leading master, not as a task.
  */
@@ -216,10 +245,11 @@ function trialOf(v: unknown, space: SearchSpace, ignored: IgnoredField[]): Trial
   const f = 'spec.trialTemplate';
   if (!isObj(v)) throw badRequest(f, 'is required: {command, resources: {cpus, memory}}');
   for (const k of Object.keys(v)) {
-    if (!['command', 'image', 'resources', 'env', 'inputs', 'outputs', 'files', 'timeoutSeconds'].includes(k)) ignored.push({ field: `${f}.${k}`, reason: k === 'trialSpec' || k === 'trialParameters' ? 'Cairn runs trialTemplate.command, not a Kubernetes Job: write the command with ${parameter} in it' : 'not a field of a trial template' });
+    if (!['command', 'image', 'resources', 'env', 'inputs', 'outputs', 'files', 'timeoutSeconds', 'job'].includes(k)) ignored.push({ field: `${f}.${k}`, reason: k === 'trialSpec' || k === 'trialParameters' ? 'Cairn runs trialTemplate.command, not a Kubernetes Job: write the command with ${parameter} in it' : 'not a field of a trial template' });
   }
-  if (typeof v.command !== 'string' || v.command.trim() === '') throw badRequest(`${f}.command`, 'is required: the shell command a trial runs, with ${name} for a parameter');
   const names = new Set(paramNames(space));
+  if (v.job !== undefined) return jobTrialOf(v, space, names);
+  if (typeof v.command !== 'string' || v.command.trim() === '') throw badRequest(`${f}.command`, 'is required: the shell command a trial runs, with ${name} for a parameter (or job: a job document, for a distributed trial)');
   for (const ref of placeholderNames(v.command)) {
     if (!names.has(ref)) throw badRequest(`${f}.command`, `refers to \${${ref}}, which is no parameter of the search space (parameters: ${[...names].join(', ')})`);
   }

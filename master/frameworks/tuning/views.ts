@@ -13,6 +13,8 @@ export interface TrialView {
   metrics: Record<string, number>;
   intermediate: TrialRecord['intermediate'];
   taskId?: string;
+  /** A distributed trial's job (`cairn job show` it). */
+  jobName?: string;
   hostname?: string;
   attempt: number;
   createdMs: number;
@@ -56,6 +58,7 @@ export function trialView(e: ExperimentRecord, t: TrialRecord): TrialView {
     ...(value !== undefined ? { value } : {}),
     metrics: t.metrics, intermediate: t.intermediate, attempt: t.attempt, createdMs: t.createdMs,
     ...(t.taskId ? { taskId: t.taskId } : {}),
+    ...(t.jobName ? { jobName: t.jobName } : {}),
     ...(t.hostname ? { hostname: t.hostname } : {}),
     ...(t.startedMs !== undefined ? { startedMs: t.startedMs } : {}),
     ...(t.finishedMs !== undefined ? { finishedMs: t.finishedMs } : {}),
