@@ -224,6 +224,43 @@ describe('the tuning core', () => {
   });
 });
 
+describe('the dynamic strategy between experiments', () => {
+  it('a stagnating experiment declines offers only while one of a higher priority has a trial waiting', () => {
+    const core = new TuningCore();
+    const dyn = spec({ name: 'slow', parallelTrialCount: 1, maxTrialCount: 50, scheduling: 'dynamic', dynamic: { declinesPerLevel: 2, patience: 1, maxLevel: 3 }, objective: { type: 'maximize', metricName: 'accuracy', additionalMetricNames: [] } });
+    core.submit(dyn, [], 'u1', 0, '');
+    // Its results get worse and worse: after the first, every trial is a stagnation.
+    for (let i = 0; i < 3; i++) {
+      core.offers('slow', [offer()], i);
+      const [l] = core.takeEffects().launches;
+      const id = l.trials[0].taskId;
+      core.taskUpdate('slow', { taskId: id, state: 'TASK_RUNNING', message: '' }, i);
+      core.trialOutput('slow', id, [`accuracy=${0.9 - i * 0.1}`], 20, i);
+      core.taskUpdate('slow', { taskId: id, state: 'TASK_FINISHED', message: '' }, i);
+      core.takeEffects();
+    }
+    expect(core.priorityLevel('slow')).toBe(2);
+    // Nobody else waits: the offer is taken (declining it would leave it idle).
+    core.offers('slow', [offer()], 10);
+    expect(core.takeEffects().launches).toHaveLength(1);
+    core.taskUpdate('slow', { taskId: core.experiment('slow')!.trials[3].taskId!, state: 'TASK_LOST', message: '' }, 11);
+    core.takeEffects();
+    // A fifo experiment with a trial waiting: offers the slow one could use are declined for it.
+    core.submit(spec({ name: 'fast', parallelTrialCount: 1 }), [], 'u2', 12, '');
+    core.takeEffects();
+    core.offers('slow', [offer()], 13);
+    const e = core.takeEffects();
+    expect(e.launches).toEqual([]);
+    expect(e.declines).toEqual([{ experiment: 'slow', offerIds: [expect.any(String)], refuseSeconds: 1 }]);
+    // An offer too small for the waiting trial is no use to it: taken.
+    core.submit(spec({ name: 'big', parallelTrialCount: 1, trial: { ...spec().trial, cpus: 8 } }), [], 'u3', 14, '');
+    core.offers('fast', [offer()], 15);
+    core.takeEffects();
+    core.offers('slow', [offer(1)], 16);
+    expect(core.takeEffects().launches).toHaveLength(1);
+  });
+});
+
 /**
  * Trials of a learning curve: loss(step) = floor + scale / step, the floor and scale set by
  * the trial's parameter. One step takes one unit of time.

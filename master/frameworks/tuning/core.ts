@@ -224,7 +224,7 @@ export class TuningCore {
         this.decline(experiment, [o.id], REFUSE_BUSY_S);
         continue;
       }
-      if (spec.scheduling === 'dynamic' && l.priority.offer(o.resources.get('cpus')) === 'decline') {
+      if (spec.scheduling === 'dynamic' && l.priority.offer(this.higherWaiting(l, o)) === 'decline') {
         this.decline(experiment, [o.id], REFUSE_DYNAMIC_S);
         continue;
       }
@@ -448,6 +448,23 @@ export class TuningCore {
       stopper: spec.earlyStopping ? makeEarlyStopper(spec.earlyStopping.name, spec.earlyStopping.settings, spec.seed) : undefined,
       priority: new DynamicPriority(spec.dynamic),
     };
+  }
+
+  /**
+   * Whether another experiment of a higher priority (a lower dynamic level; a fifo one counts
+   * as level 0) has a trial waiting that `o` would hold: what the dynamic strategy declines
+   * for. The paper's App Core infers it from the offers; this core holds every experiment.
+   */
+  private higherWaiting(l: Live, o: HeldOffer): boolean {
+    const mine = l.priority.level;
+    for (const m of this.live.values()) {
+      if (m === l || m.record.phase !== 'Running' || isJobExperiment(m)) continue;
+      const level = m.record.spec.scheduling === 'dynamic' ? m.priority.level : 0;
+      if (level >= mine || !m.trials.some((t) => t.state === 'Pending')) continue;
+      const t = m.record.spec.trial;
+      if (fitTasks(o.resources, [{ cpus: t.cpus, mem: t.memMb, disk: t.diskMb, gpus: t.gpus }], { role: o.role }).placed.length > 0) return true;
+    }
+    return false;
   }
 
   /** Creates trials while there is room under the parallelism and the trial budget. */

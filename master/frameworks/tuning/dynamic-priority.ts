@@ -3,11 +3,14 @@
 // shares the cluster between them; this adds what DRF cannot know: how much a search still
 // gains from more trials. A search whose best result has not improved for `patience`
 // finished trials lowers its priority one level, and at level L declines L × d offers before
-// it takes one, so searches still improving get those resources. Declining is only useful
-// when someone else wants what is declined: an offer that comes back at least as large as
-// the one just declined, d times running, means nobody took it (the cluster is idle), and the
-// search raises its priority again. An improvement also raises it one level. The state is
-// soft: a new leader starts every search at level 0, as a new search would.
+// it takes one, so searches still improving get those resources; an improvement raises it
+// one level. Declining is only useful when someone else wants what is declined: the paper's
+// App Core infers that from the offers (a declined offer that comes back no smaller went
+// unwanted), but all experiments live in one tuning core here, which knows whether an
+// experiment of a higher priority has a trial waiting that the offer would hold. When none
+// has, the offer is taken — declining would leave it idle for the decline's filter — and d
+// such offers running mean the cluster is idle: the search raises its priority again. The
+// state is soft: a new leader starts every search at level 0, as a new search would.
 
 import type { DynamicSchedulingSettings } from './model.ts';
 
@@ -18,7 +21,6 @@ export class DynamicPriority {
   private levelNow = 0;
   private finishedWithoutGain = 0;
   private declinedRun = 0;
-  private lastDeclinedSize: number | undefined;
   private idleSignals = 0;
 
   constructor(private readonly settings: DynamicSchedulingSettings) {}
@@ -41,26 +43,21 @@ export class DynamicPriority {
   }
 
   /**
-   * What to do with an offer this search could use; `size` is a measure of what it holds
-   * (its CPUs, say), to tell whether declining made anyone take anything.
+   * What to do with an offer this search could use; `othersWaiting` when a search of a higher
+   * priority has a trial waiting that the offer would hold.
    */
-  offer(size: number): OfferVerdict {
+  offer(othersWaiting: boolean): OfferVerdict {
     if (this.levelNow === 0) return 'take';
-    if (this.lastDeclinedSize !== undefined && size >= this.lastDeclinedSize) {
-      if (++this.idleSignals >= this.settings.declinesPerLevel) {
-        this.lower(-1);
-        if (this.levelNow === 0) return 'take';
-      }
-    } else {
-      this.idleSignals = 0;
+    if (!othersWaiting) {
+      if (++this.idleSignals >= this.settings.declinesPerLevel) this.lower(-1);
+      return 'take';
     }
+    this.idleSignals = 0;
     if (this.declinedRun < this.settings.declinesPerLevel * this.levelNow) {
       this.declinedRun++;
-      this.lastDeclinedSize = size;
       return 'decline';
     }
     this.declinedRun = 0;
-    this.lastDeclinedSize = undefined;
     return 'take';
   }
 
@@ -68,6 +65,5 @@ export class DynamicPriority {
     this.levelNow = Math.min(this.settings.maxLevel, Math.max(0, this.levelNow + by));
     this.declinedRun = 0;
     this.idleSignals = 0;
-    this.lastDeclinedSize = undefined;
   }
 }

@@ -5,7 +5,7 @@
 // Categorical parameters enter through a Hamming term (1 when two points differ in the
 // choice), which is a one-hot encoding with one length scale shared by the choices.
 
-import { cholesky, choleskyInverse, choleskySolve, solveLower } from '../math/cholesky.ts';
+import { cholesky, choleskyInverse, choleskySolve } from '../math/cholesky.ts';
 
 /** A point as the kernel sees it: a unit coordinate, or a choice index (-1 when inactive). */
 export type Features = Float64Array;
@@ -211,22 +211,25 @@ export function fitGp(xs: readonly Features[], y: Float64Array, isCat: readonly 
 /** The posterior of the latent function given (xs, y) and fixed hyperparameters. */
 export class GpPosterior {
   private readonly n: number;
+  private readonly d: number;
   private readonly l: Float64Array;
   private readonly alpha: Float64Array;
   private readonly invL2: Float64Array;
   private readonly signal: number;
   private readonly isCat: Uint8Array;
+  /** The points, one row each, contiguous: predict() reads them all for every candidate. */
+  private readonly flat: Float64Array;
+  private readonly scratch: Float64Array;
 
-  constructor(
-    private readonly xs: readonly Features[],
-    y: Float64Array,
-    isCat: readonly boolean[],
-    hyper: GpHyper,
-  ) {
+  constructor(xs: readonly Features[], y: Float64Array, isCat: readonly boolean[], hyper: GpHyper) {
     this.n = xs.length;
+    this.d = isCat.length;
     this.isCat = Uint8Array.from(isCat, Number);
     this.invL2 = inverseSquaredLengths(hyper);
     this.signal = Math.exp(hyper.logSignal);
+    this.flat = new Float64Array(this.n * this.d);
+    xs.forEach((x, i) => this.flat.set(x, i * this.d));
+    this.scratch = new Float64Array(this.n);
     const pairs = new PairDiffs(xs, this.isCat);
     let l = factor(covariance(pairs, hyper).k, this.n);
     if (!l) {
@@ -239,15 +242,29 @@ export class GpPosterior {
 
   /** Mean and variance (of the function, noise excluded) at x. */
   predict(x: Features): { mean: number; variance: number } {
-    const ks = new Float64Array(this.n);
+    const { n, d, flat, isCat, invL2, l } = this;
+    const v = this.scratch;
     let mean = 0;
-    for (let i = 0; i < this.n; i++) {
-      ks[i] = this.signal * matern(Math.sqrt(scaledDist2(x, this.xs[i], this.isCat, this.invL2)));
-      mean += ks[i] * this.alpha[i];
+    for (let i = 0, o = 0; i < n; i++) {
+      let r2 = 0;
+      for (let j = 0; j < d; j++, o++) {
+        const diff = isCat[j] ? (x[j] === flat[o] ? 0 : 1) : x[j] - flat[o];
+        r2 += diff * diff * invL2[j];
+      }
+      const k = this.signal * matern(Math.sqrt(r2));
+      v[i] = k;
+      mean += k * this.alpha[i];
     }
-    const v = solveLower(this.l, this.n, ks);
+    // v ← L⁻¹ k*, in place; the variance explained is |v|².
     let explained = 0;
-    for (let i = 0; i < this.n; i++) explained += v[i] * v[i];
+    for (let i = 0; i < n; i++) {
+      const ri = i * n;
+      let s = v[i];
+      for (let k = 0; k < i; k++) s -= l[ri + k] * v[k];
+      s /= l[ri + i];
+      v[i] = s;
+      explained += s * s;
+    }
     return { mean, variance: Math.max(0, this.signal - explained) };
   }
 }

@@ -76,7 +76,7 @@ function finish(mus: Float64Array, sigmas: Float64Array): NumericKernels {
  * the wide prior kernel up by σ^-d in d dimensions, so the score of a candidate is not decided
  * by the single nearest observation alone, which in six dimensions it otherwise is: on
  * Hartmann-6 the exact density needed a median of 32 trials to come within 1 of the optimum,
- * this form 22.5 (100 seeds each; bench/tuning-quality.ts). Sampling is unaffected.
+ * this form 22.5 (seeds 0-99, bench/tuning-quality.ts's setting). Sampling is unaffected.
  */
 export function numericLogDensity(k: NumericKernels, i: number, x: number, cell: readonly [number, number] | undefined): number {
   const mu = k.mus[i];

@@ -55,23 +55,32 @@ export function choleskySolve(l: Float64Array, n: number, b: ArrayLike<number>):
 
 /** A⁻¹ from A's factor L (the GP's likelihood gradient needs all of it). */
 export function choleskyInverse(l: Float64Array, n: number): Float64Array {
-  // L⁻¹ column by column, then A⁻¹ = L⁻ᵀ L⁻¹ (symmetric: fill both triangles).
-  const li = new Float64Array(n * n);
+  // U = L⁻ᵀ (upper triangular) row by row, then A⁻¹ = U Uᵀ, whose entries are dot products of
+  // U's rows: both passes read memory in order, which is most of the speed at n in the hundreds.
+  const u = new Float64Array(n * n);
+  const x = new Float64Array(n);
   for (let c = 0; c < n; c++) {
-    li[c * n + c] = 1 / l[c * n + c];
+    // Column c of L⁻¹ (zero above c) by forward substitution, stored as row c of U.
+    x.fill(0, 0, n);
+    x[c] = 1 / l[c * n + c];
     for (let i = c + 1; i < n; i++) {
+      const ri = i * n;
       let s = 0;
-      for (let k = c; k < i; k++) s -= l[i * n + k] * li[k * n + c];
-      li[i * n + c] = s / l[i * n + i];
+      for (let k = c; k < i; k++) s -= l[ri + k] * x[k];
+      x[i] = s / l[ri + i];
     }
+    u.set(x.subarray(c, n), c * n + c);
   }
   const inv = new Float64Array(n * n);
   for (let i = 0; i < n; i++) {
-    for (let j = 0; j <= i; j++) {
+    for (let j = i; j < n; j++) {
+      // (U Uᵀ)_ij = Σ_k U_ik U_jk over k ≥ j (U_jk = 0 below the diagonal).
       let s = 0;
-      for (let k = i; k < n; k++) s += li[k * n + i] * li[k * n + j];
-      inv[i * n + j] = s;
-      inv[j * n + i] = s;
+      const ri = i * n;
+      const rj = j * n;
+      for (let k = j; k < n; k++) s += u[ri + k] * u[rj + k];
+      inv[ri + j] = s;
+      inv[rj + i] = s;
     }
   }
   return inv;
