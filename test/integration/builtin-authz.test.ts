@@ -284,4 +284,53 @@ describe('authorization of apps and jobs', { timeout: 180_000 }, () => {
     expect(audit.some((l) => /"principal":"alice".*"method":"DELETE".*"path":"\/api\/v1\/jobs\/train".*"status":200/.test(l))).toBe(true);
     expect(audit.some((l) => /"principal":"alice".*"method":"PUT".*"path":"\/v2\/apps\/alice\/web".*"status":200/.test(l))).toBe(true);
   });
+
+  it("keeps Alice's experiment and its trials from Bob, shows them to a viewer, and lets Alice stop and delete it", async () => {
+    const doc = (role: string) => ({
+      kind: 'Experiment', metadata: { name: 'search' },
+      spec: {
+        role, objective: { type: 'maximize', objectiveMetricName: 'accuracy' }, parallelTrialCount: 1, maxTrialCount: 3,
+        parameters: [{ name: 'lr', parameterType: 'double', feasibleSpace: { min: '0.1', max: '0.9' } }],
+        trialTemplate: { command: 'sleep 1000; echo accuracy=${lr}', resources: { cpus: 0.1, memory: 32 } },
+      },
+    });
+    const refused = await call('bob', 'POST', '/api/v1/experiments', doc('ml'));
+    expect(refused.status).toBe(403);
+    expect(refused.body).toMatchObject({ code: 'CAIRN_FORBIDDEN', field: 'spec.role' });
+    const submitted = await call('alice', 'POST', '/api/v1/experiments', doc('ml'));
+    expect(submitted.status, JSON.stringify(submitted.body)).toBe(201);
+    const running = await waitFor('a trial running', async () => {
+      const r = await call('alice', 'GET', '/api/v1/experiments/search');
+      return r.body?.trials?.[0]?.state === 'Running' ? r.body : undefined;
+    }, 30_000, 100);
+    expect(running.owner).toBe('alice');
+    const trialTask = running.trials[0].taskId as string;
+
+    expect((await call('bob', 'GET', '/api/v1/experiments')).body.experiments).toEqual([]);
+    expect((await call('viewer', 'GET', '/api/v1/experiments')).body.experiments.map((e: { name: string }) => e.name)).toEqual(['search']);
+    expect((await call('viewer', 'GET', '/api/v1/experiments/search')).status).toBe(200);
+    for (const [user, method, path] of [
+      ['bob', 'GET', '/api/v1/experiments/search'],
+      ['bob', 'POST', '/api/v1/experiments/search/stop'],
+      ['bob', 'POST', '/api/v1/experiments/search/resume'],
+      ['bob', 'DELETE', '/api/v1/experiments/search'],
+      ['viewer', 'POST', '/api/v1/experiments/search/stop'],
+      ['viewer', 'DELETE', '/api/v1/experiments/search'],
+    ] as const) {
+      const r = await call(user, method, path);
+      expect(r.status, `${user} ${method} ${path}`).toBe(403);
+      expect(r.body.code).toBe('CAIRN_FORBIDDEN');
+    }
+    // Its trial's task is Alice's on the master's own task API, though it runs as the built-in principal.
+    expect((await call('bob', 'GET', `/api/v1/tasks/${encodeURIComponent(trialTask)}`)).status).toBe(403);
+    expect((await call('bob', 'POST', `/api/v1/tasks/${encodeURIComponent(trialTask)}/kill`)).status).toBe(403);
+    expect((await call('viewer', 'GET', `/api/v1/tasks/${encodeURIComponent(trialTask)}`)).status).toBe(200);
+    expect((await call('alice', 'GET', `/api/v1/tasks/${encodeURIComponent(trialTask)}`)).status).toBe(200);
+    expect((await call('alice', 'GET', '/api/v1/experiments/search')).body.phase).toBe('Running');
+
+    expect((await call('alice', 'POST', '/api/v1/experiments/search/stop')).status).toBe(200);
+    await waitFor('the trial killed', async () => ((await call('alice', 'GET', '/api/v1/experiments/search')).body.trials[0].state === 'Killed' ? true : undefined), 30_000, 100);
+    expect((await call('alice', 'DELETE', '/api/v1/experiments/search')).status).toBe(200);
+    expect((await call('alice', 'GET', '/api/v1/experiments/search')).status).toBe(404);
+  });
 });

@@ -99,10 +99,12 @@ describe('the compiled program', () => {
     }
     const out = execFileSync('npm', ['pack', '--dry-run', '--json', '--ignore-scripts'], { cwd: ROOT, encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
     const files = (JSON.parse(out) as Array<{ files: Array<{ path: string }> }>)[0]!.files.map((f) => f.path);
-    for (const f of ['package.json', 'README.md', 'bin/cairn.js', 'bin/compiled.js', 'dist/bin/cairn.js', 'dist/proto/agent.proto', 'dist/build-info.json', 'dist/package.json']) {
+    // The tuning report clients ship as they are: trials copy them next to their programs.
+    const clients = ['clients/python/cairn_report.py', 'clients/node/cairn-report.mjs'];
+    for (const f of ['package.json', 'README.md', 'bin/cairn.js', 'bin/compiled.js', 'dist/bin/cairn.js', 'dist/proto/agent.proto', 'dist/build-info.json', 'dist/package.json', ...clients]) {
       expect(files, f).toContain(f);
     }
-    const unexpected = files.filter((f) => !['package.json', 'README.md', 'bin/cairn.js', 'bin/compiled.js'].includes(f) && !f.startsWith('dist/'));
+    const unexpected = files.filter((f) => !['package.json', 'README.md', 'bin/cairn.js', 'bin/compiled.js', ...clients].includes(f) && !f.startsWith('dist/'));
     expect(unexpected).toEqual([]);
     expect(files.filter((f) => f.endsWith('.ts') || f.startsWith('test/') || f.includes('/test/'))).toEqual([]);
   }, 60_000);

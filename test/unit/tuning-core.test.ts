@@ -9,6 +9,7 @@ import { TuningCore, type TuningEffects } from '../../master/frameworks/tuning/c
 import type { ExperimentSpec } from '../../master/frameworks/tuning/model.ts';
 import type { ExperimentRecord, TrialRecord } from '../../master/frameworks/tuning/record.ts';
 import type { HeldOffer } from '../../master/frameworks/jobs/gang.ts';
+import { runCurves } from '../sim/tuning-curves.ts';
 
 function spec(over: Partial<ExperimentSpec> = {}): ExperimentSpec {
   return {
@@ -261,59 +262,15 @@ describe('the dynamic strategy between experiments', () => {
   });
 });
 
-/**
- * Trials of a learning curve: loss(step) = floor + scale / step, the floor and scale set by
- * the trial's parameter. One step takes one unit of time.
- */
-function curve(x: number, step: number): number {
-  const floor = 0.1 + (x - 0.37) ** 2 * 3;
-  return floor + (0.5 + 2 * x) / step;
-}
-
-/** Runs an experiment of `trials` trials of `steps` steps, one at a time; returns the best and the steps run. */
-function runCurves(early: ExperimentSpec['earlyStopping'], trials: number, steps: number): { best: number; steps: number } {
-  const core = new TuningCore();
-  core.submit(spec({
-    parallelTrialCount: 1, maxTrialCount: trials,
-    objective: { type: 'minimize', metricName: 'loss', additionalMetricNames: [] },
-    ...(early ? { earlyStopping: early } : {}),
-  }), [], 'u1', 0, '');
-  let used = 0;
-  let best = Infinity;
-  let now = 0;
-  for (let i = 0; i < trials; i++) {
-    core.offers('exp', [offer()], now);
-    const e = core.takeEffects();
-    if (e.launches.length === 0) break;
-    const t = e.launches[0].trials[0];
-    core.taskUpdate('exp', { taskId: t.taskId, state: 'TASK_RUNNING', message: '' }, now);
-    let killed = false;
-    for (let s = 1; s <= steps && !killed; s++) {
-      now += 1;
-      used += 1;
-      core.trialOutput('exp', t.taskId, [`step=${s} loss=${curve(t.params.lr as number, s)}`], s * 40, now);
-      killed = core.takeEffects().kills.some((k) => k.taskId === t.taskId);
-    }
-    if (!killed) {
-      const final = curve(t.params.lr as number, steps);
-      core.trialOutput('exp', t.taskId, [`loss=${final}`], steps * 40 + 20, now);
-      best = Math.min(best, final);
-      core.taskUpdate('exp', { taskId: t.taskId, state: 'TASK_FINISHED', message: '' }, now);
-    } else {
-      core.taskUpdate('exp', { taskId: t.taskId, state: 'TASK_KILLED', message: '' }, now);
-    }
-    core.takeEffects();
-  }
-  return { best, steps: used };
-}
-
 describe('early stopping in an experiment', () => {
   it('ASHA reaches the same best value as the full search with at least 3x less trial time', () => {
-    const full = runCurves(undefined, 40, 27);
-    const asha = runCurves({ name: 'asha', settings: { min_resource: '1', reduction_factor: '3' } }, 40, 27);
-    expect(asha.best).toBe(full.best);
-    expect(full.steps).toBe(40 * 27);
-    expect(full.steps / asha.steps).toBeGreaterThanOrEqual(3);
+    for (const seed of [1, 7, 11]) {
+      const full = runCurves(undefined, 40, 27, seed);
+      const asha = runCurves({ name: 'asha', settings: { min_resource: '1', reduction_factor: '3' } }, 40, 27, seed);
+      expect(asha.best, `seed ${seed}`).toBe(full.best);
+      expect(full.steps).toBe(40 * 27);
+      expect(full.steps / asha.steps, `seed ${seed}`).toBeGreaterThanOrEqual(3);
+    }
   });
 
   it('the median rule stops poor trials too, keeping the best', () => {
