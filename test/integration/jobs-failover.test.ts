@@ -7,7 +7,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Cleanup, freePort, startAgentProcess, startCairn, waitFor, type CairnProcess } from '../harness/processes.ts';
+import { Cleanup, startAgentProcess, waitFor } from '../harness/processes.ts';
+import { startMasterProcesses, waitForLeaderProcess } from '../harness/master-processes.ts';
 import { authFetch } from '../harness/credentials.ts';
 import type { JobView } from '../../master/frameworks/jobs/record.ts';
 
@@ -15,17 +16,6 @@ const cleanup = new Cleanup();
 afterAll(async () => {
   await cleanup.run();
 }, 60_000);
-
-interface Member { id: number; url: string; dataDir: string; proc: CairnProcess | undefined }
-
-async function role(url: string): Promise<string | undefined> {
-  try {
-    const r = await authFetch(`${url}/api/v1/state`, { signal: AbortSignal.timeout(2000) });
-    return (await r.json()).master.role;
-  } catch {
-    return undefined;
-  }
-}
 
 async function job(url: string, name: string): Promise<JobView | undefined> {
   try {
@@ -40,19 +30,8 @@ describe('training jobs across a leader change', () => {
   it('the next leader carries on with the same replicas, and the job succeeds there', async () => {
     const base = cleanup.dir('cairn-jobs-raft-');
     chmodSync(base, 0o777);
-    const secretFile = join(base, 'secret');
-    writeFileSync(secretFile, 'a-test-secret-of-enough-bytes\n');
-    const ports = [await freePort(), await freePort(), await freePort()];
-    const members: Member[] = ports.map((p, i) => ({ id: i + 1, url: `http://127.0.0.1:${p}`, dataDir: join(base, `m${i + 1}`), proc: undefined }));
-    const peers = members.map((m) => `${m.id}=${m.url}`).join(',');
-    await Promise.all(members.map(async (m) => {
-      m.proc = cleanup.track(startCairn(['master', '--id', String(m.id), '--peers', peers, '--secret-file', secretFile, '--port', new URL(m.url).port, '--host', '127.0.0.1', '--data-dir', m.dataDir, '--dns-port', '0', '--ping-interval', '500ms'], m.url));
-      await m.proc.waitHealthy();
-    }));
-    const leader = (among = members) => waitFor('a leader', async () => {
-      for (const m of among) if ((await role(m.url)) === 'leader') return m;
-      return undefined;
-    }, 30_000, 50);
+    const members = await startMasterProcesses(cleanup, base);
+    const leader = (among = members) => waitForLeaderProcess(among);
     let lead = await leader();
     await startAgentProcess(cleanup, members.map((m) => m.url).join(','), { resources: 'cpus:2;mem:1024;ports:[31000-31099]' });
 
@@ -87,9 +66,10 @@ describe('training jobs across a leader change', () => {
     expect(after.replicas.map((r) => r.taskId)).toEqual(tasks);
 
     writeFileSync(go, '');
-    const done = await waitFor('the job succeeded', async () => {
+    // The master's end decides the job; the workers' own ends are recorded a moment later.
+    const done = await waitFor('the job succeeded and every replica ended', async () => {
       const j = await job(lead.url, 'survivor');
-      return j?.phase === 'Succeeded' ? j : undefined;
+      return j?.phase === 'Succeeded' && !j.replicas.some((r) => r.state === 'Starting' || r.state === 'Running') ? j : undefined;
     }, 30_000, 100);
     expect(done.restarts).toBe(0);
     expect(done.replicas.map((r) => r.taskId)).toEqual(tasks);

@@ -13,6 +13,7 @@ import { Resources } from '../../../shared/resources.ts';
 import { offerRole } from '../../../shared/sdk/offer-fit.ts';
 import { SchedulerClient } from '../../../shared/sdk/scheduler-client.ts';
 import type { BuiltinEnv, BuiltinInstance } from '../../builtin/host.ts';
+import { DecisionQueue, OfferInterest } from '../../builtin/decision-queue.ts';
 import type { JsonValue } from '../../registry/commands.ts';
 import { DEFAULT_ENGINE_OPTIONS, JobEngine, type EngineOptions } from './engine.ts';
 import type { HeldOffer } from './gang.ts';
@@ -61,17 +62,18 @@ export class JobsRuntime implements BuiltinInstance {
   private readonly clients = new Map<string, SchedulerClient>();
   /** The role whose subscription each held offer came through, to decline it there. */
   private readonly offerRoles = new Map<string, string>();
-  private chain: Promise<void> = Promise.resolve();
+  private readonly queue: DecisionQueue;
   private readonly timer: NodeJS.Timeout;
   private stopped = false;
   /** Kills decided before their subscription was up: sent once it is. */
   private pendingKills: { taskId: string; agentId?: string; role: string }[] = [];
-  private readonly suppressed = new Map<string, boolean>();
+  private readonly interest = new OfferInterest<string>();
   private readonly now: () => number;
 
   constructor(private readonly env: BuiltinEnv, opts: JobsRuntimeOptions = {}) {
     this.log = env.log;
     this.now = opts.now ?? Date.now;
+    this.queue = new DecisionQueue(() => this.flush(), (err) => this.log.error({ err }, 'the job engine could not carry out a decision'));
     this.engine = new JobEngine({ ...DEFAULT_ENGINE_OPTIONS, ...opts, domain: env.domain ?? 'cairn' });
     const records = env.store.entries<JsonValue>(JOB_KEY_PREFIX).map(([, v]) => v as unknown as JobRecord);
     this.engine.load(records);
@@ -111,6 +113,7 @@ export class JobsRuntime implements BuiltinInstance {
 
   stop(): void {
     this.stopped = true;
+    this.queue.stop();
     clearInterval(this.timer);
     for (const c of this.clients.values()) c.close();
   }
@@ -119,13 +122,7 @@ export class JobsRuntime implements BuiltinInstance {
 
   /** Runs `fn` on the engine after everything before it, then carries out its effects. */
   private run(fn: () => void): Promise<void> {
-    const next = this.chain.then(async () => {
-      if (this.stopped) return;
-      fn();
-      await this.flush();
-    });
-    this.chain = next.catch((err: unknown) => this.log.error({ err }, 'the job engine could not carry out a decision'));
-    return next;
+    return this.queue.run(fn);
   }
 
   private async flush(): Promise<void> {
@@ -170,21 +167,9 @@ export class JobsRuntime implements BuiltinInstance {
       const refuse = this.engine.wantsOffers(role) ? REFUSE_BUSY_S : REFUSE_IDLE_S;
       this.clients.get(role)?.decline(ids, refuse).catch((err: Error) => this.log.debug({ err: err.message }, 'decline not sent'));
     }
-    for (const [role, client] of this.clients) if (client.connected) this.adjustOffers(role, client);
+    // Offers while a job needs them, and not otherwise.
+    for (const [role, client] of this.clients) if (client.connected) this.interest.adjust(role, client, this.engine.wantsOffers(role));
     for (const role of this.engine.roles()) this.ensureSubscribed(role);
-  }
-
-  /** Asks for offers while a job needs them, and not otherwise. */
-  private adjustOffers(role: string, client: SchedulerClient): void {
-    const want = this.engine.wantsOffers(role);
-    const suppressed = this.suppressed.get(role) === true;
-    if (want && suppressed) {
-      this.suppressed.set(role, false);
-      client.revive().catch(() => this.suppressed.set(role, true));
-    } else if (!want && !suppressed) {
-      this.suppressed.set(role, true);
-      client.suppress().catch(() => this.suppressed.set(role, false));
-    }
   }
 
   // ---- the subscription ---------------------------------------------------------------
@@ -204,7 +189,7 @@ export class JobsRuntime implements BuiltinInstance {
     }));
     this.clients.set(role, client);
     client.on('subscribed', (frameworkId) => {
-      this.suppressed.set(role, false);
+      this.interest.subscribed(role);
       void this.run(() => {}).then(async () => {
         if (this.env.store.get(key) !== frameworkId) await this.env.store.put(key, frameworkId);
         // Every task of the framework: the ones we know come back with their state, the

@@ -16,6 +16,7 @@ import type { JsonValue } from '../../registry/commands.ts';
 import { heldOffer, jobKey, JOB_KEY_PREFIX, JOBS_FRAMEWORK_NAME, type JobsRuntime } from '../jobs/runtime.ts';
 import { isFinished, type JobRecord } from '../jobs/record.ts';
 import { BuiltinStore } from '../../builtin/store.ts';
+import { DecisionQueue, OfferInterest } from '../../builtin/decision-queue.ts';
 import { chiefGroup, trialJobSpec } from './trial-job.ts';
 import { policyExitCode } from '../jobs/task-info.ts';
 import { REFUSE_BUSY_S, TuningCore, type JobTrialLaunch } from './core.ts';
@@ -48,8 +49,8 @@ export class TuningRuntime implements BuiltinInstance {
   readonly core = new TuningCore();
   private readonly log: Logger;
   private readonly clients = new Map<string, SchedulerClient>();
-  private readonly suppressed = new Map<string, boolean>();
-  private chain: Promise<void> = Promise.resolve();
+  private readonly interest = new OfferInterest<string>();
+  private readonly queue: DecisionQueue;
   private readonly timers: NodeJS.Timeout[] = [];
   private stopped = false;
   private pendingKills: { experiment: string; taskId?: string; agentId?: string; jobName?: string }[] = [];
@@ -71,6 +72,7 @@ export class TuningRuntime implements BuiltinInstance {
   constructor(private readonly env: BuiltinEnv, opts: TuningRuntimeOptions = {}) {
     this.log = env.log;
     this.now = opts.now ?? Date.now;
+    this.queue = new DecisionQueue(() => this.flush(), (err) => this.log.error({ err }, 'the tuning framework could not carry out a decision'));
     this.jobStore = new BuiltinStore(env.ctx.registry, JOBS_FRAMEWORK_NAME);
     this.offJobs = this.jobStore.onChange((keys) => {
       if (keys.some((k) => k.startsWith(JOB_KEY_PREFIX))) this.syncJobTrials();
@@ -127,6 +129,7 @@ export class TuningRuntime implements BuiltinInstance {
   /** This master stops leading: trials keep running for the next leader's instance. */
   stop(): void {
     this.stopped = true;
+    this.queue.stop();
     this.offJobs();
     for (const t of this.timers) clearInterval(t);
     for (const c of this.clients.values()) c.close();
@@ -135,13 +138,7 @@ export class TuningRuntime implements BuiltinInstance {
   // ---- the queue ----------------------------------------------------------------------
 
   private run(fn: () => void): Promise<void> {
-    const next = this.chain.then(async () => {
-      if (this.stopped) return;
-      fn();
-      await this.flush();
-    });
-    this.chain = next.catch((err: unknown) => this.log.error({ err }, 'the tuning framework could not carry out a decision'));
-    return next;
+    return this.queue.run(fn);
   }
 
   private async flush(): Promise<void> {
@@ -153,7 +150,7 @@ export class TuningRuntime implements BuiltinInstance {
     for (const name of e.teardowns) {
       const client = this.clients.get(name);
       this.clients.delete(name);
-      this.suppressed.delete(name);
+      this.interest.forget(name);
       this.pendingKills = this.pendingKills.filter((k) => k.experiment !== name);
       if (this.env.store.get(frameworkIdKey(name)) !== undefined) await this.env.store.put(frameworkIdKey(name), null);
       if (client) {
@@ -198,19 +195,7 @@ export class TuningRuntime implements BuiltinInstance {
     for (const name of this.core.experimentNames()) {
       if (!this.core.needsFramework(name)) continue;
       const client = this.clients.get(name) ?? this.subscribe(name);
-      if (client?.connected) this.adjustOffers(name, client);
-    }
-  }
-
-  private adjustOffers(name: string, client: SchedulerClient): void {
-    const want = this.core.wantsOffers(name);
-    const suppressed = this.suppressed.get(name) === true;
-    if (want && suppressed) {
-      this.suppressed.set(name, false);
-      client.revive().catch(() => this.suppressed.set(name, true));
-    } else if (!want && !suppressed) {
-      this.suppressed.set(name, true);
-      client.suppress().catch(() => this.suppressed.set(name, false));
+      if (client?.connected) this.interest.adjust(name, client, this.core.wantsOffers(name));
     }
   }
 
@@ -231,7 +216,7 @@ export class TuningRuntime implements BuiltinInstance {
     }));
     this.clients.set(name, client);
     client.on('subscribed', (frameworkId) => {
-      this.suppressed.set(name, false);
+      this.interest.subscribed(name);
       void this.run(() => {}).then(async () => {
         if (this.clients.get(name) !== client) return;
         if (this.env.store.get(key) !== frameworkId) await this.env.store.put(key, frameworkId);
@@ -348,7 +333,7 @@ export class TuningRuntime implements BuiltinInstance {
     if (this.reading.has(`job:${jobName}`)) return;
     this.reading.add(`job:${jobName}`);
     try {
-      await this.chain;
+      await this.queue.settled();
       const trial = this.core.jobTrials().find((t) => t.jobName === jobName);
       if (!trial) return;
       const full = trial.taskId ? this.core.trialOf(experiment, trial.taskId) : undefined;

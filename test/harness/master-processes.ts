@@ -1,0 +1,47 @@
+// Replicated masters as real processes on loopback, for tests that kill one (SIGKILL) and
+// watch the rest carry on: three `cairn master` processes founding one group, sharing one
+// secret file, each with its data under `base/m<id>`; and a wait for whichever one leads.
+
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { authFetch } from './credentials.ts';
+import { freePort, startCairn, waitFor, type CairnProcess, type Cleanup } from './processes.ts';
+
+export interface MasterMember {
+  readonly id: number;
+  readonly url: string;
+  readonly dataDir: string;
+  proc: CairnProcess | undefined;
+}
+
+/** A master's role as it reports it; undefined when it does not answer (killed, starting). */
+export async function masterRole(url: string): Promise<string | undefined> {
+  try {
+    const r = await authFetch(`${url}/api/v1/state`, { signal: AbortSignal.timeout(2000) });
+    return (await r.json()).master.role;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Starts `n` master processes (ids 1..n) founding one group; each is healthy when this resolves. */
+export async function startMasterProcesses(cleanup: Cleanup, base: string, n = 3): Promise<MasterMember[]> {
+  const secretFile = join(base, 'secret');
+  writeFileSync(secretFile, 'a-test-secret-of-enough-bytes\n');
+  const ports = await Promise.all(Array.from({ length: n }, () => freePort()));
+  const members: MasterMember[] = ports.map((p, i) => ({ id: i + 1, url: `http://127.0.0.1:${p}`, dataDir: join(base, `m${i + 1}`), proc: undefined }));
+  const peers = members.map((m) => `${m.id}=${m.url}`).join(',');
+  await Promise.all(members.map(async (m) => {
+    m.proc = cleanup.track(startCairn(['master', '--id', String(m.id), '--peers', peers, '--secret-file', secretFile, '--port', new URL(m.url).port, '--host', '127.0.0.1', '--data-dir', m.dataDir, '--dns-port', '0', '--ping-interval', '500ms'], m.url));
+    await m.proc.waitHealthy();
+  }));
+  return members;
+}
+
+/** The member of `among` that leads, once one does. */
+export function waitForLeaderProcess(among: readonly MasterMember[]): Promise<MasterMember> {
+  return waitFor('a leader', async () => {
+    for (const m of among) if ((await masterRole(m.url)) === 'leader') return m;
+    return undefined;
+  }, 30_000, 50);
+}
