@@ -7,7 +7,8 @@ import { Command, Option } from 'commander';
 import type { CliIo } from './io.ts';
 import { DEFAULT_MASTER_URL } from './options.ts';
 import { checkMasterUrl, integerFlag } from './flags.ts';
-import { clientTlsFiles, type ClientTlsFlagValues } from './client-tls.ts';
+import { clientSide, masterOption } from './client-side.ts';
+import { examplesFrom } from './examples.ts';
 import { OBJECT_FORMATS, OUTPUT_FORMATS } from './output.ts';
 import { OBJECT_OUTPUT_HELP, OUTPUT_HELP } from './list-flags.ts';
 import type { AppCommand } from './app-commands.ts';
@@ -40,45 +41,42 @@ export function addAppCommands(program: Command, io: CliIo, result: { exitCode: 
     }
   };
   const run = async (c: AppCommand, cmd: Command, flags: { master?: string }) => {
-    const top = program.opts<ClientTlsFlagValues & { token?: string }>();
-    const tls = clientTlsFiles(top, io.env);
-    const cio = top.token !== undefined ? { ...io, env: { ...io.env, CAIRN_TOKEN: top.token } } : io;
-    result.exitCode = await handler({ ...c, masterUrl: masterUrl(flags.master, cmd), ...(tls ? { tls } : {}) } as AppCommand, cio);
+    const side = clientSide(program, io);
+    result.exitCode = await handler({ ...c, masterUrl: masterUrl(flags.master, cmd), ...(side.tls ? { tls: side.tls } : {}) } as AppCommand, side.io);
   };
-  const master = () => new Option('--master <url>', `master URL (default: $CAIRN_MASTER or ${DEFAULT_MASTER_URL})`);
   const output = () => new Option('-o, --output <format>', OUTPUT_HELP).choices(OUTPUT_FORMATS);
   const objectOutput = () => new Option('-o, --output <format>', OBJECT_OUTPUT_HELP).choices(OBJECT_FORMATS);
   const force = () => new Option('--force', 'go ahead even while a deployment holds the app (it is replaced)');
 
   app.command('deploy').description('create or update the apps in a Marathon app JSON file (one app, or a list of them); - reads stdin')
-    .argument('<file>', 'app JSON file, or - for stdin').addOption(master()).addOption(force())
+    .argument('<file>', 'app JSON file, or - for stdin').addOption(masterOption()).addOption(force())
     .action((file: string, o: { master?: string; force?: boolean }, cmd: Command) => run({ action: 'deploy', file, force: o.force === true, masterUrl: '' }, cmd, o));
   app.command('list').description('list apps: instances running and wanted, healthy, resources, deployments')
-    .addOption(master()).addOption(output())
+    .addOption(masterOption()).addOption(output())
     .action((o: { master?: string; output?: string }, cmd: Command) => run({ action: 'list', output: o.output, masterUrl: '' } as AppCommand, cmd, o));
   app.command('show').description("an app's definition, versions and task counts (YAML by default)")
-    .argument('<id>', 'app id, e.g. /dev/web').addOption(master()).addOption(objectOutput())
+    .argument('<id>', 'app id, e.g. /dev/web').addOption(masterOption()).addOption(objectOutput())
     .action((id: string, o: { master?: string; output?: string }, cmd: Command) => run({ action: 'show', id, output: o.output, masterUrl: '' } as AppCommand, cmd, o));
   app.command('tasks').description("an app's tasks: host, ports, state, health")
-    .argument('<id>', 'app id').addOption(master()).addOption(output())
+    .argument('<id>', 'app id').addOption(masterOption()).addOption(output())
     .action((id: string, o: { master?: string; output?: string }, cmd: Command) => run({ action: 'tasks', id, output: o.output, masterUrl: '' } as AppCommand, cmd, o));
   app.command('scale').description('set how many instances an app runs (a deployment)')
-    .argument('<id>', 'app id').argument('<instances>', 'instances wanted', integerFlag(0, 100_000)).addOption(master()).addOption(force())
+    .argument('<id>', 'app id').argument('<instances>', 'instances wanted', integerFlag(0, 100_000)).addOption(masterOption()).addOption(force())
     .action((id: string, instances: number, o: { master?: string; force?: boolean }, cmd: Command) => run({ action: 'scale', id, instances, force: o.force === true, masterUrl: '' }, cmd, o));
   app.command('restart').description("replace every instance of an app, rolling, within its upgradeStrategy")
-    .argument('<id>', 'app id').addOption(master()).addOption(force())
+    .argument('<id>', 'app id').addOption(masterOption()).addOption(force())
     .action((id: string, o: { master?: string; force?: boolean }, cmd: Command) => run({ action: 'restart', id, force: o.force === true, masterUrl: '' }, cmd, o));
   app.command('delete').description('delete an app and kill its tasks')
-    .argument('<id>', 'app id').addOption(master()).addOption(force())
+    .argument('<id>', 'app id').addOption(masterOption()).addOption(force())
     .action((id: string, o: { master?: string; force?: boolean }, cmd: Command) => run({ action: 'delete', id, force: o.force === true, masterUrl: '' }, cmd, o));
   app.command('deployments').description('deployments in flight: the app, what they do, since which version')
-    .addOption(master()).addOption(output())
+    .addOption(masterOption()).addOption(output())
     .action((o: { master?: string; output?: string }, cmd: Command) => run({ action: 'deployments', output: o.output, masterUrl: '' } as AppCommand, cmd, o));
   app.command('queue').description('instances waiting to start: the backoff delay, and how many offers were declined for which reason')
-    .addOption(master()).addOption(output())
+    .addOption(masterOption()).addOption(output())
     .action((o: { master?: string; output?: string }, cmd: Command) => run({ action: 'queue', output: o.output, masterUrl: '' } as AppCommand, cmd, o));
 
-  const examples = (c: Command, key: string) => c.addHelpText('after', `\nExamples:\n${EXAMPLES[key]!.map((l) => `  ${l}`).join('\n')}`);
+  const examples = examplesFrom(EXAMPLES);
   examples(app, 'app');
   for (const c of app.commands) examples(c, c.name());
 }

@@ -30,11 +30,21 @@ export const EXAMPLES: Record<string, readonly string[]> = {
   attach: ['cairn attach train-0-k3x9 train-1-p2m4'],
 };
 
+/** Adds the lines to the end of the command's help, under "Examples:". */
+export function withExampleLines(cmd: Command, lines: readonly string[]): Command {
+  return cmd.addHelpText('after', `\nExamples:\n${lines.map((l) => `  ${l}`).join('\n')}`);
+}
+
+/** `withExamples(cmd, key)` for a command family's own table of examples, by key. */
+export function examplesFrom(table: Readonly<Record<string, readonly string[]>>): (cmd: Command, key: string) => Command {
+  return (cmd, key) => withExampleLines(cmd, table[key]!);
+}
+
 /** Adds each command's examples (those named here) to the end of its help. */
 export function addExamples(program: Command): void {
   const visit = (cmd: Command, path: string) => {
     const lines = EXAMPLES[path];
-    if (lines) cmd.addHelpText('after', `\nExamples:\n${lines.map((l) => `  ${l}`).join('\n')}`);
+    if (lines) withExampleLines(cmd, lines);
     for (const c of cmd.commands) visit(c, path === '' ? c.name() : `${path} ${c.name()}`);
   };
   visit(program, '');

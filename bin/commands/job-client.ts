@@ -1,28 +1,16 @@
 // The jobs API as the command line reads it: `/api/v1/jobs` on the masters given, following
 // a follower's redirect to the leader with the credential kept (fetch would drop it on the
-// way to another origin), trying the next master when one cannot be reached.
+// way to another origin), trying the next master when one cannot be reached (master-api-client.ts).
 
 import type { JobView } from '../../master/frameworks/jobs/record.ts';
-import { errorFromResponse } from '../../shared/sdk/http-error.ts';
-import type { TlsClient } from '../../shared/tls.ts';
-
-const MAX_REDIRECTS = 3;
-const TIMEOUT_MS = 30_000;
+import { MasterApiClient } from './master-api-client.ts';
 
 export interface SubmitAnswer {
   name: string;
   ignored: { path: string; why: string }[];
 }
 
-export class JobsClient {
-  private readonly urls: string[];
-  private readonly dial: typeof fetch;
-
-  constructor(masterUrl: string, private readonly opts: { token?: string; tls?: TlsClient } = {}) {
-    this.urls = masterUrl.split(',').map((u) => u.trim().replace(/\/+$/, '')).filter((u) => u !== '');
-    this.dial = opts.tls?.fetch ?? fetch;
-  }
-
+export class JobsClient extends MasterApiClient {
   submit(document: string, contentType: string): Promise<SubmitAnswer> {
     return this.json('POST', '/api/v1/jobs', 'submitting the job', { body: document, contentType });
   }
@@ -40,29 +28,6 @@ export class JobsClient {
   }
 
   private async json<T>(method: string, path: string, what: string, send?: { body: string; contentType: string }): Promise<T> {
-    const headers: Record<string, string> = { accept: 'application/json', ...(send ? { 'content-type': send.contentType } : {}), ...(this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {}) };
-    const failures: string[] = [];
-    for (const base of this.urls) {
-      let url = `${base}${path}`;
-      let res: Response;
-      try {
-        res = await this.dial(url, { method, headers, redirect: 'manual', ...(send ? { body: send.body } : {}), signal: AbortSignal.timeout(TIMEOUT_MS) });
-        for (let hop = 0; hop < MAX_REDIRECTS && (res.status === 307 || res.status === 308); hop++) {
-          const location = res.headers.get('location');
-          if (!location) break;
-          await res.body?.cancel().catch(() => undefined);
-          url = new URL(location, url).href;
-          res = await this.dial(url, { method, headers, redirect: 'manual', ...(send ? { body: send.body } : {}), signal: AbortSignal.timeout(TIMEOUT_MS) });
-        }
-      } catch (err) {
-        const e = err as { cause?: { code?: string }; message?: string };
-        failures.push(`${base}: ${e.cause?.code ?? e.message ?? String(err)}`);
-        continue;
-      }
-      const text = await res.text();
-      if (!res.ok) throw errorFromResponse(res.status, text, what);
-      return JSON.parse(text) as T;
-    }
-    throw new Error(`${what}: cannot reach the master (${failures.join('; ')})`);
+    return JSON.parse(await this.request(method, path, what, send)) as T;
   }
 }

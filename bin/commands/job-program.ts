@@ -2,8 +2,8 @@
 // program by one call from program.ts; handlers (job.ts) are loaded only when one runs.
 
 import { Command, InvalidArgumentError, Option } from 'commander';
-import type { TlsFiles } from '../../shared/tls.ts';
-import { clientTlsFiles, type ClientTlsFlagValues } from './client-tls.ts';
+import { clientSide, masterOption } from './client-side.ts';
+import { examplesFrom } from './examples.ts';
 import { durationFlag } from './flags.ts';
 import { addJobSubmitFlags, jobDocumentFromFlags, type JobFlags } from './job-flags.ts';
 import type { CliIo } from './io.ts';
@@ -22,19 +22,6 @@ export function isReplicaRef(arg: string): boolean {
   return /^[a-z0-9-]+\/[a-z0-9-]+-\d+$/.test(arg);
 }
 
-
-/** The command line's TLS files and token, as every client command gets them. */
-function clientSide(program: Command, io: CliIo): { tls?: TlsFiles; io: CliIo } {
-  const flags = program.opts<ClientTlsFlagValues & { token?: string }>();
-  const tls = clientTlsFiles(flags, io.env);
-  const withToken = flags.token !== undefined ? { ...io, env: { ...io.env, CAIRN_TOKEN: flags.token } } : io;
-  return { ...(tls ? { tls } : {}), io: withToken };
-}
-
-function masterOption(): Option {
-  return new Option('--master <url>', 'master URL (default: $CAIRN_MASTER or http://127.0.0.1:5050)');
-}
-
 /** Examples at the end of each job command's --help, as every command has (examples.ts). */
 const JOB_EXAMPLES: Record<string, readonly string[]> = {
   job: ['cairn job submit examples/jobs/tfjob.yaml', 'cairn job list', 'cairn job wait mnist', 'cairn job logs mnist --all'],
@@ -51,9 +38,7 @@ const JOB_EXAMPLES: Record<string, readonly string[]> = {
   logs: ['cairn job logs mnist', 'cairn job logs mnist --all --follow', 'cairn logs mnist/worker-3'],
 };
 
-function withExamples(cmd: Command, key: string): Command {
-  return cmd.addHelpText('after', `\nExamples:\n${JOB_EXAMPLES[key]!.map((l) => `  ${l}`).join('\n')}`);
-}
+const withExamples = examplesFrom(JOB_EXAMPLES);
 
 export function addJobCommands(program: Command, ctx: JobProgramContext): void {
   const { result } = ctx;

@@ -12,6 +12,7 @@ import { versionReport } from './version.ts';
 import { MAX_DRAIN_DEADLINE_MS } from '../../shared/drain-request.ts';
 import type { TlsFiles } from '../../shared/tls.ts';
 import { clientTlsFiles, type ClientTlsFlagValues } from './client-tls.ts';
+import { masterOption } from './client-side.ts';
 import type { CliIo } from './io.ts';
 import { addLogOptions, logFlags, type LogFlagValues } from './log-flags.ts';
 import { OPENABLE, type Openable } from '../../master/auth/master-auth.ts';
@@ -96,10 +97,6 @@ const PORT = integerFlag(0, 65535);
 /** `-o json|yaml|wide` of the listing commands. */
 function outputOption(): Option {
   return new Option('-o, --output <format>', OUTPUT_HELP).choices(OUTPUT_FORMATS);
-}
-
-function masterOption(): Option {
-  return new Option('--master <url>', `master URL (default: $CAIRN_MASTER or ${DEFAULT_MASTER_URL})`);
 }
 
 /** `--open metrics,dns-api`: endpoints answered without a credential. */

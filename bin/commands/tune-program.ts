@@ -3,8 +3,8 @@
 // (tune.ts) are loaded only when one runs.
 
 import { Command, Option } from 'commander';
-import type { TlsFiles } from '../../shared/tls.ts';
-import { clientTlsFiles, type ClientTlsFlagValues } from './client-tls.ts';
+import { clientSide, masterOption } from './client-side.ts';
+import { examplesFrom } from './examples.ts';
 import { durationFlag, integerFlag } from './flags.ts';
 import type { CliIo } from './io.ts';
 import { OBJECT_OUTPUT_HELP, OUTPUT_HELP } from './list-flags.ts';
@@ -19,18 +19,6 @@ export interface TuneProgramContext {
 }
 
 const USAGE = 2;
-
-/** The command line's TLS files and token, as every client command gets them. */
-function clientSide(program: Command, io: CliIo): { tls?: TlsFiles; io: CliIo } {
-  const flags = program.opts<ClientTlsFlagValues & { token?: string }>();
-  const tls = clientTlsFiles(flags, io.env);
-  const withToken = flags.token !== undefined ? { ...io, env: { ...io.env, CAIRN_TOKEN: flags.token } } : io;
-  return { ...(tls ? { tls } : {}), io: withToken };
-}
-
-function masterOption(): Option {
-  return new Option('--master <url>', 'master URL (default: $CAIRN_MASTER or http://127.0.0.1:5050)');
-}
 
 const PAPER_SUBMIT =
   "cairn tune submit --app-name digits --input /data/digits#data --files digits_mlp.py --app-runner-launch-cmd 'python3 digits_mlp.py --learning-rate ${learning_rate} --momentum ${momentum} --batch-size ${batch_size}' --app-runner-memory 5G --app-runner-cpus 3 --app-core-memory 1G --app-core-cpus 2 --trail-steps 100 --tuning-type bayesian --tuning-parameters demo-parameters.json";
@@ -52,9 +40,7 @@ const TUNE_EXAMPLES: Record<string, readonly string[]> = {
   delete: ['cairn tune delete digits'],
 };
 
-function withExamples(cmd: Command, key: string): Command {
-  return cmd.addHelpText('after', `\nExamples:\n${TUNE_EXAMPLES[key]!.map((l) => `  ${l}`).join('\n')}`);
-}
+const withExamples = examplesFrom(TUNE_EXAMPLES);
 
 export function addTuneCommands(program: Command, ctx: TuneProgramContext): void {
   const { result } = ctx;

@@ -5,7 +5,8 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { authFetch } from './credentials.ts';
-import { freePort, startCairn, waitFor, type CairnProcess, type Cleanup } from './processes.ts';
+import { chmodSync } from 'node:fs';
+import { freePort, startAgentProcess, startCairn, waitFor, type CairnProcess, type Cleanup } from './processes.ts';
 
 export interface MasterMember {
   readonly id: number;
@@ -38,10 +39,37 @@ export async function startMasterProcesses(cleanup: Cleanup, base: string, n = 3
   return members;
 }
 
+/**
+ * A GET of `path` on one master, its JSON when it answers 200; undefined when it answers
+ * otherwise or not at all (killed, starting, not leading yet), for tests that poll.
+ */
+export async function getFromMaster<T>(url: string, path: string): Promise<T | undefined> {
+  try {
+    const r = await authFetch(`${url}${path}`, { signal: AbortSignal.timeout(2000) });
+    return r.status === 200 ? ((await r.json()) as T) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 /** The member of `among` that leads, once one does. */
 export function waitForLeaderProcess(among: readonly MasterMember[]): Promise<MasterMember> {
   return waitFor('a leader', async () => {
     for (const m of among) if ((await masterRole(m.url)) === 'leader') return m;
     return undefined;
   }, 30_000, 50);
+}
+
+/**
+ * A cluster to kill a leader in: three master processes with their data under a fresh
+ * directory (writable by the agent's task user, for files a test's tasks wait on), the one
+ * that leads, and an agent with `resources` that knows all three.
+ */
+export async function startFailoverCluster(cleanup: Cleanup, prefix: string, resources: string): Promise<{ base: string; members: MasterMember[]; lead: MasterMember }> {
+  const base = cleanup.dir(prefix);
+  chmodSync(base, 0o777);
+  const members = await startMasterProcesses(cleanup, base);
+  const lead = await waitForLeaderProcess(members);
+  await startAgentProcess(cleanup, members.map((m) => m.url).join(','), { resources });
+  return { base, members, lead };
 }

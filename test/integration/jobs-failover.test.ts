@@ -5,10 +5,10 @@
 // leader once its replicas exit.
 
 import { afterAll, describe, expect, it } from 'vitest';
-import { chmodSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Cleanup, startAgentProcess, waitFor } from '../harness/processes.ts';
-import { startMasterProcesses, waitForLeaderProcess } from '../harness/master-processes.ts';
+import { Cleanup, waitFor } from '../harness/processes.ts';
+import { getFromMaster, startFailoverCluster, waitForLeaderProcess } from '../harness/master-processes.ts';
 import { authFetch } from '../harness/credentials.ts';
 import type { JobView } from '../../master/frameworks/jobs/record.ts';
 
@@ -17,23 +17,15 @@ afterAll(async () => {
   await cleanup.run();
 }, 60_000);
 
-async function job(url: string, name: string): Promise<JobView | undefined> {
-  try {
-    const r = await authFetch(`${url}/api/v1/jobs/${name}`, { signal: AbortSignal.timeout(2000) });
-    return r.status === 200 ? ((await r.json()) as JobView) : undefined;
-  } catch {
-    return undefined;
-  }
+function job(url: string, name: string): Promise<JobView | undefined> {
+  return getFromMaster<JobView>(url, `/api/v1/jobs/${name}`);
 }
 
 describe('training jobs across a leader change', () => {
   it('the next leader carries on with the same replicas, and the job succeeds there', async () => {
-    const base = cleanup.dir('cairn-jobs-raft-');
-    chmodSync(base, 0o777);
-    const members = await startMasterProcesses(cleanup, base);
-    const leader = (among = members) => waitForLeaderProcess(among);
-    let lead = await leader();
-    await startAgentProcess(cleanup, members.map((m) => m.url).join(','), { resources: 'cpus:2;mem:1024;ports:[31000-31099]' });
+    const cluster = await startFailoverCluster(cleanup, 'cairn-jobs-raft-', 'cpus:2;mem:1024;ports:[31000-31099]');
+    const { base, members } = cluster;
+    let lead = cluster.lead;
 
     // Each replica runs until the test says go.
     const go = join(base, 'go');
@@ -54,7 +46,7 @@ describe('training jobs across a leader change', () => {
 
     await lead.proc!.kill('SIGKILL');
     const survivors = members.filter((m) => m !== lead);
-    lead = await leader(survivors);
+    lead = await waitForLeaderProcess(survivors);
 
     // The new leader's framework subscribed with the stored id, reconciled, and changed nothing.
     await waitFor('the jobs framework on the new leader', async () => {

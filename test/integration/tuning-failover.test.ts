@@ -5,10 +5,10 @@
 // and the experiment completes with every trial recorded once and no trial run twice.
 
 import { afterAll, describe, expect, it } from 'vitest';
-import { chmodSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Cleanup, startAgentProcess, waitFor } from '../harness/processes.ts';
-import { startMasterProcesses, waitForLeaderProcess } from '../harness/master-processes.ts';
+import { Cleanup, waitFor } from '../harness/processes.ts';
+import { getFromMaster, startFailoverCluster, waitForLeaderProcess } from '../harness/master-processes.ts';
 import { authFetch } from '../harness/credentials.ts';
 import type { ExperimentView } from '../../master/frameworks/tuning/views.ts';
 
@@ -17,23 +17,15 @@ afterAll(async () => {
   await cleanup.run();
 }, 60_000);
 
-async function view(url: string, name: string): Promise<ExperimentView | undefined> {
-  try {
-    const r = await authFetch(`${url}/api/v1/experiments/${name}`, { signal: AbortSignal.timeout(2000) });
-    return r.status === 200 ? ((await r.json()) as ExperimentView) : undefined;
-  } catch {
-    return undefined;
-  }
+function view(url: string, name: string): Promise<ExperimentView | undefined> {
+  return getFromMaster<ExperimentView>(url, `/api/v1/experiments/${name}`);
 }
 
 describe('an experiment across a leader change', () => {
   it('completes on the next leader, with every finished trial recorded once', async () => {
-    const base = cleanup.dir('cairn-tuning-raft-');
-    chmodSync(base, 0o777);
-    const members = await startMasterProcesses(cleanup, base);
-    const leader = (among = members) => waitForLeaderProcess(among);
-    let lead = await leader();
-    await startAgentProcess(cleanup, members.map((m) => m.url).join(','), { resources: 'cpus:2;mem:1024;ports:[31000-31099]' });
+    const cluster = await startFailoverCluster(cleanup, 'cairn-tuning-raft-', 'cpus:2;mem:1024;ports:[31000-31099]');
+    const { base, members } = cluster;
+    let lead = cluster.lead;
 
     // Trials 0-1 finish at once; later ones wait for the go file, so some run when the leader dies.
     const go = join(base, 'go');
@@ -61,7 +53,7 @@ describe('an experiment across a leader change', () => {
     }, 60_000, 100);
 
     await lead.proc!.kill('SIGKILL');
-    lead = await leader(members.filter((m) => m !== lead));
+    lead = await waitForLeaderProcess(members.filter((m) => m !== lead));
     // The new leader has the trials as they were, running ones still running (the same tasks).
     const after = await waitFor('the new leader\'s view', () => view(lead.url, 'survivor'), 30_000, 100);
     expect(after.trials.filter((t) => t.state === 'Running').map((t) => t.taskId)).toEqual(before.trials.filter((t) => t.state === 'Running').map((t) => t.taskId));

@@ -2,22 +2,11 @@
 // there), Hyperband's brackets, median stopping, and a seeded run of 30 learning curves.
 
 import { describe, expect, it } from 'vitest';
-import { CairnError } from '../../shared/errors.ts';
+import { refusal } from '../harness/refusal.ts';
 import { SeededRandom } from '../../shared/random.ts';
 import { asha, bracketCount, bracketOf, hyperband } from '../../master/frameworks/tuning/early-stopping/asha.ts';
 import { medianStop } from '../../master/frameworks/tuning/early-stopping/median-stop.ts';
 import type { TrialObservation, TrialPhase } from '../../master/frameworks/tuning/algorithms/types.ts';
-
-function refusal(fn: () => unknown): CairnError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(CairnError);
-    expect((err as CairnError).code).toBe('CAIRN_BAD_REQUEST');
-    return err as CairnError;
-  }
-  throw new Error('expected a refusal');
-}
 
 /** A trial with losses by step: trial(3, 'running', {1: 0.9, 3: 0.5}). */
 function trial(index: number, phase: TrialPhase, losses: Record<number, number>): TrialObservation {

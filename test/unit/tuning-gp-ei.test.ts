@@ -4,72 +4,15 @@
 
 import { describe, expect, it } from 'vitest';
 import { SeededRandom } from '../../shared/random.ts';
-import type { CairnError } from '../../shared/errors.ts';
 import type { Assignment, SearchSpace } from '../../master/frameworks/tuning/space/types.ts';
-import type { Algorithm, TrialObservation } from '../../master/frameworks/tuning/algorithms/types.ts';
+import type { TrialObservation } from '../../master/frameworks/tuning/algorithms/types.ts';
 import { gaussianProcessEi } from '../../master/frameworks/tuning/algorithms/gp-ei.ts';
 import { fitGp, GpPosterior } from '../../master/frameworks/tuning/algorithms/gp-model.ts';
 import { logExpectedImprovement } from '../../master/frameworks/tuning/algorithms/gp-acquisition.ts';
 import { normCdf, normPdf } from '../../master/frameworks/tuning/math/normal.ts';
-import { fromUnit, toUnit } from '../../master/frameworks/tuning/space/unit-cube.ts';
-
-const BRANIN_MIN = 0.397887;
-const braninSpace: SearchSpace = {
-  params: [
-    { kind: 'double', name: 'x1', low: -5, high: 10, log: false },
-    { kind: 'double', name: 'x2', low: 0, high: 15, log: false },
-  ],
-};
-
-function branin(a: Assignment): number {
-  const x1 = a.x1 as number;
-  const x2 = a.x2 as number;
-  const b = 5.1 / (4 * Math.PI ** 2);
-  const c = 5 / Math.PI;
-  const t = 1 / (8 * Math.PI);
-  return (x2 - b * x1 * x1 + c * x1 - 6) ** 2 + 10 * (1 - t) * Math.cos(x1) + 10;
-}
-
-function uniform(space: SearchSpace, seed: number): Algorithm {
-  return {
-    suggest: (history, count) =>
-      Array.from({ length: count }, (_, j) => {
-        const r = new SeededRandom(seed * 7919 + history.length + j);
-        return fromUnit(space, space.params.map(() => r.float()));
-      }),
-  };
-}
-
-function trialsToBranin(alg: Algorithm, budget: number): number {
-  const history: TrialObservation[] = [];
-  while (history.length < budget) {
-    const [params] = alg.suggest(history, 1);
-    const loss = branin(params);
-    history.push({ index: history.length, params, phase: 'succeeded', loss, intermediate: [] });
-    if (loss - BRANIN_MIN < 1) return history.length;
-  }
-  return budget + 1;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
-
-function braninHistory(n: number, seed = 5): TrialObservation[] {
-  return uniform(braninSpace, seed)
-    .suggest([], n)
-    .map((params, index) => ({ index, params, phase: 'succeeded' as const, loss: branin(params), intermediate: [] }));
-}
-
-function refusal(f: () => unknown): CairnError {
-  try {
-    f();
-  } catch (e) {
-    return e as CairnError;
-  }
-  throw new Error('expected a refusal');
-}
+import { toUnit } from '../../master/frameworks/tuning/space/unit-cube.ts';
+import { braninHistory, braninSpace, distancesFromRunning, median, trialsToBranin, uniform } from '../harness/tuning-functions.ts';
+import { refusal } from '../harness/refusal.ts';
 
 describe('the GP model', () => {
   it('finds a coordinate the loss ignores long, and interpolates what it saw', () => {
@@ -151,19 +94,7 @@ describe('gaussianProcessEi()', () => {
   });
 
   it('steers away from running trials: a proposal lands far from trials running where it would go', () => {
-    const nearRunning: number[] = [];
-    const nearElsewhere: number[] = [];
-    for (let seed = 1; seed <= 6; seed++) {
-      const h = braninHistory(20, seed);
-      const alg = gaussianProcessEi(braninSpace, {}, seed);
-      const p = alg.suggest(h, 1)[0];
-      const pu = toUnit(braninSpace, p);
-      const mirror = fromUnit(braninSpace, [1 - pu[0], 1 - pu[1]]);
-      const running = (params: Assignment) => [0, 1, 2].map((k) => ({ index: 20 + k, params, phase: 'running' as const, intermediate: [] }));
-      const dist = (a: Assignment) => Math.hypot(toUnit(braninSpace, a)[0] - pu[0], toUnit(braninSpace, a)[1] - pu[1]);
-      nearRunning.push(dist(alg.suggest([...h, ...running(p)], 1)[0]));
-      nearElsewhere.push(dist(alg.suggest([...h, ...running(mirror)], 1)[0]));
-    }
+    const { nearRunning, nearElsewhere } = distancesFromRunning((seed) => gaussianProcessEi(braninSpace, {}, seed));
     expect(median(nearRunning)).toBeGreaterThan(0.15);
     expect(median(nearRunning)).toBeGreaterThan(2 * median(nearElsewhere));
   });

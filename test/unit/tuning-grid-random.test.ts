@@ -3,24 +3,13 @@
 // change what trial i gets. Settings refused by name.
 
 import { describe, expect, it } from 'vitest';
-import { CairnError } from '../../shared/errors.ts';
+import { refusal } from '../harness/refusal.ts';
 import { SeededRandom } from '../../shared/random.ts';
 import { gridSearch, gridSize } from '../../master/frameworks/tuning/algorithms/grid-search.ts';
 import { randomSearch, trialRandom } from '../../master/frameworks/tuning/algorithms/random-search.ts';
 import type { TrialObservation } from '../../master/frameworks/tuning/algorithms/types.ts';
 import { sampleAssignment } from '../../master/frameworks/tuning/space/sample.ts';
 import type { SearchSpace } from '../../master/frameworks/tuning/space/types.ts';
-
-function refusal(fn: () => unknown): CairnError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(CairnError);
-    expect((err as CairnError).code).toBe('CAIRN_BAD_REQUEST');
-    return err as CairnError;
-  }
-  throw new Error('expected a refusal');
-}
 
 /** n trials created so far (the algorithms look only at how many there are). */
 const created = (n: number): TrialObservation[] =>

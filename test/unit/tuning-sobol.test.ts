@@ -3,12 +3,12 @@
 
 import { describe, expect, it } from 'vitest';
 import { SeededRandom } from '../../shared/random.ts';
-import type { CairnError } from '../../shared/errors.ts';
 import type { SearchSpace } from '../../master/frameworks/tuning/space/types.ts';
 import type { TrialObservation } from '../../master/frameworks/tuning/algorithms/types.ts';
 import { SOBOL_MAX_DIMENSIONS, shiftedSobolPoint, sobolPoint } from '../../master/frameworks/tuning/algorithms/sobol-sequence.ts';
 import { sobol } from '../../master/frameworks/tuning/algorithms/sobol.ts';
 import { toUnit } from '../../master/frameworks/tuning/space/unit-cube.ts';
+import { refusal } from '../harness/refusal.ts';
 
 /** The L2-star discrepancy of points in [0,1]^d (Warnock's formula): lower is more even. */
 function l2StarDiscrepancy(points: readonly (readonly number[])[]): number {
@@ -19,15 +19,6 @@ function l2StarDiscrepancy(points: readonly (readonly number[])[]): number {
   for (const p of points) a += p.reduce((s, x) => s * (1 - x * x), 1);
   for (const p of points) for (const q of points) b += p.reduce((s, x, k) => s * (1 - Math.max(x, q[k])), 1);
   return Math.sqrt(3 ** -d - (2 ** (1 - d) / n) * a + b / (n * n));
-}
-
-function refusal(f: () => unknown): CairnError {
-  try {
-    f();
-  } catch (e) {
-    return e as CairnError;
-  }
-  throw new Error('expected a refusal');
 }
 
 const cube = (d: number): SearchSpace => ({ params: Array.from({ length: d }, (_, j) => ({ kind: 'double' as const, name: `x${j}`, low: 0, high: 1, log: false })) });

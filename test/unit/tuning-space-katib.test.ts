@@ -2,19 +2,8 @@
 // as Katib's suggestion services read them, and the refusals naming the field.
 
 import { describe, expect, it } from 'vitest';
-import { CairnError } from '../../shared/errors.ts';
+import { refusal } from '../harness/refusal.ts';
 import { parseKatibParameters } from '../../master/frameworks/tuning/space/katib-format.ts';
-
-function refusal(fn: () => unknown): CairnError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(CairnError);
-    expect((err as CairnError).code).toBe('CAIRN_BAD_REQUEST');
-    return err as CairnError;
-  }
-  throw new Error('expected a refusal');
-}
 
 const one = (parameterType: string, feasibleSpace: unknown) =>
   parseKatibParameters([{ name: 'x', parameterType, feasibleSpace }]).params[0];

@@ -2,19 +2,8 @@
 // refusal naming the parameter's path.
 
 import { describe, expect, it } from 'vitest';
-import { CairnError } from '../../shared/errors.ts';
+import { refusal } from '../harness/refusal.ts';
 import { parseNniSpace } from '../../master/frameworks/tuning/space/nni-format.ts';
-
-function refusal(fn: () => unknown): CairnError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(CairnError);
-    expect((err as CairnError).code).toBe('CAIRN_BAD_REQUEST');
-    return err as CairnError;
-  }
-  throw new Error('expected a refusal');
-}
 
 const one = (type: string, value: unknown) => parseNniSpace({ x: { _type: type, _value: value } }).params[0];
 

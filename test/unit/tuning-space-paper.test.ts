@@ -2,19 +2,8 @@
 // and every refusal naming the field to fix.
 
 import { describe, expect, it } from 'vitest';
-import { CairnError } from '../../shared/errors.ts';
+import { refusal } from '../harness/refusal.ts';
 import { locateJsonError, parsePaperSpace, stripTrailingCommas } from '../../master/frameworks/tuning/space/paper-format.ts';
-
-function refusal(fn: () => unknown): CairnError {
-  try {
-    fn();
-  } catch (err) {
-    expect(err).toBeInstanceOf(CairnError);
-    expect((err as CairnError).code).toBe('CAIRN_BAD_REQUEST');
-    return err as CairnError;
-  }
-  throw new Error('expected a refusal');
-}
 
 const params = (list: unknown[]) => JSON.stringify({ parameters: list });
 

@@ -2,74 +2,13 @@
 // search, parallel proposals that spread out, nested spaces, and refused settings.
 
 import { describe, expect, it } from 'vitest';
-import { SeededRandom } from '../../shared/random.ts';
-import type { CairnError } from '../../shared/errors.ts';
 import type { Assignment, SearchSpace } from '../../master/frameworks/tuning/space/types.ts';
-import type { Algorithm, TrialObservation } from '../../master/frameworks/tuning/algorithms/types.ts';
+import type { TrialObservation } from '../../master/frameworks/tuning/algorithms/types.ts';
 import { tpe, optunaWeights } from '../../master/frameworks/tuning/algorithms/tpe.ts';
 import { sobol } from '../../master/frameworks/tuning/algorithms/sobol.ts';
-import { fromUnit, toUnit } from '../../master/frameworks/tuning/space/unit-cube.ts';
-
-const BRANIN_MIN = 0.397887;
-const braninSpace: SearchSpace = {
-  params: [
-    { kind: 'double', name: 'x1', low: -5, high: 10, log: false },
-    { kind: 'double', name: 'x2', low: 0, high: 15, log: false },
-  ],
-};
-
-function branin(a: Assignment): number {
-  const x1 = a.x1 as number;
-  const x2 = a.x2 as number;
-  const b = 5.1 / (4 * Math.PI ** 2);
-  const c = 5 / Math.PI;
-  const t = 1 / (8 * Math.PI);
-  return (x2 - b * x1 * x1 + c * x1 - 6) ** 2 + 10 * (1 - t) * Math.cos(x1) + 10;
-}
-
-/** A stand-in for random search that depends on nothing but the seeded generator. */
-function uniform(space: SearchSpace, seed: number): Algorithm {
-  return {
-    suggest: (history, count) =>
-      Array.from({ length: count }, (_, j) => {
-        const r = new SeededRandom(seed * 7919 + history.length + j);
-        return fromUnit(space, space.params.map(() => r.float()));
-      }),
-  };
-}
-
-/** Trials until a loss within 1 of Branin's minimum, one at a time; budget + 1 if never. */
-function trialsToBranin(alg: Algorithm, budget: number): number {
-  const history: TrialObservation[] = [];
-  while (history.length < budget) {
-    const [params] = alg.suggest(history, 1);
-    const loss = branin(params);
-    history.push({ index: history.length, params, phase: 'succeeded', loss, intermediate: [] });
-    if (loss - BRANIN_MIN < 1) return history.length;
-  }
-  return budget + 1;
-}
-
-function median(xs: number[]): number {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-}
-
-/** n finished Branin trials from the seed's random draws. */
-function braninHistory(n: number, seed = 5): TrialObservation[] {
-  return uniform(braninSpace, seed)
-    .suggest([], n)
-    .map((params, index) => ({ index, params, phase: 'succeeded' as const, loss: branin(params), intermediate: [] }));
-}
-
-function refusal(f: () => unknown): CairnError {
-  try {
-    f();
-  } catch (e) {
-    return e as CairnError;
-  }
-  throw new Error('expected a refusal');
-}
+import { toUnit } from '../../master/frameworks/tuning/space/unit-cube.ts';
+import { branin, braninHistory, braninSpace, distancesFromRunning, median, trialsToBranin, uniform } from '../harness/tuning-functions.ts';
+import { refusal } from '../harness/refusal.ts';
 
 describe('tpe()', () => {
   it('is a deterministic function of its inputs, and of the seed', () => {
@@ -158,19 +97,7 @@ describe('tpe()', () => {
   });
 
   it('steers away from running trials: a proposal lands far from trials running where it would go', () => {
-    const nearRunning: number[] = [];
-    const nearElsewhere: number[] = [];
-    for (let seed = 1; seed <= 6; seed++) {
-      const h = braninHistory(20, seed);
-      const alg = tpe(braninSpace, {}, seed);
-      const p = alg.suggest(h, 1)[0];
-      const pu = toUnit(braninSpace, p);
-      const mirror = fromUnit(braninSpace, [1 - pu[0], 1 - pu[1]]);
-      const running = (params: Assignment) => [0, 1, 2].map((k) => ({ index: 20 + k, params, phase: 'running' as const, intermediate: [] }));
-      const dist = (a: Assignment) => Math.hypot(toUnit(braninSpace, a)[0] - pu[0], toUnit(braninSpace, a)[1] - pu[1]);
-      nearRunning.push(dist(alg.suggest([...h, ...running(p)], 1)[0]));
-      nearElsewhere.push(dist(alg.suggest([...h, ...running(mirror)], 1)[0]));
-    }
+    const { nearRunning, nearElsewhere } = distancesFromRunning((seed) => tpe(braninSpace, {}, seed));
     expect(median(nearRunning)).toBeGreaterThan(0.15);
     expect(median(nearRunning)).toBeGreaterThan(2 * median(nearElsewhere));
   });

@@ -231,17 +231,10 @@ export class TuningCore {
       const launched: TrialLaunch['trials'][number][] = [];
       for (const p of fit.placed) {
         const t = pending[p.index];
-        t.attempt += 1;
-        t.state = 'Starting';
+        startAttempt(t);
         t.taskId = taskIdFor(l.record, t.index, t.attempt);
         t.agentId = o.agentId;
         t.hostname = o.hostname;
-        t.logOffset = 0;
-        t.metrics = {};
-        t.intermediate = [];
-        delete t.exitCode;
-        delete t.message;
-        delete t.startedMs;
         this.touchTrial(l, t);
         launched.push({ index: t.index, taskId: t.taskId, resources: p.resources, params: t.params });
       }
@@ -497,18 +490,8 @@ export class TuningCore {
     if (!isJobExperiment(l) || l.record.phase !== 'Running') return;
     for (const t of l.trials) {
       if (t.state !== 'Pending') continue;
-      t.attempt += 1;
-      t.state = 'Starting';
+      startAttempt(t);
       t.jobName = jobNameFor(l.record, t.index, t.attempt);
-      t.logOffset = 0;
-      t.metrics = {};
-      t.intermediate = [];
-      delete t.taskId;
-      delete t.agentId;
-      delete t.hostname;
-      delete t.exitCode;
-      delete t.message;
-      delete t.startedMs;
       this.touchTrial(l, t);
       this.effects.jobLaunches.push({ experiment: l.record.spec.name, index: t.index, jobName: t.jobName, params: t.params });
     }
@@ -679,6 +662,16 @@ function observations(l: Live): TrialObservation[] {
 
 function emptyEffects(): TuningEffects {
   return { writes: new Map(), launches: [], jobLaunches: [], kills: [], declines: [], teardowns: [] };
+}
+
+/** A pending trial's next attempt begins: what the last one read and where it ran are forgotten. */
+function startAttempt(t: TrialRecord): void {
+  t.attempt += 1;
+  t.state = 'Starting';
+  t.logOffset = 0;
+  t.metrics = {};
+  t.intermediate = [];
+  for (const k of ['taskId', 'agentId', 'hostname', 'exitCode', 'message', 'startedMs'] as const) delete t[k];
 }
 
 function killKey(t: TrialRecord): string {
