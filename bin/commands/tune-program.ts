@@ -38,6 +38,7 @@ const TUNE_EXAMPLES: Record<string, readonly string[]> = {
   stop: ['cairn tune stop digits'],
   resume: ['cairn tune resume digits', 'cairn tune resume digits --max-trials 200 --max-failed 10'],
   delete: ['cairn tune delete digits'],
+  logs: ['cairn tune logs digits 3', 'cairn tune logs digits 3 --follow', 'cairn tune logs digits 3 --stderr'],
 };
 
 const withExamples = examplesFrom(TUNE_EXAMPLES);
@@ -127,6 +128,18 @@ intermediate results), e.g. with Cairn's report clients in clients/python and cl
         masterUrl: ctx.masterUrl(o.master, cmd), ...(side.tls ? { tls: side.tls } : {}), name,
         ...(o.maxTrials !== undefined ? { maxTrialCount: o.maxTrials } : {}), ...(o.maxFailed !== undefined ? { maxFailedTrialCount: o.maxFailed } : {}),
       }, side.io);
+    });
+
+  withExamples(tune.command('logs'), 'logs')
+    .description("a trial's log (a distributed trial's: its job's first replica's, which reports the metrics)")
+    .argument('<name>', 'experiment name')
+    .argument('<index>', 'trial index, as cairn tune show lists them', integerFlag(0, Number.MAX_SAFE_INTEGER))
+    .option('-f, --follow', 'keep printing until the trial has ended', false)
+    .option('--stderr', 'stderr instead of stdout', false)
+    .addOption(masterOption())
+    .action(async (name: string, index: number, o: { master?: string; follow: boolean; stderr: boolean }, cmd: Command) => {
+      const side = clientSide(program, ctx.io);
+      result.exitCode = await (await handlers()).runTuneLogs({ masterUrl: ctx.masterUrl(o.master, cmd), ...(side.tls ? { tls: side.tls } : {}), name, index, follow: o.follow, stream: o.stderr ? 'stderr' : 'stdout' }, side.io);
     });
 
   withExamples(tune.command('delete'), 'delete')

@@ -14,6 +14,8 @@ import type { CliIo } from './io.ts';
 import { formatObjects, type OutputFormat } from './output.ts';
 import { age, formatTable } from './table.ts';
 import { ExperimentsClient, type ResumeLimits } from './tune-client.ts';
+import { MasterClient, type LogStream } from '../../shared/sdk/master-client.ts';
+import { printTaskLog } from './log-relay.ts';
 
 export interface TuneCommandOptions {
   masterUrl: string;
@@ -291,6 +293,26 @@ export function runTuneResume(o: TuneCommandOptions & { name: string } & ResumeL
   return withExperiments('tune resume', o, io, async (c) => {
     await c.resume(o.name, { ...(o.maxTrialCount !== undefined ? { maxTrialCount: o.maxTrialCount } : {}), ...(o.maxFailedTrialCount !== undefined ? { maxFailedTrialCount: o.maxFailedTrialCount } : {}) });
     io.stdout.write(`experiment ${o.name} resumed\n`);
+  });
+}
+
+export interface TuneLogsOptions extends TuneCommandOptions {
+  name: string;
+  index: number;
+  follow: boolean;
+  stream: LogStream;
+}
+
+/** A trial's log: its task's, or its job's first replica's for a distributed trial. */
+export function runTuneLogs(o: TuneLogsOptions, io: CliIo): Promise<number> {
+  const out = o.stream === 'stdout' ? io.stdout : io.stderr;
+  return withExperiments('tune logs', o, io, async (c) => {
+    const e = await c.get(o.name);
+    const t = e.trials.find((x) => x.index === o.index);
+    if (!t) throw new Error(`experiment ${e.name} has no trial ${o.index} (it has ${e.trials.length === 0 ? 'none yet' : `0 to ${e.trials.length - 1}`})`);
+    if (!t.taskId) throw new Error(`trial ${t.index} of ${e.name} has not started yet (${t.state})`);
+    const master = new MasterClient(o.masterUrl, { token: findToken(o.masterUrl, io.env), tls: clientTls(o.tls) });
+    await printTaskLog(master, t.taskId, o.stream, o.follow, (text) => void out.write(text));
   });
 }
 

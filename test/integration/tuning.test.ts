@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Cleanup, startAgentProcess, startMasterProcess, waitFor, type CairnProcess } from '../harness/processes.ts';
+import { Cleanup, runCairn, startAgentProcess, startMasterProcess, waitFor, type CairnProcess } from '../harness/processes.ts';
 import { authFetch } from '../harness/credentials.ts';
 import type { ExperimentView } from '../../master/frameworks/tuning/views.ts';
 
@@ -133,6 +133,13 @@ describe('tuning experiments on a real cluster', () => {
       return s.frameworks.some((f: { name: string }) => f.name === 'tuning:contract') ? undefined : true;
     }, 30_000, 200);
     expect(existsSync(join(output, 'contract-0'))).toBe(true);
+    // A trial's log, by experiment and index.
+    const logs = await runCairn(['tune', 'logs', 'contract', String(good[0]!.index), '--master', master.url]);
+    expect(logs.code, logs.stderr).toBe(0);
+    expect(logs.stdout).toBe(`step=1 accuracy=0.01\naccuracy=${good[0]!.params.lr} loss=0.5\n`);
+    const missing = await runCairn(['tune', 'logs', 'contract', '99', '--master', master.url]);
+    expect(missing.code).toBe(1);
+    expect(missing.stderr).toMatch(/has no trial 99 \(it has 0 to 7\)/);
   }, 180_000);
 
   it('stops a running experiment, killing its trials, and resumes it', async () => {
