@@ -311,6 +311,7 @@ describe('authorization of apps and jobs', { timeout: 180_000 }, () => {
     expect((await call('viewer', 'GET', '/api/v1/experiments/search')).status).toBe(200);
     for (const [user, method, path] of [
       ['bob', 'GET', '/api/v1/experiments/search'],
+      ['bob', 'GET', '/api/v1/experiments/search/events'],
       ['bob', 'POST', '/api/v1/experiments/search/stop'],
       ['bob', 'POST', '/api/v1/experiments/search/resume'],
       ['bob', 'DELETE', '/api/v1/experiments/search'],

@@ -39,6 +39,20 @@ async function view(name: string): Promise<ExperimentView | undefined> {
   return r.status === 200 ? ((await r.json()) as ExperimentView) : undefined;
 }
 
+/** An event stream read in the background; `ended` resolves with its events once the server ends it. */
+async function readEvents(url: string): Promise<{ ended: Promise<{ event: string; data: any }[]> }> {
+  const res = await authFetch(url);
+  expect(res.status).toBe(200);
+  const ended = (async () => {
+    const text = await res.text();
+    return text.split('\n\n').filter((b) => b.startsWith('event: ')).map((b) => {
+      const [head, data] = b.split('\n');
+      return { event: head!.slice('event: '.length), data: JSON.parse(data!.slice('data: '.length)) };
+    });
+  })();
+  return { ended };
+}
+
 function experiment(name: string, spec: Record<string, unknown> = {}, trial: Record<string, unknown> = {}): unknown {
   return {
     apiVersion: 'kubeflow.org/v1beta1', kind: 'Experiment', metadata: { name },
@@ -148,6 +162,7 @@ describe('tuning experiments on a real cluster', () => {
       command: `while [ ! -f ${go} ]; do sleep 0.1; done; echo accuracy=\${lr}`,
     }));
     expect(r.status, JSON.stringify(r.body)).toBe(201);
+    const events = await readEvents(`${master.url}/api/v1/experiments/pausable/events`);
     await waitFor('two trials running', async () => (await view('pausable'))?.counts.Running === 2 || undefined, 60_000, 100);
     const stop = await authFetch(`${master.url}/api/v1/experiments/pausable/stop`, { method: 'POST' });
     expect(stop.status).toBe(200);
@@ -159,6 +174,11 @@ describe('tuning experiments on a real cluster', () => {
     writeFileSync(go, '');
     const resume = await authFetch(`${master.url}/api/v1/experiments/pausable/resume`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{}' });
     expect(resume.status, await resume.clone().text()).toBe(200);
+    // Stopped, with nothing running, the experiment had ended: so had its event stream.
+    const stoppedStory = await events.ended;
+    expect(stoppedStory.at(-1)).toMatchObject({ event: 'finished', data: { phase: 'Stopped', reason: 'ExperimentStopped' } });
+    expect(stoppedStory.filter((e) => e.event === 'trial' && e.data.state === 'Killed').map((e) => e.data.index).sort()).toEqual([0, 1]);
+    const resumed = await readEvents(`${master.url}/api/v1/experiments/pausable/events`);
     const done = await waitFor('the resumed experiment to end', async () => {
       const v = await view('pausable');
       return v && v.phase !== 'Running' ? v : undefined;
@@ -169,6 +189,12 @@ describe('tuning experiments on a real cluster', () => {
     expect(done.trials.slice(0, 2).map((t) => [t.params.lr, t.attempt])).toEqual(stopped.trials.map((t) => [t.params.lr, 2]));
     const again = await authFetch(`${master.url}/api/v1/experiments/pausable/resume`, { method: 'POST' });
     expect(again.status).toBe(409);
+    // A stream opened later tells the whole story so far, and ends with it.
+    const story = await resumed.ended;
+    const conditions = story.filter((e) => e.event === 'condition').map((e) => e.data.reason);
+    expect(conditions).toEqual(['ExperimentCreated', 'ExperimentStopped', 'ExperimentResumed', 'MaxTrialsReached']);
+    expect(story.filter((e) => e.event === 'trial' && e.data.index === 2).at(-1)?.data.state).toBe('Succeeded');
+    expect(story.at(-1)).toMatchObject({ event: 'finished', data: { phase: 'Succeeded', reason: 'MaxTrialsReached' } });
   }, 180_000);
 
   it('runs a distributed trial as a job of the job engine, its metrics read from the first replica', async () => {

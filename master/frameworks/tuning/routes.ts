@@ -13,9 +13,11 @@ import { badRequest } from '../../../shared/errors.ts';
 import { experimentKey, EXPERIMENT_KEY_PREFIX, isSettled, trialKeyPrefix, type ExperimentRecord, type TrialRecord } from './record.ts';
 import { freshSeed, type TuningRuntime } from './runtime.ts';
 import { parseExperimentDocument } from './spec-parse.ts';
-import { experimentSummary, experimentView } from './views.ts';
+import { experimentSummary, experimentView, trialView } from './views.ts';
 
 const YAML_TYPES = ['application/yaml', 'text/yaml', 'application/x-yaml', 'text/x-yaml'];
+/** How often an event stream says it is alive, so proxies keep it open. */
+const KEEPALIVE_MS = 15_000;
 
 function notFound(reply: FastifyReply, name: string): FastifyReply {
   return reply.code(404).send({ code: 'CAIRN_UNKNOWN_EXPERIMENT', message: `no experiment '${name}'`, field: 'name' });
@@ -67,6 +69,77 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
       return sendHttpError(reply, err);
     }
     return experimentView(r, trialsOf(r.spec.name));
+  });
+
+  // The experiment's story as server-sent events: `condition` (a phase change, with its
+  // reason), `trial` (a trial created or changed), then `finished` once it has ended and none
+  // of its trials runs, or `removed` when it is deleted or submitted again by someone the
+  // caller may not view. A stream opened later starts with every condition and trial so far.
+  app.get<{ Params: { name: string } }>('/api/v1/experiments/:name/events', async (req, reply) => {
+    const name = req.params.name;
+    const first = recordOf(name);
+    if (!first) return notFound(reply, name);
+    try {
+      requireOn(req, 'view_tasks', first);
+    } catch (err) {
+      return sendHttpError(reply, err);
+    }
+    reply.hijack();
+    const res = reply.raw;
+    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
+    const send = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+    let conditions = 0;
+    const trials = new Map<number, string>();
+    const emit = (r: ExperimentRecord) => {
+      for (const c of r.conditions.slice(conditions)) send('condition', { experiment: name, ...c });
+      conditions = r.conditions.length;
+      for (const t of trialsOf(name)) {
+        const v = trialView(r, t);
+        const text = JSON.stringify(v);
+        if (trials.get(t.index) === text) continue;
+        trials.set(t.index, text);
+        send('trial', { experiment: name, ...v });
+      }
+    };
+    const over = (r: ExperimentRecord) => isSettled(r, trialsOf(name));
+    let off = () => {};
+    let ping: NodeJS.Timeout | undefined;
+    const close = () => {
+      off();
+      clearInterval(ping);
+      res.end();
+    };
+    emit(first);
+    if (over(first)) {
+      send('finished', { experiment: name, phase: first.phase, reason: first.reason, message: first.message });
+      res.end();
+      return;
+    }
+    ping = setInterval(() => res.write(': keep-alive\n\n'), KEEPALIVE_MS);
+    const prefix = trialKeyPrefix(name);
+    off = env.store.onChange((keys) => {
+      if (!keys.some((k) => k === experimentKey(name) || k.startsWith(prefix))) return;
+      const r = recordOf(name);
+      if (!r || (r.uid !== first.uid && !access.may(req.principal, 'view_tasks', r.owner))) {
+        send('removed', { experiment: name });
+        close();
+        return;
+      }
+      // Submitted again under the name: its story starts over.
+      if (r.uid !== first.uid && r.conditions.length < conditions) {
+        conditions = 0;
+        trials.clear();
+      }
+      emit(r);
+      if (over(r)) {
+        send('finished', { experiment: name, phase: r.phase, reason: r.reason, message: r.message });
+        close();
+      }
+    });
+    req.raw.once('close', () => {
+      off();
+      clearInterval(ping);
+    });
   });
 
   app.post<{ Params: { name: string } }>('/api/v1/experiments/:name/stop', async (req, reply) => {
