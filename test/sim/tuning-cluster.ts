@@ -133,6 +133,12 @@ export interface SimOptions {
   readonly timing?: SimTiming;
   /** Simulated time after which the run is abandoned. */
   readonly limitMs?: number;
+  /**
+   * A scheduler outside the jobs, for measuring what the strategies could reach: given an
+   * offer's framework and whether a job wants offers, true gives the offer back (a 1 s
+   * filter) before the job's core sees it. The oracle of the paper bench uses it.
+   */
+  readonly gate?: (framework: string, wantsOffers: (framework: string) => boolean) => boolean;
   /** Told every offer, launch, decline, task end and (un)suppression, for debugging. */
   readonly trace?: (atMs: number, line: string) => void;
 }
@@ -215,6 +221,11 @@ export function simulate(opts: SimOptions): SimResult {
       const r = core.submit(fw.job.spec, [], `u${fw.index}`, now, 'bench');
       if (r === 'exists') throw new Error(`experiment ${fw.name} submitted twice`);
       fw.submitted = true;
+    }
+    if (opts.gate?.(fw.name, (name) => core.wantsOffers(name))) {
+      for (const o of held) giveBack(fw, o.id, REFUSE_DYNAMIC_S);
+      requestAllocation();
+      return;
     }
     core.offers(fw.name, held, now);
     flush();

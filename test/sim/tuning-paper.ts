@@ -8,7 +8,7 @@
 // each job's App Core 1 cpu / 1 GB; an MNIST MLP tuned by random search until a trial reaches
 // 95 % accuracy; every cell run 10 times, the highest and lowest dropped, the rest averaged.
 
-import type { DynamicSchedulingSettings, ExperimentSpec, SchedulingPolicy } from '../../master/frameworks/tuning/model.ts';
+import type { AlgorithmName, DynamicSchedulingSettings, ExperimentSpec, SchedulingPolicy } from '../../master/frameworks/tuning/model.ts';
 import { sampleAssignment } from '../../master/frameworks/tuning/space/sample.ts';
 import type { SearchSpace } from '../../master/frameworks/tuning/space/types.ts';
 import { SeededRandom } from '../../shared/random.ts';
@@ -50,12 +50,12 @@ export const MULTI_JOBS: readonly { name: string; kind: 'improving' | 'plateau';
   { name: 'job-4', kind: 'plateau', space: PLATEAU_SPACE },
 ];
 
-export function experimentSpec(name: string, space: SearchSpace, parallel: number, seed: number, scheduling: SchedulingPolicy, dynamic: DynamicSchedulingSettings = DYNAMIC_SETTINGS): ExperimentSpec {
+export function experimentSpec(name: string, space: SearchSpace, parallel: number, seed: number, scheduling: SchedulingPolicy, dynamic: DynamicSchedulingSettings = DYNAMIC_SETTINGS, algorithm: AlgorithmName = 'random'): ExperimentSpec {
   return {
     name,
     role: '*',
     objective: { type: 'maximize', metricName: 'accuracy', goal: GOAL, additionalMetricNames: [] },
-    algorithm: { name: 'random', settings: {} },
+    algorithm: { name: algorithm, settings: {} },
     space,
     parallelTrialCount: parallel,
     maxTrialCount: 5000,
@@ -107,15 +107,29 @@ export interface MultiRun {
 }
 
 /** The four jobs at once, each at `parallel`, under one policy. */
+/** What a multi-job run varies besides the policy: the search, and an oracle scheduler. */
+export interface MultiOptions {
+  readonly algorithm?: AlgorithmName;
+  /**
+   * The oracle: the plateau jobs give every offer back while an improving job wants offers —
+   * the best a strategy that told the jobs apart perfectly could do by reordering.
+   */
+  readonly oracle?: boolean;
+}
+
 export function multiJob(
   runSeed: number, parallel: number, policy: SchedulingPolicy, epochMs: number,
-  jobs: readonly { name: string; space: SearchSpace }[] = MULTI_JOBS, dynamic: DynamicSchedulingSettings = DYNAMIC_SETTINGS,
+  jobs: readonly { name: string; space: SearchSpace; kind?: string }[] = MULTI_JOBS, dynamic: DynamicSchedulingSettings = DYNAMIC_SETTINGS,
+  options: MultiOptions = {},
 ): MultiRun {
+  const improving = jobs.filter((j) => j.kind === 'improving').map((j) => j.name);
+  const plateau = new Set(jobs.filter((j) => j.kind === 'plateau').map((j) => j.name));
   const r = checked(simulate({
     cluster: CLUSTER,
     appCore: APP_CORE,
+    ...(options.oracle ? { gate: (fw: string, wants: (name: string) => boolean) => plateau.has(fw) && improving.some(wants) } : {}),
     jobs: jobs.map((j, i) => ({
-      spec: experimentSpec(j.name, j.space, parallel, mixSeed(runSeed, i + 1), policy, dynamic),
+      spec: experimentSpec(j.name, j.space, parallel, mixSeed(runSeed, i + 1), policy, dynamic, options.algorithm),
       submitAtMs: 0,
       trial: (params, index) => runTrial(params, trialRng(runSeed, i + 1, index), epochMs),
     })),
@@ -179,6 +193,15 @@ export interface Reproduction {
   readonly table2: { parallelism: number; timeS: number; speedup: number; trialsMean: number; runsS: number[] }[];
   readonly table3: MultiCell;
   readonly table4: MultiCell & { improvement: number; makespanImprovement: number };
+  /**
+   * What bounds Table 4: the oracle's gain over FIFO (perfect knowledge of which jobs are
+   * stuck, random search), and the dynamic strategy against FIFO when the jobs search with
+   * TPE or a Gaussian process instead (average job completion time, trimmed as the tables).
+   */
+  readonly bounds: {
+    oracle: { averageS: number; improvement: number };
+    searches: { algorithm: AlgorithmName; fifoAverageS: number; dynamicAverageS: number; improvement: number }[];
+  };
 }
 
 export interface MultiCell {
@@ -197,8 +220,8 @@ export interface MultiCell {
 const round = (x: number, d = 1): number => Math.round(x * 10 ** d) / 10 ** d;
 const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 
-function multiCell(seeds: readonly number[], policy: SchedulingPolicy, epochMs: number): MultiCell {
-  const runs = seeds.map((s) => multiJob(s, 4, policy, epochMs));
+function multiCell(seeds: readonly number[], policy: SchedulingPolicy, epochMs: number, options: MultiOptions = {}): MultiCell {
+  const runs = seeds.map((s) => multiJob(s, 4, policy, epochMs, MULTI_JOBS, DYNAMIC_SETTINGS, options));
   return {
     jobs: MULTI_JOBS.map((j, i) => ({ name: j.name, kind: j.kind, timeS: round(trimmedMean(runs.map((r) => r.jobSeconds[i]))), runsS: runs.map((r) => round(r.jobSeconds[i])) })),
     averageS: round(trimmedMean(runs.map((r) => r.averageSeconds))),
@@ -220,6 +243,12 @@ export function reproduce(seeds: readonly number[]): Reproduction {
   const serial = table2[0].timeS;
   const fifo = multiCell(seeds, 'fifo', cal.epochMs);
   const dynamic = multiCell(seeds, 'dynamic', cal.epochMs);
+  const oracle = multiCell(seeds, 'fifo', cal.epochMs, { oracle: true });
+  const searches = (['tpe', 'bayesianoptimization'] as const).map((algorithm) => {
+    const f = multiCell(seeds, 'fifo', cal.epochMs, { algorithm });
+    const d = multiCell(seeds, 'dynamic', cal.epochMs, { algorithm });
+    return { algorithm, fifoAverageS: f.averageS, dynamicAverageS: d.averageS, improvement: round(1 - d.averageS / f.averageS, 3) };
+  });
   // The mean trial's duration at this epoch time, over the space (the jitter averages out).
   const rng = new SeededRandom(2);
   let ms = 0;
@@ -230,6 +259,7 @@ export function reproduce(seeds: readonly number[]): Reproduction {
     table2: table2.map((r) => ({ ...r, timeS: round(r.timeS), speedup: round(serial / r.timeS, 2) })),
     table3: fifo,
     table4: { ...dynamic, improvement: round(1 - dynamic.averageS / fifo.averageS, 3), makespanImprovement: round(1 - dynamic.makespanS / fifo.makespanS, 3) },
+    bounds: { oracle: { averageS: oracle.averageS, improvement: round(1 - oracle.averageS / fifo.averageS, 3) }, searches },
   };
 }
 
