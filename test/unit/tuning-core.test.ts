@@ -225,6 +225,34 @@ describe('the tuning core', () => {
   });
 });
 
+describe('distributed trials', () => {
+  it('runs each trial as a job, follows it, and removes the jobs of a removed experiment', () => {
+    const core = new TuningCore();
+    const store = new Store();
+    core.submit(spec({ parallelTrialCount: 2, maxTrialCount: 3, trial: { ...spec().trial, job: { kind: 'pytorch', groups: [] } } }), [], 'u1', 0, '');
+    let e = store.apply(core.takeEffects());
+    // No offers needed: each pending trial becomes a job at once, its record written with it.
+    expect(core.wantsOffers('exp')).toBe(false);
+    expect(core.needsFramework('exp')).toBe(false);
+    expect(e.jobLaunches.map((j) => [j.index, j.jobName])).toEqual([[0, 'tune-u1-0-1'], [1, 'tune-u1-1-1']]);
+    expect(store.trials().map((t) => [t.state, t.jobName])).toEqual([['Starting', 'tune-u1-0-1'], ['Starting', 'tune-u1-1-1']]);
+    // The first replica runs: its stdout is the trial's; then the job succeeds.
+    core.jobTrialUpdate('exp', 'tune-u1-0-1', { phase: 'running', taskId: 't0', agentId: 'a1', hostname: 'h1' }, 1);
+    core.trialOutput('exp', 't0', ['accuracy=0.5'], 12, 2);
+    core.jobTrialUpdate('exp', 'tune-u1-0-1', { phase: 'succeeded', message: 'done' }, 3);
+    // The second job vanished before it ran (its submission lost): tried again as a new job.
+    core.jobTrialUpdate('exp', 'tune-u1-1-1', { phase: 'gone', message: 'job tune-u1-1-1 is gone' }, 3);
+    e = store.apply(core.takeEffects());
+    expect(store.trials().map((t) => [t.index, t.state, t.jobName])).toEqual([[0, 'Succeeded', 'tune-u1-0-1'], [1, 'Starting', 'tune-u1-1-2'], [2, 'Starting', 'tune-u1-2-1']]);
+    expect(store.trials()[0]!.metrics).toEqual({ accuracy: 0.5 });
+    expect(e.jobLaunches.map((j) => j.jobName).sort()).toEqual(['tune-u1-1-2', 'tune-u1-2-1']);
+    // Removing the experiment removes the jobs of its trials still running.
+    expect(core.remove('exp')).toBe(true);
+    e = core.takeEffects();
+    expect(e.kills.map((k) => k.jobName).sort()).toEqual(['tune-u1-1-2', 'tune-u1-2-1']);
+  });
+});
+
 describe('the dynamic strategy between experiments', () => {
   it('a stagnating experiment declines offers only while one of a higher priority has a trial waiting', () => {
     const core = new TuningCore();

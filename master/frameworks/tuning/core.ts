@@ -189,7 +189,7 @@ export class TuningCore {
     return 'resumed';
   }
 
-  /** Forgets an experiment; its framework is torn down, which kills its trials. */
+  /** Forgets an experiment; its framework is torn down and its trials' jobs removed, which kills its trials. */
   remove(name: string): boolean {
     const l = this.live.get(name);
     if (!l) return false;
@@ -611,6 +611,9 @@ export class TuningCore {
     const name = l.record.spec.name;
     this.live.delete(name);
     for (const t of l.trials) {
+      // A distributed trial's job is the job engine's: removing it is what stops it (a task
+      // trial goes with the experiment's framework, torn down below).
+      if (t.jobName && isActive(t)) this.effects.kills.push({ experiment: name, jobName: t.jobName });
       this.dirty.delete(trialKey(name, t.index));
       this.effects.writes.set(trialKey(name, t.index), null);
       this.killsSent.delete(killKey(t));

@@ -69,7 +69,7 @@ export interface ExperimentRecord {
   finishedMs?: number;
   /** Trials created so far (their indices are 0 … trialCount-1). */
   trialCount: number;
-  /** Trials created beyond maxTrialCount by resumes (each resume may raise the limit). */
+  /** The trial budget: the spec's maxTrialCount, raised by a resume that asks for more. */
   maxTrialCount: number;
   /** The search found no more to propose (a finished grid). */
   exhausted: boolean;
