@@ -35,6 +35,7 @@ import { LocalCommandLog } from './registry/local-log.ts';
 import type { Registry } from './registry/registry.ts';
 import { RAFT_PATH } from './replication/peer-transport.ts';
 import { RaftCommandLog } from './replication/raft-log.ts';
+import { registerUi, type UiHandle } from './ui/register.ts';
 
 export interface MasterOptions extends Partial<Omit<MasterConfig, 'dataDir'>> {
   dataDir: string;
@@ -90,6 +91,8 @@ export interface MasterHandle {
   dns: { host: string; port: number; domain: string } | undefined;
   /** This master's gossip member, when it runs one. */
   gossip: MasterMembership | undefined;
+  /** The web dashboard's server side (its event hub and login links). */
+  ui: UiHandle;
   stop(): Promise<void>;
 }
 
@@ -212,8 +215,11 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
       log.info({ id: opts.raft?.id, leader: ctx.leaderUrl() }, 'no longer leading: agents and frameworks go to the new leader');
     }
   };
+  // Set once the routes are registered (below); told of every role change for its event stream.
+  let ui: UiHandle | undefined;
   if (raft) {
     raft.onRoleChange((role) => {
+      ui?.events.roleChanged();
       if (role === 'leader') lead();
       else follow();
       const leaderUrl = role === 'leader' ? selfUrl : ctx.leaderUrl();
@@ -233,7 +239,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
     if (status >= 500) log.error({ err }, 'request failed');
     void reply.code(status).send(body);
   });
-  registerAuthHooks(app, opts.auth, audit);
+  registerAuthHooks(app, opts.auth, audit, () => raft?.status().members.map((m) => m.url) ?? []);
   registerJsonBodyParser(app);
   registerRestApi(app, ctx);
   registerSchedulerApi(app, ctx);
@@ -241,6 +247,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
   if (raft) app.get('/api/v1/replication', async () => raft!.status());
   registerMastersApi(app, ctx, raft);
   builtins.registerRoutes(app);
+  ui = registerUi(app, ctx);
   app.get('/api/v1/members', async (_req, reply) => membership?.view() ?? reply.code(404).send({ code: 'CAIRN_GOSSIP_OFF', message: 'this master runs no gossip member (it needs --secret-file)' }));
   const agents = new AgentEndpoint(ctx);
   app.server.on('upgrade', (req, socket, head) => {
@@ -309,6 +316,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
     get gossip() {
       return membership;
     },
+    ui: ui!,
     stop: () =>
       (stopping ??= (async () => {
         // Saying goodbye lets the others drop this master at once instead of suspecting it.

@@ -5,6 +5,7 @@
 //
 //   dist/{bin,master,agent,shared}/**/*.js   the compiled sources, same layout
 //   dist/proto/*.proto                       loaded by the wire modules (../proto from shared/)
+//   dist/master/ui/static/**                 the web dashboard's files, served as they are at /ui
 //   dist/package.json                        the version shared/version.ts reads; "type": "module"
 //   dist/build-info.json                     the commit built and when the sources were read
 //
@@ -18,7 +19,7 @@
 //                         runs the build this way; `npm pack` insists on one.
 
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, cpSync, existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -66,6 +67,8 @@ try {
   for (const f of readdirSync(join(root, 'proto'))) {
     if (f.endsWith('.proto')) copyFileSync(join(root, 'proto', f), join(staging, 'proto', f));
   }
+  // The dashboard's page: plain ES modules, no build step; served beside master/ui/*.js.
+  if (existsSync(join(root, 'master', 'ui', 'static'))) cpSync(join(root, 'master', 'ui', 'static'), join(staging, 'master', 'ui', 'static'), { recursive: true });
   writeFileSync(join(staging, 'package.json'), `${JSON.stringify({ name: `${pkg.name}-dist`, version: pkg.version, private: true, type: 'module' }, null, 2)}\n`);
   writeFileSync(join(staging, 'build-info.json'), `${JSON.stringify({ version: pkg.version, commit: gitCommit(), sourcesAt }, null, 2)}\n`);
 

@@ -46,6 +46,7 @@ import { addExamples } from './examples.ts';
 import { addJobCommands, isReplicaRef, replicaLogs } from './job-program.ts';
 import { addAppCommands } from './app-program.ts';
 import { addTuneCommands } from './tune-program.ts';
+import { addUiCommands } from './ui-program.ts';
 import { attributesFlag, checkMasterUrl, domainFlag, durationFlag, envFlag, gossipAddrFlag, integerFlag, joinFlag, mastersFlag, nameFlag, numberFlag, peersFlag, resolversFlag, resourcesFlag, roleFlag, userFlag } from './flags.ts';
 
 /** Each handler runs one command and resolves with the process exit code. */
@@ -624,6 +625,7 @@ Examples:
   addAppCommands(program, io, result);
   addJobCommands(program, { io, result, masterUrl: (flag, cmd) => masterUrlOf(flag, io, cmd) });
   addTuneCommands(program, { io, result, masterUrl: (flag, cmd) => masterUrlOf(flag, io, cmd) });
+  addUiCommands(program, { io, result, masterUrl: (flag, cmd) => masterUrlOf(flag, io, cmd) });
   addExamples(program);
   return { program, result };
 }

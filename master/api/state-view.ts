@@ -38,13 +38,9 @@ export function taskDetailView(t: TaskRecord): TaskView {
   return { ...taskView(t), history: (t.history ?? []).map((c) => ({ ...c })) };
 }
 
-/**
- * The cluster as `viewer` may see it: agents whole; frameworks, tasks and offers only of
- * frameworks it may view (its own, and what the view_tasks ACL grants).
- */
-export function stateView(ctx: MasterContext, viewer: Principal): StateView {
+/** Every agent, whole (agents are not private to any framework): what `/api/v1/state` and `/api/v1/agents` list. */
+export function agentViews(ctx: MasterContext): AgentView[] {
   const reg = ctx.registry.state;
-  const visible = (frameworkId: string): boolean => ctx.auth.mayActOn(viewer, 'view_tasks', reg.frameworks.get(frameworkId)?.principal ?? '');
   const master = ctx.core();
   const usedByAgent = new Map<string, Resources>();
   for (const t of reg.tasks.values()) {
@@ -53,7 +49,7 @@ export function stateView(ctx: MasterContext, viewer: Principal): StateView {
   }
   const offeredByAgent = new Map<string, Resources>();
   for (const o of master?.offers.all() ?? []) offeredByAgent.set(o.agentId, (offeredByAgent.get(o.agentId) ?? Resources.EMPTY).add(o.resources));
-  const agents: AgentView[] = [...reg.agents.values()].map((a) => ({
+  return [...reg.agents.values()].map((a) => ({
     id: a.id,
     hostname: a.hostname,
     ip: a.ip,
@@ -70,6 +66,17 @@ export function stateView(ctx: MasterContext, viewer: Principal): StateView {
     // Usage lives with the agent's connection, so only the leader has it.
     usage: master?.agentUsageReport(a.id) ?? null,
   }));
+}
+
+/**
+ * The cluster as `viewer` may see it: agents whole; frameworks, tasks and offers only of
+ * frameworks it may view (its own, and what the view_tasks ACL grants).
+ */
+export function stateView(ctx: MasterContext, viewer: Principal): StateView {
+  const reg = ctx.registry.state;
+  const visible = (frameworkId: string): boolean => ctx.auth.mayActOn(viewer, 'view_tasks', reg.frameworks.get(frameworkId)?.principal ?? '');
+  const master = ctx.core();
+  const agents = agentViews(ctx);
   const frameworks: FrameworkView[] = [...reg.frameworks.values()]
     .filter((f) => f.removedAtMs === undefined && visible(f.id))
     .map((f) => ({

@@ -1,0 +1,99 @@
+// One-time login links for the dashboard (`cairn ui`): the CLI, holding a credential, asks
+// its master for a code; the browser opens `<master>/ui/#login=<code>` and trades the code
+// for that credential once. The fragment never leaves the browser (no server log or Referer
+// sees it), and the code:
+//   - is 32 random bytes, so it cannot be guessed;
+//   - is redeemed once: a second try, like an unknown code, answers 404;
+//   - lives LINK_TTL_MS, and only in this master's memory (a restart forgets every link).
+//   POST /api/v1/ui/links   (authenticated) → { code, url, expiresAtMs }
+//   POST /api/v1/ui/redeem  {code} (no credential: the code is the credential) → { token }
+
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { createHash, randomBytes } from 'node:crypto';
+import type { Logger } from 'pino';
+import { CairnError } from '../../shared/errors.ts';
+import { auditLine } from '../auth/http-hooks.ts';
+import type { MasterContext } from '../context.ts';
+import { REDEEM_ROUTE } from './open-routes.ts';
+
+export const LINK_TTL_MS = 60_000;
+/** Links waiting at once; more are refused (a runaway script, not a person). */
+const MAX_LINKS = 1000;
+
+interface Link {
+  token: string;
+  principal: string;
+  expiresAtMs: number;
+}
+
+/** Codes are kept by their hash: a heap dump shows no usable code. */
+const keyOf = (code: string) => createHash('sha256').update(code).digest('base64url');
+
+export class LoginLinks {
+  private readonly links = new Map<string, Link>();
+
+  constructor(private readonly now: () => number = Date.now) {}
+
+  get size(): number {
+    this.sweep();
+    return this.links.size;
+  }
+
+  create(token: string, principal: string, ttlMs = LINK_TTL_MS): { code: string; expiresAtMs: number } {
+    this.sweep();
+    if (this.links.size >= MAX_LINKS) throw new CairnError('CAIRN_BAD_REQUEST', `too many login links waiting (${MAX_LINKS}); they expire in ${LINK_TTL_MS / 1000} s`);
+    const code = randomBytes(32).toString('base64url');
+    const expiresAtMs = this.now() + ttlMs;
+    this.links.set(keyOf(code), { token, principal, expiresAtMs });
+    return { code, expiresAtMs };
+  }
+
+  /** The link's credential, once; undefined for an unknown, used or expired code. */
+  redeem(code: string): Link | undefined {
+    const key = keyOf(code);
+    const link = this.links.get(key);
+    if (!link) return undefined;
+    this.links.delete(key);
+    return link.expiresAtMs > this.now() ? link : undefined;
+  }
+
+  private sweep(): void {
+    const now = this.now();
+    for (const [k, l] of this.links) if (l.expiresAtMs <= now) this.links.delete(k);
+  }
+}
+
+/** The base URL the caller reached this master at (what a browser on its machine can open). */
+function reachedAt(req: FastifyRequest, ctx: MasterContext): string {
+  const host = req.headers.host;
+  if (typeof host === 'string' && /^[A-Za-z0-9.\-:[\]]+$/.test(host)) return `${req.protocol}://${host}`;
+  return ctx.selfUrl();
+}
+
+export function registerLoginLinks(app: FastifyInstance, ctx: MasterContext, links = new LoginLinks(), audit: Logger = ctx.audit): LoginLinks {
+  app.post('/api/v1/ui/links', async (req, reply) => {
+    const h = req.headers.authorization;
+    let token = '';
+    if (ctx.auth.enabled) {
+      const m = typeof h === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(h) : null;
+      if (!m) throw new CairnError('CAIRN_BAD_REQUEST', 'a login link carries a Bearer token: create it with Authorization: Bearer TOKEN', 'Authorization');
+      token = m[1]!;
+    }
+    const { code, expiresAtMs } = links.create(token, req.principal?.name ?? '');
+    return reply.code(201).header('cache-control', 'no-store').send({ code, url: `${reachedAt(req, ctx)}/ui/#login=${code}`, expiresAtMs });
+  });
+
+  app.post(REDEEM_ROUTE, async (req, reply) => {
+    const body = req.body as { code?: unknown } | null | undefined;
+    const code = body?.code;
+    if (typeof code !== 'string' || code.length === 0 || code.length > 200) throw new CairnError('CAIRN_BAD_REQUEST', 'must be the code of a login link', 'code');
+    const link = links.redeem(code);
+    if (!link) {
+      auditLine(audit, req, { refused: 'CAIRN_UNKNOWN_LINK' });
+      return reply.code(404).send({ code: 'CAIRN_UNKNOWN_LINK', message: 'no such login link: it was used already, it expired (they last 60 s), or it was made by another master', field: 'code' });
+    }
+    auditLine(audit, req, { loginLinkOf: link.principal });
+    return reply.header('cache-control', 'no-store').send({ token: link.token });
+  });
+  return links;
+}

@@ -1,0 +1,90 @@
+// The one way the dashboard renders: htm's tagged templates over preact's h.
+import { h } from 'preact';
+import htm from 'htm';
+
+export const html = htm.bind(h);
+
+// Small formatting helpers every page uses.
+
+/** Mesos' text form (`cpus:4;mem:8192;gpus:1;ports:[31000-32000]`) as numbers (ports: a count). */
+export function parseResources(text) {
+  const out = { cpus: 0, mem: 0, disk: 0, gpus: 0, ports: 0 };
+  for (const part of String(text ?? '').split(';')) {
+    const i = part.indexOf(':');
+    if (i < 0) continue;
+    const name = part.slice(0, i).trim();
+    const value = part.slice(i + 1).trim();
+    if (name === 'ports') {
+      for (const r of value.replace(/[[\]]/g, '').split(',')) {
+        const [a, b] = r.split('-').map(Number);
+        if (Number.isFinite(a)) out.ports += (Number.isFinite(b) ? b : a) - a + 1;
+      }
+    } else {
+      const n = Number(value);
+      if (Number.isFinite(n)) out[name] = (out[name] ?? 0) + n;
+    }
+  }
+  return out;
+}
+
+/** MiB as a short size: 512 MiB, 1.5 GiB. */
+export function fmtMiB(mib) {
+  if (!Number.isFinite(mib)) return '—';
+  if (mib >= 1024 * 1024) return `${trim(mib / 1024 / 1024)} TiB`;
+  if (mib >= 1024) return `${trim(mib / 1024)} GiB`;
+  return `${trim(mib)} MiB`;
+}
+
+export function trim(n, digits = 1) {
+  return Number.isInteger(n) ? String(n) : n.toFixed(digits).replace(/\.0+$/, '');
+}
+
+/** A task's resources in a few characters: 0.5 cpu · 64 MiB · 1 gpu. */
+export function fmtResources(text) {
+  const r = parseResources(text);
+  const parts = [`${trim(r.cpus, 2)} cpu`, fmtMiB(r.mem)];
+  if (r.gpus) parts.push(`${trim(r.gpus)} gpu`);
+  return parts.join(' · ');
+}
+
+/** How long ago `ms` was: 4s, 12m, 3h, 2d. */
+export function fmtAge(ms, now = Date.now()) {
+  if (!ms) return '—';
+  const s = Math.max(0, Math.round((now - ms) / 1000));
+  if (s < 60) return `${s}s`;
+  if (s < 3600) return `${Math.floor(s / 60)}m`;
+  if (s < 86400) return `${Math.floor(s / 3600)}h`;
+  return `${Math.floor(s / 86400)}d`;
+}
+
+export function fmtTime(ms) {
+  return ms ? new Date(ms).toLocaleString() : '—';
+}
+
+/** A task state without Mesos' prefix: TASK_RUNNING → running. */
+export function stateName(state) {
+  return String(state ?? '').replace(/^TASK_/, '').toLowerCase();
+}
+
+export function StateTag({ state }) {
+  const s = stateName(state);
+  return html`<span class=${`tag st-${s}`}>${s}</span>`;
+}
+
+/** A horizontal bar: `used` of `total`, with its label. */
+export function Bar({ used, total, label }) {
+  const pct = total > 0 ? Math.min(100, (used / total) * 100) : 0;
+  const cls = pct > 90 ? 'hot' : pct > 70 ? 'warm' : '';
+  return html`<div class="bar" title=${`${label ?? ''} ${pct.toFixed(0)}%`}><div class=${`fill ${cls}`} style=${`width:${pct}%`}></div><span>${label}</span></div>`;
+}
+
+/** A short id: its last 8 characters, the whole in the title. */
+export function ShortId({ id }) {
+  const s = String(id ?? '');
+  return html`<span class="mono" title=${s}>${s.length > 14 ? `…${s.slice(-10)}` : s}</span>`;
+}
+
+export function ErrorNote({ error }) {
+  if (!error) return null;
+  return html`<p class="error" role="alert">${error.message ?? String(error)}</p>`;
+}
