@@ -10,13 +10,12 @@ import type { BuiltinRoutesEnv } from '../../builtin/host.ts';
 import { OwnerAccess, type OwnerAction } from '../../builtin/owner-access.ts';
 import type { JsonValue } from '../../registry/commands.ts';
 import { sendHttpError } from '../../api/http-errors.ts';
+import { serveObjectEvents, type SendEvent } from '../../builtin/object-events.ts';
+import { acceptYamlBodies } from '../../builtin/yaml-bodies.ts';
 import { isFinished, jobView, type JobRecord, type JobView } from './record.ts';
 import { jobKey, JOB_KEY_PREFIX, type JobsRuntime } from './runtime.ts';
 import { parseJobDocument } from './spec-parse.ts';
 
-const YAML_TYPES = ['application/yaml', 'text/yaml', 'application/x-yaml', 'text/x-yaml'];
-/** How often an event stream says it is alive, so proxies keep it open. */
-const KEEPALIVE_MS = 15_000;
 
 function notFound(reply: FastifyReply, name: string): FastifyReply {
   return reply.code(404).send({ code: 'CAIRN_UNKNOWN_JOB', message: `no job '${name}'`, field: 'name' });
@@ -33,7 +32,7 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
 
   // YAML bodies arrive as text and are parsed with the job (only on these routes).
   void app.register(async (sub) => {
-    sub.addContentTypeParser(YAML_TYPES, { parseAs: 'string', bodyLimit: 4 * 1024 * 1024 }, (_req, body, done) => done(null, body));
+    acceptYamlBodies(sub, 4 * 1024 * 1024);
 
     sub.post('/api/v1/jobs', async (req: FastifyRequest, reply: FastifyReply) => {
       let parsed;
@@ -88,14 +87,10 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
     const first = recordOf(env, name);
     if (!first) return notFound(reply, name);
     requireOn(req, 'view_tasks', first);
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
     let conditions = 0;
     const replicas = new Map<string, string>();
-    const send = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     /** Conditions not yet sent, and replicas whose status changed since last sent. */
-    const emit = (r: JobRecord) => {
+    const emit = (send: SendEvent, r: JobRecord) => {
       for (const c of r.conditions.slice(conditions)) send('condition', { job: name, ...c });
       conditions = r.conditions.length;
       for (const rep of r.replicas) {
@@ -107,41 +102,31 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
       }
     };
     /** The story is over once the job has ended and nothing of it runs: the stream ends too. */
-    const over = (r: JobRecord) => isFinished(r) && !r.replicas.some((x) => x.state === 'Starting' || x.state === 'Running');
-    let off = () => {};
-    let ping: NodeJS.Timeout | undefined;
-    const close = () => {
-      off();
-      clearInterval(ping);
-      res.end();
+    const over = (send: SendEvent, r: JobRecord) => {
+      if (!isFinished(r) || r.replicas.some((x) => x.state === 'Starting' || x.state === 'Running')) return false;
+      send('finished', { job: name, phase: r.phase, message: r.message });
+      return true;
     };
-    emit(first);
-    if (over(first)) {
-      send('finished', { job: name, phase: first.phase, message: first.message });
-      res.end();
-      return;
-    }
-    ping = setInterval(() => res.write(': keep-alive\n\n'), KEEPALIVE_MS);
-    off = env.store.onChange((keys) => {
-      if (!keys.includes(jobKey(name))) return;
-      const r = recordOf(env, name);
-      // Submitted again by a principal this caller may not view: the job it followed is gone.
-      if (!r || (r.uid !== first.uid && !access.may(req.principal, 'view_tasks', r.owner))) {
-        send('removed', { job: name });
-        close();
-        return;
-      }
-      // A job submitted again under the name starts its story over.
-      if (r.conditions.length < conditions) conditions = 0;
-      emit(r);
-      if (over(r)) {
-        send('finished', { job: name, phase: r.phase, message: r.message });
-        close();
-      }
-    });
-    req.raw.once('close', () => {
-      off();
-      clearInterval(ping);
+    serveObjectEvents(req, reply, {
+      first: (send) => {
+        emit(send, first);
+        return over(send, first);
+      },
+      watch: (changed) => env.store.onChange((keys) => {
+        if (keys.includes(jobKey(name))) changed();
+      }),
+      next: (send) => {
+        const r = recordOf(env, name);
+        // Submitted again by a principal this caller may not view: the job it followed is gone.
+        if (!r || (r.uid !== first.uid && !access.may(req.principal, 'view_tasks', r.owner))) {
+          send('removed', { job: name });
+          return true;
+        }
+        // A job submitted again under the name starts its story over.
+        if (r.conditions.length < conditions) conditions = 0;
+        emit(send, r);
+        return over(send, r);
+      },
     });
   });
 }

@@ -9,15 +9,14 @@ import type { BuiltinRoutesEnv } from '../../builtin/host.ts';
 import { OwnerAccess, type OwnerAction } from '../../builtin/owner-access.ts';
 import type { JsonValue } from '../../registry/commands.ts';
 import { sendHttpError } from '../../api/http-errors.ts';
+import { serveObjectEvents, type SendEvent } from '../../builtin/object-events.ts';
+import { acceptYamlBodies } from '../../builtin/yaml-bodies.ts';
 import { badRequest } from '../../../shared/errors.ts';
 import { experimentKey, EXPERIMENT_KEY_PREFIX, isSettled, trialKeyPrefix, type ExperimentRecord, type TrialRecord } from './record.ts';
 import { freshSeed, type TuningRuntime } from './runtime.ts';
 import { parseExperimentDocument } from './spec-parse.ts';
 import { experimentSummary, experimentView, trialView } from './views.ts';
 
-const YAML_TYPES = ['application/yaml', 'text/yaml', 'application/x-yaml', 'text/x-yaml'];
-/** How often an event stream says it is alive, so proxies keep it open. */
-const KEEPALIVE_MS = 15_000;
 
 function notFound(reply: FastifyReply, name: string): FastifyReply {
   return reply.code(404).send({ code: 'CAIRN_UNKNOWN_EXPERIMENT', message: `no experiment '${name}'`, field: 'name' });
@@ -31,7 +30,7 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
     access.require(req.principal, action, `experiment '${r.spec.name}'`, r.owner, 'name');
 
   void app.register(async (sub) => {
-    sub.addContentTypeParser(YAML_TYPES, { parseAs: 'string', bodyLimit: 2 * 1024 * 1024 }, (_req, body, done) => done(null, body));
+    acceptYamlBodies(sub, 2 * 1024 * 1024);
 
     sub.post('/api/v1/experiments', async (req: FastifyRequest, reply: FastifyReply) => {
       let parsed;
@@ -84,13 +83,9 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
     } catch (err) {
       return sendHttpError(reply, err);
     }
-    reply.hijack();
-    const res = reply.raw;
-    res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-    const send = (event: string, data: unknown) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
     let conditions = 0;
     const trials = new Map<number, string>();
-    const emit = (r: ExperimentRecord) => {
+    const emit = (send: SendEvent, r: ExperimentRecord) => {
       for (const c of r.conditions.slice(conditions)) send('condition', { experiment: name, ...c });
       conditions = r.conditions.length;
       for (const t of trialsOf(name)) {
@@ -101,44 +96,34 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
         send('trial', { experiment: name, ...v });
       }
     };
-    const over = (r: ExperimentRecord) => isSettled(r, trialsOf(name));
-    let off = () => {};
-    let ping: NodeJS.Timeout | undefined;
-    const close = () => {
-      off();
-      clearInterval(ping);
-      res.end();
+    const over = (send: SendEvent, r: ExperimentRecord) => {
+      if (!isSettled(r, trialsOf(name))) return false;
+      send('finished', { experiment: name, phase: r.phase, reason: r.reason, message: r.message });
+      return true;
     };
-    emit(first);
-    if (over(first)) {
-      send('finished', { experiment: name, phase: first.phase, reason: first.reason, message: first.message });
-      res.end();
-      return;
-    }
-    ping = setInterval(() => res.write(': keep-alive\n\n'), KEEPALIVE_MS);
     const prefix = trialKeyPrefix(name);
-    off = env.store.onChange((keys) => {
-      if (!keys.some((k) => k === experimentKey(name) || k.startsWith(prefix))) return;
-      const r = recordOf(name);
-      if (!r || (r.uid !== first.uid && !access.may(req.principal, 'view_tasks', r.owner))) {
-        send('removed', { experiment: name });
-        close();
-        return;
-      }
-      // Submitted again under the name: its story starts over.
-      if (r.uid !== first.uid && r.conditions.length < conditions) {
-        conditions = 0;
-        trials.clear();
-      }
-      emit(r);
-      if (over(r)) {
-        send('finished', { experiment: name, phase: r.phase, reason: r.reason, message: r.message });
-        close();
-      }
-    });
-    req.raw.once('close', () => {
-      off();
-      clearInterval(ping);
+    serveObjectEvents(req, reply, {
+      first: (send) => {
+        emit(send, first);
+        return over(send, first);
+      },
+      watch: (changed) => env.store.onChange((keys) => {
+        if (keys.some((k) => k === experimentKey(name) || k.startsWith(prefix))) changed();
+      }),
+      next: (send) => {
+        const r = recordOf(name);
+        if (!r || (r.uid !== first.uid && !access.may(req.principal, 'view_tasks', r.owner))) {
+          send('removed', { experiment: name });
+          return true;
+        }
+        // Submitted again under the name: its story starts over.
+        if (r.uid !== first.uid && r.conditions.length < conditions) {
+          conditions = 0;
+          trials.clear();
+        }
+        emit(send, r);
+        return over(send, r);
+      },
     });
   });
 
