@@ -28,6 +28,19 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
   const trialsOf = (name: string) => env.store.entries<JsonValue>(trialKeyPrefix(name)).map(([, v]) => v as unknown as TrialRecord);
   const requireOn = (req: FastifyRequest, action: OwnerAction, r: ExperimentRecord) =>
     access.require(req.principal, action, `experiment '${r.spec.name}'`, r.owner, 'name');
+  /**
+   * The experiment the route names, when the caller may do `action` on it; otherwise 404
+   * is answered (undefined) or 403 thrown (the master's error handler answers it).
+   */
+  const experimentFor = (req: FastifyRequest<{ Params: { name: string } }>, reply: FastifyReply, action: OwnerAction): ExperimentRecord | undefined => {
+    const r = recordOf(req.params.name);
+    if (!r) {
+      notFound(reply, req.params.name);
+      return undefined;
+    }
+    requireOn(req, action, r);
+    return r;
+  };
 
   void app.register(async (sub) => {
     acceptYamlBodies(sub, 2 * 1024 * 1024);
@@ -60,13 +73,8 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
   }));
 
   app.get<{ Params: { name: string } }>('/api/v1/experiments/:name', async (req, reply) => {
-    const r = recordOf(req.params.name);
-    if (!r) return notFound(reply, req.params.name);
-    try {
-      requireOn(req, 'view_tasks', r);
-    } catch (err) {
-      return sendHttpError(reply, err);
-    }
+    const r = experimentFor(req, reply, 'view_tasks');
+    if (!r) return reply;
     return experimentView(r, trialsOf(r.spec.name));
   });
 
@@ -76,13 +84,8 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
   // caller may not view. A stream opened later starts with every condition and trial so far.
   app.get<{ Params: { name: string } }>('/api/v1/experiments/:name/events', async (req, reply) => {
     const name = req.params.name;
-    const first = recordOf(name);
-    if (!first) return notFound(reply, name);
-    try {
-      requireOn(req, 'view_tasks', first);
-    } catch (err) {
-      return sendHttpError(reply, err);
-    }
+    const first = experimentFor(req, reply, 'view_tasks');
+    if (!first) return reply;
     let conditions = 0;
     const trials = new Map<number, string>();
     const emit = (send: SendEvent, r: ExperimentRecord) => {
@@ -128,13 +131,8 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
   });
 
   app.post<{ Params: { name: string } }>('/api/v1/experiments/:name/stop', async (req, reply) => {
-    const r = recordOf(req.params.name);
-    if (!r) return notFound(reply, req.params.name);
-    try {
-      requireOn(req, 'kill_tasks', r);
-    } catch (err) {
-      return sendHttpError(reply, err);
-    }
+    const r = experimentFor(req, reply, 'kill_tasks');
+    if (!r) return reply;
     const runtime = env.leading(req, reply);
     if (!runtime) return reply;
     if (!(await runtime.stopExperiment(req.params.name))) {
@@ -144,15 +142,9 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
   });
 
   app.post<{ Params: { name: string }; Body: unknown }>('/api/v1/experiments/:name/resume', async (req, reply) => {
-    const r = recordOf(req.params.name);
-    if (!r) return notFound(reply, req.params.name);
-    let limits: { maxTrialCount?: number; maxFailedTrialCount?: number } = {};
-    try {
-      requireOn(req, 'teardown_frameworks', r);
-      limits = resumeLimits(req.body);
-    } catch (err) {
-      return sendHttpError(reply, err);
-    }
+    const r = experimentFor(req, reply, 'teardown_frameworks');
+    if (!r) return reply;
+    const limits = resumeLimits(req.body);
     const runtime = env.leading(req, reply);
     if (!runtime) return reply;
     const out = await runtime.resume(req.params.name, limits);
@@ -165,13 +157,7 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
   });
 
   app.delete<{ Params: { name: string } }>('/api/v1/experiments/:name', async (req, reply) => {
-    const r = recordOf(req.params.name);
-    if (!r) return notFound(reply, req.params.name);
-    try {
-      requireOn(req, 'teardown_frameworks', r);
-    } catch (err) {
-      return sendHttpError(reply, err);
-    }
+    if (!experimentFor(req, reply, 'teardown_frameworks')) return reply;
     const runtime = env.leading(req, reply);
     if (!runtime) return reply;
     if (!(await runtime.remove(req.params.name))) return notFound(reply, req.params.name);
