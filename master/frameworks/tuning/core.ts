@@ -405,19 +405,19 @@ export class TuningCore {
     return out;
   }
 
-  /** Running trials with their stdout read position (the runtime reads on from there). */
-  runningTrials(): { experiment: string; taskId: string; logOffset: number }[] {
-    const out: { experiment: string; taskId: string; logOffset: number }[] = [];
+  /** The tasks of running trials, whose stdout the runtime reads for intermediate results. */
+  runningTrials(): { experiment: string; taskId: string }[] {
+    const out: { experiment: string; taskId: string }[] = [];
     for (const l of this.live.values()) {
-      for (const t of l.trials) if (t.state === 'Running' && t.taskId) out.push({ experiment: l.record.spec.name, taskId: t.taskId, logOffset: t.logOffset });
+      for (const t of l.trials) if (t.state === 'Running' && t.taskId) out.push({ experiment: l.record.spec.name, taskId: t.taskId });
     }
     return out;
   }
 
-  /** The trial a task runs, for the runtime (a copy). */
-  trialOf(experiment: string, taskId: string): TrialRecord | undefined {
+  /** Where the stdout of a trial's task is, and the byte it was read to; undefined for no active trial's task. */
+  stdoutOf(experiment: string, taskId: string): { agentId: string; logOffset: number } | undefined {
     const t = this.live.get(experiment)?.trials.find((x) => x.taskId === taskId);
-    return t ? structuredClone(t) : undefined;
+    return t && isActive(t) && t.agentId ? { agentId: t.agentId, logOffset: t.logOffset } : undefined;
   }
 
   experiment(name: string): { record: ExperimentRecord; trials: TrialRecord[] } | undefined {

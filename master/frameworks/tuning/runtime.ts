@@ -252,10 +252,7 @@ export class TuningRuntime implements BuiltinInstance {
    */
   private async onUpdate(name: string, status: TaskStatusJson): Promise<void> {
     const taskId = status.task_id.value;
-    if (isTerminal(status.state)) {
-      const trial = this.core.trialOf(name, taskId);
-      if (trial && trial.attempt > 0) await this.readStdout(name, trial, true);
-    }
+    if (isTerminal(status.state)) await this.readStdout(name, taskId, true);
     const record = this.env.ctx.registry.state.tasks.get(taskId);
     const message = status.message ?? '';
     const exitCode = isTerminal(status.state) ? policyExitCode(record?.exitCode, message) : undefined;
@@ -336,8 +333,7 @@ export class TuningRuntime implements BuiltinInstance {
       await this.queue.settled();
       const trial = this.core.jobTrials().find((t) => t.jobName === jobName);
       if (!trial) return;
-      const full = trial.taskId ? this.core.trialOf(experiment, trial.taskId) : undefined;
-      if (full) await this.readStdout(experiment, full, true);
+      if (trial.taskId) await this.readStdout(experiment, trial.taskId, true);
       const phase = job.phase === 'Succeeded' ? 'succeeded' : 'failed';
       await this.run(() => this.core.jobTrialUpdate(experiment, jobName, { phase, message: job.message }, this.now()));
       this.followed.delete(jobName);
@@ -348,21 +344,19 @@ export class TuningRuntime implements BuiltinInstance {
 
   private pollLogs(): void {
     if (this.stopped) return;
-    for (const t of this.core.runningTrials()) {
-      const trial = this.core.trialOf(t.experiment, t.taskId);
-      if (trial) void this.readStdout(t.experiment, trial, false);
-    }
+    for (const t of this.core.runningTrials()) void this.readStdout(t.experiment, t.taskId, false);
   }
 
-  private async readStdout(experiment: string, trial: TrialRecord, final: boolean): Promise<void> {
-    const taskId = trial.taskId!;
+  /** Reads a trial's task's stdout on from where its record has read it, and hands the lines to the core. */
+  private async readStdout(experiment: string, taskId: string, final: boolean): Promise<void> {
     // One reader at a time; the final read waits for a poll in flight, then reads on.
     while (this.reading.has(taskId)) await new Promise((r) => setTimeout(r, 20));
     this.reading.add(taskId);
     try {
-      const from = this.core.trialOf(experiment, taskId)?.logOffset ?? trial.logOffset;
-      if (!trial.agentId) return;
-      const read = await readTrialStdout(this.env.ctx, taskId, trial.agentId, from, final).catch((err: Error) => {
+      const at = this.core.stdoutOf(experiment, taskId);
+      if (!at) return;
+      const from = at.logOffset;
+      const read = await readTrialStdout(this.env.ctx, taskId, at.agentId, from, final).catch((err: Error) => {
         this.log.debug({ err: err.message, taskId }, 'could not read a trial\'s stdout');
         return undefined;
       });
