@@ -66,9 +66,28 @@ export function stateName(state) {
   return String(state ?? '').replace(/^TASK_/, '').toLowerCase();
 }
 
+const GOOD = new Set(['Running', 'Succeeded', 'TASK_RUNNING', 'healthy', 'GoalReached', 'reachable', 'leader']);
+const WAIT = new Set(['Pending', 'Starting', 'Created', 'Queued', 'Restarting', 'TASK_STAGING', 'TASK_STARTING', 'TASK_KILLING', 'waiting', 'delayed', 'Stopped', 'EarlyStopped', 'draining']);
+const INFO = new Set(['TASK_FINISHED']);
+const BAD = new Set(['Failed', 'Killed', 'TASK_FAILED', 'TASK_ERROR', 'TASK_LOST', 'TASK_GONE', 'TASK_DROPPED', 'TASK_UNREACHABLE', 'unhealthy', 'unreachable']);
+
+/** What a state means, as a tone (a class of style.css: tone-good, -wait, -info, -bad; none: plain). */
+export function toneOf(state) {
+  if (GOOD.has(state)) return 'good';
+  if (WAIT.has(state)) return 'wait';
+  if (INFO.has(state)) return 'info';
+  if (BAD.has(state)) return 'bad';
+  return 'none';
+}
+
+/** A tag coloured by its tone: every state, role and condition on every page. */
+export function Tag({ tone = 'none', title, children }) {
+  return html`<span class=${`tag tone-${tone}`} title=${title}>${children}</span>`;
+}
+
+/** A task's state as the task pages write it (running, killed), coloured by its tone. */
 export function StateTag({ state }) {
-  const s = stateName(state);
-  return html`<span class=${`tag st-${s}`}>${s}</span>`;
+  return html`<${Tag} tone=${toneOf(state)}>${stateName(state)}<//>`;
 }
 
 /** A horizontal bar: `used` of `total`, with its label. */

@@ -2,7 +2,7 @@
 // per-GPU memory and utilisation where the agent reports them, attributes, its state) and
 // the masters with the leader.
 import { useMemo, useState } from 'preact/hooks';
-import { html, parseResources, fmtMiB, trim, fmtAge, Bar, ErrorNote } from '../html.js';
+import { html, parseResources, fmtMiB, trim, fmtAge, Bar, ErrorNote, Tag, toneOf } from '../html.js';
 import { useLive, useLeader } from '../live.js';
 import { Table } from '../components/table.js';
 
@@ -47,7 +47,7 @@ function Masters() {
     <${Table} label="masters" rowKey=${(m) => m.url} rows=${rows} columns=${[
       { key: 'id', title: 'Id', width: '4em' },
       { key: 'url', title: 'URL', render: (m) => html`<a href=${`${m.url}/ui/`}>${m.url}</a>${m.self ? html` <span class="muted">(answering)</span>` : null}` },
-      { key: 'role', title: 'Role', render: (m) => html`<span class=${`tag ${m.leader ? 'st-running' : m.reachable ? '' : 'st-lost'}`}>${m.leader ? 'leader' : m.role || 'follower'}</span>` },
+      { key: 'role', title: 'Role', render: (m) => html`<${Tag} tone=${m.leader ? 'good' : m.reachable ? 'none' : 'bad'}>${m.leader ? 'leader' : m.role || 'follower'}<//>` },
       { key: 'applied', title: 'Applied', align: 'right', render: (m) => m.applied ?? '—' },
     ]} />
   </section>`;
@@ -97,7 +97,7 @@ export function Page() {
         empty=${paged.loading && !paged.data ? 'Loading…' : 'No agents registered.'}
         columns=${[
           { key: 'hostname', title: 'Agent', render: (a) => html`<div class="agentname"><b>${a.hostname}</b><span class="mono muted" title=${a.id}>${a.id.slice(-12)}</span></div>` },
-          { key: 'state', title: 'State', width: '8em', render: (a) => html`<span class=${`tag ag-${agentState(a)}`}>${agentState(a)}</span>` },
+          { key: 'state', title: 'State', width: '8em', render: (a) => html`<${Tag} tone=${toneOf(agentState(a))}>${agentState(a)}<//>` },
           { key: 'cpu', title: 'CPU', width: '11em', render: (a) => { const r = parseResources(a.resources), u = parseResources(a.used); return html`<${Bar} used=${u.cpus} total=${r.cpus} label=${`${trim(u.cpus, 2)} / ${trim(r.cpus)}`} />`; } },
           { key: 'mem', title: 'Memory', width: '12em', render: (a) => { const r = parseResources(a.resources), u = parseResources(a.used); return html`<${Bar} used=${u.mem} total=${r.mem} label=${`${fmtMiB(u.mem)} / ${fmtMiB(r.mem)}`} />`; } },
           { key: 'disk', title: 'Disk', width: '12em', render: (a) => { const r = parseResources(a.resources), u = parseResources(a.used); return html`<${Bar} used=${u.disk} total=${r.disk} label=${`${fmtMiB(u.disk)} / ${fmtMiB(r.disk)}`} />`; } },
