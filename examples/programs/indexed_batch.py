@@ -9,6 +9,10 @@ fails if the result is already there: an item done before a restart is skipped, 
 twice. Each item done also appends "ITEM REPLICA" to RESULTS/processed.log, so a test can
 check that every item was processed exactly once.
 
+A replica asked to stop (SIGTERM: a restart of the whole job, a deletion) finishes the item
+in hand — its result and its line in processed.log — and exits 143 before the next, so no
+item is left done but unrecorded.
+
 --fail-at ITEM makes the replica holding that item exit 3 just before it (once, remembered
 by a marker in RESULTS; with --fail-always every time), to exercise restart policies.
 """
@@ -17,9 +21,17 @@ import argparse
 import hashlib
 import json
 import os
+import signal
 import socket
 import sys
 import time
+
+stopping = False
+
+
+def on_term(_signum, _frame):
+    global stopping
+    stopping = True
 
 
 def process(item):
@@ -45,8 +57,12 @@ def main():
     index, count = int(index), int(count)
     os.makedirs(args.out, exist_ok=True)
 
+    signal.signal(signal.SIGTERM, on_term)
     done = skipped = 0
     for item in range(index, args.items, count):
+        if stopping:
+            print(f"replica {index}: stopping as asked, after {done} items", flush=True)
+            sys.exit(143)
         final = os.path.join(args.out, f"item-{item:05d}.json")
         if os.path.exists(final):
             skipped += 1
