@@ -15,7 +15,7 @@ import { mkdir } from 'node:fs/promises';
 import pino, { type Logger } from 'pino';
 import { componentLogger } from '../shared/logger.ts';
 import { taskEndLine } from './task-end-log.ts';
-import { isTerminal, NOT_DRAINING, type DrainOrder, type MasterToAgent, type StatusUpdate } from '../shared/agent-protocol.ts';
+import { isTerminal, NOT_DRAINING, type DrainOrder, type MasterToAgent, type RunningTask, type StatusUpdate } from '../shared/agent-protocol.ts';
 import type { Resources } from '../shared/resources.ts';
 import { CairnError } from '../shared/errors.ts';
 import { withDirLock } from '../shared/dir-lock.ts';
@@ -457,13 +457,30 @@ class Agent {
         httpPort: Number(new URL(this.httpUrl).port),
         resources: this.resources.toString(),
         attributes: this.cfg.attributes,
-        tasks: this.executor.activeTasks(),
+        tasks: this.reportedTasks(),
         version: this.cfg.version,
         isolation: isolationSummary(this.isolation.support, this.isolation.containers),
         https: servesTls(this.cfg.tls),
       },
     });
     this.log.debug({ generation, sent }, 'register sent');
+  }
+
+  /**
+   * The tasks a registration names: those running, and those whose end the master has not
+   * acknowledged yet, in their ended state. Without the latter, a task that ended while the
+   * agent was away (found ended on recovery) would be marked lost by the master moments
+   * before its end, with the exit code, arrived.
+   */
+  private reportedTasks(): RunningTask[] {
+    const tasks = this.executor.activeTasks();
+    const named = new Set(tasks.map((t) => t.taskId));
+    for (const u of this.pending.list()) {
+      if (!isTerminal(u.state) || named.has(u.taskId)) continue;
+      named.add(u.taskId);
+      tasks.push({ taskId: u.taskId, frameworkId: u.frameworkId, state: u.state, resources: this.executor.snapshot(u.taskId)?.resources ?? '' });
+    }
+    return tasks;
   }
 
   private onMessage(msg: MasterToAgent, generation: number): void {

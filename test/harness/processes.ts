@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { agentCgroupName, parseCgroupMounts } from '../../agent/isolation/cgroups.ts';
 import { authHeaders, credentialEnv } from './credentials.ts';
+import { removeContainersUnder } from './docker-cleanup.ts';
 
 const CAIRN = fileURLToPath(new URL('../../bin/cairn.js', import.meta.url));
 
@@ -217,6 +218,7 @@ export class Cleanup {
     // Tasks run in their own process groups and outlive an agent killed with SIGKILL;
     // end those whose sandbox lies in this test's directories.
     killTasksUnder(this.dirs);
+    await removeContainersUnder(this.dirs);
     await removeAgentCgroups(this.dirs);
     for (const d of this.dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   }

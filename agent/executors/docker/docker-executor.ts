@@ -256,7 +256,9 @@ export class DockerExecutor {
       await Promise.race([t.logsDone, new Promise<void>((r) => (timer = setTimeout(r, this.opts.logDrainMs ?? 2000)))]);
       clearTimeout(timer);
     }
-    await container.remove({ force: true }).catch(() => undefined);
+    // The ended container stays until the master acknowledges the task's end (release): it
+    // is the only record of the exit code, and an agent killed between removing it and that
+    // acknowledgement came back knowing nothing of the task.
     const code = inspect?.State?.ExitCode ?? result.StatusCode;
     if (inspect?.State?.OOMKilled) {
       return this.finish(t, 'TASK_FAILED', 'container exceeded its memory limit and was killed', 'REASON_CONTAINER_LIMITATION_MEMORY', code);
@@ -414,9 +416,12 @@ export class DockerExecutor {
       .map((t) => ({ taskId: t.taskId, frameworkId: t.frameworkId, state: t.state, resources: t.resources }));
   }
 
+  /** Forgets an ended task whose end the master acknowledged, and removes its container. */
   release(taskId: string): void {
     const t = this.tasks.get(taskId);
-    if (t && isTerminal(t.state)) this.tasks.delete(taskId);
+    if (!t || !isTerminal(t.state)) return;
+    this.tasks.delete(taskId);
+    if (t.containerId) void this.docker.getContainer(t.containerId).remove({ force: true }).catch(() => undefined);
   }
 
   /** Stops following containers; with killTasks, stops them first and waits (bounded). */
