@@ -505,8 +505,8 @@ class Agent {
         else this.log.info({ taskId: task.taskId, frameworkId: task.frameworkId, outcome }, 'task launch');
       }
     } else if ('kill' in msg) {
-      const { taskId, frameworkId, graceMs } = msg.kill;
-      const outcome = this.executor.kill(taskId, graceMs);
+      const { taskId, frameworkId, graceMs, reason, message } = msg.kill;
+      const outcome = this.executor.kill(taskId, graceMs, message || undefined, reason || undefined);
       this.log.info({ taskId, outcome }, 'task kill');
       if (outcome === 'unknown') {
         // Tells the master to forget a task it believes runs here.

@@ -9,6 +9,7 @@ import type { MasterAuth } from './auth/master-auth.ts';
 import type { Master } from './master.ts';
 import type { Registry } from './registry/registry.ts';
 import type { ReplicationStatus } from './replication/raft-log.ts';
+import type { PriorityClasses } from './sharing/priority-classes.ts';
 
 export interface MasterContext {
   readonly registry: Registry;
@@ -26,6 +27,8 @@ export interface MasterContext {
   readonly audit: Logger;
   /** Raft status of this master; undefined for a single master without replication. */
   replication(): ReplicationStatus | undefined;
+  /** The cluster's priority classes (a master setting, the same on every master of a group). */
+  readonly priorityClasses: PriorityClasses;
 }
 
 export const APPLIED_INDEX_HEADER = 'cairn-applied-index';

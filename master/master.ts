@@ -18,7 +18,7 @@ import { LeaderCore } from './leader/leader-core.ts';
 import type { ConnId, LeaderEffect, LeaderInput, OperatorCall, ReplyValue, RequestId, SchedulerCall } from './leader/messages.ts';
 import type { MasterMetrics } from './metrics.ts';
 import type { OfferBook } from './offers.ts';
-import type { AgentDrain, TaskRecord } from './registry/commands.ts';
+import type { AgentDrain, QuotaRecord, TaskRecord } from './registry/commands.ts';
 import type { Registry } from './registry/registry.ts';
 
 export interface MasterConfig extends LeaderConfig {
@@ -163,6 +163,11 @@ export class Master {
   /** An operator sets a role's weight: durable first, then the allocator uses it. */
   async setRoleWeight(role: string, weight: number): Promise<void> {
     await this.operator({ type: 'set_role_weight', role, weight });
+  }
+
+  /** An operator sets (or, with null, removes) a role's quota: checked against the others, durable, then in force. */
+  async setQuota(role: string, quota: QuotaRecord | null): Promise<void> {
+    await this.operator({ type: 'set_quota', role, quota });
   }
 
   /** Gossip's opinion of these agents (all when absent) changed: judge them again. */

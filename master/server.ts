@@ -191,6 +191,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
     },
     selfUrl: () => selfUrl,
     replication: () => raft?.status(),
+    priorityClasses: config.priorityClasses,
   };
   const dns = dnsConfig ? new DnsService(dnsConfig, registry, componentLogger(log, 'dns')) : undefined;
   const builtins = new BuiltinHost(opts.builtins ?? BUILTIN_FRAMEWORKS, ctx, { domain: dnsConfig?.domain, log });

@@ -120,7 +120,8 @@ export type MasterToAgent =
   | { registered: { agentId: string; lostTaskIds: string[]; pingIntervalMs: number; drain?: DrainOrder | null } }
   | { ping: { sentMs: number } }
   | { launch: { tasks: TaskInfo[] } }
-  | { kill: { taskId: string; frameworkId: string; graceMs: number } }
+  /** `reason`/`message`: '' for a plain kill; else what the task's end reports (a preemption). */
+  | { kill: { taskId: string; frameworkId: string; graceMs: number; reason?: string; message?: string } }
   | { ack: { uuid: Uint8Array; taskId: string } }
   | { error: { code: string; message: string } }
   | { drain: DrainOrder };

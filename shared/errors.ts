@@ -12,6 +12,7 @@ export type CairnErrorCode =
   | 'CAIRN_UNKNOWN_FRAMEWORK'
   | 'CAIRN_UNKNOWN_TASK'
   | 'CAIRN_UNKNOWN_AGENT'
+  | 'CAIRN_UNKNOWN_QUOTA'
   | 'CAIRN_STREAM_MISMATCH'
   | 'CAIRN_DUPLICATE_TASK'
   // A task's log that is not a regular file of its sandbox (a symlink planted by the task)

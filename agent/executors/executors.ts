@@ -39,9 +39,9 @@ export class TaskExecutors {
     return 'failed';
   }
 
-  kill(taskId: string, graceMs = 0, message?: string): KillOutcome {
-    if (this.containers?.has(taskId)) return this.containers.kill(taskId, graceMs, message);
-    return this.processes.kill(taskId, graceMs, message);
+  kill(taskId: string, graceMs = 0, message?: string, reason?: string): KillOutcome {
+    if (this.containers?.has(taskId)) return this.containers.kill(taskId, graceMs, message, reason);
+    return this.processes.kill(taskId, graceMs, message, reason);
   }
 
   has(taskId: string): boolean {

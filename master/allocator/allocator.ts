@@ -8,9 +8,15 @@
 // that has a framework able to take the agent wins, and within it the lowest-share such
 // framework gets everything free on the agent, as one offer. Offered resources count as that
 // framework's until given back, so the next agent of the same cycle may go to someone else.
+//
+// Three things come before that order. A role below its quota's guarantee that asks is served
+// first. Then priority classes: frameworks of a higher class are offered an agent before any
+// of a lower one, and DRF orders each class alone. And a role at its quota's limit is offered
+// no more than the limit leaves (offers are cut down to it). An agent freed by preemption may
+// be earmarked for the preemptor for a while, so the work it displaced does not take it back.
 
 import { CairnError } from '../../shared/errors.ts';
-import { Resources } from '../../shared/resources.ts';
+import { Resources, SCALAR_NAMES, type ScalarName } from '../../shared/resources.ts';
 import { DrfSorter } from './drf-sorter.ts';
 import { OfferFilters } from './offer-filters.ts';
 
@@ -23,6 +29,17 @@ export interface Offer {
 export interface AllocatorOptions {
   /** Weight per role name; roles not named weigh 1. */
   roleWeights?: Record<string, number>;
+}
+
+/**
+ * What the allocator asks of the roles' quotas. `allocated` maps each role to what that exact
+ * role holds (scalars); subtrees of hierarchical roles (`team/user`) are the policy's business.
+ */
+export interface QuotaPolicy {
+  /** How much more the role may get, per scalar; a scalar absent is unlimited; undefined: no limit at all. */
+  headroom(role: string, allocated: ReadonlyMap<string, Resources>): Partial<Record<ScalarName, number>> | undefined;
+  /** Whether the role, or a role above it, holds less than its guarantee. */
+  belowGuarantee(role: string, allocated: ReadonlyMap<string, Resources>): boolean;
 }
 
 /**
@@ -62,6 +79,8 @@ interface AgentEntry {
 interface FrameworkEntry {
   readonly id: string;
   readonly role: string;
+  /** Its priority class's rank: higher is offered first. */
+  readonly classRank: number;
   /** Opted in to agents with GPUs (Mesos' GPU_RESOURCES capability). */
   gpuAware: boolean;
   active: boolean;
@@ -81,12 +100,45 @@ export class Allocator {
   private readonly frameworks = new Map<string, FrameworkEntry>();
   /** Roles that have frameworks; active while one of them may receive offers. */
   private readonly roleSorter = new DrfSorter();
-  /** Per role, its frameworks; active while the framework is active and not suppressed. */
+  /** Per class rank and role, their frameworks; active while the framework is active and not suppressed. */
   private readonly frameworkSorters = new Map<string, DrfSorter>();
+  /** The class ranks each role has frameworks in. */
+  private readonly roleRanks = new Map<string, Set<number>>();
+  /** Every class rank that has a framework, highest first. */
+  private ranks: number[] = [];
   private readonly roleWeights = new Map<string, number>();
+  /** What each role holds (scalars), for its quota. */
+  private readonly roleAllocated = new Map<string, Resources>();
+  private quotas: QuotaPolicy | undefined;
+  /** Agents whose free resources go only to one framework until a time (after a preemption). */
+  private readonly earmarks = new Map<string, { frameworkId: string; untilMs: number }>();
 
   constructor(opts: AllocatorOptions = {}) {
     for (const [role, weight] of Object.entries(opts.roleWeights ?? {})) this.setRoleWeight(role, weight);
+  }
+
+  /** The roles' quotas (guarantees and limits); undefined for none. Read at every offer. */
+  setQuotas(policy: QuotaPolicy | undefined): void {
+    this.quotas = policy;
+  }
+
+  /** What each role holds now (scalars, offers outstanding included). */
+  roleAllocations(): ReadonlyMap<string, Resources> {
+    return this.roleAllocated;
+  }
+
+  /**
+   * Until `untilMs`, what is free on the agent is offered to this framework only: the agent's
+   * tasks were preempted for it. Ends early once it is offered the agent, or leaves.
+   */
+  earmark(agentId: string, frameworkId: string, untilMs: number): void {
+    this.agent(agentId);
+    this.framework(frameworkId);
+    this.earmarks.set(agentId, { frameworkId, untilMs });
+  }
+
+  earmarkOf(agentId: string): string | undefined {
+    return this.earmarks.get(agentId)?.frameworkId;
   }
 
   setRoleWeight(role: string, weight: number): void {
@@ -143,6 +195,7 @@ export class Allocator {
     for (const fw of this.frameworks.values()) fw.filters.clearAgent(agentId);
     if (agent.active) this.setClusterTotal(this.clusterTotal.subtract(agent.scalarTotal));
     this.agents.delete(agentId);
+    this.earmarks.delete(agentId);
     this.agentOrder.splice(this.agentOrder.indexOf(agent), 1);
   }
 
@@ -160,20 +213,27 @@ export class Allocator {
    * A framework not `gpuAware` is never offered an agent that has GPUs, so that CPU-only
    * work does not squat on the hosts GPU work needs (Mesos' GPU_RESOURCES capability).
    */
-  addFramework(frameworkId: string, role: string, opts: { gpuAware?: boolean } = {}): void {
+  addFramework(frameworkId: string, role: string, opts: { gpuAware?: boolean; classRank?: number } = {}): void {
     if (this.frameworks.has(frameworkId)) {
       throw new CairnError('CAIRN_BAD_REQUEST', `framework '${frameworkId}' is already known`, 'frameworkId');
     }
     if (role === '') throw new CairnError('CAIRN_BAD_REQUEST', 'must not be empty', 'role');
-    let sorter = this.frameworkSorters.get(role);
+    const classRank = opts.classRank ?? 0;
+    if (!Number.isInteger(classRank) || classRank < 0) throw new CairnError('CAIRN_BAD_REQUEST', `must be an integer >= 0, got ${classRank}`, 'classRank');
+    if (!this.roleSorter.has(role)) this.roleSorter.add(role, this.roleWeights.get(role) ?? 1);
+    const key = sorterKey(classRank, role);
+    let sorter = this.frameworkSorters.get(key);
     if (sorter === undefined) {
       sorter = new DrfSorter();
       sorter.setTotal(this.clusterTotal);
-      this.frameworkSorters.set(role, sorter);
-      this.roleSorter.add(role, this.roleWeights.get(role) ?? 1);
+      this.frameworkSorters.set(key, sorter);
+      let ranks = this.roleRanks.get(role);
+      if (ranks === undefined) this.roleRanks.set(role, (ranks = new Set()));
+      ranks.add(classRank);
+      if (!this.ranks.includes(classRank)) this.ranks = [...this.ranks, classRank].sort((a, b) => b - a);
     }
     sorter.add(frameworkId);
-    const fw: FrameworkEntry = { id: frameworkId, role, gpuAware: opts.gpuAware ?? false, active: true, suppressed: false, agents: new Set(), filters: new OfferFilters() };
+    const fw: FrameworkEntry = { id: frameworkId, role, classRank, gpuAware: opts.gpuAware ?? false, active: true, suppressed: false, agents: new Set(), filters: new OfferFilters() };
     this.frameworks.set(frameworkId, fw);
     this.syncActivation(fw);
   }
@@ -192,14 +252,25 @@ export class Allocator {
       agent.unattributed = agent.unattributed.add(held);
     }
     this.frameworks.delete(frameworkId);
-    const sorter = this.frameworkSorters.get(fw.role)!;
+    for (const [agentId, e] of this.earmarks) if (e.frameworkId === frameworkId) this.earmarks.delete(agentId);
+    const key = sorterKey(fw.classRank, fw.role);
+    const sorter = this.frameworkSorters.get(key)!;
     sorter.remove(frameworkId);
     if (sorter.size === 0) {
-      this.frameworkSorters.delete(fw.role);
-      this.roleSorter.remove(fw.role);
-    } else if (sorter.activeCount === 0) {
-      this.roleSorter.deactivate(fw.role);
+      this.frameworkSorters.delete(key);
+      const ranks = this.roleRanks.get(fw.role)!;
+      ranks.delete(fw.classRank);
+      if (ranks.size === 0) {
+        this.roleRanks.delete(fw.role);
+        this.roleSorter.remove(fw.role);
+      }
+      if (![...this.roleRanks.values()].some((r) => r.has(fw.classRank))) this.ranks = this.ranks.filter((r) => r !== fw.classRank);
     }
+    if (this.roleSorter.has(fw.role)) this.syncRole(fw.role);
+  }
+
+  classRankOf(frameworkId: string): number {
+    return this.framework(frameworkId).classRank;
   }
 
   hasFramework(frameworkId: string): boolean {
@@ -294,12 +365,13 @@ export class Allocator {
       if (!agent.active || agent.allocated === agent.total) continue;
       const available = agent.allocated.isEmpty() ? agent.total : agent.total.subtract(agent.allocated);
       if (!worthOffering(available)) continue;
-      const fw = this.pick(agent.id, available, nowMs);
-      if (fw === undefined) continue;
-      this.hold(fw, agent, available);
+      const picked = this.pick(agent.id, available, nowMs);
+      if (picked === undefined) continue;
+      const { fw, offer } = picked;
+      this.hold(fw, agent, offer);
       // allocated + (total - allocated): the same value, without the arithmetic.
-      agent.allocated = agent.total;
-      offers.push({ frameworkId: fw.id, agentId: agent.id, resources: available });
+      agent.allocated = offer === available ? agent.total : agent.allocated.add(offer);
+      offers.push({ frameworkId: fw.id, agentId: agent.id, resources: offer });
     }
     return offers;
   }
@@ -316,7 +388,7 @@ export class Allocator {
   /** The framework's dominant share of the cluster (unweighted). */
   frameworkShare(frameworkId: string): number {
     const fw = this.framework(frameworkId);
-    return this.frameworkSorters.get(fw.role)!.share(frameworkId);
+    return this.frameworkSorters.get(sorterKey(fw.classRank, fw.role))!.share(frameworkId);
   }
 
   /** The role's dominant share of the cluster (unweighted: weights decide order, not share); 0 for a role without frameworks. */
@@ -331,48 +403,117 @@ export class Allocator {
    * take it, then that role's lowest-share such framework. Only active, unsuppressed
    * frameworks are in the sorters, so what is left to check is the framework's filters.
    */
-  private pick(agentId: string, available: Resources, nowMs: number): FrameworkEntry | undefined {
+  private pick(agentId: string, available: Resources, nowMs: number): { fw: FrameworkEntry; offer: Resources } | undefined {
     const q = this.query;
     q.agentId = agentId;
     q.agentHasGpus = this.agents.get(agentId)!.total.getMilli('gpus') > 0;
     q.available = available;
     q.nowMs = nowMs;
     q.chosen = undefined;
-    this.roleSorter.first(this.roleTakes);
-    const chosen = q.chosen;
+    q.offer = available;
+    q.onlyFramework = undefined;
+    q.belowGuaranteeOnly = false;
+    const mark = this.earmarks.get(agentId);
+    if (mark !== undefined) {
+      if (mark.untilMs <= nowMs) this.earmarks.delete(agentId);
+      else q.onlyFramework = mark.frameworkId;
+    }
+    if (this.quotas !== undefined) {
+      // A role below its guarantee that asks comes first, whatever its class.
+      q.belowGuaranteeOnly = true;
+      this.byClass();
+      q.belowGuaranteeOnly = false;
+    }
+    if (q.chosen === undefined) this.byClass();
+    // Set by the sorters' callbacks, which the compiler cannot see.
+    const chosen = q.chosen as FrameworkEntry | undefined;
+    const offer = q.offer;
     q.chosen = undefined;
     q.available = Resources.EMPTY;
-    return chosen;
+    q.offer = Resources.EMPTY;
+    if (chosen === undefined) return undefined;
+    if (mark !== undefined && chosen.id === mark.frameworkId) this.earmarks.delete(agentId);
+    return { fw: chosen, offer };
   }
 
-  // What pick() is looking for, and the two callbacks it hands the sorters. Made once rather
-  // than as closures per agent: a cycle visits up to tens of thousands of agents.
-  private readonly query: { agentId: string; agentHasGpus: boolean; available: Resources; nowMs: number; chosen: FrameworkEntry | undefined } = {
-    agentId: '',
-    agentHasGpus: false,
-    available: Resources.EMPTY,
-    nowMs: 0,
-    chosen: undefined,
-  };
+  /** The highest class first; within it, the roles by weighted share. */
+  private byClass(): void {
+    const q = this.query;
+    for (const rank of this.ranks) {
+      q.rank = rank;
+      this.roleSorter.first(this.roleTakes);
+      if (q.chosen !== undefined) return;
+    }
+  }
 
-  private readonly roleTakes = (role: string): boolean => this.frameworkSorters.get(role)!.first(this.frameworkTakes) !== undefined;
+  // What pick() is looking for, and the callbacks it hands the sorters. Made once rather
+  // than as closures per agent: a cycle visits up to tens of thousands of agents.
+  private readonly query: {
+    agentId: string; agentHasGpus: boolean; available: Resources; nowMs: number; rank: number;
+    /** Set by the earmark of the agent: no other framework may take it. */
+    onlyFramework: string | undefined;
+    belowGuaranteeOnly: boolean;
+    chosen: FrameworkEntry | undefined;
+    /** What the chosen framework is offered: the available resources, cut down to its role's quota limit. */
+    offer: Resources;
+  } = { agentId: '', agentHasGpus: false, available: Resources.EMPTY, nowMs: 0, rank: 0, onlyFramework: undefined, belowGuaranteeOnly: false, chosen: undefined, offer: Resources.EMPTY };
+
+  private readonly roleTakes = (role: string): boolean => {
+    const q = this.query;
+    const sorter = this.frameworkSorters.get(sorterKey(q.rank, role));
+    if (sorter === undefined || sorter.activeCount === 0) return false;
+    if (q.belowGuaranteeOnly && !this.quotas!.belowGuarantee(role, this.roleAllocated)) return false;
+    let offer = q.available;
+    if (this.quotas !== undefined) {
+      const cut = this.withinLimit(role, q.available);
+      if (cut === undefined) return false;
+      offer = cut;
+    }
+    q.offer = offer;
+    return sorter.first(this.frameworkTakes) !== undefined;
+  };
 
   private readonly frameworkTakes = (frameworkId: string): boolean => {
     const q = this.query;
+    if (q.onlyFramework !== undefined && q.onlyFramework !== frameworkId) return false;
     const fw = this.frameworks.get(frameworkId)!;
     if (q.agentHasGpus && !fw.gpuAware) return false;
-    if (fw.filters.filtered(q.agentId, q.available, q.nowMs)) return false;
+    if (fw.filters.filtered(q.agentId, q.offer, q.nowMs)) return false;
     q.chosen = fw;
     return true;
   };
+
+  /** `available` cut down to what the role's limit leaves; undefined when that is not worth an offer. */
+  private withinLimit(role: string, available: Resources): Resources | undefined {
+    const room = this.quotas!.headroom(role, this.roleAllocated);
+    if (room === undefined) return available;
+    let cut = false;
+    const init: Record<ScalarName, number> = { cpus: 0, mem: 0, disk: 0, gpus: 0 };
+    for (const n of SCALAR_NAMES) {
+      const have = available.get(n);
+      const left = room[n];
+      if (left !== undefined && left < have) {
+        init[n] = Math.max(0, left);
+        cut = true;
+      } else {
+        init[n] = have;
+      }
+    }
+    if (!cut) return available;
+    const offer = Resources.of({ ...init, ports: [...available.ports] });
+    return worthOffering(offer) ? offer : undefined;
+  }
 
   /** Counts `resources` on the agent as the framework's, in its share and its role's. */
   private hold(fw: FrameworkEntry, agent: AgentEntry, resources: Resources): void {
     const prev = agent.holdings.get(fw.id);
     agent.holdings.set(fw.id, prev === undefined ? resources : prev.add(resources));
     fw.agents.add(agent.id);
-    this.frameworkSorters.get(fw.role)!.allocated(fw.id, resources);
+    this.frameworkSorters.get(sorterKey(fw.classRank, fw.role))!.allocated(fw.id, resources);
     this.roleSorter.allocated(fw.role, resources);
+    const had = this.roleAllocated.get(fw.role);
+    const scalars = scalarsOf(resources);
+    this.roleAllocated.set(fw.role, had === undefined ? scalars : had.add(scalars));
   }
 
   /** The reverse of hold; the caller adjusts agent.allocated. */
@@ -384,17 +525,27 @@ export class Allocator {
     } else {
       agent.holdings.set(fw.id, left);
     }
-    this.frameworkSorters.get(fw.role)!.unallocated(fw.id, resources);
+    this.frameworkSorters.get(sorterKey(fw.classRank, fw.role))!.unallocated(fw.id, resources);
     this.roleSorter.unallocated(fw.role, resources);
+    const roleLeft = this.roleAllocated.get(fw.role)!.subtract(scalarsOf(resources));
+    if (roleLeft.isEmpty()) this.roleAllocated.delete(fw.role);
+    else this.roleAllocated.set(fw.role, roleLeft);
   }
 
   /** A framework is in its role's order while active and unsuppressed; a role while it has one. */
   private syncActivation(fw: FrameworkEntry): void {
-    const sorter = this.frameworkSorters.get(fw.role)!;
+    const sorter = this.frameworkSorters.get(sorterKey(fw.classRank, fw.role))!;
     if (fw.active && !fw.suppressed) sorter.activate(fw.id);
     else sorter.deactivate(fw.id);
-    if (sorter.activeCount > 0) this.roleSorter.activate(fw.role);
-    else this.roleSorter.deactivate(fw.role);
+    this.syncRole(fw.role);
+  }
+
+  /** A role is in the order while one of its frameworks, of any class, may be offered. */
+  private syncRole(role: string): void {
+    let active = false;
+    for (const rank of this.roleRanks.get(role) ?? []) if (this.frameworkSorters.get(sorterKey(rank, role))!.activeCount > 0) active = true;
+    if (active) this.roleSorter.activate(role);
+    else this.roleSorter.deactivate(role);
   }
 
   private setClusterTotal(total: Resources): void {
@@ -414,4 +565,8 @@ export class Allocator {
     if (f === undefined) throw new CairnError('CAIRN_UNKNOWN_FRAMEWORK', `no framework '${frameworkId}'`, 'frameworkId');
     return f;
   }
+}
+
+function sorterKey(classRank: number, role: string): string {
+  return `${classRank}\u0000${role}`;
 }

@@ -11,6 +11,7 @@ const STATUS: Partial<Record<CairnErrorCode, number>> = {
   CAIRN_CROSS_SITE: 403,
   CAIRN_UNKNOWN_TASK: 404,
   CAIRN_UNKNOWN_AGENT: 404,
+  CAIRN_UNKNOWN_QUOTA: 404,
   CAIRN_AGENT_UNAVAILABLE: 503,
   CAIRN_NOT_LEADER: 503,
   // Membership changes the group cannot take as it is: valid requests, wrong moment.

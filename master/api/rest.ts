@@ -13,6 +13,7 @@ import { PROMETHEUS_CONTENT_TYPE } from '../../shared/prometheus.ts';
 import { masterMetricsText } from './metrics-text.ts';
 import { registerMesosCompatApi } from './mesos-compat.ts';
 import { agentAuthHeaders, agentBaseUrl, registerAgentRoutes } from './agents-rest.ts';
+import { registerSharingRoutes } from './sharing-rest.ts';
 import { sendHttpError as fail } from './http-errors.ts';
 import { stateView, taskDetailView } from './state-view.ts';
 import { taskFor } from './task-access.ts';
@@ -75,28 +76,6 @@ export function registerRestApi(app: FastifyInstance, ctx: MasterContext): void 
     }
   });
 
-  // Role weights, like Mesos' /weights: GET lists them, PUT sets one (durable, replicated).
-  app.get('/api/v1/roles', async () => ({ weights: Object.fromEntries(registry.state.roleWeights) }));
-
-  app.put<{ Params: { role: string }; Body: unknown }>('/api/v1/roles/:role', async (req, reply) => {
-    try {
-      const role = req.params.role;
-      if (!/^[A-Za-z0-9_][A-Za-z0-9._-]{0,127}$/.test(role)) throw new CairnError('CAIRN_BAD_REQUEST', `'${role}' is not a valid role name`, 'role');
-      const body = req.body as { weight?: unknown } | null;
-      const weight = body?.weight;
-      if (typeof weight !== 'number' || !Number.isFinite(weight) || weight <= 0 || weight > 1e6) {
-        throw new CairnError('CAIRN_BAD_REQUEST', 'must be a positive number', 'weight');
-      }
-      ctx.auth.require(req.principal, 'update_weights', role, 'role');
-      const master = leaderOrRedirect(ctx, req, reply);
-      if (!master) return reply;
-      await master.setRoleWeight(role, weight);
-      return { role, weight };
-    } catch (err) {
-      return fail(reply, err);
-    }
-  });
-
   // Followed logs being piped from agents, cut when the master closes (close() would
   // otherwise wait on them); their clients then follow again, from another master or this
   // one restarted.
@@ -152,6 +131,7 @@ export function registerRestApi(app: FastifyInstance, ctx: MasterContext): void 
   });
 
   registerAgentRoutes(app, ctx);
+  registerSharingRoutes(app, ctx);
 
   app.get('/metrics', async (_req, reply) => reply.type(PROMETHEUS_CONTENT_TYPE).send(await masterMetricsText(ctx)));
 

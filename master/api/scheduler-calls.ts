@@ -1,6 +1,7 @@
 // Validation of Mesos v1 scheduler calls at the edge: JSON in, a typed call out, or a
 // CairnError naming the field that is wrong. Nothing past this file sees raw JSON.
 
+import { PRIORITY_CLASS_LABEL } from '../sharing/priority-classes.ts';
 import { Resources } from '../../shared/resources.ts';
 import { badRequest, CairnError } from '../../shared/errors.ts';
 import type { CommandSpec } from '../registry/commands.ts';
@@ -15,6 +16,8 @@ export interface FrameworkSpec {
   failoverTimeoutS: number;
   /** Mesos FrameworkInfo.Capability types, e.g. GPU_RESOURCES, MULTI_ROLE. */
   capabilities: string[];
+  /** The class its label `cairn.priority-class` names; absent: the default (the leader checks it is known). */
+  priorityClass?: string;
 }
 
 export interface TaskSpec {
@@ -38,7 +41,16 @@ export type SchedulerCallParsed =
   | { type: 'KILL'; frameworkId: string; taskId: string }
   | { type: 'ACKNOWLEDGE'; frameworkId: string; taskId: string; agentId: string; uuid: string }
   | { type: 'RECONCILE'; frameworkId: string; taskIds: string[] }
-  | { type: 'TEARDOWN'; frameworkId: string };
+  | { type: 'TEARDOWN'; frameworkId: string }
+  /**
+   * Mesos' REQUEST, given a meaning: a gang of tasks (one request each) that the framework
+   * cannot place. A framework of a higher class than what runs gets room made by preemption;
+   * `for` names what it is for (a job), for the preemption's record.
+   */
+  | { type: 'REQUEST'; frameworkId: string; members: Resources[]; for: string };
+
+/** The most tasks one REQUEST may ask room for. */
+export const MAX_REQUEST_MEMBERS = 10_000;
 
 const ID_PATTERN = /^[A-Za-z0-9._:@-]{1,255}$/;
 
@@ -141,8 +153,14 @@ function parseFramework(info: Json, field: string): FrameworkSpec {
   if (!ROLE_PATTERN.test(role)) throw badRequest(`${field}.role`, `'${role}' is not a valid role name`);
   const id = info.id === undefined ? undefined : idValue(info.id, `${field}.id`);
   const capabilities = arr(info.capabilities, `${field}.capabilities`).map((c, i) => str(obj(c, `${field}.capabilities[${i}]`)!.type, `${field}.capabilities[${i}].type`));
+  let priorityClass: string | undefined;
+  arrAtMost(obj(info.labels, `${field}.labels`, false)?.labels, `${field}.labels.labels`, MAX_ITEMS.labels).forEach((l, i) => {
+    const o = obj(l, `${field}.labels.labels[${i}]`)!;
+    if (str(o.key, `${field}.labels.labels[${i}].key`) === PRIORITY_CLASS_LABEL) priorityClass = str(o.value, `${field}.labels.labels[${i}].value`, '', MAX_LENGTH.word);
+  });
   return {
     capabilities,
+    ...(priorityClass !== undefined && priorityClass !== '' ? { priorityClass } : {}),
     id,
     name: str(info.name, `${field}.name`, ''),
     user: str(info.user, `${field}.user`, '', MAX_LENGTH.user),
@@ -258,7 +276,7 @@ function parseContainer(value: unknown, resources: Resources, field: string): Co
   return { type: 'docker', docker: { image, network, portMappings, pullPolicy }, volumes };
 }
 
-const CALL_TYPES = ['SUBSCRIBE', 'ACCEPT', 'DECLINE', 'REVIVE', 'SUPPRESS', 'KILL', 'ACKNOWLEDGE', 'RECONCILE', 'TEARDOWN'];
+const CALL_TYPES = ['SUBSCRIBE', 'ACCEPT', 'DECLINE', 'REVIVE', 'SUPPRESS', 'KILL', 'ACKNOWLEDGE', 'RECONCILE', 'TEARDOWN', 'REQUEST'];
 
 export function parseSchedulerCall(raw: unknown): SchedulerCallParsed {
   const body = obj(stripNulls(raw), 'body')!;
@@ -305,6 +323,17 @@ export function parseSchedulerCall(raw: unknown): SchedulerCallParsed {
     case 'SUPPRESS':
     case 'TEARDOWN':
       return { type, frameworkId };
+    case 'REQUEST': {
+      const r = obj(body.request, 'request')!;
+      const members = arrAtMost(r.requests, 'request.requests', MAX_REQUEST_MEMBERS).map((q, i) => {
+        const f = `request.requests[${i}]`;
+        const res = Resources.fromMesos(obj(q, f)!.resources, `${f}.resources`);
+        if (res.isEmpty()) throw badRequest(`${f}.resources`, 'must ask for something');
+        return Resources.of({ cpus: res.cpus, mem: res.mem, disk: res.disk, gpus: res.gpus });
+      });
+      if (members.length === 0) throw badRequest('request.requests', 'needs at least one request');
+      return { type, frameworkId, members, for: str(r.for, 'request.for', '', MAX_LENGTH.name) };
+    }
     case 'KILL': {
       const k = obj(body.kill, 'kill')!;
       return { type, frameworkId, taskId: idValue(k.task_id, 'kill.task_id') };

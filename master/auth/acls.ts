@@ -16,6 +16,7 @@ export const ACL_ACTIONS = {
   kill_tasks: 'framework_principals',
   teardown_frameworks: 'framework_principals',
   update_weights: 'roles',
+  update_quotas: 'roles',
   drain_agents: 'agents',
   update_masters: 'masters',
 } as const;

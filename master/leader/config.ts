@@ -1,6 +1,8 @@
 // The leader's settings: what the core decides with, each default with its reason. Durations
 // carry their unit in the name. Compiled once at the edge (master/server.ts) and never changed.
 
+import { PriorityClasses } from '../sharing/priority-classes.ts';
+
 export interface LeaderConfig {
   /** Agent liveness: a ping every pingIntervalMs; unreachable after maxMissedPings unanswered. */
   pingIntervalMs: number;
@@ -17,6 +19,12 @@ export interface LeaderConfig {
   /** After a leader change or restart, frameworks get at least this long to resubscribe. */
   frameworkReregisterGraceMs: number;
   roleWeights: Record<string, number>;
+  /** The priority classes, highest first, and the default one. */
+  priorityClasses: PriorityClasses;
+  /** How long a preempted task has between SIGTERM and SIGKILL (to write a checkpoint). */
+  preemptionGraceMs: number;
+  /** How long, past the grace, the agents freed by a preemption are offered to the preemptor only. */
+  earmarkMs: number;
 }
 
 export const DEFAULT_LEADER_CONFIG: LeaderConfig = {
@@ -29,4 +37,7 @@ export const DEFAULT_LEADER_CONFIG: LeaderConfig = {
   updateRetryMs: 10_000, // Mesos' status update retry starts at 10 s
   frameworkReregisterGraceMs: 60_000,
   roleWeights: {},
+  priorityClasses: new PriorityClasses(),
+  preemptionGraceMs: 10_000, // a checkpoint's worth; Kubernetes gives 30 s by default
+  earmarkMs: 15_000, // several allocation rounds and a gang's gathering window
 };

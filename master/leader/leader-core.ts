@@ -28,6 +28,10 @@ import type { RegistryEvent, RegistryStateMachine } from '../registry/state-mach
 import type { LeaderConfig } from './config.ts';
 import type { ConnId, LeaderEffect, LeaderInput, LogLevel, OperatorCall, ProposalId, ReplyValue, RequestId, SchedulerCall, StreamId } from './messages.ts';
 import { offerJson, statusEvent, updateEvent } from './scheduler-events.ts';
+import { classOf, decidePreemption } from './preemption.ts';
+import { compileQuotas, type CompiledQuotas } from '../sharing/quota-policy.ts';
+import { parseQuotaJson } from '../sharing/quotas.ts';
+import type { PreemptionRecord, QuotaRecord } from '../registry/commands.ts';
 
 export interface LeaderCoreOptions {
   config: LeaderConfig;
@@ -97,8 +101,12 @@ export class LeaderCore {
   private readonly usage = new Map<string, UsageReport>();
   /** Last time each agent was heard from, for agents without a live connection. */
   private readonly lastSeenMs = new Map<string, number>();
-  /** Kills waiting for an agent that has no connection right now. */
-  private readonly pendingKills = new Set<string>();
+  /** Kills waiting for an agent that has no connection right now, with the reason a preemption gave. */
+  private readonly pendingKills = new Map<string, { reason: string; message: string; graceMs: number } | undefined>();
+  /** Preemptions decided and not yet over: per preemptor, its victims and when it gives up waiting. */
+  private readonly preempting = new Map<string, { victims: Set<string>; untilMs: number }>();
+  /** The roles' quotas as the allocator and preemption read them. */
+  private quotas: CompiledQuotas | undefined;
   private readonly rescinded = new Set<string>();
   /**
    * Launches proposed and not yet committed: a second launch must not reuse their ids, and
@@ -135,12 +143,13 @@ export class LeaderCore {
     this.offers = new OfferBook(hex(randomBytesOf(this.random, 4)));
     const state = this.state();
     this.allocator = new Allocator({ roleWeights: { ...this.config.roleWeights, ...Object.fromEntries(state.roleWeights) } });
+    this.setQuotas([...state.quotas.values()]);
     // Frameworks from before a restart or a leader change are known but disconnected until
     // they resubscribe; they get at least the re-register grace to do so.
     for (const fw of state.frameworks.values()) {
       const active = state.activeTasksOf(fw.id).length > 0;
       if (fw.removedAtMs !== undefined && !active) continue;
-      this.allocator.addFramework(fw.id, fw.role, { gpuAware: fw.capabilities?.includes('GPU_RESOURCES') ?? false });
+      this.allocator.addFramework(fw.id, fw.role, { gpuAware: fw.capabilities?.includes('GPU_RESOURCES') ?? false, classRank: this.classRank(fw.priorityClass) });
       this.allocator.setFrameworkActive(fw.id, false);
       if (fw.removedAtMs === undefined) {
         this.failoverDeadlines.set(fw.id, this.nowMs + Math.max(fw.failoverTimeoutS * 1000, this.config.frameworkReregisterGraceMs));
@@ -466,8 +475,9 @@ export class LeaderCore {
     for (const t of reg.tasks) {
       const task = state.tasks.get(t.taskId);
       if (!task || task.agentId !== agentId || isTerminal(task.state) || this.pendingKills.has(t.taskId)) {
+        const why = this.pendingKills.get(t.taskId);
         this.pendingKills.delete(t.taskId);
-        this.sendConn(c, { kill: { taskId: t.taskId, frameworkId: t.frameworkId, graceMs: task?.killGraceMs ?? 0 } });
+        this.sendConn(c, { kill: { taskId: t.taskId, frameworkId: t.frameworkId, graceMs: why?.graceMs ?? task?.killGraceMs ?? 0, ...(why ? { reason: why.reason, message: why.message } : {}) } });
       }
     }
     this.addAgentToAllocator(agentId, total);
@@ -559,6 +569,8 @@ export class LeaderCore {
       this.failoverDeadlines.delete(frameworkId);
       if (!this.sessions.has(frameworkId)) this.teardown(frameworkId, 'failover timeout passed');
     }
+    // A victim that never ends (its agent gone quiet) does not block its preemptor for ever.
+    for (const [preemptor, p] of this.preempting) if (now >= p.untilMs) this.preempting.delete(preemptor);
     for (const [frameworkId, s] of this.sessions) {
       if (now < s.nextHeartbeatMs) continue;
       s.nextHeartbeatMs = now + this.config.frameworkHeartbeatMs;
@@ -644,6 +656,11 @@ export class LeaderCore {
     } else {
       frameworkId = `${randomUuid(this.random)}-0000`;
     }
+    const priorityClass = this.config.priorityClasses.resolve(spec.priorityClass, 'subscribe.framework_info.labels');
+    const known = state.frameworks.get(frameworkId);
+    if (known && classOf(known, this.config.priorityClasses) !== priorityClass) {
+      throw new CairnError('CAIRN_BAD_REQUEST', `framework ${frameworkId} is of class '${classOf(known, this.config.priorityClasses)}'; changing class is not supported`, 'subscribe.framework_info.labels');
+    }
     const id = frameworkId;
     this.subscribing.set(stream, false);
     this.propose({
@@ -657,6 +674,7 @@ export class LeaderCore {
         failoverTimeoutS: spec.failoverTimeoutS,
         capabilities: spec.capabilities,
         registeredAtMs: this.nowMs,
+        ...(priorityClass !== this.config.priorityClasses.defaultClass ? { priorityClass } : {}),
       },
       atMs: this.nowMs,
     }, () => this.subscribed(request, stream, id, spec), (message) => {
@@ -685,7 +703,7 @@ export class LeaderCore {
       this.recoverOffers((o) => o.frameworkId === frameworkId, false);
       this.allocator.setGpuAware(frameworkId, gpuAware);
     }
-    if (!this.allocator.hasFramework(frameworkId)) this.allocator.addFramework(frameworkId, spec.role, { gpuAware });
+    if (!this.allocator.hasFramework(frameworkId)) this.allocator.addFramework(frameworkId, spec.role, { gpuAware, classRank: this.classRank(fw.priorityClass) });
     this.reply(request, { type: 'subscribed', frameworkId });
     if (closedMeanwhile) {
       // Its stream ended before the subscription was durable: it is subscribed and at once
@@ -784,7 +802,92 @@ export class LeaderCore {
       case 'TEARDOWN':
         this.teardown(call.frameworkId, 'torn down by the framework');
         return;
+      case 'REQUEST':
+        this.request(call);
+        return;
     }
+  }
+
+  private classRank(priorityClass: string | undefined): number {
+    const classes = this.config.priorityClasses;
+    return classes.rank(priorityClass !== undefined && classes.has(priorityClass) ? priorityClass : classes.defaultClass);
+  }
+
+  private setQuotas(records: QuotaRecord[]): void {
+    this.quotas = records.length > 0 ? compileQuotas(records) : undefined;
+    this.allocator.setQuotas(this.quotas);
+  }
+
+  /**
+   * A gang the framework cannot place: room is made for it by preemption if its class (or
+   * its role's guarantee) allows. One preemption per framework at a time; the agents freed
+   * are earmarked for it, and offers of them to others are rescinded.
+   */
+  private request(call: Extract<SchedulerCall, { type: 'REQUEST' }>): void {
+    const state = this.state();
+    const fw = state.frameworks.get(call.frameworkId)!;
+    if (this.preempting.has(call.frameworkId)) return;
+    const claimed = new Set<string>();
+    for (const p of this.preempting.values()) for (const v of p.victims) claimed.add(v);
+    const decision = decidePreemption({
+      state,
+      classes: this.config.priorityClasses,
+      quotas: this.quotas,
+      agentUsable: (agentId) => this.allocator.hasAgent(agentId) && this.links.has(agentId),
+      launching: this.launching.values(),
+      claimed,
+    }, call.frameworkId, call.members);
+    if (decision.kind === 'none') {
+      this.log('debug', 'no preemption for a request', { frameworkId: call.frameworkId, for: call.for, why: decision.why });
+      return;
+    }
+    const untilMs = this.nowMs + this.config.preemptionGraceMs + this.config.earmarkMs;
+    if (decision.kind === 'fits') {
+      this.makeRoom(call.frameworkId, decision.agentIds, untilMs);
+      return;
+    }
+    const classes = this.config.priorityClasses;
+    const record: PreemptionRecord = {
+      id: randomUuid(this.random),
+      atMs: this.nowMs,
+      cause: decision.cause,
+      preemptor: { frameworkId: fw.id, name: fw.name, role: fw.role, priorityClass: classOf(fw, classes), for: call.for },
+      victims: decision.victims.map((t) => {
+        const vf = state.frameworks.get(t.frameworkId);
+        return { taskId: t.id, frameworkId: t.frameworkId, agentId: t.agentId, role: vf?.role ?? '*', priorityClass: classOf(vf, classes) };
+      }),
+    };
+    const entry = { victims: new Set(record.victims.map((v) => v.taskId)), untilMs };
+    this.preempting.set(call.frameworkId, entry);
+    const what = call.for !== '' ? call.for : `framework ${fw.name || fw.id}`;
+    const message = decision.cause === 'priority'
+      ? `preempted for ${what} (class ${record.preemptor.priorityClass}, role ${fw.role})`
+      : `preempted for ${what}: role ${fw.role} takes back its guarantee`;
+    this.propose({ type: 'preemption', record }, () => {
+      const now = this.state();
+      for (const v of record.victims) {
+        const t = now.tasks.get(v.taskId);
+        if (!t || isTerminal(t.state)) {
+          entry.victims.delete(v.taskId);
+          continue;
+        }
+        this.killTask(t, { reason: 'REASON_CONTAINER_PREEMPTED', message, graceMs: this.config.preemptionGraceMs });
+      }
+      this.makeRoom(call.frameworkId, decision.agentIds, untilMs);
+      this.log('warn', 'tasks preempted', { preemptor: fw.id, for: call.for, cause: decision.cause, victims: record.victims.map((v) => v.taskId) });
+      if (entry.victims.size === 0) this.preempting.delete(call.frameworkId);
+    }, () => {
+      this.preempting.delete(call.frameworkId);
+    });
+  }
+
+  /** Keeps the agents for the framework a while, and takes back what others were offered of them. */
+  private makeRoom(frameworkId: string, agentIds: string[], untilMs: number): void {
+    const agents = new Set(agentIds);
+    for (const a of agents) if (this.allocator.hasAgent(a)) this.allocator.earmark(a, frameworkId, untilMs);
+    this.recoverOffers((o) => agents.has(o.agentId) && o.frameworkId !== frameworkId, true);
+    this.allocator.revive(frameworkId);
+    this.requestAllocation();
   }
 
   private accept(call: Extract<SchedulerCall, { type: 'ACCEPT' }>): void {
@@ -903,11 +1006,10 @@ export class LeaderCore {
   }
 
   /** Asks the task's agent to kill it (operator or framework). */
-  private killTask(task: TaskRecord): void {
+  private killTask(task: TaskRecord, why?: { reason: string; message: string; graceMs: number }): void {
     if (isTerminal(task.state)) return;
-    if (!this.toAgent(task.agentId, { kill: { taskId: task.id, frameworkId: task.frameworkId, graceMs: task.killGraceMs } })) {
-      this.pendingKills.add(task.id);
-    }
+    const kill = { taskId: task.id, frameworkId: task.frameworkId, graceMs: why?.graceMs ?? task.killGraceMs, ...(why ? { reason: why.reason, message: why.message } : {}) };
+    if (!this.toAgent(task.agentId, { kill })) this.pendingKills.set(task.id, why);
   }
 
   private teardown(frameworkId: string, why: string, request?: RequestId): void {
@@ -950,6 +1052,9 @@ export class LeaderCore {
       const wasHolding = !isTerminal(e.previousState) && e.previousState !== 'TASK_UNREACHABLE';
       if (!isTerminal(e.update.state)) continue;
       this.pendingKills.delete(t.id);
+      for (const [preemptor, p] of this.preempting) {
+        if (p.victims.delete(t.id) && p.victims.size === 0) this.preempting.delete(preemptor);
+      }
       if (!this.allocator.hasFramework(t.frameworkId)) continue;
       if (wasHolding && state.agents.get(t.agentId)?.reachable && this.allocator.hasAgent(t.agentId)) {
         try {
@@ -1021,6 +1126,19 @@ export class LeaderCore {
         this.propose({ type: 'agent_drain', agentId, drain: null }, () => {
           if (this.toAgent(agentId, { drain: NOT_DRAINING }) && this.allocator.hasAgent(agentId)) this.allocator.setAgentActive(agentId, true);
           this.log('info', 'agent drain ended', { agentId });
+          this.requestAllocation();
+          this.reply(request, { type: 'done' });
+        }, (message) => this.replyFailed(request, message));
+        return;
+      }
+      case 'set_quota': {
+        // Checked before it is durable, against every other quota: a child above its parent,
+        // a negative amount, a guarantee above the limit never reach the log.
+        const current = this.quotas?.table ?? compileQuotas([]).table;
+        if (call.quota === null) current.withRemoved(call.role);
+        else current.withSet(call.role, parseQuotaJson({ ...call.quota, role: call.role }).quota);
+        this.propose({ type: 'quota_set', role: call.role, quota: call.quota }, () => {
+          this.setQuotas([...this.state().quotas.values()]);
           this.requestAllocation();
           this.reply(request, { type: 'done' });
         }, (message) => this.replyFailed(request, message));

@@ -10,6 +10,7 @@ import type { SchedulerEvent } from '../../shared/mesos-v1.ts';
 import type { FrameworkSpec, SchedulerCallParsed } from '../api/scheduler-calls.ts';
 import type { AgentDrain, RegistryCommand } from '../registry/commands.ts';
 import type { RegistryEvent } from '../registry/state-machine.ts';
+import type { QuotaRecord } from '../registry/commands.ts';
 
 /** An agent's connection, numbered by the shell; never reused while the core runs. */
 export type ConnId = number;
@@ -28,6 +29,8 @@ export type OperatorCall =
   | { type: 'drain_agent'; agentId: string; deadlineAtMs: number | null }
   | { type: 'undrain_agent'; agentId: string }
   | { type: 'set_role_weight'; role: string; weight: number }
+  /** A role's quota set, or removed with `quota: null`; refused (naming the field) when it does not fit the others. */
+  | { type: 'set_quota'; role: string; quota: QuotaRecord | null }
   /** Mesos' operator TEARDOWN: the framework is removed and its tasks killed. */
   | { type: 'teardown_framework'; frameworkId: string };
 

@@ -48,7 +48,30 @@ export interface FrameworkRecord {
   registeredAtMs: number;
   /** Set once torn down or failed over past its timeout; the id can never subscribe again. */
   removedAtMs?: number;
+  /** Its priority class (the FrameworkInfo label cairn.priority-class); absent: the default class. */
+  priorityClass?: string;
 }
+
+/** A role's quota as the log keeps it: amounts per scalar (mem and disk in MB). */
+export interface QuotaRecord {
+  role: string;
+  guarantee?: Partial<Record<'cpus' | 'mem' | 'disk' | 'gpus', number>>;
+  /** Scalars not named are unlimited; absent or null: no limit. */
+  limit?: Partial<Record<'cpus' | 'mem' | 'disk' | 'gpus', number>> | null;
+}
+
+/** One preemption: who asked, why, and the tasks killed for it. */
+export interface PreemptionRecord {
+  id: string;
+  atMs: number;
+  /** `priority`: a higher class; `guarantee`: a role taking back its guarantee. */
+  cause: 'priority' | 'guarantee';
+  preemptor: { frameworkId: string; name: string; role: string; priorityClass: string; /** What it wanted room for, as the framework put it (a job's name). */ for: string };
+  victims: { taskId: string; frameworkId: string; agentId: string; role: string; priorityClass: string }[];
+}
+
+/** Preemptions the registry keeps, the oldest dropped first. */
+export const MAX_PREEMPTIONS = 500;
 
 export interface CommandSpec {
   shell: boolean;
@@ -161,6 +184,10 @@ export type RegistryCommand =
   | { type: 'status_acknowledged'; taskId: string; uuid: string }
   /** An operator's weight for a role (Mesos' /weights): its fair share scales with it. */
   | { type: 'role_weight_set'; role: string; weight: number }
+  /** A role's quota set (replacing any), or removed with `quota: null`; validated by the leader before. */
+  | { type: 'quota_set'; role: string; quota: QuotaRecord | null }
+  /** A preemption decided and re-checked by the leader: its victims are killed once this is durable. */
+  | { type: 'preemption'; record: PreemptionRecord }
   /**
    * A built-in framework's own state (apps and deployments, jobs, experiments), keyed under
    * its name: every put of one command applies together, so a change that spans keys (an app

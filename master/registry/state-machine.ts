@@ -6,7 +6,7 @@
 // a replayed log must always apply.
 
 import { isTerminal, type TaskState } from '../../shared/agent-messages.ts';
-import { MAX_TASK_HISTORY, type AgentRecord, type JsonValue, type FrameworkRecord, type PendingUpdate, type RegistryCommand, type TaskRecord, type TaskStatusChange } from './commands.ts';
+import { MAX_PREEMPTIONS, MAX_TASK_HISTORY, type PreemptionRecord, type QuotaRecord, type AgentRecord, type JsonValue, type FrameworkRecord, type PendingUpdate, type RegistryCommand, type TaskRecord, type TaskStatusChange } from './commands.ts';
 
 export interface TaskUpdateEvent {
   kind: 'task_update';
@@ -23,6 +23,10 @@ export interface RegistrySnapshot {
   tasks: TaskRecord[];
   /** Absent in snapshots written before weights were kept. */
   roleWeights?: Record<string, number>;
+  /** Absent in snapshots written before quotas were kept. */
+  quotas?: QuotaRecord[];
+  /** Absent in snapshots written before preemptions were kept. */
+  preemptions?: PreemptionRecord[];
   /** Built-in frameworks' state by owner, then key. Absent in snapshots written before it was kept. */
   builtin?: Record<string, Record<string, JsonValue>>;
 }
@@ -35,6 +39,9 @@ export class RegistryStateMachine {
   readonly frameworks = new Map<string, FrameworkRecord>();
   readonly tasks = new Map<string, TaskRecord>();
   readonly roleWeights = new Map<string, number>();
+  readonly quotas = new Map<string, QuotaRecord>();
+  /** The latest preemptions, oldest first, at most MAX_PREEMPTIONS. */
+  preemptions: PreemptionRecord[] = [];
   /** Built-in frameworks' state: owner, then key. Values are frozen: readers share them. */
   readonly builtin = new Map<string, Map<string, JsonValue>>();
   /** Completed task ids in completion order, for bounded retention. */
@@ -51,6 +58,8 @@ export class RegistryStateMachine {
       sm.noteIfCompleted(task);
     }
     for (const [role, w] of Object.entries(s.roleWeights ?? {})) sm.roleWeights.set(role, w);
+    for (const q of s.quotas ?? []) sm.quotas.set(q.role, q);
+    sm.preemptions = [...(s.preemptions ?? [])];
     for (const [owner, entries] of Object.entries(s.builtin ?? {})) {
       sm.builtin.set(owner, new Map(Object.entries(entries).map(([k, v]) => [k, deepFreeze(v)])));
     }
@@ -63,6 +72,8 @@ export class RegistryStateMachine {
       frameworks: [...this.frameworks.values()].map((f) => ({ ...f })),
       tasks: [...this.tasks.values()].map((t) => ({ ...t })),
       roleWeights: Object.fromEntries(this.roleWeights),
+      quotas: [...this.quotas.values()],
+      preemptions: [...this.preemptions],
       builtin: Object.fromEntries([...this.builtin].map(([owner, m]) => [owner, Object.fromEntries(m)])),
     };
   }
@@ -178,6 +189,14 @@ export class RegistryStateMachine {
       case 'role_weight_set':
         if (cmd.weight === 1) this.roleWeights.delete(cmd.role);
         else this.roleWeights.set(cmd.role, cmd.weight);
+        return [];
+      case 'quota_set':
+        if (cmd.quota === null) this.quotas.delete(cmd.role);
+        else this.quotas.set(cmd.role, cmd.quota);
+        return [];
+      case 'preemption':
+        // Replaced, never changed in place: readers may hold the old list.
+        this.preemptions = [...this.preemptions.slice(-(MAX_PREEMPTIONS - 1)), cmd.record];
         return [];
       case 'status_acknowledged': {
         const task = this.tasks.get(cmd.taskId);

@@ -12,7 +12,7 @@
 import { MemoryStorage } from '../../shared/raft/memory-storage.ts';
 import type { Message, NodeId } from '../../shared/raft/types.ts';
 import { SeededRandom } from '../../shared/random.ts';
-import type { LeaderConfig } from '../../master/leader/config.ts';
+import { DEFAULT_LEADER_CONFIG, type LeaderConfig } from '../../master/leader/config.ts';
 import type { RegistryCommand } from '../../master/registry/commands.ts';
 import type { RegistryEvent } from '../../master/registry/state-machine.ts';
 import type { TaskState } from '../../shared/agent-messages.ts';
@@ -56,6 +56,9 @@ const SIM_CONFIG: LeaderConfig = {
   updateRetryMs: 2_000,
   frameworkReregisterGraceMs: 30_000,
   roleWeights: {},
+  priorityClasses: DEFAULT_LEADER_CONFIG.priorityClasses,
+  preemptionGraceMs: 2_000,
+  earmarkMs: 5_000,
 };
 
 const STEP_MS = 10;

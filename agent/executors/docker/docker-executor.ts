@@ -74,6 +74,8 @@ interface ContainerTask {
   recovered: boolean;
   killRequested: boolean;
   killMessage: string | undefined;
+  /** The reason the kill gave (a preemption's); undefined for a plain kill. */
+  killReason?: string;
   logs: NodeJS.ReadableStream | undefined;
   /** Settles once the log stream has ended (or failed): all the container wrote is copied. */
   logsDone: Promise<void> | undefined;
@@ -263,7 +265,7 @@ export class DockerExecutor {
     if (inspect?.State?.OOMKilled) {
       return this.finish(t, 'TASK_FAILED', 'container exceeded its memory limit and was killed', 'REASON_CONTAINER_LIMITATION_MEMORY', code);
     }
-    if (t.killRequested) return this.finish(t, 'TASK_KILLED', t.killMessage ?? `killed on request (exit code ${code})`, 'REASON_TASK_KILLED', code);
+    if (t.killRequested) return this.finish(t, 'TASK_KILLED', t.killMessage ?? `killed on request (exit code ${code})`, t.killReason ?? 'REASON_TASK_KILLED', code);
     if (code === 0) return this.finish(t, 'TASK_FINISHED', 'exited with code 0', '', 0);
     return this.finish(t, 'TASK_FAILED', `exited with code ${code}`, 'REASON_COMMAND_EXECUTOR_FAILED', code);
   }
@@ -327,13 +329,14 @@ export class DockerExecutor {
     }
   }
 
-  kill(taskId: string, graceMs = 0, message?: string): KillOutcome {
+  kill(taskId: string, graceMs = 0, message?: string, reason?: string): KillOutcome {
     const t = this.tasks.get(taskId);
     if (!t) return 'unknown';
     if (isTerminal(t.state)) return 'terminal';
     if (t.killRequested) return 'already-killing';
     t.killRequested = true;
     t.killMessage = message;
+    t.killReason = reason;
     if (t.containerId) {
       const grace = graceMs > 0 ? graceMs : this.opts.defaultKillGraceMs ?? DEFAULT_KILL_GRACE_MS;
       void this.docker.getContainer(t.containerId).stop({ t: Math.max(1, Math.ceil(grace / 1000)) }).catch(() => undefined);

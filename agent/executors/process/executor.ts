@@ -169,6 +169,8 @@ interface TaskRecord {
   killGraceMs: number | undefined;
   /** Overrides the terminal message of a kill (e.g. a cleanup after restart). */
   killMessage: string | undefined;
+  /** The reason the kill gave (a preemption's); undefined for a plain kill. */
+  killReason?: string;
   killTimer: NodeJS.Timeout | undefined;
   /** The end is being recorded; no second end and no more kills. */
   ending: boolean;
@@ -419,13 +421,14 @@ export class ProcessExecutor {
    * Kills a task: SIGTERM to its process group now, SIGKILL to the group after the grace
    * period (the kill's, else the task's kill_grace_ms, else the default).
    */
-  kill(taskId: string, graceMs = 0, message?: string): KillOutcome {
+  kill(taskId: string, graceMs = 0, message?: string, reason?: string): KillOutcome {
     const rec = this.tasks.get(taskId);
     if (!rec) return 'unknown';
     if (isTerminal(rec.state) || rec.ending) return 'terminal';
     if (rec.killRequested) return 'already-killing';
     rec.killRequested = true;
     rec.killMessage = message;
+    rec.killReason = reason;
     const grace = graceMs > 0 ? graceMs : rec.info.killGraceMs > 0 ? rec.info.killGraceMs : this.defaultGraceMs;
     rec.killGraceMs = grace;
     // Not started yet: the kill is carried out when it is (or its failure is reported).
@@ -727,7 +730,7 @@ export class ProcessExecutor {
       this.finish(rec, this.statusFor(rec, recorded));
     } else if (rec.killRequested) {
       // The supervisor itself was SIGKILLed at the end of the grace period.
-      this.finish(rec, { ...terminalStatusFor(null, 'SIGKILL', true), message: rec.killMessage ?? 'killed on request (killed by signal SIGKILL)' });
+      this.finish(rec, { ...terminalStatusFor(null, 'SIGKILL', true), message: rec.killMessage ?? 'killed on request (killed by signal SIGKILL)', reason: rec.killReason ?? '' });
     } else {
       const why = rec.pid === undefined ? 'it never started' : 'its supervisor ended without recording an exit status (killed, or the host restarted)';
       this.finish(rec, { state: 'TASK_FAILED', message: `the task ended while the agent was away: ${why}`, hasExitCode: false, exitCode: 0, reason: 'REASON_EXECUTOR_TERMINATED' });
@@ -736,7 +739,7 @@ export class ProcessExecutor {
 
   private statusFor(rec: TaskRecord, end: ProcessEnd): TerminalStatus {
     const status = terminalStatusFor(end.code, end.signal, rec.killRequested);
-    if (rec.killRequested && rec.killMessage) return { ...status, message: rec.killMessage };
+    if (rec.killRequested && (rec.killMessage || rec.killReason)) return { ...status, message: rec.killMessage || status.message, reason: rec.killReason ?? status.reason };
     if (status.state === 'TASK_FAILED' && rec.cgroup && endedByMemoryLimit(rec.cgroup, end.signal === 'SIGKILL')) {
       return {
         ...status,
