@@ -128,6 +128,8 @@ export type SchedulerCall =
   | { type: 'KILL'; framework_id: Id; kill: { task_id: Id; agent_id?: Id } }
   | { type: 'ACKNOWLEDGE'; framework_id: Id; acknowledge: { agent_id: Id; task_id: Id; uuid: string } }
   | { type: 'RECONCILE'; framework_id: Id; reconcile: { tasks: { task_id: Id; agent_id?: Id }[] } }
-  | { type: 'TEARDOWN'; framework_id: Id };
+  | { type: 'TEARDOWN'; framework_id: Id }
+  /** Room for a gang the framework cannot place (one request per task); `for` names it. */
+  | { type: 'REQUEST'; framework_id: Id; request: { requests: { resources: MesosResource[] }[]; for?: string } };
 
 export const STREAM_ID_HEADER = 'mesos-stream-id';

@@ -264,6 +264,8 @@ export async function runMaster(o: MasterOptions, io: CliIo): Promise<number> {
       ...(o.pingIntervalMs !== undefined ? { pingIntervalMs: o.pingIntervalMs } : {}),
       ...(o.maxMissedPings !== undefined ? { maxMissedPings: o.maxMissedPings } : {}),
       ...(o.offerTimeoutMs !== undefined ? { offerTimeoutMs: o.offerTimeoutMs } : {}),
+      ...(o.priorityClasses !== undefined ? { priorityClasses: o.priorityClasses } : {}),
+      ...(o.preemptionGraceMs !== undefined ? { preemptionGraceMs: o.preemptionGraceMs } : {}),
       ...dnsOptions(o),
       ...(o.raft ? { raft: { id: o.raft.id, members: o.raft.peers, secret: await readSecret(o.raft.secretFile), ...(o.raft.join ? { join: true } : {}) } } : {}),
       ...(o.gossip ? { gossip: await gossipOptions(o.gossip, DEFAULT_MASTER_GOSSIP_PORT) } : {}),

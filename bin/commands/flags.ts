@@ -95,8 +95,8 @@ export function userFlag(value: string): string {
 }
 
 export function roleFlag(value: string): string {
-  if (value !== '*' && !/^[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}$/.test(value)) {
-    throw new InvalidArgumentError("must be '*' or a role name of letters, digits, '_', '-' and '.'.");
+  if (value !== '*' && !/^(?=.{1,256}$)[A-Za-z0-9_][A-Za-z0-9_.-]*(\/[A-Za-z0-9_][A-Za-z0-9_.-]*)*$/.test(value)) {
+    throw new InvalidArgumentError("must be '*' or a role name of letters, digits, '_', '-' and '.', with '/' between levels (team/alice).");
   }
   return value;
 }

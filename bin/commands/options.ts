@@ -5,6 +5,7 @@ import type { AgentOptions as AgentDaemonOptions } from '../../agent/options.ts'
 import type { TlsFiles } from '../../shared/tls.ts';
 import type { Openable } from '../../master/auth/master-auth.ts';
 import type { LogFormat, LogLevelName } from '../../shared/logger.ts';
+import type { PriorityClasses } from '../../master/sharing/priority-classes.ts';
 
 export const DEFAULT_MASTER_URL = 'http://127.0.0.1:5050';
 
@@ -75,6 +76,10 @@ export interface MasterOptions extends DnsFlags {
   pingIntervalMs?: number;
   maxMissedPings?: number;
   offerTimeoutMs?: number;
+  /** `--priority-classes`, `--default-priority-class`; left out, production > iteration > research. */
+  priorityClasses?: PriorityClasses;
+  /** `--preemption-grace`. */
+  preemptionGraceMs?: number;
   gossip?: GossipFlags;
   /** --credentials: the principals; left out, a bootstrap file in the data dir (made once). */
   credentials?: string;

@@ -16,6 +16,7 @@ import { masterOption } from './client-side.ts';
 import type { CliIo } from './io.ts';
 import { addLogOptions, logFlags, type LogFlagValues } from './log-flags.ts';
 import { OPENABLE, type Openable } from '../../master/auth/master-auth.ts';
+import { DEFAULT_CLASS_NAMES, parseClassList, PriorityClasses } from '../../master/sharing/priority-classes.ts';
 import {
   DEFAULT_AGENT_GOSSIP_PORT,
   DEFAULT_MASTER_GOSSIP_PORT,
@@ -46,6 +47,7 @@ import { addExamples } from './examples.ts';
 import { addJobCommands, isReplicaRef, replicaLogs } from './job-program.ts';
 import { addAppCommands } from './app-program.ts';
 import { addTuneCommands } from './tune-program.ts';
+import { addSharingCommands } from './sharing-program.ts';
 import { addUiCommands } from './ui-program.ts';
 import { attributesFlag, checkMasterUrl, domainFlag, durationFlag, envFlag, gossipAddrFlag, integerFlag, joinFlag, mastersFlag, nameFlag, numberFlag, peersFlag, resolversFlag, resourcesFlag, roleFlag, userFlag } from './flags.ts';
 
@@ -98,6 +100,17 @@ const PORT = integerFlag(0, 65535);
 /** `-o json|yaml|wide` of the listing commands. */
 function outputOption(): Option {
   return new Option('-o, --output <format>', OUTPUT_HELP).choices(OUTPUT_FORMATS);
+}
+
+/** `--priority-classes a,b,c`: names checked here, the default with --default-priority-class. */
+function classListFlag(value: string): string[] {
+  const names = parseClassList(value);
+  try {
+    new PriorityClasses(names);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+  return names;
 }
 
 /** `--open metrics,dns-api`: endpoints answered without a credential. */
@@ -284,9 +297,12 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--id <n>', "this master's id in a replicated group (with --peers)").argParser(integerFlag(1, 1_000_000)))
     .addOption(new Option('--peers <list>', 'every master of the group, this one included: "1=http://h1:5050,2=http://h2:5050,3=http://h3:5050"').argParser(peersFlag))
     .option('--new-member', 'join a running group (added with `cairn masters add`) instead of founding one; only for a first start with an empty data dir')
-    .option('--secret-file <path>', 'file holding the cluster secret that masters and gossip members authenticate each other with (at least 16 bytes); with it, the master runs a gossip member');
+    .option('--secret-file <path>', 'file holding the cluster secret that masters and gossip members authenticate each other with (at least 16 bytes); with it, the master runs a gossip member')
+    .addOption(new Option('--priority-classes <list>', `the priority classes, highest first, comma-separated; the same on every master (default: ${DEFAULT_CLASS_NAMES.join(',')})`).argParser(classListFlag))
+    .option('--default-priority-class <name>', 'the class of work that names none (default: the lowest)')
+    .addOption(new Option('--preemption-grace <duration>', 'how long a preempted task has between SIGTERM and SIGKILL, e.g. 30s (default: 10s)').argParser(durationFlag(0, 3_600_000)));
   addLogOptions(addTlsOptions(addGossipOptions(addDnsOptions(master), DEFAULT_MASTER_GOSSIP_PORT)))
-    .action(async (o: { port: number; host: string; dataDir: string; credentials?: string; acls?: string; open?: Openable[]; pingInterval?: number; maxMissedPings?: number; offerTimeout?: number; id?: number; peers?: Map<number, string>; newMember?: boolean } & GossipFlagValues & DnsFlagValues & TlsFlagValues & LogFlagValues, cmd: Command) => {
+    .action(async (o: { port: number; host: string; dataDir: string; credentials?: string; acls?: string; open?: Openable[]; pingInterval?: number; maxMissedPings?: number; offerTimeout?: number; id?: number; peers?: Map<number, string>; newMember?: boolean; priorityClasses?: string[]; defaultPriorityClass?: string; preemptionGrace?: number } & GossipFlagValues & DnsFlagValues & TlsFlagValues & LogFlagValues, cmd: Command) => {
       if ((o.id === undefined) !== (o.peers === undefined)) {
         return cmd.error("error: options '--id' and '--peers' go together", { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
       }
@@ -297,6 +313,14 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
         return cmd.error("error: option '--secret-file' is required for a group of masters", { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
       }
       const gossip = gossipFlags(o, cmd);
+      let classes: PriorityClasses | undefined;
+      if (o.priorityClasses !== undefined || o.defaultPriorityClass !== undefined) {
+        try {
+          classes = new PriorityClasses(o.priorityClasses ?? DEFAULT_CLASS_NAMES, o.defaultPriorityClass);
+        } catch (err) {
+          return cmd.error(`error: option '--default-priority-class': ${(err as Error).message}`, { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
+        }
+      }
       result.exitCode = await h.master(
         {
           port: o.port,
@@ -309,6 +333,8 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
           ...(o.pingInterval !== undefined ? { pingIntervalMs: o.pingInterval } : {}),
           ...(o.maxMissedPings !== undefined ? { maxMissedPings: o.maxMissedPings } : {}),
           ...(o.offerTimeout !== undefined ? { offerTimeoutMs: o.offerTimeout } : {}),
+          ...(classes ? { priorityClasses: classes } : {}),
+          ...(o.preemptionGrace !== undefined ? { preemptionGraceMs: o.preemptionGrace } : {}),
           ...(gossip ? { gossip } : {}),
           ...dnsFlags(o),
           ...tlsFlags(o),
@@ -625,6 +651,7 @@ Examples:
   addAppCommands(program, io, result);
   addJobCommands(program, { io, result, masterUrl: (flag, cmd) => masterUrlOf(flag, io, cmd) });
   addTuneCommands(program, { io, result, masterUrl: (flag, cmd) => masterUrlOf(flag, io, cmd) });
+  addSharingCommands(program, { io, result, masterUrl: (flag, cmd) => masterUrlOf(flag, io, cmd) });
   addUiCommands(program, { io, result, masterUrl: (flag, cmd) => masterUrlOf(flag, io, cmd) });
   addExamples(program);
   return { program, result };

@@ -129,12 +129,19 @@ export class Allocator {
 
   /**
    * Until `untilMs`, what is free on the agent is offered to this framework only: the agent's
-   * tasks were preempted for it. Ends early once it is offered the agent, or leaves.
+   * tasks were preempted for it. Ends early once it launches there (clearEarmark), or leaves.
+   * An offer alone does not end it: a framework that declines while its gang is not yet whole
+   * must find the agent still kept for it.
    */
   earmark(agentId: string, frameworkId: string, untilMs: number): void {
     this.agent(agentId);
     this.framework(frameworkId);
     this.earmarks.set(agentId, { frameworkId, untilMs });
+  }
+
+  /** The framework launched on the agent: what is left there is everyone's again. */
+  clearEarmark(agentId: string, frameworkId: string): void {
+    if (this.earmarks.get(agentId)?.frameworkId === frameworkId) this.earmarks.delete(agentId);
   }
 
   earmarkOf(agentId: string): string | undefined {
@@ -432,7 +439,6 @@ export class Allocator {
     q.available = Resources.EMPTY;
     q.offer = Resources.EMPTY;
     if (chosen === undefined) return undefined;
-    if (mark !== undefined && chosen.id === mark.frameworkId) this.earmarks.delete(agentId);
     return { fw: chosen, offer };
   }
 

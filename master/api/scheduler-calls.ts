@@ -78,7 +78,8 @@ export const MAX_LENGTH = {
 
 /** The most environment variables and labels one task may carry. */
 export const MAX_ITEMS = { environment: 1024, labels: 1024 } as const;
-const ROLE_PATTERN = /^(\*|[A-Za-z0-9_][A-Za-z0-9._-]{0,127})$/;
+/** `*`, or a hierarchical role: `team`, `team/alice` (segments of letters, digits, _ . -). */
+const ROLE_PATTERN = /^(\*|(?=.{1,256}$)[A-Za-z0-9_][A-Za-z0-9._-]*(\/[A-Za-z0-9_][A-Za-z0-9._-]*)*)$/;
 
 /** Mesos v1 clients often send explicit nulls for unset fields; treat them as absent. */
 export function stripNulls(value: unknown): unknown {

@@ -923,6 +923,7 @@ export class LeaderCore {
       }
     });
     for (const o of offers) this.offers.remove(o.id);
+    if (call.tasks.length > 0) this.allocator.clearEarmark(agentId, call.frameworkId);
     const remaining = offered.subtract(used);
     if (!remaining.isEmpty()) {
       this.allocator.recoverResources(call.frameworkId, agentId, remaining, call.refuseMs ?? this.config.defaultRefuseMs, this.nowMs);

@@ -9,7 +9,7 @@ import { isTerminal } from '../../shared/agent-messages.ts';
 import { Resources } from '../../shared/resources.ts';
 import type { FrameworkRecord, TaskRecord } from '../registry/commands.ts';
 import type { RegistryStateMachine } from '../registry/state-machine.ts';
-import { PREEMPTIBLE_LABEL, type PriorityClasses } from '../sharing/priority-classes.ts';
+import { PREEMPTIBLE_LABEL, PRIORITY_CLASS_LABEL, type PriorityClasses } from '../sharing/priority-classes.ts';
 import { planPreemption, recheckPlan, type AgentView, type Demand, type PlanOptions, type RunningTaskView } from '../sharing/victims.ts';
 
 /** What preemption needs of the roles' quotas. */
@@ -18,6 +18,7 @@ export interface QuotaView {
   guaranteeBudgets(allocated: ReadonlyMap<string, Resources>): Map<string, Resources>;
   unmetGuarantee(role: string, allocated: ReadonlyMap<string, Resources>): Resources;
   withinLimits(role: string, extra: Resources, allocated: ReadonlyMap<string, Resources>): boolean;
+  mayReclaim(role: string, need: Resources, allocated: ReadonlyMap<string, Resources>): boolean;
 }
 
 export interface PreemptionInputs {
@@ -63,17 +64,16 @@ export function decidePreemption(inp: PreemptionInputs, frameworkId: string, mem
   if (rank > 0) {
     tries.push({ cause: 'priority', demand: { frameworkId, role: fw.role, classRank: rank, members: [...members] }, opts: { eligible: notClaimed, ...(budgets ? { budgets } : {}) } });
   }
-  if (inp.quotas) {
-    const unmet = inp.quotas.unmetGuarantee(fw.role, allocated);
-    // A role takes back no more than it lacks of its guarantee, and only from roles over theirs.
-    if (!unmet.isEmpty() && unmet.contains(need)) {
-      const mine = (role: string) => role === fw.role || role.startsWith(`${fw.role}/`) || fw.role.startsWith(`${role}/`);
-      tries.push({
-        cause: 'guarantee',
-        demand: { frameworkId, role: fw.role, classRank: RECLAIM_RANK, members: [...members] },
-        opts: { eligible: (t) => notClaimed(t) && !mine(t.role), budgets: budgets ?? { keysOf: () => [], left: new Map() } },
-      });
-    }
+  // A role takes back no more than it lacks of its guarantee, and only from roles over theirs.
+  if (inp.quotas?.mayReclaim(fw.role, need, allocated)) {
+    // Taken from other teams only: a role of the same tree (`team/bob` for `team/alice`)
+    // counts toward the same guarantee, and taking from it would give nothing back.
+    const tree = (role: string) => role.split('/')[0];
+    tries.push({
+      cause: 'guarantee',
+      demand: { frameworkId, role: fw.role, classRank: RECLAIM_RANK, members: [...members] },
+      opts: { eligible: (t) => notClaimed(t) && tree(t.role) !== tree(fw.role), budgets: budgets ?? { keysOf: () => [], left: new Map() } },
+    });
   }
   if (tries.length === 0) return { kind: 'none', why: `class '${classOf(fw, classes)}' is the lowest and role '${fw.role}' is not below a guarantee` };
   let why = '';
@@ -137,12 +137,15 @@ function taskView(t: TaskRecord, state: RegistryStateMachine, classes: PriorityC
     return undefined;
   }
   const fw = state.frameworks.get(t.frameworkId);
+  // A task may rank above its framework: a service's app names its class on its tasks.
+  const own = t.labels.find((l) => l.name === PRIORITY_CLASS_LABEL)?.value;
+  const rank = Math.max(classes.rank(classOf(fw, classes)), own !== undefined && classes.has(own) ? classes.rank(own) : 0);
   return {
     taskId: t.id,
     agentId: t.agentId,
     frameworkId: t.frameworkId,
     role: fw?.role ?? '*',
-    classRank: classes.rank(classOf(fw, classes)),
+    classRank: rank,
     preemptible: !t.labels.some((l) => l.name === PREEMPTIBLE_LABEL && l.value === 'false'),
     startedAtMs: t.launchedAtMs,
     resources,

@@ -2,7 +2,7 @@
 // time they change, and read by the allocator (limits, guarantees first) and by preemption
 // (what a guarantee protects, what a role may take back).
 
-import type { Resources, ScalarName } from '../../shared/resources.ts';
+import { SCALAR_NAMES, type Resources, type ScalarName } from '../../shared/resources.ts';
 import type { QuotaPolicy } from '../allocator/allocator.ts';
 import type { QuotaRecord } from '../registry/commands.ts';
 import { ancestorsOf, parseQuotaJson, QuotaTable, type Quota } from './quotas.ts';
@@ -14,6 +14,12 @@ export interface CompiledQuotas extends QuotaPolicy {
   /** What the role's guarantee, or the nearest unmet one above it (its team's), still lacks. */
   unmetGuarantee(role: string, allocated: ReadonlyMap<string, Resources>): Resources;
   withinLimits(role: string, extra: Resources, allocated: ReadonlyMap<string, Resources>): boolean;
+  /**
+   * Whether the role may take `need` back from others: its guarantee (or its nearest unmet
+   * one above) lacks at least that much of every scalar it guarantees and `need` asks for.
+   * Scalars the guarantee does not name are not its to take back, and do not count.
+   */
+  mayReclaim(role: string, need: Resources, allocated: ReadonlyMap<string, Resources>): boolean;
 }
 
 /**
@@ -59,6 +65,21 @@ export function policyOf(table: QuotaTable): CompiledQuotas {
     guaranteeBudgets: (allocated) => table.guaranteeBudgets(allocated),
     unmetGuarantee: unmet,
     withinLimits: (role, extra, allocated) => table.withinLimits(role, extra, allocated),
+    mayReclaim(role, need, allocated) {
+      for (const r of [role, ...ancestorsOf(role)]) {
+        const lack = table.unmetGuarantee(r, allocated);
+        if (lack.isEmpty()) continue;
+        const guarantee = table.get(r)!.guarantee;
+        let touches = false;
+        for (const n of SCALAR_NAMES) {
+          if (guarantee.getMilli(n) === 0 || need.getMilli(n) === 0) continue;
+          touches = true;
+          if (need.getMilli(n) > lack.getMilli(n)) return false;
+        }
+        return touches;
+      }
+      return false;
+    },
   };
 }
 

@@ -17,6 +17,7 @@ import http from 'node:http';
 import https from 'node:https';
 import type { Logger } from 'pino';
 import { CairnError } from '../errors.ts';
+import type { Resources } from '../resources.ts';
 import { RecordIODecoder } from '../recordio.ts';
 import { describeTlsError, type TlsClient } from '../tls.ts';
 import {
@@ -280,6 +281,18 @@ export class SchedulerClient extends TypedEmitter<SchedulerClientEvents> {
   /** Asks the master to stop sending offers until revive(). */
   async suppress(roles?: string[]): Promise<void> {
     return this.call({ type: 'SUPPRESS', framework_id: this.frameworkIdRef(), ...(roles ? { suppress: { roles } } : {}) });
+  }
+
+  /**
+   * Asks the master to make room for a gang it could not place (Mesos' REQUEST): a framework
+   * of a higher priority class than what runs gets it by preemption; `forWhat` names the work.
+   */
+  async requestRoom(members: Resources[], forWhat: string): Promise<void> {
+    return this.call({
+      type: 'REQUEST',
+      framework_id: this.frameworkIdRef(),
+      request: { requests: members.map((m) => ({ resources: m.toMesos() })), for: forWhat },
+    });
   }
 
   async kill(taskId: string, agentId?: string): Promise<void> {

@@ -209,7 +209,10 @@ describe('scheduler API', () => {
     expect(bad.status).toBe(400);
     expect((await bad.json()).field).toBe('weight');
     expect((await put('bad role!', { weight: 1 })).status).toBe(400);
-    expect(await (await fetch(`${master.url}/api/v1/roles`)).json()).toEqual({ weights: { ml: 2.5 } });
+    // Mesos' /weights answer is kept in the usage view, with the role's row beside it.
+    const view = await (await fetch(`${master.url}/api/v1/roles?usage=false`)).json();
+    expect(view.weights).toEqual({ ml: 2.5 });
+    expect(view.roles.find((r: { role: string }) => r.role === 'ml')).toMatchObject({ role: 'ml', weight: 2.5, guarantee: null, limit: null });
     expect(master.master.registry.state.snapshot().roleWeights).toEqual({ ml: 2.5 });
   });
 });

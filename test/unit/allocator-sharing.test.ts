@@ -109,7 +109,7 @@ describe('Allocator: quotas', () => {
 });
 
 describe('Allocator: earmarks', () => {
-  it('offers an earmarked agent only to its framework until the earmark ends or is used', () => {
+  it('offers an earmarked agent only to its framework until it launches there or the earmark ends', () => {
     const a = new Allocator();
     a.addAgent('a0', R('cpus:4;mem:4096'));
     a.addFramework('prod', 'p', { classRank: 1 });
@@ -120,8 +120,18 @@ describe('Allocator: earmarks', () => {
     a.revive('prod');
     const offers = a.allocate(1);
     expect(who(offers)).toEqual(['prod@a0']);
-    expect(a.earmarkOf('a0')).toBeUndefined();
+    // Declined: still kept for prod.
     recoverAll(a, offers);
+    expect(a.earmarkOf('a0')).toBe('prod');
+    a.suppress('prod');
+    expect(a.allocate(2)).toEqual([]);
+    a.revive('prod');
+    const again = a.allocate(3);
+    a.clearEarmark('a0', 'research'); // not research's to clear
+    expect(a.earmarkOf('a0')).toBe('prod');
+    a.clearEarmark('a0', 'prod'); // prod launched there
+    expect(a.earmarkOf('a0')).toBeUndefined();
+    recoverAll(a, again);
     a.suppress('prod');
     a.earmark('a0', 'prod', 5_000);
     expect(who(a.allocate(6_000))).toEqual(['research@a0']); // expired

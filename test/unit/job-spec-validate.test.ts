@@ -215,7 +215,9 @@ describe('validateJobSpec: refused, naming the field', () => {
     refusedAt(job({ backoffLimit: 2, maxRetry: 2 }), 'maxRetry', /give one of them/);
     refusedAt(job({ activeDeadlineSeconds: 0 }), 'activeDeadlineSeconds');
     refusedAt(job({ ttlSecondsAfterFinished: -1 }), 'ttlSecondsAfterFinished');
-    refusedAt(job({ role: 'a/b' }), 'role', /role name/);
+    refusedAt(job({ role: 'a//b' }), 'role', /role name/);
+    refusedAt(job({ role: 'team/.x' }), 'role', /role name/);
+    refusedAt(job({ priorityClassName: 'Production!' }), 'priorityClassName', /priority class name/);
     refusedAt(job({ priority: 1.5 }), 'priority');
   });
 

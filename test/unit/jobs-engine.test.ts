@@ -431,3 +431,74 @@ describe('job engine: limits, TTL and resuming', () => {
     expect(next.get('r')!.phase).toBe('Queued');
   });
 });
+
+describe('job engine: priority classes and preemption', () => {
+  const RANKS: Record<string, number> = { production: 2, iteration: 1 };
+  const classed = () => {
+    const e = new JobEngine({ ...OPTS, classRank: (c) => (c === undefined ? 0 : RANKS[c] ?? 0) });
+    e.setClusterTotals([Resources.parse('cpus:4;mem:1024;ports:[31000-31009]')]);
+    return e;
+  };
+  const lane = (role: string, cls: string) => `${role}@${cls}`;
+
+  it('gathers for a higher class first, goes through its own subscription, and asks the master for room when its gang does not fit', () => {
+    const e = classed();
+    e.submit(spec('research', 'batch', [group('w', 2)], { priority: 100 }), [], 'u1', 0);
+    e.submit(spec('prod', 'pytorch', [group('master', 1), group('worker', 3)], { priorityClass: 'production' }), [], 'u2', 0);
+    e.takeEffects();
+    expect(e.roles()).toEqual(['*', lane('*', 'production')]);
+    expect(e.wantsOffers(lane('*', 'production'))).toBe(true);
+    // Only half of what prod needs is offered, through its subscription: it holds it, then asks.
+    e.offers([{ ...offer(1, 'cpus:2;mem:1024;ports:[31000-31009]'), lane: lane('*', 'production') }], 10);
+    expect(e.takeEffects().launches).toEqual([]);
+    e.tick(2_100);
+    const x = e.takeEffects();
+    expect(x.requests).toEqual([{ role: lane('*', 'production'), job: 'prod', members: Array(4).fill(Resources.parse('cpus:1;mem:128')) }]);
+    expect(x.declines.length).toBe(1);
+    // A higher class retries soon (the master may make room), not after a growing backoff.
+    expect(e.get('prod')!.nextTryAtMs).toBe(2_100 + OPTS.backoffBaseMs);
+    // The research job (higher numeric priority, lower class) gathers meanwhile and gets only its own lane's offers.
+    e.offers([{ ...offer(1), lane: lane('*', 'production') }], 2_200);
+    expect(e.takeEffects().launches).toEqual([]);
+    e.offers([offer(1)], 2_300);
+    expect(e.takeEffects().launches.flatMap((l) => l.tasks.map((t) => t.job))).toEqual(['research', 'research']);
+  });
+
+  it('requeues a preempted replica without counting a restart; a gang starts again whole', () => {
+    const e = classed();
+    e.setClusterTotals([Resources.parse('cpus:8;mem:4096;ports:[31000-31009]')]);
+    e.submit(spec('gang', 'pytorch', [group('master', 1), group('worker', 1)], { backoffLimit: 0 }), [], 'u2', 0);
+    e.submit(spec('solo', 'batch', [group('w', 2)], { minAvailable: 1, backoffLimit: 0 }), [], 'u1', 1);
+    e.takeEffects();
+    e.offers([offer(1, 'cpus:8;mem:4096;ports:[31000-31009]')], 10);
+    e.takeEffects();
+    e.offers([offer(2, 'cpus:8;mem:4096;ports:[31000-31009]')], 20);
+    e.takeEffects();
+    for (const job of ['solo', 'gang']) for (const r of e.get(job)!.replicas) if (r.taskId) e.taskUpdate({ taskId: r.taskId, state: 'TASK_RUNNING', message: '' }, 30);
+    expect(e.get('solo')!.phase).toBe('Running');
+    expect(e.get('gang')!.phase).toBe('Running');
+    const preempt = (job: string, i: number) => {
+      const rep = e.get(job)!.replicas[i]!;
+      e.taskUpdate({ taskId: rep.taskId!, state: 'TASK_KILLED', exitCode: 143, reason: 'REASON_CONTAINER_PREEMPTED', message: 'preempted for job prod (class production, role *)' }, 40);
+    };
+    preempt('solo', 0);
+    const solo = e.get('solo')!;
+    // backoffLimit 0: a counted restart would have failed the job.
+    expect(solo.phase).toBe('Running');
+    expect(solo.restarts).toBe(0);
+    expect(solo.replicas[0]!.state).toBe('Pending');
+    expect(solo.replicas[0]!.message).toMatch(/preempted/);
+    preempt('gang', 1);
+    const x = e.takeEffects();
+    const gang = e.get('gang')!;
+    expect(gang.phase).toBe('Restarting');
+    expect(gang.conditions.at(-1)!.reason).toBe('Preempted');
+    expect(gang.restarts).toBe(0);
+    // Its other replica is stopped, then the whole gang waits to be placed again.
+    const master = gang.replicas[0]!.taskId!;
+    expect(x.kills.map((k) => k.taskId)).toContain(master);
+    e.taskUpdate({ taskId: master, state: 'TASK_KILLED', exitCode: 143, message: 'killed' }, 50);
+    expect(e.get('gang')!.phase).toBe('Queued');
+    expect(e.get('gang')!.restarts).toBe(0);
+  });
+});

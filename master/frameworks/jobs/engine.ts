@@ -12,9 +12,9 @@
 
 import { isTerminal, type TaskState } from '../../../shared/agent-messages.ts';
 import type { MesosResource, Resources } from '../../../shared/resources.ts';
-import { neverFits, placeGang, placeMembers, type AgentLaunch, type GangMember, type HeldOffer } from './gang.ts';
+import { neverFits, placeGang, placeMembers, scalarNeed, type AgentLaunch, type GangMember, type HeldOffer } from './gang.ts';
 import { replicaEnvironment, type JobPlacement } from './kind-env.ts';
-import type { IgnoredField, JobSpec, ReplicaStatus, TaskTemplate } from './model.ts';
+import { laneOf, type IgnoredField, type JobSpec, type ReplicaStatus, type TaskTemplate } from './model.ts';
 import { alwaysStopped, decideOnEnd, jobSucceeded, type EndDecision } from './policies.ts';
 import { isFinished, newJobRecord, replicaTaskName, setPhase, type JobRecord } from './record.ts';
 
@@ -26,7 +26,12 @@ export interface EngineOptions {
   /** First wait after a gang did not fit; doubled each time, up to backoffMaxMs. */
   backoffBaseMs: number;
   backoffMaxMs: number;
+  /** The rank of a job's priority class (higher first); absent: every job ranks 0. */
+  classRank?: (priorityClass: string | undefined) => number;
 }
+
+/** The reason a task's end carries when the master preempted it. */
+export const PREEMPTED_REASON = 'REASON_CONTAINER_PREEMPTED';
 
 export const DEFAULT_ENGINE_OPTIONS: Omit<EngineOptions, 'domain'> = {
   // Long enough for every agent's offer of an allocation round (1 s) to arrive.
@@ -63,6 +68,11 @@ export interface Effects {
   /** `role`: the subscription the task was launched through. */
   kills: { taskId: string; agentId?: string; role: string }[];
   declines: string[];
+  /**
+   * Gangs that did not fit, for the master to make room for by preemption (Mesos' REQUEST):
+   * each member's scalars, through the job's subscription.
+   */
+  requests: { role: string; job: string; members: Resources[] }[];
 }
 
 export interface TaskEvent {
@@ -74,6 +84,8 @@ export interface TaskEvent {
   message: string;
   /** The role of the subscription it came through (to kill a task no replica owns); default `*`. */
   role?: string;
+  /** Mesos' reason for the state, when it gave one (REASON_CONTAINER_PREEMPTED). */
+  reason?: string;
 }
 
 const LIVE = new Set<ReplicaStatus['state']>(['Starting', 'Running']);
@@ -105,7 +117,7 @@ export class JobEngine {
       r.replicas.forEach((rep, key) => {
         if (rep.taskId !== undefined && isLive(rep)) this.taskIndex.set(rep.taskId, { job: r.spec.name, key });
       });
-      for (const taskId of r.killing) this.kill(taskId, this.agentOf(r, taskId), r.spec.role);
+      for (const taskId of r.killing) this.kill(taskId, this.agentOf(r, taskId), laneOf(r.spec));
     }
   }
 
@@ -123,7 +135,7 @@ export class JobEngine {
     for (const [taskId, { job, key }] of this.taskIndex) {
       const r = this.jobs.get(job);
       const agentId = r?.replicas[key]?.agentId;
-      const role = r?.spec.role ?? '*';
+      const role = r ? laneOf(r.spec) : '*';
       out.push(agentId ? { taskId, agentId, role } : { taskId, role });
     }
     return out;
@@ -140,7 +152,7 @@ export class JobEngine {
       const r = this.jobs.get(job);
       const rep = r?.replicas[key];
       if (!r || rep?.state !== 'Starting' || (this.launchedAt.get(taskId) ?? 0) > nowMs - ageMs) continue;
-      out.push(rep.agentId ? { taskId, agentId: rep.agentId, role: r.spec.role } : { taskId, role: r.spec.role });
+      out.push(rep.agentId ? { taskId, agentId: rep.agentId, role: laneOf(r.spec) } : { taskId, role: laneOf(r.spec) });
     }
     return out;
   }
@@ -148,14 +160,14 @@ export class JobEngine {
   /** The roles of the jobs that are not finished or still run something: one subscription each. */
   roles(): string[] {
     const out = new Set<string>();
-    for (const r of this.jobs.values()) if (!isFinished(r) || r.replicas.some(isLive)) out.add(r.spec.role);
+    for (const r of this.jobs.values()) if (!isFinished(r) || r.replicas.some(isLive)) out.add(laneOf(r.spec));
     return [...out].sort();
   }
 
   /** Whether any job (of `role`, when given) needs offers now (queued, or a replica to place). */
   wantsOffers(role?: string): boolean {
     for (const r of this.jobs.values()) {
-      if (role !== undefined && r.spec.role !== role) continue;
+      if (role !== undefined && laneOf(r.spec) !== role) continue;
       if (r.phase === 'Queued' && r.placedAtMs === undefined) return true;
       if (r.placedAtMs !== undefined && !isFinished(r) && r.phase !== 'Restarting' && r.replicas.some((x) => x.state === 'Pending')) return true;
     }
@@ -242,6 +254,11 @@ export class JobEngine {
     if (ev.exitCode !== undefined) rep.exitCode = ev.exitCode;
     else delete rep.exitCode;
     this.dirty(r);
+    if (ev.reason === PREEMPTED_REASON && !killedOnPurpose && !isFinished(r) && r.phase !== 'Restarting') {
+      this.preempted(r, rep, ev.message, nowMs);
+      this.schedule(nowMs);
+      return;
+    }
     if (killedOnPurpose || isFinished(r) || r.phase === 'Restarting') {
       rep.state = ev.state === 'TASK_FINISHED' ? 'Succeeded' : ev.state === 'TASK_KILLED' || killedOnPurpose ? 'Killed' : 'Failed';
       if (r.phase === 'Restarting') this.requeueIfStopped(r, nowMs);
@@ -286,6 +303,23 @@ export class JobEngine {
   }
 
   // ---- decisions --------------------------------------------------------------------
+
+  /**
+   * A replica the master preempted for work of a higher class: no fault of the job's, so no
+   * restart is counted against its backoffLimit. A gang that must run whole starts again
+   * whole (from its checkpoints); a replica that may run alone waits to be placed again.
+   */
+  private preempted(r: JobRecord, rep: ReplicaStatus, message: string, nowMs: number): void {
+    const why = `${rep.group} ${rep.index} was preempted (${message}); waiting to be placed again`;
+    if (r.spec.minAvailable > 1 || r.phase === 'Queued') {
+      rep.state = 'Killed';
+      this.restartJob(r, 'Preempted', why, nowMs);
+      return;
+    }
+    rep.state = 'Pending';
+    rep.message = why;
+    r.message = why;
+  }
 
   private apply(r: JobRecord, rep: ReplicaStatus, d: EndDecision, nowMs: number): void {
     switch (d.action) {
@@ -370,14 +404,14 @@ export class JobEngine {
   private killReplica(r: JobRecord, rep: ReplicaStatus): void {
     if (rep.taskId === undefined) return;
     if (!r.killing.includes(rep.taskId)) r.killing.push(rep.taskId);
-    this.kill(rep.taskId, rep.agentId, r.spec.role);
+    this.kill(rep.taskId, rep.agentId, laneOf(r.spec));
   }
 
   private dropJob(r: JobRecord): void {
     this.releaseGathering(r.spec.name);
     for (const rep of r.replicas) {
       if (rep.taskId !== undefined && isLive(rep)) {
-        this.kill(rep.taskId, rep.agentId, r.spec.role);
+        this.kill(rep.taskId, rep.agentId, laneOf(r.spec));
         this.taskIndex.delete(rep.taskId);
       }
     }
@@ -404,7 +438,7 @@ export class JobEngine {
       const next = this.nextToGather(nowMs);
       const current = this.gathering ? this.jobs.get(this.gathering.job) : undefined;
       // A job of higher priority takes over the offers held; the one it displaces stays queued.
-      if (next && (!current || next.spec.priority > current.spec.priority)) this.gathering = { job: next.spec.name, sinceMs: nowMs };
+      if (next && (!current || this.outranks(next, current))) this.gathering = { job: next.spec.name, sinceMs: nowMs };
       if (!this.gathering) break;
       const r = this.jobs.get(this.gathering.job)!;
       if (this.tryGang(r, nowMs)) {
@@ -413,7 +447,11 @@ export class JobEngine {
       }
       if (nowMs - this.gathering.sinceMs >= this.opts.gatherMs) {
         r.gangAttempts++;
-        const waitMs = Math.min(this.opts.backoffBaseMs * 2 ** (r.gangAttempts - 1), this.opts.backoffMaxMs);
+        // The master may make room (a higher class preempts, a role takes back its guarantee):
+        // it is asked, and a job it can make room for tries again soon rather than backing off.
+        const members = this.gangMembers(r).map((m) => scalarNeed(m.template));
+        this.effects.requests.push({ role: laneOf(r.spec), job: r.spec.name, members });
+        const waitMs = this.rank(r) > 0 ? this.opts.backoffBaseMs : Math.min(this.opts.backoffBaseMs * 2 ** (r.gangAttempts - 1), this.opts.backoffMaxMs);
         r.nextTryAtMs = nowMs + waitMs;
         r.message = `its gang of ${r.spec.minAvailable} replicas did not fit in the offers gathered for ${this.opts.gatherMs} ms; trying again in ${waitMs} ms (attempt ${r.gangAttempts})`;
         this.dirty(r);
@@ -424,7 +462,8 @@ export class JobEngine {
       break;
     }
     // What the gathering job cannot use (nothing, when none gathers) is let go.
-    const keep = this.gathering ? this.jobs.get(this.gathering.job)?.spec.role : undefined;
+    const gatheringJob = this.gathering ? this.jobs.get(this.gathering.job) : undefined;
+    const keep = gatheringJob ? laneOf(gatheringJob.spec) : undefined;
     this.declineHeld(keep);
   }
 
@@ -432,13 +471,22 @@ export class JobEngine {
   private nextToGather(nowMs: number): JobRecord | undefined {
     const queued = [...this.jobs.values()]
       .filter((r) => r.phase === 'Queued' && r.placedAtMs === undefined && r.nextTryAtMs <= nowMs)
-      .sort((a, b) => b.spec.priority - a.spec.priority || a.createdAtMs - b.createdAtMs || (a.spec.name < b.spec.name ? -1 : 1));
+      .sort((a, b) => this.rank(b) - this.rank(a) || b.spec.priority - a.spec.priority || a.createdAtMs - b.createdAtMs || (a.spec.name < b.spec.name ? -1 : 1));
     for (const r of queued) {
       const why = this.totals.length > 0 ? neverFits(this.gangMembers(r), this.totals) : undefined;
       if (why === undefined) return r;
       this.unschedulable(r, why, nowMs);
     }
     return undefined;
+  }
+
+  private rank(r: JobRecord): number {
+    return this.opts.classRank?.(r.spec.priorityClass) ?? 0;
+  }
+
+  /** A higher class, or a higher priority within the class. */
+  private outranks(a: JobRecord, b: JobRecord): boolean {
+    return this.rank(a) > this.rank(b) || (this.rank(a) === this.rank(b) && a.spec.priority > b.spec.priority);
   }
 
   private unschedulable(r: JobRecord, why: string, nowMs: number): void {
@@ -470,7 +518,7 @@ export class JobEngine {
   }
 
   private tryGang(r: JobRecord, nowMs: number): boolean {
-    const placement = placeGang(this.gangMembers(r), this.offersFor(r.spec.role));
+    const placement = placeGang(this.gangMembers(r), this.offersFor(laneOf(r.spec)));
     if (!placement) return false;
     r.startedAtMs ??= nowMs;
     r.placedAtMs = nowMs;
@@ -487,7 +535,7 @@ export class JobEngine {
       if (r.placedAtMs === undefined || isFinished(r) || r.phase === 'Restarting' || this.held.size === 0) continue;
       const members = r.replicas.map((rep, key) => (rep.state === 'Pending' ? this.member(r, rep, key) : undefined)).filter((m): m is GangMember => m !== undefined);
       if (members.length === 0) continue;
-      const { launches } = placeMembers(members, this.offersFor(r.spec.role), true);
+      const { launches } = placeMembers(members, this.offersFor(laneOf(r.spec)), true);
       if (launches.length > 0) this.launch(r, launches);
     }
   }
@@ -519,7 +567,7 @@ export class JobEngine {
         const env = { ...replicaEnvironment(r.spec, rep.group, rep.index, where, this.opts.domain), ...template.env };
         return { taskId: rep.taskId!, name: replicaTaskName(r.spec.name, rep.group, rep.index), job: r.spec.name, group: rep.group, index: rep.index, resources: m.resources, ports: m.ports, env, template };
       });
-      this.effects.launches.push({ role: r.spec.role, agentId: a.agentId, offerIds: a.offerIds, tasks });
+      this.effects.launches.push({ role: laneOf(r.spec), agentId: a.agentId, offerIds: a.offerIds, tasks });
     }
     this.dirty(r);
   }
@@ -539,7 +587,7 @@ export class JobEngine {
   /** Declines every offer held, but those of role `keep`. */
   private declineHeld(keep?: string): void {
     for (const [id, o] of this.held) {
-      if (o.role === keep) continue;
+      if ((o.lane ?? o.role) === keep) continue;
       this.effects.declines.push(id);
       this.held.delete(id);
     }
@@ -547,7 +595,7 @@ export class JobEngine {
 
   /** A job draws on the offers of its own role: those its role's subscription is sent. */
   private offersFor(role: string): HeldOffer[] {
-    return [...this.held.values()].filter((o) => o.role === role);
+    return [...this.held.values()].filter((o) => (o.lane ?? o.role) === role);
   }
 
   private kill(taskId: string, agentId: string | undefined, role: string): void {
@@ -564,5 +612,5 @@ export class JobEngine {
 }
 
 function emptyEffects(): Effects {
-  return { writes: new Map(), launches: [], kills: [], declines: [] };
+  return { writes: new Map(), launches: [], kills: [], declines: [], requests: [] };
 }

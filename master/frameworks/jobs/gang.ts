@@ -16,6 +16,8 @@ export interface HeldOffer {
   resources: Resources;
   /** The offer's role, written on the resources taken from it. */
   role: string;
+  /** The subscription it came through (jobs/model.ts laneOf), when not its role alone: jobs draw only on their own. */
+  lane?: string;
 }
 
 export interface GangMember {

@@ -59,7 +59,6 @@ const RUN_POLICY: Record<string, string> = {
 };
 
 const SCHEDULING_WHY: Record<string, string> = {
-  priorityClass: 'priority classes are not supported: Cairn jobs have a numeric priority',
   minResources: 'the gang is sized by minAvailable replicas; their resources come from their templates',
   scheduleTimeoutSeconds: 'a gang that does not fit waits with backoff; one that can never fit is Unschedulable at once',
 };
@@ -80,6 +79,9 @@ function readRunPolicy(rp: Doc, at: string, out: Doc, paths: Map<string, string>
         } else if (skey === 'queue') {
           out.role = svalue;
           paths.set('role', spath);
+        } else if (skey === 'priorityClass') {
+          out.priorityClassName = svalue;
+          paths.set('priorityClassName', spath);
         } else {
           ignored.push({ path: keyPath(path, skey), why: SCHEDULING_WHY[skey] ?? 'not supported by Cairn' });
         }

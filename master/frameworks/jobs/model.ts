@@ -83,8 +83,27 @@ export interface JobSpec {
   ttlSecondsAfterFinished?: number;
   cleanupPolicy: CleanupPolicy;
   role: string;
-  /** Higher runs first among waiting jobs (priority classes come later). */
+  /** Within its priority class, higher runs first among waiting jobs. */
   priority: number;
+  /**
+   * The cluster's priority class (`priorityClassName`); absent: the default class. A higher
+   * class is offered first and may preempt lower classes' tasks when its gang does not fit.
+   */
+  priorityClass?: string;
+}
+
+/**
+ * The subscription a job's tasks go through: one framework per role and class, since a
+ * framework has one role and one class. The default class's is the role alone, as before classes.
+ */
+export function laneOf(spec: Pick<JobSpec, 'role' | 'priorityClass'>): string {
+  return spec.priorityClass === undefined ? spec.role : `${spec.role}@${spec.priorityClass}`;
+}
+
+/** The role and class of a subscription key (laneOf's inverse). */
+export function parseLane(lane: string): { role: string; priorityClass?: string } {
+  const at = lane.lastIndexOf('@');
+  return at < 0 ? { role: lane } : { role: lane.slice(0, at), priorityClass: lane.slice(at + 1) };
 }
 
 /** What the parsers of other formats could not honour: listed with the job, never dropped silently. */

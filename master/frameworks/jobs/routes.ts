@@ -15,7 +15,22 @@ import { acceptYamlBodies } from '../../builtin/yaml-bodies.ts';
 import { isFinished, jobView, type JobRecord, type JobView } from './record.ts';
 import { jobKey, JOB_KEY_PREFIX, type JobsRuntime } from './runtime.ts';
 import { parseJobDocument } from './spec-parse.ts';
+import { invalidJob } from './field-paths.ts';
+import type { JobSpec } from './model.ts';
+import type { PriorityClasses } from '../../sharing/priority-classes.ts';
 
+
+/**
+ * The job's class must be one of the cluster's; the default class is kept as no class, so
+ * that its tasks go through the role's one subscription as they did before classes.
+ */
+function resolveClass(spec: JobSpec, classes: PriorityClasses): void {
+  if (spec.priorityClass === undefined) return;
+  if (!classes.has(spec.priorityClass)) {
+    throw invalidJob('priorityClassName', `unknown priority class '${spec.priorityClass}' (classes: ${classes.names.join(', ')}; highest first)`);
+  }
+  if (spec.priorityClass === classes.defaultClass) delete spec.priorityClass;
+}
 
 function notFound(reply: FastifyReply, name: string): FastifyReply {
   return reply.code(404).send({ code: 'CAIRN_UNKNOWN_JOB', message: `no job '${name}'`, field: 'name' });
@@ -38,6 +53,7 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
       let parsed;
       try {
         parsed = parseJobDocument(req.body, req.headers['content-type']);
+        resolveClass(parsed.spec, env.ctx.priorityClasses);
         // The rule a framework subscribing in the job's role meets: its tasks run in that role.
         access.requireCreate(req.principal, parsed.spec.role, 'role');
         // A finished job of the name is replaced by this one: that is deleting it.

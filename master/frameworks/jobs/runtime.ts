@@ -17,7 +17,8 @@ import { DecisionQueue, OfferInterest } from '../../builtin/decision-queue.ts';
 import type { JsonValue } from '../../registry/commands.ts';
 import { DEFAULT_ENGINE_OPTIONS, JobEngine, type EngineOptions } from './engine.ts';
 import type { HeldOffer } from './gang.ts';
-import type { IgnoredField, JobSpec } from './model.ts';
+import { laneOf, parseLane, type IgnoredField, type JobSpec } from './model.ts';
+import { PRIORITY_CLASS_LABEL } from '../../sharing/priority-classes.ts';
 import type { JobRecord } from './record.ts';
 import { policyExitCode, taskInfoFor } from './task-info.ts';
 
@@ -30,8 +31,9 @@ export function jobKey(name: string): string {
 }
 
 /**
- * One subscription per role of the jobs (a framework has one role): the default role's
- * framework id under `framework-id`, another role's under `framework-id/<role>`.
+ * One subscription per role and priority class of the jobs (a framework has one role and one
+ * class; jobs/model.ts laneOf): the default role's framework id under `framework-id`, another
+ * lane's under `framework-id/<role>` or `framework-id/<role>@<class>`.
  */
 export function frameworkIdKey(role: string): string {
   return role === '*' ? FRAMEWORK_ID_KEY : `${FRAMEWORK_ID_KEY}/${role}`;
@@ -74,7 +76,11 @@ export class JobsRuntime implements BuiltinInstance {
     this.log = env.log;
     this.now = opts.now ?? Date.now;
     this.queue = new DecisionQueue(() => this.flush(), (err) => this.log.error({ err }, 'the job engine could not carry out a decision'));
-    this.engine = new JobEngine({ ...DEFAULT_ENGINE_OPTIONS, ...opts, domain: env.domain ?? 'cairn' });
+    const classes = env.ctx.priorityClasses;
+    this.engine = new JobEngine({
+      ...DEFAULT_ENGINE_OPTIONS, ...opts, domain: env.domain ?? 'cairn',
+      classRank: (c) => classes.rank(c !== undefined && classes.has(c) ? c : classes.defaultClass),
+    });
     const records = env.store.entries<JsonValue>(JOB_KEY_PREFIX).map(([, v]) => v as unknown as JobRecord);
     this.engine.load(records);
     const roles = new Set([...this.engine.roles(), ...env.store.entries(FRAMEWORK_ID_KEY).map(([k]) => roleOfKey(k))]);
@@ -98,7 +104,7 @@ export class JobsRuntime implements BuiltinInstance {
       const r = this.engine.submit(spec, ignored, randomBytes(4).toString('hex'), this.now(), owner);
       out = r === 'exists' ? r : structuredClone(r);
     });
-    if (out !== 'exists') this.ensureSubscribed(spec.role);
+    if (out !== 'exists') this.ensureSubscribed(laneOf(spec));
     return out;
   }
 
@@ -163,6 +169,12 @@ export class JobsRuntime implements BuiltinInstance {
       this.offerRoles.delete(id);
       declines.set(role, [...(declines.get(role) ?? []), id]);
     }
+    for (const q of e.requests) {
+      const client = this.clients.get(q.role);
+      if (client?.connected === true) {
+        client.requestRoom(q.members, `job ${q.job}`).catch((err: Error) => this.log.debug({ err: err.message, job: q.job }, 'request for room not sent'));
+      }
+    }
     for (const [role, ids] of declines) {
       const refuse = this.engine.wantsOffers(role) ? REFUSE_BUSY_S : REFUSE_IDLE_S;
       this.clients.get(role)?.decline(ids, refuse).catch((err: Error) => this.log.debug({ err: err.message }, 'decline not sent'));
@@ -174,17 +186,20 @@ export class JobsRuntime implements BuiltinInstance {
 
   // ---- the subscription ---------------------------------------------------------------
 
+  /** `role`: the lane (laneOf), the role alone for the default class. */
   private ensureSubscribed(role: string): void {
     if (this.clients.has(role) || this.stopped) return;
     const key = frameworkIdKey(role);
     const stored = this.env.store.get<string>(key);
+    const lane = parseLane(role);
     const client = new SchedulerClient(this.env.schedulerOptions({
       name: JOBS_FRAMEWORK_NAME,
       user: '',
       failover_timeout: FAILOVER_TIMEOUT_S,
       // Training wants GPUs: without this the master offers no agent that has any.
       capabilities: [{ type: 'GPU_RESOURCES' }],
-      ...(role !== '*' ? { role } : {}),
+      ...(lane.role !== '*' ? { role: lane.role } : {}),
+      ...(lane.priorityClass !== undefined ? { labels: { labels: [{ key: PRIORITY_CLASS_LABEL, value: lane.priorityClass }] } } : {}),
       ...(stored ? { id: { value: stored } } : {}),
     }));
     this.clients.set(role, client);
@@ -201,7 +216,7 @@ export class JobsRuntime implements BuiltinInstance {
     });
     client.on('offers', (offers) => void this.run(() => {
       for (const o of offers) this.offerRoles.set(o.id.value, role);
-      this.engine.offers(offers.map(heldOffer), this.now());
+      this.engine.offers(offers.map((o) => ({ ...heldOffer(o), lane: role })), this.now());
     }));
     client.on('rescind', (offerId) => void this.run(() => {
       this.offerRoles.delete(offerId);
@@ -246,6 +261,7 @@ export class JobsRuntime implements BuiltinInstance {
       ...(exitCode !== undefined ? { exitCode } : {}),
       message,
       role,
+      ...(status.reason ? { reason: status.reason } : {}),
     }, this.now());
   }
 

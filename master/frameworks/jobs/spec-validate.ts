@@ -57,7 +57,7 @@ export function defaultCleanupPolicy(kind: JobKind): CleanupPolicy {
 
 const JOB_FIELDS = [
   'apiVersion', 'name', 'kind', 'groups', 'minAvailable', 'successPolicy', 'failurePolicies', 'backoffLimit', 'maxRetry',
-  'activeDeadlineSeconds', 'ttlSecondsAfterFinished', 'cleanupPolicy', 'role', 'priority',
+  'activeDeadlineSeconds', 'ttlSecondsAfterFinished', 'cleanupPolicy', 'role', 'priority', 'priorityClassName',
 ] as const;
 const GROUP_FIELDS = ['name', 'replicas', 'restartPolicy', 'template'] as const;
 const TEMPLATE_FIELDS = ['command', 'args', 'image', 'cpus', 'mem', 'disk', 'gpus', 'ports', 'env', 'volumes'] as const;
@@ -67,7 +67,7 @@ const POLICY_FIELDS = ['event', 'action', 'group'] as const;
 /** DNS-1035 labels, as Kubeflow asks of job names: they become host names. */
 const LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
 /** The scheduler API's role names. */
-const ROLE = /^(\*|[A-Za-z0-9_][A-Za-z0-9._-]{0,127})$/;
+const ROLE = /^(\*|[A-Za-z0-9_][A-Za-z0-9._-]*(\/[A-Za-z0-9_][A-Za-z0-9._-]*)*)$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** What `docker pull` takes: name, registry with port, tag, digest. */
 const IMAGE = /^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/;
@@ -305,6 +305,12 @@ export function validateJobSpec(raw: unknown, path = '', locate?: Locate): JobSp
     role: has(doc, 'role') ? readRole(r, doc.role) : DEFAULT_ROLE,
     priority: has(doc, 'priority') ? r.integer(doc.priority, 'priority', -1_000_000_000, 1_000_000_000) : 0,
   };
+  // Which classes exist is the master's to say (sharing/priority-classes.ts): only the shape is checked here.
+  if (has(doc, 'priorityClassName')) {
+    const c = r.string(doc.priorityClassName, 'priorityClassName');
+    if (!LABEL.test(c) || c.length > 63) throw invalidJob(r.at('priorityClassName'), `${describe(c)} is not a priority class name (lower-case letters, digits and '-')`);
+    spec.priorityClass = c;
+  }
   if (has(doc, 'activeDeadlineSeconds')) spec.activeDeadlineSeconds = r.integer(doc.activeDeadlineSeconds, 'activeDeadlineSeconds', 1);
   if (has(doc, 'ttlSecondsAfterFinished')) spec.ttlSecondsAfterFinished = r.integer(doc.ttlSecondsAfterFinished, 'ttlSecondsAfterFinished', 0);
   return spec;
@@ -318,6 +324,6 @@ function readSuccessPolicy(r: Reader, value: unknown): SuccessPolicy {
 
 function readRole(r: Reader, value: unknown): string {
   const role = r.string(value, 'role');
-  if (!ROLE.test(role)) throw invalidJob(r.at('role'), `${describe(role)} is not a role name ('*', or letters, digits, '_', '.' and '-')`);
+  if (!ROLE.test(role)) throw invalidJob(r.at('role'), `${describe(role)} is not a role name ('*', or '/'-separated parts of letters, digits, '_', '.' and '-', e.g. team/alice)`);
   return role;
 }

@@ -46,7 +46,6 @@ const UNSUPPORTED_ACTIONS = ['ResumeJob', 'SyncJob', 'EnqueueJob', 'SyncQueue', 
 
 const SPEC_WHY: Record<string, string> = {
   schedulerName: 'Cairn\'s job engine places every job itself',
-  priorityClassName: 'priority classes are not supported: Cairn jobs have a numeric priority',
   volumes: 'persistent volume claims do not exist in Cairn: mount a hostPath of a shared filesystem in the task template',
   runningEstimate: 'not used by Cairn\'s placement',
   minSuccess: 'success is decided by the job\'s kind (every replica, for batch)',
@@ -170,6 +169,9 @@ export function translateVolcano(doc: Doc): Translated {
     } else if (key === 'queue') {
       out.role = value === 'default' ? '*' : value;
       paths.set('role', at);
+    } else if (key === 'priorityClassName') {
+      out.priorityClassName = value;
+      paths.set('priorityClassName', at);
     } else if (key === 'policies') {
       readPolicies(value, at, undefined, failurePolicies, paths, ignored);
     } else if (key === 'plugins') {

@@ -17,6 +17,7 @@ import type { TaskRecord } from '../../registry/commands.ts';
 import { MarathonError, unknownApp } from './app-errors.ts';
 import { appToJson } from './app-json.ts';
 import { normaliseAppId, parseApp, type ParsedApp } from './app-parse.ts';
+import { PREEMPTIBLE_LABEL, PRIORITY_CLASS_LABEL, type PriorityClasses } from '../../sharing/priority-classes.ts';
 import type { StoredApp } from './app-model.ts';
 import { sseFrame } from './event-bus.ts';
 import { matchesLabelSelector } from './label-selector.ts';
@@ -32,6 +33,21 @@ interface ListingIndex {
 }
 
 const isTrue = (v: string | undefined) => v === 'true' || v === '1';
+
+/**
+ * An app's class is its label `cairn.priority-class` (its tasks carry it): it ranks them
+ * against preemptors. It must be a class of the cluster's; `cairn.preemptible` is true or false.
+ */
+function checkAppClass(parsed: ParsedApp, classes: PriorityClasses): void {
+  const cls = parsed.app.labels[PRIORITY_CLASS_LABEL];
+  if (cls !== undefined && !classes.has(cls)) {
+    throw new CairnError('CAIRN_BAD_REQUEST', `unknown priority class '${cls.slice(0, 64)}' (classes: ${classes.names.join(', ')}; highest first)`, `labels/${PRIORITY_CLASS_LABEL}`);
+  }
+  const p = parsed.app.labels[PREEMPTIBLE_LABEL];
+  if (p !== undefined && p !== 'true' && p !== 'false') {
+    throw new CairnError('CAIRN_BAD_REQUEST', `must be true or false, got '${p.slice(0, 64)}'`, `labels/${PREEMPTIBLE_LABEL}`);
+  }
+}
 
 function sendError(reply: FastifyReply, err: unknown): FastifyReply {
   if (err instanceof MarathonError) return reply.code(err.status).send(err.body());
@@ -142,6 +158,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       try {
         const raw = readJson(req);
         const parsed = parseApp(raw);
+        checkAppClass(parsed, env.ctx.priorityClasses);
         // Services subscribe in the default role: an app is created in it.
         access.requireCreate(req.principal, '*', 'role');
         const svc = env.leading(req, reply);
@@ -283,6 +300,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       const merge = existing && (partial || q.partialUpdate !== 'false') && typeof raw === 'object' && raw !== null && !Array.isArray(raw);
       const body = merge ? { ...appToJson(existing.app), ...(raw as Record<string, unknown>) } : raw;
       const parsed = parseApp(body, appId);
+      checkAppClass(parsed, env.ctx.priorityClasses);
       // Changing (scaling too) is what tearing the app down could do; a new one is a creation.
       const authorize = (current: StoredApp | undefined) => {
         if (current) requireOn(req, 'teardown_frameworks', appId, current.owner);

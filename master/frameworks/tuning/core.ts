@@ -380,6 +380,10 @@ export class TuningCore {
     return this.live.get(experiment)?.record.spec.role;
   }
 
+  priorityClassOf(experiment: string): string | undefined {
+    return this.live.get(experiment)?.record.spec.priorityClass;
+  }
+
   /** Whether an experiment's framework should be asked for offers (trials wait to be placed). */
   wantsOffers(experiment: string): boolean {
     const l = this.live.get(experiment);

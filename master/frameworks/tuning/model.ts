@@ -87,6 +87,8 @@ export interface ExperimentSpec {
   readonly name: string;
   /** The role its trials run in (its framework subscribes in it). */
   readonly role: string;
+  /** The cluster's priority class of its trials (its framework's); absent: the default class. */
+  readonly priorityClass?: string;
   readonly objective: Objective;
   readonly algorithm: { readonly name: AlgorithmName; readonly settings: AlgorithmSettings };
   readonly earlyStopping?: { readonly name: EarlyStoppingName; readonly settings: AlgorithmSettings };

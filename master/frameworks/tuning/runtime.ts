@@ -24,6 +24,7 @@ import type { ExperimentSpec, IgnoredField } from './model.ts';
 import { EXPERIMENT_KEY_PREFIX, type ExperimentRecord, type TrialRecord } from './record.ts';
 import { trialTaskInfo } from './trial-command.ts';
 import { readTrialStdout } from './trial-logs.ts';
+import { PRIORITY_CLASS_LABEL } from '../../sharing/priority-classes.ts';
 
 export const TUNING_FRAMEWORK_NAME = 'tuning';
 /** Each experiment's framework is named this, then the experiment's name. */
@@ -204,6 +205,7 @@ export class TuningRuntime implements BuiltinInstance {
   private subscribe(name: string): SchedulerClient | undefined {
     if (this.stopped) return undefined;
     const role = this.core.roleOf(name) ?? '*';
+    const priorityClass = this.core.priorityClassOf(name);
     const key = frameworkIdKey(name);
     const stored = this.env.store.get<string>(key);
     const client = new SchedulerClient(this.env.schedulerOptions({
@@ -212,6 +214,7 @@ export class TuningRuntime implements BuiltinInstance {
       failover_timeout: FAILOVER_TIMEOUT_S,
       capabilities: [{ type: 'GPU_RESOURCES' }],
       ...(role !== '*' ? { role } : {}),
+      ...(priorityClass !== undefined ? { labels: { labels: [{ key: PRIORITY_CLASS_LABEL, value: priorityClass }] } } : {}),
       ...(stored ? { id: { value: stored } } : {}),
     }));
     this.clients.set(name, client);

@@ -69,7 +69,7 @@ export function parseExperimentDocument(body: unknown, contentType?: string, def
   }
   if (!isObj(doc.spec)) throw badRequest('spec', 'is required: the objective, algorithm, parameters and trial template');
   const s = doc.spec;
-  const known = new Set(['objective', 'algorithm', 'earlyStopping', 'parallelTrialCount', 'maxTrialCount', 'maxFailedTrialCount', 'parameters', 'searchSpace', 'trialTemplate', 'seed', 'role', 'scheduling', 'appCore']);
+  const known = new Set(['objective', 'algorithm', 'earlyStopping', 'parallelTrialCount', 'maxTrialCount', 'maxFailedTrialCount', 'parameters', 'searchSpace', 'trialTemplate', 'seed', 'role', 'priorityClassName', 'scheduling', 'appCore']);
   for (const k of Object.keys(s)) {
     if (known.has(k)) continue;
     const reason = k === 'metricsCollectorSpec' ? 'trials report metrics on stdout (name=value), or with the report client' : k === 'resumePolicy' ? 'every experiment can be resumed with cairn tune resume' : 'not a field of a Cairn experiment';
@@ -86,12 +86,18 @@ export function parseExperimentDocument(body: unknown, contentType?: string, def
   const seed = s.seed === undefined ? defaults.seed : count(s.seed, 'spec.seed', 0, 0);
   const role = s.role === undefined ? '*' : s.role;
   if (typeof role !== 'string' || !/^(\*|[A-Za-z0-9_][A-Za-z0-9_./-]{0,127})$/.test(role)) throw badRequest('spec.role', `is not a role name: ${JSON.stringify(role)}`);
+  // Which classes exist is the master's to say: only the shape is checked here.
+  const priorityClass = s.priorityClassName;
+  if (priorityClass !== undefined && (typeof priorityClass !== 'string' || !/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(priorityClass))) {
+    throw badRequest('spec.priorityClassName', `is not a priority class name: ${JSON.stringify(priorityClass)}`);
+  }
   const { policy, dynamic } = schedulingOf(s.scheduling);
   const trial = trialOf(s.trialTemplate, space, ignored);
   appCoreOf(s.appCore, ignored);
 
   const spec: ExperimentSpec = {
     name, role, objective,
+    ...(priorityClass !== undefined ? { priorityClass } : {}),
     algorithm: { name: algorithm.name as AlgorithmName, settings: algorithm.settings },
     ...(early ? { earlyStopping: { name: early.name as EarlyStoppingName, settings: early.settings } } : {}),
     space, parallelTrialCount, maxTrialCount, maxFailedTrialCount, seed, scheduling: policy, dynamic, trial,

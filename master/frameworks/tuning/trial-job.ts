@@ -46,6 +46,7 @@ export function trialJobSpec(spec: ExperimentSpec, doc: JobDocument, jobName: st
     ...parsed.spec,
     name: jobName,
     role: spec.role,
+    ...(spec.priorityClass !== undefined ? { priorityClass: spec.priorityClass } : {}),
     ttlSecondsAfterFinished: parsed.spec.ttlSecondsAfterFinished ?? JOB_TTL_SECONDS,
     groups: parsed.spec.groups.map((g) => ({ ...g, template: { ...g.template, env: { ...env, ...g.template.env } } })),
   };
