@@ -46,7 +46,10 @@ export function topicsOf(cmd: RegistryCommand): string[] {
     case 'status_acknowledged':
       return [];
     case 'role_weight_set':
+    case 'quota_set':
       return ['roles'];
+    case 'preemption':
+      return ['preemptions', 'roles'];
     case 'builtin_state':
       return [`builtin:${cmd.owner}`];
     default:

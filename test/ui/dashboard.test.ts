@@ -142,8 +142,15 @@ describe.skipIf(skip !== undefined)('the dashboard in a browser, on a real clust
   }, 180_000);
 
   it('shows the services and the tenants', async () => {
+    const q = await authFetch(`${master.url}/api/v1/quotas/ui-team`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ guarantee: { cpus: 2 }, limit: { gpus: 1 } }) });
+    expect(q.status).toBe(200);
     await page.goto(`${master.url}/ui/#/tenants`);
     await page.locator('table[aria-label="roles"] tbody tr:not(.empty)').first().waitFor({ timeout: 15_000 });
+    // The quota set a moment ago is on the page: its role, its guarantee and its limit.
+    const team = page.locator('table[aria-label="roles"] tbody tr', { hasText: 'ui-team' });
+    await team.waitFor({ timeout: 15_000 });
+    expect(await team.textContent()).toMatch(/cpus 2.*gpus 1/);
+    await page.locator('table[aria-label="principals"]').waitFor();
     await screenshot(page, 'tenants');
     await page.goto(`${master.url}/ui/#/services`);
     await page.locator('main .page').first().waitFor();

@@ -1,67 +1,85 @@
-// Who uses the cluster: per role, the frameworks in it, what its running tasks hold, its
-// weight, its share of each resource and its dominant (DRF) share — the share the allocator
-// evens out, divided by the weight.
-import { useMemo } from 'preact/hooks';
-import { html, parseResources, fmtMiB, trim, Bar, ErrorNote } from '../html.js';
+// Who uses the cluster: per role, what its running tasks hold and use, its quota (guarantee
+// and limit), its weight and its dominant (DRF) share; per principal, the same without the
+// quota. The master computes it (GET /api/v1/roles, sharing/usage-view.ts), as `cairn roles`
+// and `cairn usage` show it; the latest preemptions below, each naming its preemptor.
+import { html, fmtMiB, trim, fmtAge, Bar, ErrorNote } from '../html.js';
 import { useLive } from '../live.js';
 import { Table } from '../components/table.js';
 
 export const route = { pattern: /^#\/tenants$/, title: 'Tenants', nav: 'Tenants' };
 
-const TERMINAL = new Set(['TASK_FINISHED', 'TASK_FAILED', 'TASK_KILLED', 'TASK_LOST', 'TASK_ERROR', 'TASK_GONE', 'TASK_DROPPED']);
-const KINDS = ['cpus', 'mem', 'disk', 'gpus'];
-
 const pct = (x) => `${(x * 100).toFixed(x < 0.1 ? 1 : 0)}%`;
 
+/** `cpus 4 · mem 8 GiB · gpus 2`, the scalars named; '—' for none. */
+function amounts(a) {
+  if (!a) return html`<span class="muted">—</span>`;
+  const parts = [];
+  if (a.cpus !== undefined) parts.push(`cpus ${trim(a.cpus, 2)}`);
+  if (a.mem !== undefined) parts.push(`mem ${fmtMiB(a.mem)}`);
+  if (a.disk !== undefined) parts.push(`disk ${fmtMiB(a.disk)}`);
+  if (a.gpus !== undefined) parts.push(`gpus ${trim(a.gpus)}`);
+  return parts.length ? parts.join(' · ') : html`<span class="muted">—</span>`;
+}
+
+function held(r, total, kind, fmt) {
+  const share = total[kind] > 0 ? r.allocated[kind] / total[kind] : 0;
+  return html`${fmt(r.allocated[kind])} <span class="muted">${pct(share)}</span>`;
+}
+
+function used(u) {
+  if (!u) return html`<span class="muted">not sampled</span>`;
+  return `cpus ${trim(u.cpus, 2)} · mem ${fmtMiB(u.memMb)}${u.gpus ? ` · gpus ${u.gpus}` : ''}`;
+}
+
 export function Page() {
-  const state = useLive('/api/v1/state', ['tasks', 'frameworks', 'agents']);
-  const roles = useLive('/api/v1/roles', ['roles']);
-  const rows = useMemo(() => {
-    const s = state.data;
-    if (!s) return [];
-    const total = { cpus: 0, mem: 0, disk: 0, gpus: 0 };
-    for (const a of s.agents) if (a.reachable) { const r = parseResources(a.resources); for (const k of KINDS) total[k] += r[k]; }
-    const weights = roles.data?.weights ?? {};
-    const byRole = new Map();
-    const roleOf = new Map(s.frameworks.map((f) => [f.id, f.role || '*']));
-    const entry = (role) => {
-      if (!byRole.has(role)) byRole.set(role, { role, frameworks: new Set(), tasks: 0, held: { cpus: 0, mem: 0, disk: 0, gpus: 0 } });
-      return byRole.get(role);
-    };
-    for (const f of s.frameworks) entry(f.role || '*').frameworks.add(f.name || f.id);
-    for (const role of Object.keys(weights)) entry(role);
-    for (const t of s.tasks) {
-      if (TERMINAL.has(t.state)) continue;
-      const e = entry(roleOf.get(t.frameworkId) ?? '*');
-      e.tasks++;
-      const r = parseResources(t.resources);
-      for (const k of KINDS) e.held[k] += r[k];
-    }
-    return [...byRole.values()].map((e) => {
-      const shares = Object.fromEntries(KINDS.map((k) => [k, total[k] > 0 ? e.held[k] / total[k] : 0]));
-      const dominantKind = KINDS.reduce((a, b) => (shares[b] > shares[a] ? b : a), 'cpus');
-      const weight = weights[e.role] ?? 1;
-      return { ...e, frameworks: [...e.frameworks], shares, dominant: shares[dominantKind], dominantKind, weight, weighted: shares[dominantKind] / weight };
-    }).sort((a, b) => b.weighted - a.weighted || a.role.localeCompare(b.role));
-  }, [state.data, roles.data]);
+  const view = useLive('/api/v1/roles', ['roles', 'tasks', 'frameworks', 'agents']);
+  const pre = useLive('/api/v1/preemptions', ['preemptions']);
+  const v = view.data;
+  const total = v?.total ?? { cpus: 0, mem: 0, disk: 0, gpus: 0 };
+  const roles = [...(v?.roles ?? [])].sort((a, b) => b.weightedShare - a.weightedShare || a.role.localeCompare(b.role));
+  const latest = [...(pre.data?.preemptions ?? [])].reverse().slice(0, 20);
+  const classes = v?.priorityClasses;
 
   return html`<div class="page tenants">
-    <header class="pagehead"><h1>Tenants</h1><span class="muted">roles, what they hold and their dominant share; no quotas are set in this Cairn (weights only)</span></header>
-    <${ErrorNote} error=${state.error} />
-    <${Table} label="roles" rows=${rows} rowKey=${(r) => r.role}
-      empty=${state.loading ? 'Loading…' : 'No roles hold anything yet.'}
-      onOpen=${(r) => { location.hash = '#/tasks'; }}
+    <header class="pagehead"><h1>Tenants</h1><span class="muted">roles and principals: what they hold and use, their quotas and DRF shares${classes ? html` · priority classes ${classes.names.join(' > ')} (default ${classes.default})` : ''}</span></header>
+    <${ErrorNote} error=${view.error} />
+    <${Table} label="roles" rows=${roles} rowKey=${(r) => r.role}
+      empty=${view.loading ? 'Loading…' : 'No roles hold anything yet.'}
+      onOpen=${() => { location.hash = '#/tasks'; }}
       columns=${[
         { key: 'role', title: 'Role', render: (r) => html`<b>${r.role}</b>` },
-        { key: 'frameworks', title: 'Frameworks', render: (r) => html`<span class="chips">${r.frameworks.map((f) => html`<span class="chip">${f}</span>`)}</span>` },
+        { key: 'frameworks', title: 'Frameworks', align: 'right' },
         { key: 'tasks', title: 'Tasks', align: 'right' },
-        { key: 'cpus', title: 'CPUs', align: 'right', render: (r) => html`${trim(r.held.cpus, 2)} <span class="muted">${pct(r.shares.cpus)}</span>` },
-        { key: 'mem', title: 'Memory', align: 'right', render: (r) => html`${fmtMiB(r.held.mem)} <span class="muted">${pct(r.shares.mem)}</span>` },
-        { key: 'disk', title: 'Disk', align: 'right', render: (r) => html`${fmtMiB(r.held.disk)} <span class="muted">${pct(r.shares.disk)}</span>` },
-        { key: 'gpus', title: 'GPUs', align: 'right', render: (r) => html`${trim(r.held.gpus)} <span class="muted">${pct(r.shares.gpus)}</span>` },
+        { key: 'cpus', title: 'CPUs', align: 'right', render: (r) => held(r, total, 'cpus', (x) => trim(x, 2)) },
+        { key: 'mem', title: 'Memory', align: 'right', render: (r) => held(r, total, 'mem', fmtMiB) },
+        { key: 'gpus', title: 'GPUs', align: 'right', render: (r) => held(r, total, 'gpus', (x) => trim(x)) },
+        { key: 'used', title: 'Used', render: (r) => used(r.used) },
+        { key: 'guarantee', title: 'Guarantee', render: (r) => amounts(r.guarantee) },
+        { key: 'limit', title: 'Limit', render: (r) => amounts(r.limit) },
         { key: 'weight', title: 'Weight', align: 'right', render: (r) => trim(r.weight, 2) },
-        { key: 'quota', title: 'Quota', align: 'right', render: () => html`<span class="muted">none</span>` },
-        { key: 'dominant', title: 'DRF share', width: '14em', render: (r) => html`<${Bar} used=${r.dominant} total=${1} label=${`${pct(r.dominant)} ${r.dominantKind}${r.weight !== 1 ? ` (÷${trim(r.weight, 2)}: ${pct(r.weighted)})` : ''}`} />` },
+        { key: 'share', title: 'DRF share', width: '12em', render: (r) => html`<${Bar} used=${r.share} total=${1} label=${`${pct(r.share)}${r.weight !== 1 ? ` (÷${trim(r.weight, 2)}: ${pct(r.weightedShare)})` : ''}`} />` },
+      ]} />
+    <h2>Principals</h2>
+    <${Table} label="principals" rows=${v?.principals ?? []} rowKey=${(p) => p.principal || '(none)'}
+      empty=${view.loading ? 'Loading…' : 'Nobody runs anything yet.'}
+      columns=${[
+        { key: 'principal', title: 'Principal', render: (p) => html`<b>${p.principal || html`<span class="muted">(none)</span>`}</b>` },
+        { key: 'roles', title: 'Roles', render: (p) => html`<span class="chips">${p.roles.map((r) => html`<span class="chip">${r}</span>`)}</span>` },
+        { key: 'tasks', title: 'Tasks', align: 'right' },
+        { key: 'cpus', title: 'CPUs', align: 'right', render: (p) => held(p, total, 'cpus', (x) => trim(x, 2)) },
+        { key: 'mem', title: 'Memory', align: 'right', render: (p) => held(p, total, 'mem', fmtMiB) },
+        { key: 'gpus', title: 'GPUs', align: 'right', render: (p) => held(p, total, 'gpus', (x) => trim(x)) },
+        { key: 'used', title: 'Used', render: (p) => used(p.used) },
+        { key: 'share', title: 'DRF share', width: '12em', render: (p) => html`<${Bar} used=${p.share} total=${1} label=${pct(p.share)} />` },
+      ]} />
+    <h2>Preemptions</h2>
+    <${Table} label="preemptions" rows=${latest} rowKey=${(p) => p.id}
+      empty=${pre.loading ? 'Loading…' : 'No preemptions.'}
+      columns=${[
+        { key: 'at', title: 'When', render: (p) => fmtAge(p.atMs) },
+        { key: 'for', title: 'For', render: (p) => html`<b>${p.preemptor.for || p.preemptor.name}</b> <span class="muted">${p.preemptor.role}</span>` },
+        { key: 'cause', title: 'Cause', render: (p) => (p.cause === 'priority' ? `class ${p.preemptor.priorityClass}` : 'guarantee') },
+        { key: 'victims', title: 'Victims', render: (p) => html`${p.victims.length} <span class="muted">${p.victims.slice(0, 3).map((x) => x.taskId).join(', ')}${p.victims.length > 3 ? ', …' : ''}</span>` },
       ]} />
   </div>`;
 }
