@@ -28,6 +28,8 @@ const CORE = [
   '^master/frameworks/tuning/(core|record|model|metrics-parse|dynamic-priority|trial-command|views)[.]ts$',
   '^master/frameworks/tuning/(algorithms|space|early-stopping|math)/',
   '^agent/health/health-state[.]ts$',
+  // Sharing: priority classes, quotas, the victim selector and the usage view.
+  '^master/sharing/',
 ];
 
 

@@ -25,6 +25,8 @@ export interface JobFlags {
   image?: string;
   /** `--env NAME=VALUE`, repeated: pairs in order (as flags.ts envFlag collects them), or an object. */
   env?: [string, string][] | Record<string, string>;
+  role?: string;
+  priorityClass?: string;
 }
 
 /** The options to register on `cairn job submit`, with their help. */
@@ -41,6 +43,8 @@ export const JOB_SUBMIT_FLAGS: readonly { flags: string; description: string }[]
   { flags: '--name <name>', description: `the job's name, a DNS label of at most ${MAX_JOB_NAME} (default: the kind and the time)` },
   { flags: '--image <image>', description: 'run each replica in a Docker container of this image' },
   { flags: '--env <name=value>', description: 'an environment variable of every replica (repeatable)' },
+  { flags: '--role <role>', description: "the role its tasks run in, e.g. team/alice (default: '*')" },
+  { flags: '--priority-class <name>', description: "the cluster's priority class, e.g. production (default: the cluster's default class)" },
 ];
 
 /** Registers JOB_SUBMIT_FLAGS on `command` (values are checked by jobDocumentFromFlags). */
@@ -162,7 +166,16 @@ export function jobDocumentFromFlags(flags: JobFlags, command: readonly string[]
       groups = [group('worker', count(flags.replicas, '--replicas', 1, 1))];
       break;
   }
-  const doc = { name, kind, groups };
+  const doc: Record<string, unknown> = { name, kind, groups };
+  if (flags.role !== undefined) {
+    if (flags.role !== '*' && !/^(?=.{1,256}$)[A-Za-z0-9_][A-Za-z0-9_.-]*(\/[A-Za-z0-9_][A-Za-z0-9_.-]*)*$/.test(flags.role)) throw badFlag('--role', `'${flags.role}' is not a role name, e.g. team/alice`);
+    doc.role = flags.role;
+  }
+  if (flags.priorityClass !== undefined) {
+    // Which classes exist is the master's to say; it refuses one it does not have.
+    if (!/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(flags.priorityClass)) throw badFlag('--priority-class', `'${flags.priorityClass}' is not a class name, e.g. production`);
+    doc.priorityClassName = flags.priorityClass;
+  }
   // The flags' checks above leave nothing for this to refuse; it is here so that a rule added
   // to the job format later is met at the command line, not only by the master.
   try {

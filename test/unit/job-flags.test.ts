@@ -82,6 +82,10 @@ describe('jobDocumentFromFlags', () => {
     ]);
   });
 
+  it('takes the role and the priority class', () => {
+    expect(jobDocumentFromFlags({ kind: 'batch', role: 'team/alice', priorityClass: 'production' }, ['true'], NOW)).toMatchObject({ role: 'team/alice', priorityClassName: 'production' });
+  });
+
   it('names a job from its kind and the time when --name is not given', () => {
     expect(jobDocumentFromFlags({ kind: 'batch' }, ['true'], NOW).name).toBe(`batch-${NOW.toString(36)}`);
     expect(jobDocumentFromFlags({ kind: 'batch' }, ['true'], NOW + 1).name).not.toBe(jobDocumentFromFlags({ kind: 'batch' }, ['true'], NOW).name);
@@ -109,6 +113,8 @@ describe('jobDocumentFromFlags', () => {
     expect(refusedFlag({ kind: 'batch', name: 'a'.repeat(41) }).field).toBe('--name');
     expect(refusedFlag({ kind: 'batch', image: 'not an image' }).field).toBe('--image');
     expect(refusedFlag({ kind: 'batch', env: [['1X', 'y']] }).field).toBe('--env');
+    expect(refusedFlag({ kind: 'batch', role: 'team//a' }).field).toBe('--role');
+    expect(refusedFlag({ kind: 'batch', priorityClass: 'Prod!' }).field).toBe('--priority-class');
     expect(refusedFlag({ kind: 'batch' }, []).field).toBe('command');
     expect(refusedFlag({ kind: 'batch' }, ['']).field).toBe('command');
     // The message says what to fix, with the flag.
