@@ -8,28 +8,12 @@ import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PreemptionRecord } from '../../master/registry/commands.ts';
 import { CairnError } from '../../shared/errors.ts';
-import { buildProgram, runCli } from '../../bin/commands/program.ts';
+import { buildProgram } from '../../bin/commands/program.ts';
 import { commandShapes } from '../../bin/commands/completion.ts';
-import type { CliIo } from '../../bin/commands/io.ts';
 import type { RolesAnswer } from '../../bin/commands/sharing-client.ts';
 import { mergedQuota, parseAmounts, quotaChangeFromFlags, type QuotaSetFlags } from '../../bin/commands/sharing-flags.ts';
 import { amountsCell, compareRoles, memCell, preemptionsTable, quotasTable, rolesTable, selectPreemptions, usageReport } from '../../bin/commands/sharing.ts';
-
-function capture(env: Record<string, string> = {}): { io: CliIo; out: () => string; err: () => string } {
-  let out = '';
-  let err = '';
-  return {
-    io: { stdout: { write: (s: string) => (out += s) }, stderr: { write: (s: string) => (err += s) }, env, onInterrupt: () => () => undefined },
-    out: () => out,
-    err: () => err,
-  };
-}
-
-async function cli(argv: string[], env: Record<string, string> = {}) {
-  const c = capture(env);
-  const code = await runCli(argv, c.io);
-  return { code, out: c.out(), err: c.err() };
-}
+import { capture, cli } from '../harness/cli-capture.ts';
 
 function refused(flags: QuotaSetFlags): CairnError {
   try {

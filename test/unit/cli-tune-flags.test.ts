@@ -13,11 +13,12 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CairnError } from '../../shared/errors.ts';
 import { runCli } from '../../bin/commands/program.ts';
-import type { CliIo } from '../../bin/commands/io.ts';
 import { experimentFromFlags, parameterFile, sizeFlag, type TuneFlags } from '../../bin/commands/tune-flags.ts';
 import { describeExperiment, experimentsTable, trialLine } from '../../bin/commands/tune.ts';
 import { parseExperimentDocument } from '../../master/frameworks/tuning/spec-parse.ts';
 import type { ExperimentView, TrialView } from '../../master/frameworks/tuning/views.ts';
+import { cli } from '../harness/cli-capture.ts';
+import type { CliIo } from '../../bin/commands/io.ts';
 
 const NOW = Date.UTC(2026, 0, 2, 3, 4, 5);
 const dir = mkdtempSync(join(tmpdir(), 'cairn-tune-flags-'));
@@ -87,22 +88,6 @@ const PAPER_DOCUMENT = {
     },
   },
 };
-
-function capture(env: Record<string, string> = {}): { io: CliIo; out: () => string; err: () => string } {
-  let out = '';
-  let err = '';
-  return {
-    io: { stdout: { write: (s: string) => (out += s) }, stderr: { write: (s: string) => (err += s) }, env, onInterrupt: () => () => undefined },
-    out: () => out,
-    err: () => err,
-  };
-}
-
-async function cli(argv: string[], env: Record<string, string> = {}) {
-  const c = capture(env);
-  const code = await runCli(argv, c.io);
-  return { code, out: c.out(), err: c.err() };
-}
 
 function refused(flags: TuneFlags): CairnError {
   try {
