@@ -19,7 +19,7 @@ import type { OfferJson, SchedulerEvent } from '../../shared/mesos-v1.ts';
 import { randomBytesOf, randomUuid, type RandomSource } from '../../shared/random.ts';
 import { Resources } from '../../shared/resources.ts';
 import { judgeAgent, livenessPolicy, type LivenessPolicy } from '../agents/liveness.ts';
-import { Allocator } from '../allocator/allocator.ts';
+import { Allocator, type QuotaPolicy } from '../allocator/allocator.ts';
 import type { FrameworkSpec, TaskSpec } from '../api/scheduler-calls.ts';
 import { MasterMetrics } from '../metrics.ts';
 import { OfferBook, type OutstandingOffer } from '../offers.ts';
@@ -107,6 +107,8 @@ export class LeaderCore {
   private readonly preempting = new Map<string, { victims: Set<string>; untilMs: number }>();
   /** The roles' quotas as the allocator and preemption read them. */
   private quotas: CompiledQuotas | undefined;
+  /** Per role, what tasks hold on agents the allocator does not have; counted in the quotas (see countingElsewhere). */
+  private heldElsewhere: ReadonlyMap<string, Resources> = new Map();
   private readonly rescinded = new Set<string>();
   /**
    * Launches proposed and not yet committed: a second launch must not reuse their ids, and
@@ -159,6 +161,7 @@ export class LeaderCore {
       this.lastSeenMs.set(agent.id, this.nowMs);
       this.agentAt.set(addressKey(agent.ip, agent.httpPort, agent.hostname), agent.id);
     }
+    this.resumePreemptions();
     this.nextPingRoundMs = this.nowMs + this.config.pingIntervalMs;
     this.nextAllocationMs = this.nowMs + this.config.allocationIntervalMs;
     this.nextResendMs = this.nowMs + this.config.updateRetryMs;
@@ -815,7 +818,7 @@ export class LeaderCore {
 
   private setQuotas(records: QuotaRecord[]): void {
     this.quotas = records.length > 0 ? compileQuotas(records) : undefined;
-    this.allocator.setQuotas(this.quotas);
+    this.allocator.setQuotas(this.quotas && countingElsewhere(this.quotas, () => this.heldElsewhere));
   }
 
   /**
@@ -827,7 +830,7 @@ export class LeaderCore {
     const state = this.state();
     const fw = state.frameworks.get(call.frameworkId)!;
     if (this.preempting.has(call.frameworkId)) return;
-    const claimed = new Set<string>();
+    const claimed = this.victimsStillRunning();
     for (const p of this.preempting.values()) for (const v of p.victims) claimed.add(v);
     const decision = decidePreemption({
       state,
@@ -859,10 +862,7 @@ export class LeaderCore {
     };
     const entry = { victims: new Set(record.victims.map((v) => v.taskId)), untilMs };
     this.preempting.set(call.frameworkId, entry);
-    const what = call.for !== '' ? call.for : `framework ${fw.name || fw.id}`;
-    const message = decision.cause === 'priority'
-      ? `preempted for ${what} (class ${record.preemptor.priorityClass}, role ${fw.role})`
-      : `preempted for ${what}: role ${fw.role} takes back its guarantee`;
+    const message = preemptionMessage(record);
     this.propose({ type: 'preemption', record }, () => {
       const now = this.state();
       for (const v of record.victims) {
@@ -879,6 +879,44 @@ export class LeaderCore {
     }, () => {
       this.preempting.delete(call.frameworkId);
     });
+  }
+
+  /**
+   * Victims of committed preemptions that have not ended. Never chosen again, even once their
+   * preemptor stopped waiting for them (an agent gone quiet) or an earlier leader decided them.
+   */
+  private victimsStillRunning(): Set<string> {
+    const state = this.state();
+    const out = new Set<string>();
+    for (const r of state.preemptions) {
+      for (const v of r.victims) {
+        const t = state.tasks.get(v.taskId);
+        if (t && !isTerminal(t.state)) out.add(v.taskId);
+      }
+    }
+    return out;
+  }
+
+  /**
+   * A new leader carries out the preemptions committed under an earlier one: the record is the
+   * decision, and the leader that made it may have gone before its kills reached the agents.
+   * Victims still running are killed as their agents register, and their preemptor waits for
+   * them as it would have.
+   */
+  private resumePreemptions(): void {
+    const state = this.state();
+    const untilMs = this.nowMs + this.config.preemptionGraceMs + this.config.earmarkMs;
+    for (const r of state.preemptions) {
+      const message = preemptionMessage(r);
+      for (const v of r.victims) {
+        const t = state.tasks.get(v.taskId);
+        if (!t || isTerminal(t.state)) continue;
+        this.pendingKills.set(t.id, { reason: 'REASON_CONTAINER_PREEMPTED', message, graceMs: this.config.preemptionGraceMs });
+        const entry = this.preempting.get(r.preemptor.frameworkId) ?? { victims: new Set<string>(), untilMs };
+        entry.victims.add(t.id);
+        this.preempting.set(r.preemptor.frameworkId, entry);
+      }
+    }
   }
 
   /** Keeps the agents for the framework a while, and takes back what others were offered of them. */
@@ -1170,6 +1208,7 @@ export class LeaderCore {
     const now = this.nowMs;
     const state = this.state();
     this.recoverOffers((o) => now - o.createdAtMs >= this.config.offerTimeoutMs, true);
+    if (this.quotas) this.heldElsewhere = this.holdingsElsewhere();
     const made = this.allocator.allocate(now);
     const byFramework = new Map<string, OfferJson[]>();
     for (const m of made) {
@@ -1189,6 +1228,26 @@ export class LeaderCore {
       this.metrics.offersMade += offers.length;
       this.toFramework(frameworkId, { type: 'OFFERS', offers: { offers } });
     }
+  }
+
+  /** Per role, what the registry's live tasks hold on agents the allocator does not have. */
+  private holdingsElsewhere(): Map<string, Resources> {
+    const state = this.state();
+    const out = new Map<string, Resources>();
+    for (const a of state.agents.values()) {
+      if (this.allocator.hasAgent(a.id)) continue;
+      for (const t of state.activeTasksOn(a.id)) {
+        let r: Resources;
+        try {
+          r = Resources.parse(t.resources);
+        } catch {
+          continue;
+        }
+        const role = state.frameworks.get(t.frameworkId)?.role ?? '*';
+        out.set(role, (out.get(role) ?? Resources.EMPTY).add(Resources.of({ cpus: r.cpus, mem: r.mem, disk: r.disk, gpus: r.gpus })));
+      }
+    }
+    return out;
   }
 
   /** Takes offers back; with `rescind` the framework is told (RESCIND), else it is gone. */
@@ -1213,6 +1272,33 @@ type LeaderAgentFrame = Extract<LeaderInput, { type: 'agent_frame' }>['frame'];
 function drainOrder(drain: AgentDrain | undefined): DrainOrder {
   if (!drain) return NOT_DRAINING;
   return { draining: true, hasDeadline: drain.deadlineAtMs !== null, deadlineAtMs: drain.deadlineAtMs ?? 0 };
+}
+
+/** What a preemption's victims are told, and their frameworks with them. */
+function preemptionMessage(r: PreemptionRecord): string {
+  const p = r.preemptor;
+  const what = p.for !== '' ? p.for : `framework ${p.name || p.frameworkId}`;
+  return r.cause === 'priority' ? `preempted for ${what} (class ${p.priorityClass}, role ${p.role})` : `preempted for ${what}: role ${p.role} takes back its guarantee`;
+}
+
+/**
+ * The quotas as the allocator reads them: what it holds itself, plus what tasks hold on agents
+ * it does not have. After a leader change an agent is missing until it registers with the new
+ * leader, and one unreachable since before keeps its tasks, which may come back; left out,
+ * their roles would be offered past their limits (and seem below their guarantees).
+ */
+function countingElsewhere(policy: QuotaPolicy, elsewhere: () => ReadonlyMap<string, Resources>): QuotaPolicy {
+  const withElsewhere = (allocated: ReadonlyMap<string, Resources>): ReadonlyMap<string, Resources> => {
+    const extra = elsewhere();
+    if (extra.size === 0) return allocated;
+    const all = new Map(allocated);
+    for (const [role, r] of extra) all.set(role, (all.get(role) ?? Resources.EMPTY).add(r));
+    return all;
+  };
+  return {
+    headroom: (role, allocated) => policy.headroom(role, withElsewhere(allocated)),
+    belowGuarantee: (role, allocated) => policy.belowGuarantee(role, withElsewhere(allocated)),
+  };
 }
 
 function addressKey(ip: string, httpPort: number, hostname: string): string {

@@ -51,7 +51,7 @@ export function decidePreemption(inp: PreemptionInputs, frameworkId: string, mem
   const { state, classes } = inp;
   const fw = state.frameworks.get(frameworkId);
   if (!fw || fw.removedAtMs !== undefined) return { kind: 'none', why: 'the framework is gone' };
-  const views = clusterViews(inp, false);
+  const views = clusterViews(inp);
   const allocated = roleAllocations(views.tasks);
   const need = members.reduce((acc, m) => acc.add(m), Resources.EMPTY);
   if (inp.quotas && !inp.quotas.withinLimits(fw.role, need, allocated)) {
@@ -86,7 +86,7 @@ export function decidePreemption(inp: PreemptionInputs, frameworkId: string, mem
     const agentIds = [...new Set(plan.placements.map((p) => p.agentId))].sort();
     if (plan.kind === 'fits') return { kind: 'fits', agentIds };
     // The plan was made on the committed state; it must still hold with what is in flight.
-    const latest = clusterViews(inp, true);
+    const latest = withLaunching(views, inp.launching);
     const stale = recheckPlan(plan, t.demand, latest.agents, latest.tasks, t.opts);
     if (stale !== undefined) return { kind: 'none', why: `the plan no longer holds: ${stale}` };
     const victims = plan.victims.map((id) => state.tasks.get(id)!);
@@ -95,58 +95,74 @@ export function decidePreemption(inp: PreemptionInputs, frameworkId: string, mem
   return { kind: 'none', why };
 }
 
-/** The registry's agents and running tasks as the planner sees them; with `inFlight`, launches not yet committed too. */
-function clusterViews(inp: PreemptionInputs, inFlight: boolean): { agents: AgentView[]; tasks: RunningTaskView[] } {
+/** The registry's agents and running tasks as the planner sees them. */
+function clusterViews(inp: PreemptionInputs): { agents: AgentView[]; tasks: RunningTaskView[] } {
   const { state, classes } = inp;
   const agents: AgentView[] = [];
   const tasks: RunningTaskView[] = [];
-  const used = new Map<string, Resources>();
+  // A task's role and class are its framework's: looked up once per framework, not per task.
+  const frameworks = new Map<string, { role: string; rank: number }>();
+  const frameworkOf = (id: string) => {
+    let f = frameworks.get(id);
+    if (f === undefined) {
+      const fw = state.frameworks.get(id);
+      frameworks.set(id, (f = { role: fw?.role ?? '*', rank: classes.rank(classOf(fw, classes)) }));
+    }
+    return f;
+  };
   for (const a of state.agents.values()) {
     let total: Resources;
     try {
-      total = scalars(Resources.parse(a.resources));
+      total = scalarsOf(a.resources);
     } catch {
       continue;
     }
     let held = Resources.EMPTY;
     for (const t of state.activeTasksOn(a.id)) {
-      const view = taskView(t, state, classes);
+      const view = taskView(t, frameworkOf(t.frameworkId), classes);
       if (!view) continue;
       held = held.add(view.resources);
       tasks.push(view);
     }
-    used.set(a.id, held);
     agents.push({ agentId: a.id, total, used: held, active: a.reachable && !a.drain && inp.agentUsable(a.id) });
-  }
-  if (inFlight) {
-    for (const l of inp.launching) {
-      const u = used.get(l.agentId);
-      if (u !== undefined) used.set(l.agentId, u.add(scalars(l.resources)));
-    }
-    for (const a of agents) a.used = used.get(a.agentId)!;
   }
   return { agents, tasks };
 }
 
-function taskView(t: TaskRecord, state: RegistryStateMachine, classes: PriorityClasses): RunningTaskView | undefined {
+/** The same views with the launches proposed and not yet committed holding their resources too. */
+function withLaunching(views: { agents: AgentView[]; tasks: RunningTaskView[] }, launching: PreemptionInputs['launching']): { agents: AgentView[]; tasks: RunningTaskView[] } {
+  const extra = new Map<string, Resources>();
+  for (const l of launching) extra.set(l.agentId, (extra.get(l.agentId) ?? Resources.EMPTY).add(scalars(l.resources)));
+  if (extra.size === 0) return views;
+  const agents = views.agents.map((a) => {
+    const more = extra.get(a.agentId);
+    return more === undefined ? a : { ...a, used: a.used.add(more) };
+  });
+  return { agents, tasks: views.tasks };
+}
+
+function taskView(t: TaskRecord, fw: { role: string; rank: number }, classes: PriorityClasses): RunningTaskView | undefined {
   if (isTerminal(t.state) || t.state === 'TASK_UNREACHABLE') return undefined;
   let resources: Resources;
   try {
-    resources = scalars(Resources.parse(t.resources));
+    resources = scalarsOf(t.resources);
   } catch {
     return undefined;
   }
-  const fw = state.frameworks.get(t.frameworkId);
   // A task may rank above its framework: a service's app names its class on its tasks.
-  const own = t.labels.find((l) => l.name === PRIORITY_CLASS_LABEL)?.value;
-  const rank = Math.max(classes.rank(classOf(fw, classes)), own !== undefined && classes.has(own) ? classes.rank(own) : 0);
+  let rank = fw.rank;
+  let preemptible = true;
+  for (const l of t.labels) {
+    if (l.name === PRIORITY_CLASS_LABEL && classes.has(l.value)) rank = Math.max(rank, classes.rank(l.value));
+    else if (l.name === PREEMPTIBLE_LABEL && l.value === 'false') preemptible = false;
+  }
   return {
     taskId: t.id,
     agentId: t.agentId,
     frameworkId: t.frameworkId,
-    role: fw?.role ?? '*',
+    role: fw.role,
     classRank: rank,
-    preemptible: !t.labels.some((l) => l.name === PREEMPTIBLE_LABEL && l.value === 'false'),
+    preemptible,
     startedAtMs: t.launchedAtMs,
     resources,
   };
@@ -161,4 +177,22 @@ export function roleAllocations(tasks: readonly RunningTaskView[]): Map<string, 
 
 function scalars(r: Resources): Resources {
   return Resources.of({ cpus: r.cpus, mem: r.mem, disk: r.disk, gpus: r.gpus });
+}
+
+/**
+ * The scalars of a resources text, parsed once: a decision reads every running task's
+ * resources twice (plan and re-check), 10,000 tasks of a few shapes, and parsing each anew
+ * took most of its time. Bounded: a cluster of many shapes only parses more often.
+ */
+const parsedScalars = new Map<string, Resources>();
+const MAX_PARSED = 4_096;
+
+function scalarsOf(text: string): Resources {
+  let r = parsedScalars.get(text);
+  if (r === undefined) {
+    r = scalars(Resources.parse(text));
+    if (parsedScalars.size >= MAX_PARSED) parsedScalars.clear();
+    parsedScalars.set(text, r);
+  }
+  return r;
 }

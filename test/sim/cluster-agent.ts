@@ -1,10 +1,12 @@
 // A simulated agent: speaks the agent protocol as agent/agent.ts does — registers (again)
 // with its id and running tasks, answers pings, runs launched tasks for a drawn time,
 // keeps every status update until the master acknowledges it and re-sends the pending ones
-// every 2 s and after each registration, kills on request, drops a master that stopped
-// pinging, follows a follower's pointer to the leader. Its process can crash (tasks keep
-// running and are re-adopted, as the real agent's recovery does) and its host can lose its
-// tasks; its connection can be cut without anyone noticing but the pings.
+// every 2 s and after each registration, kills on request (the TASK_KILLED carrying the
+// kill's reason and message, once the task has taken the time the world says it takes to
+// stop on SIGTERM; at once unless it says), drops a master that stopped pinging, follows a
+// follower's pointer to the leader. Its process can crash (tasks keep running and are
+// re-adopted, as the real agent's recovery does) and its host can lose its tasks; its
+// connection can be cut without anyone noticing but the pings.
 
 import type { AgentToMaster, MasterToAgent, StatusUpdate, TaskState } from '../../shared/agent-messages.ts';
 import { isTerminal } from '../../shared/agent-messages.ts';
@@ -21,6 +23,8 @@ export interface SimTask {
   /** When it ends by itself, and how. */
   endsAtMs: number;
   succeeds: boolean;
+  /** Set once it was sent SIGTERM: it ends killed, with this reason and message, at endsAtMs. */
+  killedWith?: { reason: string; message: string };
 }
 
 export interface AgentWorld {
@@ -32,6 +36,8 @@ export interface AgentWorld {
   trace(what: string): void;
   /** How long a launched task runs and how it ends, where the world decides (services run until killed). */
   lifetimeOf?(taskId: string, rng: SeededRandom): { endsAtMs: number; succeeds: boolean } | undefined;
+  /** How long a task takes to stop once killed, at most graceMs; without this, it stops at once. */
+  stopDelayMs?(taskId: string, graceMs: number, rng: SeededRandom): number | undefined;
 }
 
 const STATUS_RETRY_MS = 2_000;
@@ -236,7 +242,7 @@ export class SimAgent {
       }
     } else if ('kill' in msg) {
       const t = this.tasks.get(msg.kill.taskId);
-      if (t && !isTerminal(t.state)) this.kill(t, 'TASK_KILLED');
+      if (t && !isTerminal(t.state)) this.stop(t, msg.kill);
       else if (!t) this.sendUpdate({ taskId: msg.kill.taskId, frameworkId: msg.kill.frameworkId }, 'TASK_LOST', 'unknown task');
     } else if ('ack' in msg) {
       this.pending.delete(Buffer.from(msg.ack.uuid).toString('base64'));
@@ -259,8 +265,32 @@ export class SimAgent {
 
   private endIfDue(t: SimTask): void {
     if (isTerminal(t.state) || this.world.clock.nowMs < t.endsAtMs) return;
+    if (t.killedWith) {
+      t.state = 'TASK_KILLED';
+      this.sendUpdate(t, t.state, t.killedWith.message, t.killedWith.reason);
+      return;
+    }
     t.state = t.succeeds ? 'TASK_FINISHED' : 'TASK_FAILED';
     this.update(t, t.state);
+  }
+
+  /**
+   * A kill from the master: SIGTERM, then the task ends within its grace, reporting the
+   * kill's reason (a preemption's) as the real agent does. A second kill while it is
+   * stopping changes nothing; a crash of the agent meanwhile does not stop it from ending.
+   */
+  private stop(t: SimTask, kill: { graceMs: number; reason?: string; message?: string }): void {
+    const delay = this.world.stopDelayMs?.(t.taskId, kill.graceMs, this.rng) ?? 0;
+    const how = { reason: kill.reason ?? '', message: kill.message ?? '' };
+    if (delay <= 0) {
+      t.state = 'TASK_KILLED';
+      this.sendUpdate(t, t.state, how.message, how.reason);
+      return;
+    }
+    if (t.killedWith) return;
+    t.killedWith = how;
+    t.endsAtMs = Math.min(t.endsAtMs, this.world.clock.nowMs + delay);
+    this.scheduleEnd(t);
   }
 
   private kill(t: SimTask, state: TaskState): void {
@@ -272,9 +302,9 @@ export class SimAgent {
     this.sendUpdate(t, state, '');
   }
 
-  private sendUpdate(t: { taskId: string; frameworkId: string }, state: TaskState, message: string): void {
+  private sendUpdate(t: { taskId: string; frameworkId: string }, state: TaskState, message: string, reason = ''): void {
     const uuid = randomBytesOf(this.rng, 16);
-    const su: StatusUpdate = { uuid, taskId: t.taskId, frameworkId: t.frameworkId, state, message, hasExitCode: isTerminal(state), exitCode: state === 'TASK_FINISHED' ? 0 : 1, timestampMs: this.world.clock.nowMs, reason: '' };
+    const su: StatusUpdate = { uuid, taskId: t.taskId, frameworkId: t.frameworkId, state, message, hasExitCode: isTerminal(state), exitCode: state === 'TASK_FINISHED' ? 0 : 1, timestampMs: this.world.clock.nowMs, reason };
     this.pending.set(Buffer.from(uuid).toString('base64'), su);
     this.world.trace(`${this.hostname} (${this.agentId}) reports ${t.taskId} ${state} ${Buffer.from(uuid).toString('base64')}${this.registered ? '' : ' (not registered: later)'}`);
     if (this.registered) this.conn?.toMaster({ statusUpdate: su });

@@ -21,7 +21,7 @@ export interface FrameworkWorld {
   readonly net: SimNet;
   masters(): SimMaster[];
   /** Told of every UPDATE the framework receives, with when it was sent. */
-  updateReceived(fw: SimFramework, status: { taskId: string; state: TaskState; uuid: string | undefined }, sentAtMs: number): void;
+  updateReceived(fw: { readonly name: string }, status: { taskId: string; state: TaskState; uuid: string | undefined }, sentAtMs: number): void;
 }
 
 interface Job {

@@ -10,6 +10,18 @@ import type { SimFramework } from './cluster-framework.ts';
 import type { SimMaster } from './cluster-master.ts';
 import { replicaOfTask } from './cluster-jobs.ts';
 
+const parsed = new Map<string, Resources>();
+
+/** Resources read once per distinct text: the checks run every step over every live task, and tasks share a few shapes. */
+export function parseOnce(text: string): Resources {
+  let r = parsed.get(text);
+  if (r === undefined) {
+    r = Resources.parse(text);
+    if (parsed.size < 10_000) parsed.set(text, r);
+  }
+  return r;
+}
+
 /**
  * On a leader: what tasks hold on an agent plus what is offered of it never exceeds the
  * agent's total, and no port is held twice (by two offers, or an offer and a task).
@@ -28,7 +40,7 @@ export function checkStep(master: SimMaster): string[] {
   };
   for (const t of master.state.tasks.values()) {
     if (isTerminal(t.state)) continue;
-    hold(t.agentId, Resources.parse(t.resources), `task ${t.id}`);
+    hold(t.agentId, parseOnce(t.resources), `task ${t.id}`);
   }
   for (const o of core.offers.all()) hold(o.agentId, o.resources, `offer ${o.id}`);
   for (const [agentId, h] of held) {
@@ -37,7 +49,7 @@ export function checkStep(master: SimMaster): string[] {
       if (h.what.some((w) => w.startsWith('offer'))) out.push(`master ${master.id}: ${h.what.join(', ')} on unknown agent ${agentId}`);
       continue;
     }
-    const total = Resources.parse(agent.resources);
+    const total = parseOnce(agent.resources);
     if (!total.contains(h.sum)) out.push(`master ${master.id}: agent ${agentId} holds ${h.sum.toString()} (${h.what.join(', ')}) but has ${total.toString()}`);
     if (h.sum.portCount() !== h.ports) out.push(`master ${master.id}: a port of agent ${agentId} is held twice (${h.what.join(', ')})`);
   }

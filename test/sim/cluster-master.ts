@@ -14,7 +14,7 @@ import { SeededRandom } from '../../shared/random.ts';
 import type { FrameworkSpec } from '../../master/api/scheduler-calls.ts';
 import type { LeaderConfig } from '../../master/leader/config.ts';
 import { LeaderCore } from '../../master/leader/leader-core.ts';
-import type { LeaderEffect, LeaderInput, SchedulerCall } from '../../master/leader/messages.ts';
+import type { LeaderEffect, LeaderInput, OperatorCall, SchedulerCall } from '../../master/leader/messages.ts';
 import type { RegistryCommand } from '../../master/registry/commands.ts';
 import { RegistryStateMachine, type RegistryEvent } from '../../master/registry/state-machine.ts';
 import type { SimClock } from './cluster-clock.ts';
@@ -65,6 +65,8 @@ export class SimMaster {
   private readonly streams = new Map<string, StreamConn>();
   private allocationQueued = false;
   private wakeAtMs = Infinity;
+  /** Operator requests are numbered below zero: stream ids are built from connection ids, which are not. */
+  private operatorRequests = 0;
   readonly stats = { leaderships: 0, proposals: 0, crashes: 0 };
 
   constructor(
@@ -258,6 +260,18 @@ export class SimMaster {
     if (!this.up || !this.core) return false;
     try {
       this.step({ type: 'scheduler_call', call, streamId });
+      return true;
+    } catch (err) {
+      if (!(err instanceof CairnError)) throw err;
+      return false;
+    }
+  }
+
+  /** An operator call, as the HTTP API hands it over; answers whether it was taken. Its reply is not waited for. */
+  operator(call: OperatorCall): boolean {
+    if (!this.up || !this.core) return false;
+    try {
+      this.step({ type: 'operator', request: -++this.operatorRequests, call });
       return true;
     } catch (err) {
       if (!(err instanceof CairnError)) throw err;

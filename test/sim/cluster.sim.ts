@@ -7,7 +7,8 @@
 // work and the cluster settle into a state that agents, registry and frameworks agree on.
 //
 // `npm run sim -- cluster --seeds N`; a failing seed says `reproduce with --seed N`, and
-// `--seed N --trace ID` prints what happened to one task or agent on the way.
+// `--seed N --trace ID` prints what happened to one task or agent on the way. The jobs,
+// services and sharing simulations are this one with their workloads plugged in.
 
 import { MemoryStorage } from '../../shared/raft/memory-storage.ts';
 import type { Message, NodeId } from '../../shared/raft/types.ts';
@@ -23,6 +24,7 @@ import { checkReplicasOnce, checkSettled, checkStep, checkTasksOnce } from './cl
 import { SimJobs } from './cluster-jobs.ts';
 import { jobsWorkload } from './jobs-workload.ts';
 import { SimServices, type ServicesBug } from './cluster-services.ts';
+import { SimSharing, type SharingOptions, type SharingStats } from './cluster-sharing.ts';
 import { servicesWorkload } from './services-workload.ts';
 import { Resources } from '../../shared/resources.ts';
 import { SimMaster, type MasterWorld, type PlantedBug } from './cluster-master.ts';
@@ -43,6 +45,14 @@ export interface ClusterSimOptions {
   services?: boolean;
   /** A bug planted in the services framework, to show the invariants catch it. */
   servicesPlant?: ServicesBug;
+  /**
+   * Frameworks of three priority classes sharing agents with GPUs under quotas, instead of
+   * alpha and beta; faults only if it asks for them (its check that no gang of a higher class
+   * waits long while it could preempt has a bound that faults would void).
+   */
+  sharing?: SharingOptions;
+  /** Settings of the leader that differ from the simulation's. */
+  config?: Partial<LeaderConfig>;
 }
 
 /** The leader's settings in the simulation: the daemon's, with short periods so a run is brief. */
@@ -66,12 +76,12 @@ const STEP_MS = 10;
 class ClusterSim implements MasterWorld, AgentWorld, FrameworkWorld {
   readonly clock = new SimClock();
   readonly net: SimNet;
-  readonly config = SIM_CONFIG;
   readonly masterList: SimMaster[] = [];
   readonly agents: SimAgent[] = [];
   readonly frameworks: SimFramework[] = [];
   jobs: SimJobs | undefined;
   services: SimServices | undefined;
+  sharing: SimSharing | undefined;
   /** Services run until killed, or fail now and then while the faults last. */
   servicesFail = true;
   /** Masters whose Raft traffic is cut off from the others. */
@@ -86,6 +96,7 @@ class ClusterSim implements MasterWorld, AgentWorld, FrameworkWorld {
   constructor(
     readonly rng: SeededRandom,
     readonly plant: PlantedBug | undefined,
+    readonly config: LeaderConfig,
   ) {
     this.net = new SimNet(this.clock, rng.fork());
   }
@@ -112,6 +123,7 @@ class ClusterSim implements MasterWorld, AgentWorld, FrameworkWorld {
   applied(masterId: NodeId, command: RegistryCommand, events: RegistryEvent[]): void {
     if (this.traceId !== undefined) this.trace(`master ${masterId} applied ${JSON.stringify(command)} -> ${events.map((e) => `${e.task.id}:${e.update.state}`).join(',')}`);
     if (command.type === 'status_acknowledged' && !this.ackCommittedAt.has(command.uuid)) this.ackCommittedAt.set(command.uuid, this.clock.nowMs);
+    this.sharing?.applied(command);
   }
 
   launched(agent: SimAgent, taskId: string): void {
@@ -121,7 +133,7 @@ class ClusterSim implements MasterWorld, AgentWorld, FrameworkWorld {
     this.launchedOn.set(taskId, agent.hostname);
   }
 
-  updateReceived(fw: SimFramework, s: { taskId: string; state: TaskState; uuid: string | undefined }, sentAtMs: number): void {
+  updateReceived(fw: { readonly name: string }, s: { taskId: string; state: TaskState; uuid: string | undefined }, sentAtMs: number): void {
     this.stats.updates++;
     if (s.uuid === undefined) return;
     const ackedAt = this.ackCommittedAt.get(s.uuid);
@@ -131,9 +143,14 @@ class ClusterSim implements MasterWorld, AgentWorld, FrameworkWorld {
   }
 
   lifetimeOf(taskId: string, rng: SeededRandom): { endsAtMs: number; succeeds: boolean } | undefined {
+    if (this.sharing) return this.sharing.lifetimeOf(taskId, this.clock.nowMs);
     if (!this.services || !taskId.startsWith('svc_')) return undefined;
     if (this.servicesFail && rng.chance(0.1)) return { endsAtMs: this.clock.nowMs + rng.range(500, 10_000), succeeds: false };
     return { endsAtMs: Infinity, succeeds: false };
+  }
+
+  stopDelayMs(_taskId: string, graceMs: number, rng: SeededRandom): number | undefined {
+    return this.sharing?.stopDelayMs(graceMs, rng);
   }
 
   leaders(): SimMaster[] {
@@ -158,12 +175,14 @@ export interface SeedResult {
   jobs?: { succeeded: number; failed: number; launches: number; crashes: number; restarts: number };
   /** With the services framework: what it did. */
   services?: { apps: number; changes: number; launches: number; kills: number; crashes: number; rounds: number };
+  /** With the sharing workload: its gangs, preemptions and waits. */
+  sharing?: SharingStats;
 }
 
 /** One seed: throws with `reproduce with --seed N` when an invariant breaks. */
 export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult {
   const rng = new SeededRandom(seed);
-  const sim = new ClusterSim(rng, opts.plant);
+  const sim = new ClusterSim(rng, opts.plant, { ...SIM_CONFIG, ...opts.config });
   sim.traceId = opts.trace;
   const safetyMs = opts.safetyMs ?? 30_000;
   const livenessMs = opts.livenessMs ?? 120_000;
@@ -184,15 +203,23 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
       sim.masterList.push(new SimMaster(id, storage, sim, rng.fork()));
     }
     const agentCount = faultRng.range(3, 6);
-    for (let i = 0; i < agentCount; i++) sim.agents.push(new SimAgent(`agent-${i}`, `10.0.1.${i + 1}`, 'cpus:2;mem:2048;ports:[31000-31009]', sim, rng.fork()));
-    sim.frameworks.push(new SimFramework('alpha', 'team-a', faultRng.range(40, 120), sim, rng.fork()));
-    sim.frameworks.push(new SimFramework('beta', 'team-b', faultRng.range(40, 120), sim, rng.fork()));
+    if (opts.sharing) {
+      const workload = opts.sharing.workload(rng.fork());
+      workload.agents.forEach((r, i) => sim.agents.push(new SimAgent(`agent-${i}`, `10.0.${(i >> 8) + 1}.${(i & 255) + 1}`, r, sim, rng.fork())));
+      sim.sharing = new SimSharing(sim, rng.fork(), workload, sim.config, opts.sharing);
+    } else {
+      for (let i = 0; i < agentCount; i++) sim.agents.push(new SimAgent(`agent-${i}`, `10.0.1.${i + 1}`, 'cpus:2;mem:2048;ports:[31000-31009]', sim, rng.fork()));
+      sim.frameworks.push(new SimFramework('alpha', 'team-a', faultRng.range(40, 120), sim, rng.fork()));
+      sim.frameworks.push(new SimFramework('beta', 'team-b', faultRng.range(40, 120), sim, rng.fork()));
+    }
     if (opts.jobs) sim.jobs = new SimJobs(sim, rng.fork(), () => agentTotals(sim), jobsWorkload(rng.fork(), agentCount));
     if (opts.services) sim.services = new SimServices(sim, rng.fork(), opts.servicesPlant, servicesWorkload(rng.fork(), agentCount, safetyMs));
 
     phase = 'safety';
-    sim.net.conditions = conditions;
-    let nextFaultMs = faultRng.range(1_000, 3_000);
+    const faults = !opts.sharing || opts.sharing.faults === true;
+    // Without faults the network still delays, but loses and duplicates nothing.
+    sim.net.conditions = faults ? conditions : { ...CALM, maxDelayMs: conditions.maxDelayMs };
+    let nextFaultMs = faults ? faultRng.range(1_000, 3_000) : Infinity;
     const heals: { atMs: number; fn: () => void }[] = [];
     for (let t = 0; t < safetyMs; t += STEP_MS) {
       stepTo(sim, t + STEP_MS);
@@ -216,6 +243,7 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
     }
     // The jobs framework's crashes have stopped too; its work must finish. Services stop failing.
     sim.servicesFail = false;
+    sim.sharing?.faultsOver();
     const livenessStart = sim.clock.nowMs;
     let settledAt: number | undefined;
     while (sim.clock.nowMs < livenessStart + livenessMs) {
@@ -231,6 +259,7 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
           `frameworks ${sim.frameworks.map((f) => `${f.name} ${f.jobs.filter((j) => j.finished).length}/${f.jobs.length} done, ${f.subscribed ? 'subscribed' : 'not subscribed'}`).join(', ')}; ` +
           (sim.jobs ? `jobs ${sim.jobs.records().map((r) => `${r.spec.name} ${r.phase} (${r.message})`).join(', ')}, ${sim.jobs.subscribed ? 'subscribed' : 'not subscribed'}; ` : '') +
           (sim.services && leader ? `services: ${sim.services.problems(leader).join('; ') || 'settled'} (${sim.services.describe(leader)}); ` : '') +
+          (sim.sharing ? `${sim.sharing.describe()}; ` : '') +
           `agents ${sim.agents.map((a) => `${a.hostname} ${a.up ? '' : 'down '}${a.registered ? 'registered' : 'unregistered'}${a.conn ? ` on ${a.conn.id}${a.conn.usable ? '' : ' (closed)'}${a.conn.blackholed ? ' (cut)' : ''}` : ' unconnected'} ${a.pending.size} pending`).join(', ')}; ` +
           `problems: ${leader ? checkSettled(leader, sim.agents, sim.frameworks).slice(0, 5).join('; ') || 'none' : 'no leader'})`,
       );
@@ -271,10 +300,11 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
             },
           }
         : {}),
+      ...(sim.sharing ? { sharing: sim.sharing.stats() } : {}),
     };
   } catch (err) {
     const e = err as Error;
-    throw new Error(`cluster simulation failed in the ${phase} phase at ${sim.clock.nowMs} ms: ${e.message}\nreproduce with --seed ${seed}${opts.plant ? ` (planted bug: ${opts.plant})` : ''}${opts.servicesPlant ? ` (planted bug: ${opts.servicesPlant})` : ''}`, { cause: e });
+    throw new Error(`cluster simulation failed in the ${phase} phase at ${sim.clock.nowMs} ms: ${e.message}\nreproduce with --seed ${seed}${opts.plant ? ` (planted bug: ${opts.plant})` : ''}${opts.servicesPlant ? ` (planted bug: ${opts.servicesPlant})` : ''}${opts.sharing?.plant ? ` (planted bug: ${opts.sharing.plant})` : ''}`, { cause: e });
   } finally {
     restore();
   }
@@ -297,6 +327,10 @@ function stepTo(sim: ClusterSim, untilMs: number): void {
     const v = [...sim.services.violations, ...checkTasksOnce(sim.agents, 'svc_')];
     if (v.length > 0) throw new Error(v.join('; '));
   }
+  if (sim.sharing) {
+    const v = sim.sharing.check();
+    if (v.length > 0) throw new Error(v.join('; '));
+  }
 }
 
 /** Each agent's total as the leader knows it: what the jobs engine tells an impossible gang by. */
@@ -313,6 +347,7 @@ function settled(sim: ClusterSim): boolean {
   if (!sim.frameworks.every((f) => f.done && f.subscribed)) return false;
   if (sim.jobs && !(sim.jobs.done && sim.jobs.subscribed)) return false;
   if (sim.services && sim.services.problems(leader).length > 0) return false;
+  if (sim.sharing && !sim.sharing.done) return false;
   if (!sim.agents.every((a) => a.registered && a.pending.size === 0)) return false;
   for (const t of leader.state.tasks.values()) if (t.unacked) return false;
   return checkSettled(leader, sim.agents, sim.frameworks).length === 0;
@@ -372,9 +407,12 @@ function injectFault(sim: ClusterSim, rng: SeededRandom, heals: { atMs: number; 
       later(500, 8_000, () => a.heal());
       return;
     }
-    case 'framework-disconnect':
-      rng.pick(sim.frameworks).disconnect();
+    case 'framework-disconnect': {
+      // The sharing frameworks start only once their quotas are set.
+      const frameworks: { disconnect(): void }[] = [...sim.frameworks, ...(sim.sharing?.frameworks ?? [])];
+      if (frameworks.length > 0) rng.pick(frameworks).disconnect();
       return;
+    }
   }
 }
 
