@@ -195,9 +195,18 @@ describe('agent protocol', () => {
     expect(agent.httpUrl).toBe(`http://127.0.0.1:${reg.httpPort}`);
 
     master.send({ registered: { agentId: 'agent-0001', lostTaskIds: [], pingIntervalMs: 1000 } });
-    for (let i = 0; i < 100 && agent.agentId() !== 'agent-0001'; i++) await sleep(10);
+    for (let i = 0; i < 500 && agent.agentId() !== 'agent-0001'; i++) await sleep(10);
     expect(agent.agentId()).toBe('agent-0001');
-    expect(readFileSync(join(dir, 'agent-id'), 'utf8').trim()).toBe('agent-0001');
+    // The id is taken in memory at once and written to the work dir a moment later.
+    const stored = () => {
+      try {
+        return readFileSync(join(dir, 'agent-id'), 'utf8').trim();
+      } catch {
+        return undefined;
+      }
+    };
+    for (let i = 0; i < 500 && stored() !== 'agent-0001'; i++) await sleep(10);
+    expect(stored()).toBe('agent-0001');
     const health = await (await fetch(`${agent.httpUrl}/health`)).json();
     expect(health).toMatchObject({ status: 'ok', agentId: 'agent-0001' });
     // Whether tasks are isolated is said, never assumed.
