@@ -228,9 +228,14 @@ describe('tuning experiments on a real cluster', () => {
       expect(t.value).toBeCloseTo(t.params.lr as number, 10);
       expect(t.intermediate).toEqual([{ step: 1, value: 9 }, { step: 2, value: t.value }]);
       // The trial's job: both replicas ran and succeeded, in the jobs framework.
-      const job = await (await authFetch(`${master.url}/api/v1/jobs/${t.jobName}`)).json();
+      // The master's end decides the job; the worker's own end is recorded a moment later.
+      const replicas = (job: { replicas: { group: string; state: string }[] }) => job.replicas.map((x) => `${x.group}:${x.state}`);
+      const job = await waitFor(`job ${t.jobName}'s replicas to end`, async () => {
+        const j = await (await authFetch(`${master.url}/api/v1/jobs/${t.jobName}`)).json();
+        return replicas(j).every((x) => !x.endsWith(':Running') && !x.endsWith(':Starting')) ? j : undefined;
+      }, 30_000, 100);
       expect(job.phase).toBe('Succeeded');
-      expect(job.replicas.map((x: { group: string; state: string }) => `${x.group}:${x.state}`)).toEqual(['master:Succeeded', 'worker:Succeeded']);
+      expect(replicas(job)).toEqual(['master:Succeeded', 'worker:Succeeded']);
     }
     expect(done.best?.value).toBe(Math.min(...done.trials.map((t) => t.value!)));
   }, 180_000);
