@@ -65,10 +65,15 @@ describe('replicated masters: membership changes', () => {
     // Registry writes, acknowledged (SUBSCRIBED) only once committed.
     const acknowledged: string[] = [];
     const write = async (name: string) => {
-      const w = new RawScheduler(leader.url);
-      const r = await w.subscribe({ user: 'w', name, failover_timeout: 3600 });
-      w.close();
-      expect(r.status).toBe(200);
+      // A leader just elected answers 503 until its first entry is committed: a client asks again.
+      const w = await waitFor(`a subscription of ${name}`, async () => {
+        const s = new RawScheduler(leader.url);
+        const r = await s.subscribe({ user: 'w', name, failover_timeout: 3600 });
+        s.close();
+        if (r.status === 503) return undefined;
+        expect(r.status).toBe(200);
+        return s;
+      }, 15_000, 200);
       acknowledged.push(w.frameworkId);
     };
     for (let i = 0; i < 3; i++) await write(`before-${i}`);
