@@ -8,6 +8,7 @@ import { CairnError } from '../../shared/errors.ts';
 import { tryParseAddress } from '../../shared/gossip/address.ts';
 import { durationProblem, formatDurationMs, parseDurationMs } from '../../agent/duration.ts';
 import { DEFAULT_MASTER_URL } from './options.ts';
+import { isRoleName } from '../../master/sharing/quotas.ts';
 
 export function integerFlag(min: number, max: number): (value: string) => number {
   return (value) => {
@@ -95,7 +96,7 @@ export function userFlag(value: string): string {
 }
 
 export function roleFlag(value: string): string {
-  if (value !== '*' && !/^(?=.{1,256}$)[A-Za-z0-9_][A-Za-z0-9_.-]*(\/[A-Za-z0-9_][A-Za-z0-9_.-]*)*$/.test(value)) {
+  if (!isRoleName(value)) {
     throw new InvalidArgumentError("must be '*' or a role name of letters, digits, '_', '-' and '.', with '/' between levels (team/alice).");
   }
   return value;

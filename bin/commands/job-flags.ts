@@ -9,6 +9,7 @@ import type { Command } from 'commander';
 import { CairnError } from '../../shared/errors.ts';
 import { JOB_KINDS, type JobKind } from '../../master/frameworks/jobs/model.ts';
 import { MAX_JOB_NAME, MAX_REPLICAS, validateJobSpec } from '../../master/frameworks/jobs/spec-validate.ts';
+import { isRoleName } from '../../master/sharing/quotas.ts';
 
 /** The flags `cairn job submit` gives; values as commander parsed them (numbers) or as typed (strings). */
 export interface JobFlags {
@@ -168,7 +169,7 @@ export function jobDocumentFromFlags(flags: JobFlags, command: readonly string[]
   }
   const doc: Record<string, unknown> = { name, kind, groups };
   if (flags.role !== undefined) {
-    if (flags.role !== '*' && !/^(?=.{1,256}$)[A-Za-z0-9_][A-Za-z0-9_.-]*(\/[A-Za-z0-9_][A-Za-z0-9_.-]*)*$/.test(flags.role)) throw badFlag('--role', `'${flags.role}' is not a role name, e.g. team/alice`);
+    if (!isRoleName(flags.role)) throw badFlag('--role', `'${flags.role}' is not a role name, e.g. team/alice`);
     doc.role = flags.role;
   }
   if (flags.priorityClass !== undefined) {

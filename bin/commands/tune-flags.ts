@@ -18,6 +18,7 @@ import { parseLaxJson, parsePaperSpace } from '../../master/frameworks/tuning/sp
 import { paramNames } from '../../master/frameworks/tuning/space/sample.ts';
 import type { SearchSpace } from '../../master/frameworks/tuning/space/types.ts';
 import { placeholderNames } from '../../master/frameworks/tuning/trial-command.ts';
+import { isRoleName } from '../../master/sharing/quotas.ts';
 
 /** The paper's `--tuning-type` values, and the master's own algorithm names (it maps the former). */
 export const PAPER_TUNING_TYPES = ['random-search', 'grid-search', 'bayesian'] as const;
@@ -289,7 +290,7 @@ export function experimentFromFlags(flags: TuneFlags, nowMs: number = Date.now()
   if (flags.scheduling !== undefined && !(SCHEDULING_POLICIES as readonly string[]).includes(flags.scheduling)) {
     throw badFlag('--scheduling', `must be one of ${SCHEDULING_POLICIES.join(', ')}, not '${flags.scheduling}'`);
   }
-  if (flags.role !== undefined && !/^(\*|[A-Za-z0-9_][A-Za-z0-9_./-]{0,127})$/.test(flags.role)) {
+  if (flags.role !== undefined && !isRoleName(flags.role)) {
     throw badFlag('--role', `'${flags.role}' is not a role: '*' or letters, digits, '_', '-', '.' and '/'`);
   }
   if (flags.image !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/.test(flags.image)) {

@@ -2,6 +2,7 @@
 // CairnError naming the field that is wrong. Nothing past this file sees raw JSON.
 
 import { PRIORITY_CLASS_LABEL } from '../sharing/priority-classes.ts';
+import { isRoleName } from '../sharing/quotas.ts';
 import { Resources } from '../../shared/resources.ts';
 import { badRequest, CairnError } from '../../shared/errors.ts';
 import type { CommandSpec } from '../registry/commands.ts';
@@ -78,8 +79,6 @@ export const MAX_LENGTH = {
 
 /** The most environment variables and labels one task may carry. */
 export const MAX_ITEMS = { environment: 1024, labels: 1024 } as const;
-/** `*`, or a hierarchical role: `team`, `team/alice` (segments of letters, digits, _ . -). */
-const ROLE_PATTERN = /^(\*|(?=.{1,256}$)[A-Za-z0-9_][A-Za-z0-9._-]*(\/[A-Za-z0-9_][A-Za-z0-9._-]*)*)$/;
 
 /** Mesos v1 clients often send explicit nulls for unset fields; treat them as absent. */
 export function stripNulls(value: unknown): unknown {
@@ -151,7 +150,7 @@ function parseFramework(info: Json, field: string): FrameworkSpec {
   if (roles.length > 1) throw badRequest(`${field}.roles`, 'at most one role per framework is supported');
   if (roles.length === 1) role = str(roles[0], `${field}.roles[0]`);
   else if (info.role !== undefined) role = str(info.role, `${field}.role`);
-  if (!ROLE_PATTERN.test(role)) throw badRequest(`${field}.role`, `'${role}' is not a valid role name`);
+  if (!isRoleName(role)) throw badRequest(`${field}.role`, `'${role}' is not a valid role name`);
   const id = info.id === undefined ? undefined : idValue(info.id, `${field}.id`);
   const capabilities = arr(info.capabilities, `${field}.capabilities`).map((c, i) => str(obj(c, `${field}.capabilities[${i}]`)!.type, `${field}.capabilities[${i}].type`));
   let priorityClass: string | undefined;

@@ -813,7 +813,7 @@ export class LeaderCore {
 
   private classRank(priorityClass: string | undefined): number {
     const classes = this.config.priorityClasses;
-    return classes.rank(priorityClass !== undefined && classes.has(priorityClass) ? priorityClass : classes.defaultClass);
+    return classes.rank(classes.orDefault(priorityClass));
   }
 
   private setQuotas(records: QuotaRecord[]): void {

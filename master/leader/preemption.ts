@@ -9,17 +9,12 @@ import { isTerminal } from '../../shared/agent-messages.ts';
 import { Resources } from '../../shared/resources.ts';
 import type { FrameworkRecord, TaskRecord } from '../registry/commands.ts';
 import type { RegistryStateMachine } from '../registry/state-machine.ts';
+import type { CompiledQuotas } from '../sharing/quota-policy.ts';
 import { PREEMPTIBLE_LABEL, PRIORITY_CLASS_LABEL, type PriorityClasses } from '../sharing/priority-classes.ts';
 import { planPreemption, recheckPlan, type AgentView, type Demand, type PlanOptions, type RunningTaskView } from '../sharing/victims.ts';
 
 /** What preemption needs of the roles' quotas. */
-export interface QuotaView {
-  guaranteeKeys(role: string): string[];
-  guaranteeBudgets(allocated: ReadonlyMap<string, Resources>): Map<string, Resources>;
-  unmetGuarantee(role: string, allocated: ReadonlyMap<string, Resources>): Resources;
-  withinLimits(role: string, extra: Resources, allocated: ReadonlyMap<string, Resources>): boolean;
-  mayReclaim(role: string, need: Resources, allocated: ReadonlyMap<string, Resources>): boolean;
-}
+export type QuotaView = Pick<CompiledQuotas, 'guaranteeKeys' | 'guaranteeBudgets' | 'withinLimits' | 'mayReclaim'>;
 
 export interface PreemptionInputs {
   state: RegistryStateMachine;
@@ -43,7 +38,7 @@ const RECLAIM_RANK = Number.MAX_SAFE_INTEGER;
 
 export function classOf(fw: FrameworkRecord | undefined, classes: PriorityClasses): string {
   const c = fw?.priorityClass;
-  return c !== undefined && classes.has(c) ? c : classes.defaultClass;
+  return classes.orDefault(c);
 }
 
 /** The decision for a framework's gang of `members` (scalars each). */

@@ -50,6 +50,14 @@ export class PriorityClasses {
     return r;
   }
 
+  /**
+   * The class named, or the default when none is named or it is not one of these (recorded
+   * work whose class was dropped from the setting since): what a stored class counts as.
+   */
+  orDefault(name: string | undefined): string {
+    return name !== undefined && this.ranks.has(name) ? name : this.defaultClass;
+  }
+
   /** The class named, or the default when none is; refuses an unknown one naming `field`. */
   resolve(name: string | undefined, field: string): string {
     if (name === undefined || name === '') return this.defaultClass;

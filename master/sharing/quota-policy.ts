@@ -11,8 +11,6 @@ export interface CompiledQuotas extends QuotaPolicy {
   readonly table: QuotaTable;
   guaranteeKeys(role: string): string[];
   guaranteeBudgets(allocated: ReadonlyMap<string, Resources>): Map<string, Resources>;
-  /** What the role's guarantee, or the nearest unmet one above it (its team's), still lacks. */
-  unmetGuarantee(role: string, allocated: ReadonlyMap<string, Resources>): Resources;
   withinLimits(role: string, extra: Resources, allocated: ReadonlyMap<string, Resources>): boolean;
   /**
    * Whether the role may take `need` back from others: its guarantee (or its nearest unmet
@@ -63,7 +61,6 @@ export function policyOf(table: QuotaTable): CompiledQuotas {
     belowGuarantee: (role, allocated) => !unmet(role, allocated).isEmpty(),
     guaranteeKeys: (role) => table.guaranteeKeys(role),
     guaranteeBudgets: (allocated) => table.guaranteeBudgets(allocated),
-    unmetGuarantee: unmet,
     withinLimits: (role, extra, allocated) => table.withinLimits(role, extra, allocated),
     mayReclaim(role, need, allocated) {
       for (const r of [role, ...ancestorsOf(role)]) {

@@ -95,6 +95,13 @@ function zeroMilli(): Record<ScalarName, number> {
  * Checks a role name: `*`, or `/`-separated segments each of letters, digits, `_`, `.` and
  * `-` not starting with `.` or `-`, at most 256 characters in all. Throws a CairnError naming `field`.
  */
+/** Whether `role` is a role name (validRoleName says why not): the one grammar every edge checks. */
+export function isRoleName(role: string): boolean {
+  if (role === '*') return true;
+  if (role === '' || role.length > MAX_ROLE_CHARS) return false;
+  return role.split('/').every((segment) => SEGMENT.test(segment));
+}
+
 export function validRoleName(role: string, field = 'role'): void {
   if (typeof role !== 'string') throw bad(field, `must be a role name, not ${describe(role)}`);
   if (role === '*') return;

@@ -79,7 +79,7 @@ export class JobsRuntime implements BuiltinInstance {
     const classes = env.ctx.priorityClasses;
     this.engine = new JobEngine({
       ...DEFAULT_ENGINE_OPTIONS, ...opts, domain: env.domain ?? 'cairn',
-      classRank: (c) => classes.rank(c !== undefined && classes.has(c) ? c : classes.defaultClass),
+      classRank: (c) => classes.rank(classes.orDefault(c)),
     });
     const records = env.store.entries<JsonValue>(JOB_KEY_PREFIX).map(([, v]) => v as unknown as JobRecord);
     this.engine.load(records);

@@ -34,6 +34,7 @@ import {
 } from './model.ts';
 import { invalidJob, prefixLocator, type Locate } from './field-paths.ts';
 import { checkKindRules } from './kind-rules.ts';
+import { isRoleName } from '../../sharing/quotas.ts';
 
 export const CAIRN_JOB_API_VERSION = 'cairn/v1';
 export const MAX_JOB_NAME = 40;
@@ -66,8 +67,6 @@ const POLICY_FIELDS = ['event', 'action', 'group'] as const;
 
 /** DNS-1035 labels, as Kubeflow asks of job names: they become host names. */
 const LABEL = /^[a-z]([-a-z0-9]*[a-z0-9])?$/;
-/** The scheduler API's role names. */
-const ROLE = /^(\*|[A-Za-z0-9_][A-Za-z0-9._-]*(\/[A-Za-z0-9_][A-Za-z0-9._-]*)*)$/;
 const ENV_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** What `docker pull` takes: name, registry with port, tag, digest. */
 const IMAGE = /^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/;
@@ -324,6 +323,6 @@ function readSuccessPolicy(r: Reader, value: unknown): SuccessPolicy {
 
 function readRole(r: Reader, value: unknown): string {
   const role = r.string(value, 'role');
-  if (!ROLE.test(role)) throw invalidJob(r.at('role'), `${describe(role)} is not a role name ('*', or '/'-separated parts of letters, digits, '_', '.' and '-', e.g. team/alice)`);
+  if (!isRoleName(role)) throw invalidJob(r.at('role'), `${describe(role)} is not a role name ('*', or '/'-separated parts of letters, digits, '_', '.' and '-', e.g. team/alice)`);
   return role;
 }

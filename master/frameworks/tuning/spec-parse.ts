@@ -24,6 +24,7 @@ import { jobPlaceholderNames, trialJobSpec } from './trial-job.ts';
 import type { SearchSpace } from './space/types.ts';
 import { placeholderNames } from './trial-command.ts';
 import { parseCpus, parseSizeMiB } from './quantities.ts';
+import { isRoleName } from '../../sharing/quotas.ts';
 
 export const MAX_DOCUMENT_CHARS = 1024 * 1024;
 /** Shipped files travel inside every trial's command line: a Linux argument holds 128 KiB. */
@@ -85,7 +86,7 @@ export function parseExperimentDocument(body: unknown, contentType?: string, def
   const maxFailedTrialCount = count(s.maxFailedTrialCount, 'spec.maxFailedTrialCount', 3, 0);
   const seed = s.seed === undefined ? defaults.seed : count(s.seed, 'spec.seed', 0, 0);
   const role = s.role === undefined ? '*' : s.role;
-  if (typeof role !== 'string' || !/^(\*|[A-Za-z0-9_][A-Za-z0-9_./-]{0,127})$/.test(role)) throw badRequest('spec.role', `is not a role name: ${JSON.stringify(role)}`);
+  if (typeof role !== 'string' || !isRoleName(role)) throw badRequest('spec.role', `is not a role name: ${JSON.stringify(role)}`);
   // Which classes exist is the master's to say: only the shape is checked here.
   const priorityClass = s.priorityClassName;
   if (priorityClass !== undefined && (typeof priorityClass !== 'string' || !/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(priorityClass))) {
