@@ -13,7 +13,7 @@ import { Resources } from '../../shared/resources.ts';
 import type { FrameworkSpec, TaskSpec } from '../../master/api/scheduler-calls.ts';
 import type { SchedulerCall } from '../../master/leader/messages.ts';
 import type { SimClock } from './cluster-clock.ts';
-import { NOT_LEADER_CLOSE, type SimMaster, type StreamConn } from './cluster-master.ts';
+import { NOT_LEADER_CLOSE, sendSchedulerCall, type SimMaster, type StreamConn } from './cluster-master.ts';
 import type { SimNet } from './cluster-net.ts';
 
 export interface FrameworkWorld {
@@ -117,12 +117,7 @@ export class SimFramework {
 
   /** A call to the master this stream is on; lost, duplicated or late like any request. */
   private call(call: SchedulerCall): void {
-    const stream = this.stream;
-    const streamId = this.streamId;
-    if (!stream || !streamId) return;
-    const master = this.world.masters().find((m) => m.id === stream.masterId);
-    if (!master) return;
-    this.world.net.datagram(() => master.call(call, streamId));
+    sendSchedulerCall(this.world, this.stream, this.subscribed, call);
   }
 
   private onEvent(event: SchedulerEvent, sentAtMs: number): void {

@@ -17,7 +17,7 @@ import { DEFAULT_ENGINE_OPTIONS, JobEngine, type Effects } from '../../master/fr
 import type { JobSpec } from '../../master/frameworks/jobs/model.ts';
 import { isFinished, type JobRecord } from '../../master/frameworks/jobs/record.ts';
 import type { FrameworkWorld } from './cluster-framework.ts';
-import { NOT_LEADER_CLOSE, type StreamConn } from './cluster-master.ts';
+import { NOT_LEADER_CLOSE, sendSchedulerCall, type StreamConn } from './cluster-master.ts';
 
 const TICK_MS = 200;
 const RECONCILE_STARTING_MS = 5_000;
@@ -129,12 +129,7 @@ export class SimJobs {
   }
 
   private call(call: SchedulerCall): void {
-    const stream = this.stream;
-    if (!stream || !this.subscribed) return;
-    const master = this.world.masters().find((m) => m.id === stream.masterId);
-    if (!master) return;
-    const streamId = `s${stream.id}`;
-    this.world.net.datagram(() => master.call(call, streamId));
+    sendSchedulerCall(this.world, this.stream, this.subscribed, call);
   }
 
   private onEvent(event: SchedulerEvent): void {

@@ -26,6 +26,19 @@ export type StreamConn = SimConn<never, SchedulerEvent>;
 
 /** Close code of a follower that sends an agent to the leader (the reason names it). */
 export const NOT_LEADER_CLOSE = 4001;
+
+/**
+ * A simulated framework's scheduler call: a datagram (lost, duplicated or late) to the master
+ * its subscription stream is open to, under the stream's id. Nothing is sent without a
+ * subscription, or when that master is gone.
+ */
+export function sendSchedulerCall(world: { masters(): SimMaster[]; readonly net: SimNet }, stream: StreamConn | undefined, subscribed: boolean, call: SchedulerCall): void {
+  if (!stream || !subscribed) return;
+  const master = world.masters().find((m) => m.id === stream.masterId);
+  if (!master) return;
+  const streamId = `s${stream.id}`;
+  world.net.datagram(() => master.call(call, streamId));
+}
 /** Raft ticks every 100 ms, as the daemon's shell does; elections after 10 ticks. */
 export const RAFT_TICK_MS = 100;
 

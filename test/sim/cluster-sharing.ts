@@ -25,7 +25,7 @@ import type { PreemptionRecord, RegistryCommand } from '../../master/registry/co
 import { PREEMPTIBLE_LABEL, PriorityClasses } from '../../master/sharing/priority-classes.ts';
 import { planPreemption, type AgentView } from '../../master/sharing/victims.ts';
 import type { FrameworkWorld } from './cluster-framework.ts';
-import { NOT_LEADER_CLOSE, type SimMaster, type StreamConn } from './cluster-master.ts';
+import { NOT_LEADER_CLOSE, sendSchedulerCall, type SimMaster, type StreamConn } from './cluster-master.ts';
 import { preemptionViolations, quotaViolations, runningByRole, starvation } from './sharing-invariants.ts';
 import type { FrameworkPlan, GangSpec, SharingWorkload } from './sharing-workload.ts';
 
@@ -238,12 +238,7 @@ export class SimGangFramework {
   }
 
   private call(call: SchedulerCall): void {
-    const stream = this.stream;
-    if (!stream || !this.subscribed) return;
-    const master = this.world.masters().find((m) => m.id === stream.masterId);
-    if (!master) return;
-    const streamId = `s${stream.id}`;
-    this.world.net.datagram(() => master.call(call, streamId));
+    sendSchedulerCall(this.world, this.stream, this.subscribed, call);
   }
 
   private onEvent(event: SchedulerEvent, sentAtMs: number): void {

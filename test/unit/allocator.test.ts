@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { Allocator, type Offer } from '../../master/allocator/allocator.ts';
 import { Resources, SCALAR_NAMES } from '../../shared/resources.ts';
+import { mulberry32 } from '../harness/mulberry32.ts';
 
 const R = (text: string) => Resources.parse(text);
 
@@ -393,17 +394,6 @@ describe('Allocator: GPU agents', () => {
     expect(who(a.allocate(1))).toEqual(['plain@cpu']);
   });
 });
-
-function mulberry32(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 interface ModelAgent {
   total: Resources;

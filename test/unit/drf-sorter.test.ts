@@ -4,6 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { DrfSorter } from '../../master/allocator/drf-sorter.ts';
 import { Resources } from '../../shared/resources.ts';
+import { mulberry32 } from '../harness/mulberry32.ts';
 
 const r = (text: string) => Resources.parse(text);
 
@@ -15,18 +16,6 @@ function sorterWith(total: string, ...clients: string[]): DrfSorter {
     s.activate(c);
   }
   return s;
-}
-
-/** Tiny seeded PRNG, so a failure replays. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 describe('DrfSorter', () => {

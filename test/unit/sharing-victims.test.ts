@@ -14,18 +14,7 @@ import {
   type RunningTaskView,
 } from '../../master/sharing/victims.ts';
 import { Resources } from '../../shared/resources.ts';
-
-/** Tiny seeded PRNG, so a failure replays. */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+import { mulberry32 } from '../harness/mulberry32.ts';
 
 function shuffled<T>(items: readonly T[], rand: () => number): T[] {
   const out = [...items];
