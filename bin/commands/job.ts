@@ -5,12 +5,11 @@
 import { readFileSync } from 'node:fs';
 import type { JobView } from '../../master/frameworks/jobs/record.ts';
 import type { ReplicaStatus } from '../../master/frameworks/jobs/model.ts';
-import { findToken } from '../../shared/sdk/credentials.ts';
 import { MasterClient, type LogStream } from '../../shared/sdk/master-client.ts';
 import { MasterHttpError } from '../../shared/sdk/http-error.ts';
 import type { TlsFiles } from '../../shared/tls.ts';
-import { clientTls } from './client-tls.ts';
 import type { CliIo } from './io.ts';
+import { apiClientOptions } from './master-api-client.ts';
 import { JobsClient } from './job-client.ts';
 import { LinePrefixer, printTaskLog } from './log-relay.ts';
 import { formatObjects, type OutputFormat } from './output.ts';
@@ -24,9 +23,8 @@ export interface JobCommandOptions {
 const WAIT_POLL_MS = 500;
 
 function clients(o: JobCommandOptions, io: CliIo): { jobs: JobsClient; master: MasterClient } {
-  const tls = clientTls(o.tls);
-  const token = findToken(o.masterUrl, io.env);
-  return { jobs: new JobsClient(o.masterUrl, { ...(token ? { token } : {}), ...(tls ? { tls } : {}) }), master: new MasterClient(o.masterUrl, { token, tls }) };
+  const options = apiClientOptions(o.masterUrl, o.tls, io);
+  return { jobs: new JobsClient(o.masterUrl, options), master: new MasterClient(o.masterUrl, options) };
 }
 
 async function withJobs(name: string, o: JobCommandOptions, io: CliIo, body: (c: ReturnType<typeof clients>) => Promise<number | void>): Promise<number> {

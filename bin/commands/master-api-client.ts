@@ -3,11 +3,21 @@
 // (fetch would drop it on the way to another origin), trying the next master when one cannot
 // be reached.
 
+import { findToken } from '../../shared/sdk/credentials.ts';
 import { errorFromResponse } from '../../shared/sdk/http-error.ts';
-import type { TlsClient } from '../../shared/tls.ts';
+import type { TlsClient, TlsFiles } from '../../shared/tls.ts';
+import { clientTls } from './client-tls.ts';
+import type { CliIo } from './io.ts';
 
 const MAX_REDIRECTS = 3;
 const TIMEOUT_MS = 30_000;
+
+/** What a command's client of these APIs needs: the credential the CLI finds for the master, and its TLS client. */
+export function apiClientOptions(masterUrl: string, tlsFiles: TlsFiles | undefined, io: CliIo): { token?: string; tls?: TlsClient } {
+  const tls = clientTls(tlsFiles);
+  const token = findToken(masterUrl, io.env);
+  return { ...(token ? { token } : {}), ...(tls ? { tls } : {}) };
+}
 
 export abstract class MasterApiClient {
   private readonly urls: string[];

@@ -4,13 +4,12 @@
 import type { PreemptionRecord } from '../../master/registry/commands.ts';
 import type { QuotaJson } from '../../master/sharing/quotas.ts';
 import type { Amounts, PrincipalRow, RoleRow, TaskUse } from '../../master/sharing/usage-view.ts';
-import { findToken } from '../../shared/sdk/credentials.ts';
 import { MasterHttpError } from '../../shared/sdk/http-error.ts';
 import { SCALAR_NAMES, type ScalarName } from '../../shared/resources.ts';
 import type { TlsFiles } from '../../shared/tls.ts';
-import { clientTls } from './client-tls.ts';
 import { isUnreachable, unreachableHint } from './hints.ts';
 import type { CliIo } from './io.ts';
+import { apiClientOptions } from './master-api-client.ts';
 import { formatObjects, type OutputFormat } from './output.ts';
 import { inSubtree, mergedQuota, type QuotaChange } from './sharing-flags.ts';
 import { SharingClient, type RolesAnswer } from './sharing-client.ts';
@@ -22,9 +21,7 @@ export interface SharingCommandOptions {
 }
 
 function client(o: SharingCommandOptions, io: CliIo): SharingClient {
-  const tls = clientTls(o.tls);
-  const token = findToken(o.masterUrl, io.env);
-  return new SharingClient(o.masterUrl, { ...(token ? { token } : {}), ...(tls ? { tls } : {}) });
+  return new SharingClient(o.masterUrl, apiClientOptions(o.masterUrl, o.tls, io));
 }
 
 async function withSharing(name: string, o: SharingCommandOptions, io: CliIo, body: (c: SharingClient) => Promise<number | void>): Promise<number> {

@@ -5,12 +5,11 @@
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
 import type { ExperimentSummary, ExperimentView, TrialView } from '../../master/frameworks/tuning/views.ts';
-import { findToken } from '../../shared/sdk/credentials.ts';
 import { MasterHttpError } from '../../shared/sdk/http-error.ts';
 import type { TlsFiles } from '../../shared/tls.ts';
 import { asciiChart, bestSoFar } from './ascii-chart.ts';
-import { clientTls } from './client-tls.ts';
 import type { CliIo } from './io.ts';
+import { apiClientOptions } from './master-api-client.ts';
 import { formatObjects, type OutputFormat } from './output.ts';
 import { age, formatTable } from './table.ts';
 import { ExperimentsClient, type ResumeLimits } from './tune-client.ts';
@@ -31,9 +30,7 @@ const ENDED = new Set(['Succeeded', 'Failed', 'EarlyStopped', 'Killed']);
 const MAX_UNREACHABLE = 30;
 
 function client(o: TuneCommandOptions, io: CliIo): ExperimentsClient {
-  const tls = clientTls(o.tls);
-  const token = findToken(o.masterUrl, io.env);
-  return new ExperimentsClient(o.masterUrl, { ...(token ? { token } : {}), ...(tls ? { tls } : {}) });
+  return new ExperimentsClient(o.masterUrl, apiClientOptions(o.masterUrl, o.tls, io));
 }
 
 async function withExperiments(name: string, o: TuneCommandOptions, io: CliIo, body: (c: ExperimentsClient) => Promise<number | void>): Promise<number> {
@@ -311,7 +308,7 @@ export function runTuneLogs(o: TuneLogsOptions, io: CliIo): Promise<number> {
     const t = e.trials.find((x) => x.index === o.index);
     if (!t) throw new Error(`experiment ${e.name} has no trial ${o.index} (it has ${e.trials.length === 0 ? 'none yet' : `0 to ${e.trials.length - 1}`})`);
     if (!t.taskId) throw new Error(`trial ${t.index} of ${e.name} has not started yet (${t.state})`);
-    const master = new MasterClient(o.masterUrl, { token: findToken(o.masterUrl, io.env), tls: clientTls(o.tls) });
+    const master = new MasterClient(o.masterUrl, apiClientOptions(o.masterUrl, o.tls, io));
     await printTaskLog(master, t.taskId, o.stream, o.follow, (text) => void out.write(text));
   });
 }
