@@ -6,6 +6,7 @@
 import { timingSafeEqual, createHash } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';
 import type { IncomingHttpHeaders } from 'node:http';
+import { bearerToken } from '../shared/authorization.ts';
 import { CairnError } from '../shared/errors.ts';
 
 export interface AgentCredential {
@@ -47,8 +48,8 @@ export function authorizationHeader(c: AgentCredential): string {
 
 const digest = (s: string) => createHash('sha256').update(s).digest();
 
-/** Does this request bear the agent's own secret (`Authorization: Bearer SECRET`)? */
+/** Does this request bear the agent's own secret (`Authorization: Bearer SECRET` or `token=SECRET`)? */
 export function bearsSecret(headers: IncomingHttpHeaders, c: AgentCredential): boolean {
-  const m = /^Bearer\s+(\S+)\s*$/i.exec(headers.authorization ?? '');
-  return !!m && timingSafeEqual(digest(m[1]!), digest(c.secret));
+  const token = bearerToken(headers.authorization);
+  return token !== undefined && timingSafeEqual(digest(token), digest(c.secret));
 }

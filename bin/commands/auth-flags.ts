@@ -9,7 +9,7 @@ import type { Logger } from 'pino';
 import { loadAgentCredential, type AgentCredential } from '../../agent/credential.ts';
 import { parseAcls } from '../../master/auth/acls.ts';
 import { bootstrapCredentials, loadCredentials, type BootstrapCredentials } from '../../master/auth/credentials.ts';
-import { MasterAuth, type Openable } from '../../master/auth/master-auth.ts';
+import { MasterAuth, type MasterAuthOptions, type Openable } from '../../master/auth/master-auth.ts';
 import { CairnError } from '../../shared/errors.ts';
 
 /** Fresh secrets: 192 bits, URL-safe, so they survive shells and headers unquoted. */
@@ -29,6 +29,11 @@ export function masterAuthFromFlags(o: { credentials?: string; acls?: string; op
     if (b.created) log.warn({ file: b.path }, 'no --credentials given: made a bootstrap credentials file (principals admin and agent); give agents its agent entry with --credential and users the admin secret (CAIRN_TOKEN)');
     credentials = b.credentials;
   }
+  return MasterAuth.on({ credentials, ...aclsAndOpen(o) });
+}
+
+/** `--acls FILE` read and checked, and `--open`: the rest of a master's MasterAuthOptions. */
+export function aclsAndOpen(o: { acls?: string; open?: Openable[] }): Omit<MasterAuthOptions, 'credentials'> {
   let acls;
   if (o.acls !== undefined) {
     let text: string;
@@ -39,7 +44,7 @@ export function masterAuthFromFlags(o: { credentials?: string; acls?: string; op
     }
     acls = parseAcls(text, o.acls);
   }
-  return MasterAuth.on({ credentials, ...(acls ? { acls } : {}), ...(o.open ? { open: o.open } : {}) });
+  return { ...(acls ? { acls } : {}), ...(o.open ? { open: o.open } : {}) };
 }
 
 /** `cairn agent`'s credential: --credential, else CAIRN_AGENT_CREDENTIAL; one is required. */

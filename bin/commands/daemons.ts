@@ -17,7 +17,7 @@ import { loadTls, schemeOf, TlsClient, type TlsMaterial } from '../../shared/tls
 import { saveToken } from '../../shared/sdk/credentials.ts';
 import { MasterAuth } from '../../master/auth/master-auth.ts';
 import { bootstrapCredentials } from '../../master/auth/credentials.ts';
-import { agentCredentialFromFlags, bootstrapFor, masterAuthFromFlags, newSecret } from './auth-flags.ts';
+import { aclsAndOpen, agentCredentialFromFlags, bootstrapFor, masterAuthFromFlags, newSecret } from './auth-flags.ts';
 import type { DaemonGossipOptions } from '../../shared/gossip/cluster.ts';
 import { gossipConfigForPeriod } from '../../shared/gossip/config.ts';
 import { nextInterrupt, type CliIo } from './io.ts';
@@ -117,9 +117,9 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
   let tokenFile: string;
   try {
     // One credentials file for every master of the group; the user's token goes where every
-    // `cairn` command finds it, so the embedded default needs no flag and is never open.
+    // `cairn` command finds it, so the embedded default needs no flag and is open only as --open says.
     bootstrap = o.credentials !== undefined ? bootstrapCredentials(o.credentials, newSecret) : bootstrapFor(o.dataDir);
-    auth = MasterAuth.on({ credentials: bootstrap.credentials });
+    auth = MasterAuth.on({ credentials: bootstrap.credentials, ...aclsAndOpen(o) });
     const saved = saveToken([...members.values()], { principal: bootstrap.admin.principal, token: bootstrap.admin.secret }, io.env);
     tokenFile = saved;
     log.info({ credentials: bootstrap.path, token: saved }, 'credentials: the admin token is saved for the CLI');

@@ -59,6 +59,10 @@ export interface UpOptions extends DnsFlags {
   gossipEncrypt?: boolean;
   /** A credentials file to use instead of the bootstrap one made in the data dir. */
   credentials?: string;
+  /** --acls: who may do what; left out, every user principal may do everything. */
+  acls?: string;
+  /** --open: what is answered without a credential. */
+  open?: Openable[];
 }
 
 export interface MasterOptions extends DnsFlags {

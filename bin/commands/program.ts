@@ -113,13 +113,18 @@ function classListFlag(value: string): string[] {
   return names;
 }
 
-/** `--open metrics,dns-api`: endpoints answered without a credential. */
+/** `--open metrics,dns-api,scheduler`: what is answered without a credential. */
 function openFlag(value: string): Openable[] {
   const items = value.split(',').map((v) => v.trim()).filter((v) => v !== '');
   for (const v of items) {
     if (!(OPENABLE as readonly string[]).includes(v)) throw new InvalidArgumentError(`'${v}' cannot be opened (known: ${OPENABLE.join(', ')})`);
   }
   return items as Openable[];
+}
+
+/** The `--open` of `cairn master` and `cairn up`. */
+function openOption(): Option {
+  return new Option('--open <list>', "what is answered without a credential, comma-separated: metrics, dns-api, scheduler (the Mesos scheduler API; its callers without a credential act as the principal 'anonymous', which --acls governs)").argParser(openFlag);
 }
 
 /** The master URL from --master, else CAIRN_MASTER, else the default; a bad one is a usage error. */
@@ -272,14 +277,16 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--resources <resources>', 'agent resources instead of measuring the host, e.g. "cpus:4;mem:8192;ports:[31000-32000]"').argParser(resourcesFlag))
     .addOption(new Option('--masters <n>', 'run a replicated group of 1, 3 or 5 masters on consecutive ports').argParser(mastersFlag).default(1))
     .option('--gossip-encrypt', 'encrypt the gossip between the daemons (AES-256-GCM, a key derived from the cluster secret)')
-    .option('--credentials <file>', 'principals to use instead of DATA_DIR/credentials.json (made once); its first user entry is saved for the CLI (default: $CAIRN_CREDENTIALS)');
+    .option('--credentials <file>', 'principals to use instead of DATA_DIR/credentials.json (made once); its first user entry is saved for the CLI (default: $CAIRN_CREDENTIALS)')
+    .option('--acls <file>', 'who may do what, JSON in the shape of Mesos ACLs (default: $CAIRN_ACLS, else every user principal may do everything)')
+    .addOption(openOption());
   addLogOptions(addTlsOptions(addDnsOptions(up)))
-    .action(async (o: { dataDir: string; port: number; agentPort: number; resources?: string; masters: number; credentials?: string; gossipEncrypt?: boolean } & DnsFlagValues & TlsFlagValues & LogFlagValues, cmd: Command) => {
+    .action(async (o: { dataDir: string; port: number; agentPort: number; resources?: string; masters: number; credentials?: string; acls?: string; open?: Openable[]; gossipEncrypt?: boolean } & DnsFlagValues & TlsFlagValues & LogFlagValues, cmd: Command) => {
       // A group's members know each other's URLs before they start: the ports are fixed.
       if (o.masters > 1 && (o.port === 0 || o.port + o.masters - 1 > 65535)) {
         return cmd.error(`error: option '--port <port>' must be the first of ${o.masters} consecutive free ports with --masters ${o.masters} (not 0, and at most ${65536 - o.masters})`, { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
       }
-      result.exitCode = await h.up({ dataDir: resolve(o.dataDir), port: o.port, agentPort: o.agentPort, masters: o.masters, ...(o.credentials ?? io.env.CAIRN_CREDENTIALS ? { credentials: resolve((o.credentials ?? io.env.CAIRN_CREDENTIALS)!) } : {}), ...(o.resources !== undefined ? { resources: o.resources } : {}), ...(o.gossipEncrypt ? { gossipEncrypt: true } : {}), ...dnsFlags(o), ...tlsFlags(o), ...logFlags(o) }, io);
+      result.exitCode = await h.up({ dataDir: resolve(o.dataDir), port: o.port, agentPort: o.agentPort, masters: o.masters, ...(o.credentials ?? io.env.CAIRN_CREDENTIALS ? { credentials: resolve((o.credentials ?? io.env.CAIRN_CREDENTIALS)!) } : {}), ...(o.acls ?? io.env.CAIRN_ACLS ? { acls: resolve((o.acls ?? io.env.CAIRN_ACLS)!) } : {}), ...(o.open ? { open: o.open } : {}), ...(o.resources !== undefined ? { resources: o.resources } : {}), ...(o.gossipEncrypt ? { gossipEncrypt: true } : {}), ...dnsFlags(o), ...tlsFlags(o), ...logFlags(o) }, io);
     });
 
   const master = program
@@ -290,7 +297,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .option('--data-dir <dir>', "the master's data directory", './.cairn/master')
     .option('--credentials <file>', 'principals and their secrets, JSON {"credentials":[{"principal","secret","agent"?}]} (default: $CAIRN_CREDENTIALS, else DATA_DIR/credentials.json, made once with an admin and an agent principal)')
     .option('--acls <file>', 'who may do what, JSON in the shape of Mesos ACLs (default: $CAIRN_ACLS, else every user principal may do everything)')
-    .addOption(new Option('--open <list>', 'endpoints answered without a credential, comma-separated: metrics, dns-api').argParser(openFlag))
+    .addOption(openOption())
     .addOption(new Option('--ping-interval <duration>', 'how often agents are pinged, e.g. 15s').argParser(durationFlag(1, 3_600_000)))
     .addOption(new Option('--max-missed-pings <n>', 'missed pings before an agent is unreachable').argParser(integerFlag(1, 1000)))
     .addOption(new Option('--offer-timeout <duration>', 'how long an offer stays outstanding before it is rescinded, e.g. 5m').argParser(durationFlag(1, 86_400_000)))

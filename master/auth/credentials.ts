@@ -1,6 +1,6 @@
 // The principals a master knows, read from its credentials file (Mesos' `--credentials`
 // shape, with one addition: `agent: true` marks an agent's credential). A secret is
-// presented as `Authorization: Bearer SECRET` or as HTTP Basic `principal:secret`.
+// presented as `Authorization: Bearer SECRET`, as DC/OS's `token=SECRET`, or as HTTP Basic `principal:secret`.
 //
 // An agent's principal may register an agent and do nothing else; a user's principal may
 // never register an agent. Keeping the two kinds apart is what stops a leaked user token
@@ -47,6 +47,10 @@ export class Credentials {
 
   get size(): number {
     return this.secrets.size;
+  }
+
+  has(principal: string): boolean {
+    return this.secrets.has(principal);
   }
 
   /** The principal whose secret this is, if any. */

@@ -3,7 +3,8 @@
 // master's own replication group, whose dashboard page falls back to this master when the one
 // that served it dies (CORS for exactly their origins, never with credentials: the token
 // travels in the Authorization header, never in a cookie) —, authenticates every request but
-// `/health`, what the operator opened and the dashboard's open routes (its static files and
+// `/health`, what the operator opened (`--open`; an open scheduler API takes callers without a
+// credential as `anonymous`) and the dashboard's open routes (its static files and
 // login-link redemption: master/ui/open-routes.ts), and writes one audit line per change with its
 // principal. Routes read the caller as `req.principal`.
 
@@ -21,6 +22,8 @@ declare module 'fastify' {
     principal: Principal;
   }
 }
+
+const SCHEDULER_ROUTE = '/api/v1/scheduler';
 
 /** Answered to anyone: load balancers and `cairn up` probe it before they have a token. */
 const ALWAYS_OPEN = new Set(['/health']);
@@ -100,6 +103,14 @@ function isOpen(auth: MasterAuth, path: string): boolean {
   return false;
 }
 
+/**
+ * A scheduler call under `--open scheduler`: without a credential its caller is `anonymous`
+ * (by the route matched, not the raw path). Only the scheduler API: reads stay closed.
+ */
+function isOpenScheduler(auth: MasterAuth, req: FastifyRequest): boolean {
+  return auth.open.has('scheduler') && req.method === 'POST' && req.routeOptions.url === SCHEDULER_ROUTE;
+}
+
 /** One line per change, with who made it; scheduler calls are written by their route. */
 export function auditLine(log: Logger, req: FastifyRequest, fields: Record<string, unknown>): void {
   log.info({ principal: req.principal?.name ?? '', method: req.method, path: req.url.split('?')[0], ip: req.ip, ...fields }, 'audit');
@@ -135,7 +146,7 @@ export function registerAuthHooks(app: FastifyInstance, auth: MasterAuth, audit:
     if (isOpen(auth, path) || isOpenUiRoute(req)) return;
     try {
       // Agents ask a master for the gossip members to join through; nothing else is theirs.
-      req.principal = auth.authenticate(req.headers, req.method === 'GET' && path === '/api/v1/members' ? 'any' : 'user');
+      req.principal = auth.authenticate(req.headers, req.method === 'GET' && path === '/api/v1/members' ? 'any' : 'user', isOpenScheduler(auth, req));
     } catch (err) {
       if (req.method !== 'GET' && req.method !== 'HEAD') auditLine(audit, req, { refused: (err as CairnError).code });
       return refuse(reply, err as CairnError);
@@ -143,7 +154,7 @@ export function registerAuthHooks(app: FastifyInstance, auth: MasterAuth, audit:
   });
   app.addHook('onResponse', async (req, reply) => {
     if (req.method === 'GET' || req.method === 'HEAD' || !req.principal) return;
-    if (req.routeOptions.url === '/api/v1/scheduler') return;
+    if (req.routeOptions.url === SCHEDULER_ROUTE) return;
     auditLine(audit, req, { status: reply.statusCode });
   });
 }

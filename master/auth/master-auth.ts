@@ -8,13 +8,24 @@
 
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
+import { bearerToken } from '../../shared/authorization.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { Acls, type AclAction } from './acls.ts';
 import type { Credentials, Principal, PrincipalKind } from './credentials.ts';
 
-/** Endpoints an operator may open to callers without a credential. */
-export const OPENABLE = ['metrics', 'dns-api'] as const;
+/**
+ * What an operator may open to callers without a credential (`--open a,b`): the metrics,
+ * the DNS API, and the scheduler API, whose unauthenticated callers act as ANONYMOUS.
+ */
+export const OPENABLE = ['metrics', 'dns-api', 'scheduler'] as const;
 export type Openable = (typeof OPENABLE)[number];
+
+/**
+ * The principal of an unauthenticated scheduler call under `--open scheduler` (Mesos with
+ * `--authenticate_http_frameworks=false`): the ACLs govern it by this name like any other.
+ */
+export const ANONYMOUS_PRINCIPAL = 'anonymous';
+const ANONYMOUS: Principal = { name: ANONYMOUS_PRINCIPAL, kind: 'user' };
 
 /**
  * Authorization headers already checked, and whose they are: a framework sends the same
@@ -57,6 +68,10 @@ export class MasterAuth {
 
   static on(opts: MasterAuthOptions): MasterAuth {
     if (opts.credentials.size === 0) throw new CairnError('CAIRN_BAD_CREDENTIALS', 'the credentials file lists no principal', 'credentials');
+    // Otherwise a caller without a credential would act for that principal's frameworks.
+    if (opts.open?.includes('scheduler') && opts.credentials.has(ANONYMOUS_PRINCIPAL)) {
+      throw new CairnError('CAIRN_BAD_CREDENTIALS', `the credentials file lists principal '${ANONYMOUS_PRINCIPAL}', which --open scheduler gives to every unauthenticated scheduler call: rename it`, 'credentials');
+    }
     return new MasterAuth(true, opts.credentials, opts.acls ?? Acls.permissiveDefault(), new Set(opts.open ?? []));
   }
 
@@ -65,13 +80,16 @@ export class MasterAuth {
   }
 
   /**
-   * Who sent these headers: `Authorization: Bearer SECRET` or `Basic base64(principal:secret)`.
-   * Throws CAIRN_UNAUTHENTICATED (401) without one or with a wrong one.
+   * Who sent these headers: `Authorization: Bearer SECRET`, `token=SECRET` (DC/OS) or
+   * `Basic base64(principal:secret)`. Throws CAIRN_UNAUTHENTICATED (401) without one or with
+   * a wrong one — but for `anonymousIfNone`: then no header at all is ANONYMOUS (a wrong one
+   * is still refused).
    */
-  authenticate(headers: IncomingHttpHeaders, kind: PrincipalKind | 'any' = 'user'): Principal {
+  authenticate(headers: IncomingHttpHeaders, kind: PrincipalKind | 'any' = 'user', anonymousIfNone = false): Principal {
     if (!this.enabled) return kind === 'agent' ? { name: '', kind: 'agent' } : NOBODY;
     const h = headers.authorization;
     if (typeof h !== 'string' || h.length === 0) {
+      if (anonymousIfNone && kind !== 'agent') return ANONYMOUS;
       throw new CairnError('CAIRN_UNAUTHENTICATED', 'this master requires a credential: send Authorization: Bearer TOKEN (the CLI finds it in CAIRN_TOKEN or ~/.config/cairn/credentials, which `cairn up` writes)', 'Authorization');
     }
     let p = this.checked.get(h);
@@ -91,16 +109,15 @@ export class MasterAuth {
 
   /** The principal an Authorization header proves, if any. */
   private parse(h: string): Principal | undefined {
-    let p: Principal | undefined;
-    const m = /^(Bearer|Basic)\s+(\S+)\s*$/i.exec(h);
-    if (m && m[1]!.toLowerCase() === 'bearer') {
-      p = sameSecret(m[2]!, this.builtinToken) ? { name: BUILTIN_PRINCIPAL, kind: 'user', internal: true } : this.credentials!.bySecretValue(m[2]!);
-    } else if (m) {
-      const decoded = Buffer.from(m[2]!, 'base64').toString('utf8');
-      const colon = decoded.indexOf(':');
-      if (colon > 0) p = this.credentials!.check(decoded.slice(0, colon), decoded.slice(colon + 1));
+    const token = bearerToken(h);
+    if (token !== undefined) {
+      return sameSecret(token, this.builtinToken) ? { name: BUILTIN_PRINCIPAL, kind: 'user', internal: true } : this.credentials!.bySecretValue(token);
     }
-    return p;
+    const m = /^Basic\s+(\S+)\s*$/i.exec(h);
+    if (!m) return undefined;
+    const decoded = Buffer.from(m[1]!, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    return colon > 0 ? this.credentials!.check(decoded.slice(0, colon), decoded.slice(colon + 1)) : undefined;
   }
 
   /** Throws CAIRN_FORBIDDEN (403) unless the ACLs let `principal` do `action` on `object`. */

@@ -11,6 +11,7 @@
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { createHash, randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
+import { bearerToken } from '../../shared/authorization.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { auditLine } from '../auth/http-hooks.ts';
 import type { MasterContext } from '../context.ts';
@@ -75,9 +76,9 @@ export function registerLoginLinks(app: FastifyInstance, ctx: MasterContext, lin
     const h = req.headers.authorization;
     let token = '';
     if (ctx.auth.enabled) {
-      const m = typeof h === 'string' ? /^Bearer\s+(\S+)\s*$/i.exec(h) : null;
-      if (!m) throw new CairnError('CAIRN_BAD_REQUEST', 'a login link carries a Bearer token: create it with Authorization: Bearer TOKEN', 'Authorization');
-      token = m[1]!;
+      const bearer = bearerToken(h);
+      if (bearer === undefined) throw new CairnError('CAIRN_BAD_REQUEST', 'a login link carries a Bearer token: create it with Authorization: Bearer TOKEN', 'Authorization');
+      token = bearer;
     }
     const { code, expiresAtMs } = links.create(token, req.principal?.name ?? '');
     return reply.code(201).header('cache-control', 'no-store').send({ code, url: `${reachedAt(req, ctx)}/ui/#login=${code}`, expiresAtMs });

@@ -188,6 +188,11 @@ describe('daemon commands: parsing', () => {
     const r2 = await parse(['up', '--data-dir', '/tmp/x', '--port', '0', '--agent-port', '6000', '--resources', 'cpus:2;mem:1024;ports:[31000-31010]']);
     expect(r2.options).toEqual({ dataDir: '/tmp/x', port: 0, agentPort: 6000, masters: 1, resources: 'cpus:2;mem:1024;ports:[31000-31010]' });
     expect((await parse(['up', '--masters', '3'])).options.masters).toBe(3);
+    const open = await parse(['up', '--open', 'scheduler', '--acls', '/etc/cairn/a.json']);
+    expect(open.options).toMatchObject({ open: ['scheduler'], acls: '/etc/cairn/a.json' });
+    const bad = await parse(['up', '--open', 'scheduler,frameworks']);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toMatch(/--open.*'frameworks' cannot be opened \(known: metrics, dns-api, scheduler\)/s);
   });
 
   it('master: a replicated group needs --id, --peers naming it, and a secret file', async () => {
@@ -220,8 +225,8 @@ describe('daemon commands: parsing', () => {
   });
 
   it('master: every flag', async () => {
-    const r = await parse(['master', '--port', '5055', '--host', '10.0.0.1', '--data-dir', '/var/lib/cairn', '--ping-interval', '500ms', '--max-missed-pings', '3', '--offer-timeout', '2s', '--credentials', '/etc/cairn/c.json', '--acls', '/etc/cairn/a.json', '--open', 'metrics,dns-api']);
-    expect(r.options).toEqual({ port: 5055, host: '10.0.0.1', dataDir: '/var/lib/cairn', pingIntervalMs: 500, maxMissedPings: 3, offerTimeoutMs: 2000, credentials: '/etc/cairn/c.json', acls: '/etc/cairn/a.json', open: ['metrics', 'dns-api'] });
+    const r = await parse(['master', '--port', '5055', '--host', '10.0.0.1', '--data-dir', '/var/lib/cairn', '--ping-interval', '500ms', '--max-missed-pings', '3', '--offer-timeout', '2s', '--credentials', '/etc/cairn/c.json', '--acls', '/etc/cairn/a.json', '--open', 'metrics,dns-api,scheduler']);
+    expect(r.options).toEqual({ port: 5055, host: '10.0.0.1', dataDir: '/var/lib/cairn', pingIntervalMs: 500, maxMissedPings: 3, offerTimeoutMs: 2000, credentials: '/etc/cairn/c.json', acls: '/etc/cairn/a.json', open: ['metrics', 'dns-api', 'scheduler'] });
     // Loopback unless told an address.
     const d = await parse(['master']);
     expect(d.options).toMatchObject({ port: 5050, host: '127.0.0.1' });

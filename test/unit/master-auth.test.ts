@@ -44,6 +44,30 @@ describe('credentials', () => {
     expect(auth.agentSecret('node-1')).toBe(S('node-1'));
     expect(auth.agentSecret('alice')).toBeUndefined();
   });
+
+  it("authenticates DC/OS's token=SECRET as Bearer, and refuses a wrong one", () => {
+    const auth = MasterAuth.on({ credentials: creds() });
+    expect(auth.authenticate({ authorization: `token=${S('alice')}` }).name).toBe('alice');
+    expect(auth.authenticate({ authorization: `Token=${S('alice')}` }).name).toBe('alice');
+    expect(() => auth.authenticate({ authorization: 'token=not-a-secret-of-anyone' })).toThrow(expect.objectContaining({ code: 'CAIRN_UNAUTHENTICATED' }));
+    expect(() => auth.authenticate({ authorization: `token= ${S('alice')}` })).toThrow(expect.objectContaining({ code: 'CAIRN_UNAUTHENTICATED' }));
+    expect(auth.authenticate({ authorization: `token=${S('node-1')}` }, 'agent').name).toBe('node-1');
+  });
+
+  it('takes a caller without a credential as anonymous only where asked, never as an agent, and never one with a wrong credential', () => {
+    const auth = MasterAuth.on({ credentials: creds(), open: ['scheduler'] });
+    expect(auth.authenticate({}, 'user', true)).toEqual({ name: 'anonymous', kind: 'user' });
+    expect(() => auth.authenticate({}, 'user')).toThrow(expect.objectContaining({ code: 'CAIRN_UNAUTHENTICATED' }));
+    expect(() => auth.authenticate({}, 'agent', true)).toThrow(expect.objectContaining({ code: 'CAIRN_UNAUTHENTICATED' }));
+    expect(() => auth.authenticate({ authorization: 'Bearer wrong-secret-0123456789' }, 'user', true)).toThrow(expect.objectContaining({ code: 'CAIRN_UNAUTHENTICATED' }));
+    expect(auth.authenticate({ authorization: `Bearer ${S('alice')}` }, 'user', true).name).toBe('alice');
+  });
+
+  it("refuses --open scheduler beside a credential named 'anonymous', which every unauthenticated caller would act as", () => {
+    const withAnonymous = parseCredentials(JSON.stringify({ credentials: [{ principal: 'anonymous', secret: S('anonymous') }] }));
+    expect(() => MasterAuth.on({ credentials: withAnonymous, open: ['scheduler'] })).toThrow(/'anonymous'.*--open scheduler/);
+    expect(MasterAuth.on({ credentials: withAnonymous, open: ['metrics'] }).enabled).toBe(true);
+  });
 });
 
 describe('bootstrap credentials', () => {
