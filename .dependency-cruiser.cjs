@@ -12,8 +12,8 @@ const CORE = [
   '^shared/raft/(?!(sqlite-storage|wire)[.]ts$)',
   '^shared/gossip/(?!(udp-node|wire)[.]ts$)',
   '^shared/(random|resources|agent-messages|mesos-v1|errors|prometheus)[.]ts$',
-  // Packing tasks into an offer: arithmetic on Resources only.
-  '^shared/sdk/offer-fit[.]ts$',
+  // Packing tasks into an offer: arithmetic on Resources only; the restart back-off's arithmetic.
+  '^shared/sdk/(offer-fit|restart-backoff)[.]ts$',
   '^master/registry/(state-machine|commands)[.]ts$',
   '^master/allocator/',
   '^master/agents/liveness[.]ts$',

@@ -42,7 +42,6 @@ import { UsageSampler } from './usage/sampler.ts';
 import { usageReport } from './usage/usage.ts';
 import { SandboxGc } from './sandbox-gc.ts';
 import { agentIdentity, TaskUsers, UserDb } from './task-users.ts';
-import { prepareWorkDir, reachForDefaultUser, SandboxReach } from './sandbox-reach.ts';
 import { readDrainState, writeDrainState, type DrainState } from './drain.ts';
 import { HealthChecks } from './health/health-checks.ts';
 import { HealthStore, healthDir } from './health/store.ts';
@@ -159,10 +158,7 @@ async function startLockedAgent(opts: AgentOptions): Promise<AgentHandle> {
   const isolation = detectIsolation(cfg, log);
   const containers = await detectContainers(cfg, log);
   const users = taskUsersFor(cfg, log);
-  // Tasks open their sandboxes and job dirs by path: every task user must reach them.
-  const reach = new SandboxReach(prepareWorkDir(cfg.workDir, cfg.jobDirs), log);
-  reachForDefaultUser(reach, users.decide(''));
-  const agent = new Agent(cfg, log, discovered.resources, discovered.gpuIndices, storedId, checkpoints, { ...isolation, containers }, discovered.facts.gpus, users, reach);
+  const agent = new Agent(cfg, log, discovered.resources, discovered.gpuIndices, storedId, checkpoints, { ...isolation, containers }, discovered.facts.gpus, users);
   try {
     await agent.recover();
     await agent.start();
@@ -209,7 +205,6 @@ class Agent {
     private readonly isolation: Isolation,
     private readonly knownGpus: readonly NvidiaGpu[],
     private readonly users: TaskUsers,
-    reach: SandboxReach,
   ) {
     this.agentId = storedId !== '' ? storedId : undefined;
     const gpuPool = new GpuPool(gpuIndices, cfg.gpuSharing);
@@ -235,7 +230,7 @@ class Agent {
       dns: () => this.membership?.dns(),
       defaultKillGraceMs: cfg.defaultKillGraceMs,
       onStatus,
-      users: reach.decider(users),
+      users,
       logger: componentLogger(log, 'executor'),
     });
     const containers = isolation.containers.enabled

@@ -10,6 +10,7 @@ import { CairnError } from '../../shared/errors.ts';
 import { JOB_KINDS, type JobKind } from '../../master/frameworks/jobs/model.ts';
 import { MAX_JOB_NAME, MAX_REPLICAS, validateJobSpec } from '../../master/frameworks/jobs/spec-validate.ts';
 import { isRoleName } from '../../master/sharing/quotas.ts';
+import { durationProblem, parseDurationMs } from '../../agent/duration.ts';
 
 /** The flags `cairn job submit` gives; values as commander parsed them (numbers) or as typed (strings). */
 export interface JobFlags {
@@ -28,6 +29,8 @@ export interface JobFlags {
   env?: [string, string][] | Record<string, string>;
   role?: string;
   priorityClass?: string;
+  /** `--restart-backoff INITIAL[,FACTOR[,MAX[,RESET-AFTER]]]`, e.g. `10s,2,5m,10m`. */
+  restartBackoff?: string;
 }
 
 /** The options to register on `cairn job submit`, with their help. */
@@ -46,7 +49,33 @@ export const JOB_SUBMIT_FLAGS: readonly { flags: string; description: string }[]
   { flags: '--env <name=value>', description: 'an environment variable of every replica (repeatable)' },
   { flags: '--role <role>', description: "the role its tasks run in, e.g. team/alice (default: '*')" },
   { flags: '--priority-class <name>', description: "the cluster's priority class, e.g. production (default: the cluster's default class)" },
+  { flags: '--restart-backoff <spec>', description: "the wait before a replica restarts: INITIAL[,FACTOR[,MAX[,RESET-AFTER]]], e.g. 10s,2,5m,10m (default: the master's, 10s,2,5m,10m)" },
 ];
+
+/**
+ * `--restart-backoff`'s value as the document's `restartBackoff` (seconds): the first wait, how
+ * much longer each next one is, the longest, and how long a stable run lasts. Parts left out
+ * take Kubernetes' values (the master's check fills them the same way).
+ */
+export function restartBackoffFromFlag(value: string): Record<string, number> {
+  const parts = value.split(',').map((p) => p.trim());
+  const usage = `'${value}' is not INITIAL[,FACTOR[,MAX[,RESET-AFTER]]], e.g. 10s,2,5m,10m`;
+  if (parts.length > 4 || parts.some((p) => p === '')) throw badFlag('--restart-backoff', usage);
+  const seconds = (p: string, what: string): number => {
+    const ms = parseDurationMs(p);
+    if (ms === undefined && p !== '0') throw badFlag('--restart-backoff', `${what} '${p}': ${durationProblem(p)} (${usage})`);
+    return (ms ?? 0) / 1000;
+  };
+  const out: Record<string, number> = { initialSeconds: seconds(parts[0]!, 'the first wait') };
+  if (parts[1] !== undefined) {
+    const f = Number(parts[1]);
+    if (!/^\d+(\.\d+)?$/.test(parts[1]) || f < 1) throw badFlag('--restart-backoff', `the factor '${parts[1]}' must be a number of 1 or more (${usage})`);
+    out.factor = f;
+  }
+  if (parts[2] !== undefined) out.maxSeconds = seconds(parts[2], 'the longest wait');
+  if (parts[3] !== undefined) out.resetAfterSeconds = seconds(parts[3], 'the stable run');
+  return out;
+}
 
 /** Registers JOB_SUBMIT_FLAGS on `command` (values are checked by jobDocumentFromFlags). */
 export function addJobSubmitFlags(command: Command): Command {
@@ -177,12 +206,13 @@ export function jobDocumentFromFlags(flags: JobFlags, command: readonly string[]
     if (!/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(flags.priorityClass)) throw badFlag('--priority-class', `'${flags.priorityClass}' is not a class name, e.g. production`);
     doc.priorityClassName = flags.priorityClass;
   }
+  if (flags.restartBackoff !== undefined) doc.restartBackoff = restartBackoffFromFlag(flags.restartBackoff);
   // The flags' checks above leave nothing for this to refuse; it is here so that a rule added
   // to the job format later is met at the command line, not only by the master.
   try {
     validateJobSpec(doc);
   } catch (err) {
-    if (err instanceof CairnError) throw badFlag('--kind', err.message);
+    if (err instanceof CairnError) throw badFlag(err.field?.startsWith('restartBackoff') ? '--restart-backoff' : '--kind', err.message);
     throw err;
   }
   return doc;

@@ -55,6 +55,7 @@ export function addJobCommands(program: Command, ctx: JobProgramContext): void {
       const side = clientSide(program, ctx.io);
       if (o.kind === undefined) {
         if (args.length !== 1) cmd.error('error: give one job file (or - for stdin), or --kind with flags and -- CMD ARGS', { exitCode: 2, code: 'cairn.badFlag' });
+        if (o.restartBackoff !== undefined) cmd.error('error: --restart-backoff goes with --kind; in a job file, write restartBackoff (initialSeconds, factor, maxSeconds, resetAfterSeconds)', { exitCode: 2, code: 'cairn.badFlag' });
         result.exitCode = await (await handlers()).runJobSubmit({ masterUrl, ...(side.tls ? { tls: side.tls } : {}), file: args[0]! }, side.io);
         return;
       }

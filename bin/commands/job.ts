@@ -7,6 +7,7 @@ import type { JobView } from '../../master/frameworks/jobs/record.ts';
 import type { ReplicaStatus } from '../../master/frameworks/jobs/model.ts';
 import { MasterClient, type LogStream } from '../../shared/sdk/master-client.ts';
 import { MasterHttpError } from '../../shared/sdk/http-error.ts';
+import { secondsUntil } from '../../shared/sdk/restart-backoff.ts';
 import type { TlsFiles } from '../../shared/tls.ts';
 import type { CliIo } from './io.ts';
 import { apiClientOptions } from './master-api-client.ts';
@@ -102,13 +103,21 @@ export function runJobList(o: JobCommandOptions & { output?: OutputFormat }, io:
   });
 }
 
+/** A replica's state, and when it restarts while it waits out its back-off: `Pending (restarting in 40 s)`. */
+export function replicaState(r: ReplicaStatus, nowMs: number): string {
+  const inS = r.state === 'Pending' ? secondsUntil(r.restartAtMs, nowMs) : 0;
+  return inS > 0 ? `${r.state} (restarting in ${inS} s)` : r.state;
+}
+
 export function describeJob(j: JobView, nowMs: number): string {
   const lines = [`Name:      ${j.name}`, `Kind:      ${j.kind}`, `Phase:     ${j.phase}`, `Message:   ${j.message}`, `Restarts:  ${j.restarts}`, `Created:   ${age(j.createdAtMs, nowMs)} ago`];
+  const gangIn = secondsUntil(j.restartAtMs, nowMs);
+  if (j.phase === 'Queued' && gangIn > 0) lines.push(`Restart:   the gang is restarting in ${gangIn} s (back-off)`);
   for (const i of j.ignored) lines.push(`Ignored:   ${i.path}: ${i.why}`);
   lines.push('', 'Conditions:');
   lines.push(formatTable(['TYPE', 'REASON', 'AGE', 'MESSAGE'], j.conditions.map((c) => [c.type, c.reason, age(c.atMs, nowMs), c.message])).trimEnd());
   lines.push('', 'Replicas:');
-  lines.push(formatTable(['REPLICA', 'STATE', 'HOST', 'PORT', 'RESTARTS', 'EXIT', 'TASK'], j.replicas.map((r) => [`${r.group}-${r.index}`, r.state, r.host ?? '', r.ports[0] !== undefined ? String(r.ports[0]) : '', String(r.restarts), r.exitCode !== undefined ? String(r.exitCode) : '', r.taskId ?? ''])).trimEnd());
+  lines.push(formatTable(['REPLICA', 'STATE', 'HOST', 'PORT', 'RESTARTS', 'EXIT', 'TASK'], j.replicas.map((r) => [`${r.group}-${r.index}`, replicaState(r, nowMs), r.host ?? '', r.ports[0] !== undefined ? String(r.ports[0]) : '', String(r.restarts), r.exitCode !== undefined ? String(r.exitCode) : '', r.taskId ?? ''])).trimEnd());
   return `${lines.join('\n')}\n`;
 }
 

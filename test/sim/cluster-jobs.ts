@@ -79,7 +79,8 @@ export class SimJobs {
 
   private boot(): void {
     const gen = ++this.generation;
-    this.engine = new JobEngine({ ...DEFAULT_ENGINE_OPTIONS, domain: 'cairn' });
+    // Restarts back off as in production, scaled down so a run's restarts fit its liveness phase.
+    this.engine = new JobEngine({ ...DEFAULT_ENGINE_OPTIONS, domain: 'cairn', restartBackoff: { initialMs: 1_000, factor: 2, maxMs: 8_000, resetAfterMs: 60_000 } });
     this.engine.load([...this.store.values()].map((r) => structuredClone(r)));
     this.pendingKills = [];
     this.flush();

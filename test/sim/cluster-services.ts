@@ -19,7 +19,7 @@ import { parseSchedulerCall } from '../../master/api/scheduler-calls.ts';
 import type { SchedulerCall } from '../../master/leader/messages.ts';
 import type { BuiltinStore } from '../../master/builtin/store.ts';
 import type { BuiltinPut, JsonValue } from '../../master/registry/commands.ts';
-import type { BackoffState } from '../../master/frameworks/marathon/core.ts';
+import { storedDelays } from '../../master/frameworks/marathon/launch-delays.ts';
 import { NO_INTEREST, offerInterest, planRound, type OfferInterest, type RoundPlan } from '../../master/frameworks/marathon/round-plan.ts';
 import { FRAMEWORK_ID_KEY, MarathonRecords, type DeploymentRecord, type InstanceRecord } from '../../master/frameworks/marathon/records.ts';
 import { APP_LABEL, appIdOfTaskId } from '../../master/frameworks/marathon/task-info.ts';
@@ -73,7 +73,6 @@ export class SimServices {
   private nextMaster = 0;
   // The instance's soft state, as MarathonService keeps it.
   private instances = new Map<string, InstanceRecord>();
-  private backoff = new Map<string, BackoffState>();
   private killSentAt = new Map<string, number>();
   private pendingOffers: OfferJson[] = [];
   private adoptedAtMs = -Infinity;
@@ -125,7 +124,6 @@ export class SimServices {
   private boot(): void {
     const gen = ++this.generation;
     this.instances = new Map(this.records.instances().map((r) => [r.taskId, r]));
-    this.backoff = new Map();
     this.killSentAt = new Map();
     this.pendingOffers = [];
     this.adoptedAtMs = -Infinity;
@@ -266,7 +264,7 @@ export class SimServices {
     const deployments = this.records.deployments();
     const plan = planRound({
       nowMs, frameworkId, registry: master.state, apps, deployments, offers,
-      backoff: this.backoff, instances: this.instances, killSentAt: this.killSentAt, adopt, inheritedPending: this.inheritedPending,
+      backoff: storedDelays(this.records.store), instances: this.instances, killSentAt: this.killSentAt, adopt, inheritedPending: this.inheritedPending,
       newUuid: () => Buffer.from(randomBytesOf(this.rng, 16)).toString('hex'), pendingTimeoutMs: PENDING_TIMEOUT_MS, killRetryMs: KILL_RETRY_MS,
     });
     this.inheritedPending = undefined;
@@ -305,9 +303,6 @@ export class SimServices {
       }) as SchedulerCall;
       this.call(parsed);
     }
-    const storedById = new Map(apps.map((s) => [s.app.id, s]));
-    for (const id of out.backoff.keys()) if (!storedById.has(id)) out.backoff.delete(id);
-    this.backoff = out.backoff;
     if (out.declines.length > 0) this.call({ type: 'DECLINE', frameworkId, offerIds: out.declines, refuseMs: waitingNow ? REFUSE_WHILE_WAITING_MS : REFUSE_IDLE_MS });
     this.checkKills(plan, apps, seen);
     for (const rec of kills) {
@@ -413,7 +408,7 @@ export class SimServices {
   /** What it knows, for a failing seed's report: each record with its task's state, backoff, offers held. */
   describe(leader: SimMaster): string {
     const recs = [...this.instances.values()].map((r) => `${r.taskId.slice(0, 16)}${r.killRequested ? ' (kill)' : ''} v${r.configVersion.slice(14, 19)} ${leader.state.tasks.get(r.taskId)?.state ?? 'no task'}`);
-    const backoff = [...this.backoff].map(([id, b]) => `${id} ${b.failures} failures`);
+    const backoff = [...storedDelays(this.records.store)].map(([id, b]) => `${id} ${b.failures} failures`);
     return `records [${recs.join(', ')}], backoff [${backoff.join(', ')}], ${this.pendingOffers.length} offers held, ${this.interest.suppressed ? 'suppressed' : 'not suppressed'}${this.interest.wanted ? ', waiting' : ''}, ${this.looping ? 'writing' : 'idle'}`;
   }
 }

@@ -9,7 +9,8 @@ import type { HeldOffer } from '../../master/frameworks/jobs/gang.ts';
 import type { JobKind, JobSpec, ReplicaGroup, RestartPolicy } from '../../master/frameworks/jobs/model.ts';
 import type { JobRecord } from '../../master/frameworks/jobs/record.ts';
 
-const OPTS: EngineOptions = { domain: 'cairn', gatherMs: 2_000, backoffBaseMs: 1_000, backoffMaxMs: 8_000 };
+// A short restart back-off (times here are a few ms apart); its own tests below use Kubernetes' default.
+const OPTS: EngineOptions = { domain: 'cairn', gatherMs: 2_000, backoffBaseMs: 1_000, backoffMaxMs: 8_000, restartBackoff: { initialMs: 1, factor: 2, maxMs: 4, resetAfterMs: 1_000 } };
 
 function group(name: string, replicas: number, restartPolicy: RestartPolicy = 'OnFailure', cpus = 1, memMb = 128): ReplicaGroup {
   return { name, replicas, restartPolicy, template: { command: 'true', cpus, memMb, diskMb: 0, gpus: 0, ports: 1, env: {}, volumes: [] } };

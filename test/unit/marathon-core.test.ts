@@ -72,14 +72,32 @@ describe('services core: keeping instances running', () => {
   });
 
   it('grows the backoff by its factor up to the maximum, and starts over after a quiet spell', () => {
-    const a = stored({ id: '/a', backoffSeconds: 1, backoffFactor: 2, maxLaunchDelaySeconds: 5 }).app;
-    let b = recordFailure(a, undefined, 0);
+    const s = stored({ id: '/a', backoffSeconds: 1, backoffFactor: 2, maxLaunchDelaySeconds: 5 });
+    const a = s.app;
+    let b = recordFailure(s, undefined, 0);
     expect(backoffDelayMs(a, b.failures)).toBe(1000);
-    b = recordFailure(a, b, 1000);
+    b = recordFailure(s, b, 1000);
     expect(backoffDelayMs(a, b.failures)).toBe(2000);
-    b = recordFailure(a, recordFailure(a, b, 2000), 3000);
+    b = recordFailure(s, recordFailure(s, b, 2000), 3000);
     expect(backoffDelayMs(a, b.failures)).toBe(5000);
-    expect(recordFailure(a, b, 3000 + 5001).failures).toBe(1);
+    expect(recordFailure(s, b, 3000 + 5001).failures).toBe(1);
+    // Marathon's defaults: 1 s × 1.15 per failure, at most 300 s.
+    const d = stored({ id: '/d' }).app;
+    expect([1, 2, 3, 10, 42].map((n) => backoffDelayMs(d, n))).toEqual([1000, 1150, 1323, Math.round(1000 * 1.15 ** 9), 300_000]);
+  });
+
+  it('keeps a delay per config version: a new config (or a restart) starts with none', () => {
+    const v1 = stored({ id: '/a', instances: 1, backoffSeconds: 10 }, 'v1');
+    const out = decide(input({ apps: [v1], instances: [inst('/a', { state: 'terminal', configVersion: 'v1' })], offers: [offer('o1')] }));
+    expect(out.backoff.get('/a')).toMatchObject({ configVersion: 'v1', failures: 1 });
+    expect(out.launches).toEqual([]);
+    const v2 = stored({ id: '/a', instances: 1, backoffSeconds: 10 }, 'v2');
+    const next = decide(input({ nowMs: 1_000_001, apps: [v2], offers: [offer('o1')], backoff: out.backoff }));
+    expect(next.queue.get('/a')!.delayUntilMs).toBeUndefined();
+    expect(next.launches).toHaveLength(1);
+    // The old config's delay counts for nothing when the new one fails.
+    const failed = decide(input({ nowMs: 1_000_002, apps: [v2], instances: [inst('/a', { state: 'terminal', configVersion: 'v2' })], backoff: out.backoff }));
+    expect(failed.backoff.get('/a')).toMatchObject({ configVersion: 'v2', failures: 1 });
   });
 
   it('does not count a kill it asked for as a failure, and replaces the killed instance', () => {

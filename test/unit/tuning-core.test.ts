@@ -124,7 +124,7 @@ describe('the tuning core', () => {
     expect(store.trials().filter((t) => t.state === 'Killed').every((t) => t.attempt === 0)).toBe(true);
   });
 
-  it('runs a trial again when its agent is lost, and ends with MaxTrialsReached after maxTrialCount', () => {
+  it('runs a trial again when its agent is lost, after its back-off, and ends with MaxTrialsReached after maxTrialCount', () => {
     const core = new TuningCore();
     const store = new Store();
     core.submit(spec({ parallelTrialCount: 1, maxTrialCount: 2, objective: { type: 'minimize', metricName: 'loss', additionalMetricNames: [] } }), [], 'u1', 0, '');
@@ -132,8 +132,13 @@ describe('the tuning core', () => {
     let [l] = store.apply(core.takeEffects()).launches;
     core.taskUpdate('exp', { taskId: l.trials[0].taskId, state: 'TASK_LOST', message: 'agent gone' }, 1);
     store.apply(core.takeEffects());
-    expect(store.trials()[0]).toMatchObject({ state: 'Pending', attempt: 1 });
+    // The back-off (10 s, Kubernetes' first) is in the record: a new leader waits the same.
+    expect(store.trials()[0]).toMatchObject({ state: 'Pending', attempt: 1, restartAtMs: 10_001, backoffRestarts: 1 });
+    expect(core.wantsOffers('exp', 2)).toBe(false);
     core.offers('exp', [offer(4, 'a2')], 2);
+    expect(store.apply(core.takeEffects()).launches).toEqual([]);
+    expect(core.wantsOffers('exp', 10_001)).toBe(true);
+    core.offers('exp', [offer(4, 'a2')], 10_001);
     [l] = store.apply(core.takeEffects()).launches;
     expect(l.trials[0]).toMatchObject({ index: 0, taskId: expect.stringMatching(/-0-2$/) });
     finish(core, l.trials[0].taskId, ['loss=0.25'], 3);
@@ -243,9 +248,16 @@ describe('distributed trials', () => {
     // The second job vanished before it ran (its submission lost): tried again as a new job.
     core.jobTrialUpdate('exp', 'tune-u1-1-1', { phase: 'gone', message: 'job tune-u1-1-1 is gone' }, 3);
     e = store.apply(core.takeEffects());
+    // Not at once: after its back-off (10 s).
+    expect(store.trials().map((t) => [t.index, t.state, t.jobName])).toEqual([[0, 'Succeeded', 'tune-u1-0-1'], [1, 'Pending', 'tune-u1-1-1'], [2, 'Starting', 'tune-u1-2-1']]);
+    expect(e.jobLaunches.map((j) => j.jobName)).toEqual(['tune-u1-2-1']);
+    core.tick(10_002);
+    expect(store.apply(core.takeEffects()).jobLaunches).toEqual([]);
+    core.tick(10_003);
+    e = store.apply(core.takeEffects());
     expect(store.trials().map((t) => [t.index, t.state, t.jobName])).toEqual([[0, 'Succeeded', 'tune-u1-0-1'], [1, 'Starting', 'tune-u1-1-2'], [2, 'Starting', 'tune-u1-2-1']]);
     expect(store.trials()[0]!.metrics).toEqual({ accuracy: 0.5 });
-    expect(e.jobLaunches.map((j) => j.jobName).sort()).toEqual(['tune-u1-1-2', 'tune-u1-2-1']);
+    expect(e.jobLaunches.map((j) => j.jobName)).toEqual(['tune-u1-1-2']);
     // Removing the experiment removes the jobs of its trials still running.
     expect(core.remove('exp')).toBe(true);
     e = core.takeEffects();
@@ -255,7 +267,8 @@ describe('distributed trials', () => {
 
 describe('the dynamic strategy between experiments', () => {
   it('a stagnating experiment declines offers only while one of a higher priority has a trial waiting', () => {
-    const core = new TuningCore();
+    // A short back-off: the lost trial below waits 1 ms.
+    const core = new TuningCore({ restartBackoff: { initialMs: 1, factor: 2, maxMs: 4, resetAfterMs: 1_000 } });
     const dyn = spec({ name: 'slow', parallelTrialCount: 1, maxTrialCount: 50, scheduling: 'dynamic', dynamic: { declinesPerLevel: 2, patience: 1, maxLevel: 3 }, objective: { type: 'maximize', metricName: 'accuracy', additionalMetricNames: [] } });
     core.submit(dyn, [], 'u1', 0, '');
     // Its results get worse and worse: after the first, every trial is a stagnation.

@@ -12,6 +12,7 @@
 
 import { isTerminal, type TaskState } from '../../../shared/agent-messages.ts';
 import type { MesosResource, Resources } from '../../../shared/resources.ts';
+import { DEFAULT_RESTART_BACKOFF, nextRestart, type RestartBackoffPolicy } from '../../../shared/sdk/restart-backoff.ts';
 import { neverFits, placeGang, placeMembers, scalarNeed, type AgentLaunch, type GangMember, type HeldOffer } from './gang.ts';
 import { replicaEnvironment, type JobPlacement } from './kind-env.ts';
 import { laneOf, type IgnoredField, type JobSpec, type ReplicaStatus, type TaskTemplate } from './model.ts';
@@ -28,6 +29,20 @@ export interface EngineOptions {
   backoffMaxMs: number;
   /** The rank of a job's priority class (higher first); absent: every job ranks 0. */
   classRank?: (priorityClass: string | undefined) => number;
+  /** The wait before a replica or a gang starts again, for jobs whose spec names none; absent: DEFAULT_RESTART_BACKOFF. */
+  restartBackoff?: RestartBackoffPolicy;
+}
+
+/** A job's restart back-off: its spec's, else the engine's default. */
+export function restartBackoffOf(spec: Pick<JobSpec, 'restartBackoff'>, fallback: RestartBackoffPolicy = DEFAULT_RESTART_BACKOFF): RestartBackoffPolicy {
+  const b = spec.restartBackoff;
+  if (!b) return fallback;
+  return { initialMs: b.initialSeconds * 1000, factor: b.factor, maxMs: b.maxSeconds * 1000, resetAfterMs: b.resetAfterSeconds * 1000 };
+}
+
+/** A wait as people say it: `800 ms`, `10 s`, `2.5 s`. */
+function waitText(ms: number): string {
+  return ms < 1000 ? `${ms} ms` : `${Math.round(ms / 100) / 10} s`;
 }
 
 /** The reason a task's end carries when the master preempted it. */
@@ -92,6 +107,11 @@ const LIVE = new Set<ReplicaStatus['state']>(['Starting', 'Running']);
 
 function isLive(r: ReplicaStatus): boolean {
   return LIVE.has(r.state);
+}
+
+/** A replica to place now: pending, and not waiting out its restart back-off. */
+function readyToPlace(r: ReplicaStatus, nowMs: number): boolean {
+  return r.state === 'Pending' && (r.restartAtMs ?? 0) <= nowMs;
 }
 
 export class JobEngine {
@@ -164,12 +184,16 @@ export class JobEngine {
     return [...out].sort();
   }
 
-  /** Whether any job (of `role`, when given) needs offers now (queued, or a replica to place). */
+  /**
+   * Whether any job (of `role`, when given) needs offers now (queued, or a replica to place);
+   * one waiting out its restart back-off does not until its time (as of the latest input).
+   */
   wantsOffers(role?: string): boolean {
+    const nowMs = this.nowMs;
     for (const r of this.jobs.values()) {
       if (role !== undefined && laneOf(r.spec) !== role) continue;
-      if (r.phase === 'Queued' && r.placedAtMs === undefined) return true;
-      if (r.placedAtMs !== undefined && !isFinished(r) && r.phase !== 'Restarting' && r.replicas.some((x) => x.state === 'Pending')) return true;
+      if (r.phase === 'Queued' && r.placedAtMs === undefined && (r.restartAtMs ?? 0) <= nowMs) return true;
+      if (r.placedAtMs !== undefined && !isFinished(r) && r.phase !== 'Restarting' && r.replicas.some((x) => readyToPlace(x, nowMs))) return true;
     }
     return false;
   }
@@ -239,6 +263,7 @@ export class JobEngine {
       // Back from an unreachable agent: that is no longer news.
       const message = ev.state === 'TASK_UNREACHABLE' ? `${unreachable}: ${ev.message}` : rep.message?.startsWith(unreachable) ? '' : rep.message;
       if (next !== rep.state || message !== rep.message) {
+        if (next === 'Running' && rep.state !== 'Running') rep.runningSinceMs = nowMs;
         rep.state = next;
         if (message !== undefined) rep.message = message;
         this.dirty(r);
@@ -332,17 +357,29 @@ export class JobEngine {
         }
         return;
       }
-      case 'RestartTask':
+      case 'RestartTask': {
         if (!this.countRestart(r, d.message, nowMs)) return;
+        // Not at once: after its back-off, written as a time so a new leader waits the same.
+        const ranMs = rep.runningSinceMs !== undefined ? nowMs - rep.runningSinceMs : 0;
+        const next = nextRestart(this.backoffOf(r), rep.backoffRestarts ?? 0, ranMs, nowMs);
         rep.state = 'Pending';
         rep.restarts++;
-        rep.message = d.message;
-        r.message = d.message;
+        rep.backoffRestarts = next.inRow;
+        rep.restartAtMs = next.restartAtMs;
+        delete rep.runningSinceMs;
+        rep.message = `${d.message}; back-off ${waitText(next.delayMs)}`;
+        r.message = rep.message;
         return;
-      case 'RestartJob':
+      }
+      case 'RestartJob': {
         if (!this.countRestart(r, d.message, nowMs)) return;
-        this.restartJob(r, d.reason, d.message, nowMs);
+        const ranMs = r.runningSinceMs !== undefined ? nowMs - r.runningSinceMs : 0;
+        const next = nextRestart(this.backoffOf(r), r.backoffRestarts ?? 0, ranMs, nowMs);
+        r.backoffRestarts = next.inRow;
+        r.restartAtMs = next.restartAtMs;
+        this.restartJob(r, d.reason, `${d.message}; back-off ${waitText(next.delayMs)}`, nowMs);
         return;
+      }
       case 'AbortJob':
         this.finish(r, 'Failed', d.reason, d.message, nowMs);
         return;
@@ -350,6 +387,10 @@ export class JobEngine {
         this.finish(r, 'Succeeded', d.reason, d.message, nowMs);
         return;
     }
+  }
+
+  private backoffOf(r: JobRecord): RestartBackoffPolicy {
+    return restartBackoffOf(r.spec, this.opts.restartBackoff);
   }
 
   /** Counts a restart; false (and the job failed) once backoffLimit is exceeded. */
@@ -376,11 +417,16 @@ export class JobEngine {
     for (const rep of r.replicas) {
       rep.state = 'Pending';
       rep.restarts++;
+      delete rep.runningSinceMs;
+      delete rep.restartAtMs;
     }
     r.gangAttempts = 0;
     r.nextTryAtMs = nowMs;
     delete r.placedAtMs;
-    setPhase(r, 'Queued', 'Restarted', `every replica stopped; waiting to place the gang again (restart ${r.restarts})`, nowMs);
+    delete r.runningSinceMs;
+    const waitMs = (r.restartAtMs ?? 0) - nowMs;
+    const when = waitMs > 0 ? ` after its back-off (${waitText(waitMs)})` : '';
+    setPhase(r, 'Queued', 'Restarted', `every replica stopped; waiting to place the gang again${when} (restart ${r.restarts})`, nowMs);
     this.dirty(r);
   }
 
@@ -423,6 +469,7 @@ export class JobEngine {
   private checkGangRunning(r: JobRecord, nowMs: number): void {
     const running = r.replicas.filter((x) => x.state === 'Running').length;
     if (running >= r.spec.minAvailable) {
+      r.runningSinceMs ??= nowMs;
       setPhase(r, 'Running', 'GangRunning', `${running} of ${r.replicas.length} replicas running`, nowMs);
       this.dirty(r);
     }
@@ -470,7 +517,7 @@ export class JobEngine {
   /** The next queued job to gather for: highest priority, then oldest; Unschedulable ones are settled on the way. */
   private nextToGather(nowMs: number): JobRecord | undefined {
     const queued = [...this.jobs.values()]
-      .filter((r) => r.phase === 'Queued' && r.placedAtMs === undefined && r.nextTryAtMs <= nowMs)
+      .filter((r) => r.phase === 'Queued' && r.placedAtMs === undefined && r.nextTryAtMs <= nowMs && (r.restartAtMs ?? 0) <= nowMs)
       .sort((a, b) => this.rank(b) - this.rank(a) || b.spec.priority - a.spec.priority || a.createdAtMs - b.createdAtMs || (a.spec.name < b.spec.name ? -1 : 1));
     for (const r of queued) {
       const why = this.totals.length > 0 ? neverFits(this.gangMembers(r), this.totals) : undefined;
@@ -522,6 +569,7 @@ export class JobEngine {
     if (!placement) return false;
     r.startedAtMs ??= nowMs;
     r.placedAtMs = nowMs;
+    delete r.restartAtMs;
     r.gangAttempts = 0;
     r.message = `gang of ${r.spec.minAvailable} replicas placed on ${placement.length} agents; starting`;
     this.launch(r, placement);
@@ -530,10 +578,9 @@ export class JobEngine {
 
   /** Replicas of started jobs waiting alone (restarted, or beyond the gang): whatever fits. */
   private placePending(nowMs: number): void {
-    void nowMs;
     for (const r of this.jobs.values()) {
       if (r.placedAtMs === undefined || isFinished(r) || r.phase === 'Restarting' || this.held.size === 0) continue;
-      const members = r.replicas.map((rep, key) => (rep.state === 'Pending' ? this.member(r, rep, key) : undefined)).filter((m): m is GangMember => m !== undefined);
+      const members = r.replicas.map((rep, key) => (readyToPlace(rep, nowMs) ? this.member(r, rep, key) : undefined)).filter((m): m is GangMember => m !== undefined);
       if (members.length === 0) continue;
       const { launches } = placeMembers(members, this.offersFor(laneOf(r.spec)), true);
       if (launches.length > 0) this.launch(r, launches);
@@ -554,6 +601,8 @@ export class JobEngine {
         rep.ports = m.ports;
         rep.state = 'Starting';
         delete rep.exitCode;
+        delete rep.restartAtMs;
+        delete rep.runningSinceMs;
         this.taskIndex.set(rep.taskId, { job: r.spec.name, key: m.key });
         this.launchedAt.set(rep.taskId, this.nowMs);
         placed.push({ key: m.key, launch: a });

@@ -56,6 +56,8 @@ const RUN_POLICY: Record<string, string> = {
   ttlSecondsAfterFinished: 'ttlSecondsAfterFinished',
   activeDeadlineSeconds: 'activeDeadlineSeconds',
   backoffLimit: 'backoffLimit',
+  // Cairn's own: Kubeflow leaves the wait before a restart to the kubelet (CrashLoopBackOff).
+  restartBackoff: 'restartBackoff',
 };
 
 const SCHEDULING_WHY: Record<string, string> = {

@@ -66,6 +66,18 @@ export interface ReplicaGroup {
 /** TFJob's successPolicy: '' (chief, or worker 0, decides) or AllWorkers. */
 export type SuccessPolicy = 'Default' | 'AllWorkers';
 
+/**
+ * How long a replica waits before it starts again (Kubernetes' CrashLoopBackOff): the first
+ * restart in a row after `initialSeconds`, each next one `factor` times longer, never longer
+ * than `maxSeconds`; a replica that ran `resetAfterSeconds` was stable, and its count starts over.
+ */
+export interface RestartBackoffSpec {
+  initialSeconds: number;
+  factor: number;
+  maxSeconds: number;
+  resetAfterSeconds: number;
+}
+
 export interface JobSpec {
   /** Unique among live jobs: lower case letters, digits and '-', a DNS label (at most 40). */
   name: string;
@@ -77,6 +89,8 @@ export interface JobSpec {
   failurePolicies: FailurePolicy[];
   /** Restarts (of a task or the whole job) allowed before the job fails; Volcano's maxRetry. */
   backoffLimit: number;
+  /** The wait before each restart; absent: the master's default (10 s doubling to 300 s, reset after 600 s). */
+  restartBackoff?: RestartBackoffSpec;
   /** The job fails once it has run this long; absent: no deadline. */
   activeDeadlineSeconds?: number;
   /** A finished job (and its record) is removed this long after it ended; absent: kept. */
@@ -137,6 +151,12 @@ export interface ReplicaStatus {
   ip?: string;
   ports: number[];
   restarts: number;
+  /** When its current task reported RUNNING (how long it ran decides whether its back-off starts over). */
+  runningSinceMs?: number;
+  /** Restarts in a row without a stable run: the next one waits longer. */
+  backoffRestarts?: number;
+  /** A Pending replica waiting out its back-off is placed again no earlier than this. */
+  restartAtMs?: number;
   exitCode?: number;
   message?: string;
 }

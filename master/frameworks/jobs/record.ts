@@ -20,6 +20,12 @@ export interface JobRecord {
   startedAtMs?: number;
   /** When the gang of the current attempt was placed; absent while it waits for one. */
   placedAtMs?: number;
+  /** When the gang of the current attempt was all running (how long it ran decides whether the back-off starts over). */
+  runningSinceMs?: number;
+  /** Restarts of the whole gang in a row without a stable run: the next one waits longer. */
+  backoffRestarts?: number;
+  /** A restarted gang is placed again no earlier than this (its back-off). */
+  restartAtMs?: number;
   finishedAtMs?: number;
   message: string;
   /** Tasks launched so far: the last part of each task id, so no id is used twice. */
@@ -49,6 +55,8 @@ export interface JobView {
   createdAtMs: number;
   startedAtMs?: number;
   finishedAtMs?: number;
+  /** A restarted gang waits out its back-off until then. */
+  restartAtMs?: number;
   message: string;
   owner?: string;
 }
@@ -109,6 +117,7 @@ export function jobView(r: JobRecord): JobView {
   };
   if (r.startedAtMs !== undefined) v.startedAtMs = r.startedAtMs;
   if (r.finishedAtMs !== undefined) v.finishedAtMs = r.finishedAtMs;
+  if (r.restartAtMs !== undefined && r.placedAtMs === undefined && !isFinished(r)) v.restartAtMs = r.restartAtMs;
   if (r.owner !== undefined) v.owner = r.owner;
   return v;
 }

@@ -11,6 +11,8 @@
 //   indexed item that failed is reported, not retried behind the user's back).
 // - minAvailable: every replica (a gang; a half-started training job only waits).
 // - backoffLimit 6: Kubernetes Job's default (`maxRetry` is accepted as its Volcano name).
+// - restartBackoff: absent, the master's default applies (10 s doubling to 300 s, reset after
+//   600 s: the kubelet's); given, each field left out takes that same built-in value.
 // - cleanupPolicy Running for tensorflow (parameter servers never exit on their own; this was
 //   the TFJob default before Kubeflow made it None), All for the others.
 // - template: cpus 1, mem 512 (MiB), disk 0, gpus 0, ports 1 (the first is PORT), no env, no
@@ -27,6 +29,7 @@ import {
   type JobKind,
   type JobSpec,
   type ReplicaGroup,
+  type RestartBackoffSpec,
   type RestartPolicy,
   type SuccessPolicy,
   type TaskTemplate,
@@ -59,7 +62,9 @@ export function defaultCleanupPolicy(kind: JobKind): CleanupPolicy {
 const JOB_FIELDS = [
   'apiVersion', 'name', 'kind', 'groups', 'minAvailable', 'successPolicy', 'failurePolicies', 'backoffLimit', 'maxRetry',
   'activeDeadlineSeconds', 'ttlSecondsAfterFinished', 'cleanupPolicy', 'role', 'priority', 'priorityClassName',
+  'restartBackoff',
 ] as const;
+const BACKOFF_FIELDS = ['initialSeconds', 'factor', 'maxSeconds', 'resetAfterSeconds'] as const;
 const GROUP_FIELDS = ['name', 'replicas', 'restartPolicy', 'template'] as const;
 const TEMPLATE_FIELDS = ['command', 'args', 'image', 'cpus', 'mem', 'disk', 'gpus', 'ports', 'env', 'volumes'] as const;
 const VOLUME_FIELDS = ['containerPath', 'hostPath', 'mode'] as const;
@@ -310,9 +315,36 @@ export function validateJobSpec(raw: unknown, path = '', locate?: Locate): JobSp
     if (!LABEL.test(c) || c.length > 63) throw invalidJob(r.at('priorityClassName'), `${describe(c)} is not a priority class name (lower-case letters, digits and '-')`);
     spec.priorityClass = c;
   }
+  if (has(doc, 'restartBackoff')) spec.restartBackoff = readRestartBackoff(r, doc.restartBackoff);
   if (has(doc, 'activeDeadlineSeconds')) spec.activeDeadlineSeconds = r.integer(doc.activeDeadlineSeconds, 'activeDeadlineSeconds', 1);
   if (has(doc, 'ttlSecondsAfterFinished')) spec.ttlSecondsAfterFinished = r.integer(doc.ttlSecondsAfterFinished, 'ttlSecondsAfterFinished', 0);
   return spec;
+}
+
+/** Kubernetes' CrashLoopBackOff, in seconds (fractions allowed: tests and quick retries). */
+export const DEFAULT_RESTART_BACKOFF_SPEC: Readonly<RestartBackoffSpec> = Object.freeze({ initialSeconds: 10, factor: 2, maxSeconds: 300, resetAfterSeconds: 600 });
+
+function readRestartBackoff(r: Reader, value: unknown): RestartBackoffSpec {
+  const doc = r.object(value, 'restartBackoff', BACKOFF_FIELDS);
+  const seconds = (k: 'initialSeconds' | 'maxSeconds' | 'resetAfterSeconds'): number => {
+    if (!has(doc, k)) return DEFAULT_RESTART_BACKOFF_SPEC[k];
+    const v = doc[k];
+    if (typeof v !== 'number' || !Number.isFinite(v) || v < 0 || v > 86_400) throw invalidJob(r.at(`restartBackoff.${k}`), `must be a number of seconds from 0 to 86400, not ${describe(v)}`);
+    return v;
+  };
+  const out: RestartBackoffSpec = {
+    initialSeconds: seconds('initialSeconds'),
+    factor: DEFAULT_RESTART_BACKOFF_SPEC.factor,
+    maxSeconds: seconds('maxSeconds'),
+    resetAfterSeconds: seconds('resetAfterSeconds'),
+  };
+  if (has(doc, 'factor')) {
+    const f = doc.factor;
+    if (typeof f !== 'number' || !Number.isFinite(f) || f < 1 || f > 100) throw invalidJob(r.at('restartBackoff.factor'), `must be a number from 1 to 100, not ${describe(f)}`);
+    out.factor = f;
+  }
+  if (out.maxSeconds < out.initialSeconds) throw invalidJob(r.at('restartBackoff.maxSeconds'), `must be at least initialSeconds (${out.initialSeconds}), not ${out.maxSeconds}`);
+  return out;
 }
 
 function readSuccessPolicy(r: Reader, value: unknown): SuccessPolicy {

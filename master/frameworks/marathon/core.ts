@@ -12,6 +12,7 @@
 // one more may start (as Marathon does), or the upgrade would never move.
 
 import { Resources } from '../../../shared/resources.ts';
+import { backoffDelayMs as delayAfter } from '../../../shared/sdk/restart-backoff.ts';
 import { portCount, requiredPorts, type AppDefinition, type StoredApp } from './app-model.ts';
 import { Placement, type AgentFacts } from './constraints.ts';
 
@@ -49,7 +50,15 @@ export interface OfferView {
   role: string;
 }
 
+/**
+ * An app's launch delay, as Marathon's RateLimiter keeps it: per app and config version (a new
+ * config, a restart or a new app starts with none), grown by each failure, forgotten once
+ * `maxLaunchDelaySeconds` passed without one. Replicated (launch-delays.ts), so a new leader
+ * keeps delaying where the old one did.
+ */
 export interface BackoffState {
+  /** The config version the failures were of; a delay of another version is no delay. */
+  configVersion: string;
   /** Failures since the last reset. */
   failures: number;
   lastFailureAtMs: number;
@@ -112,17 +121,25 @@ export interface CoreOutput {
   queue: Map<string, AppQueueFacts>;
 }
 
-/** The launch delay after `failures` failures (0: none). */
+/** The launch delay after `failures` failures (0: none): backoffSeconds × backoffFactor^(failures-1), at most maxLaunchDelaySeconds. */
 export function backoffDelayMs(app: AppDefinition, failures: number): number {
-  if (failures <= 0) return 0;
-  const s = Math.min(app.backoffSeconds * Math.pow(app.backoffFactor, failures - 1), app.maxLaunchDelaySeconds);
-  return Math.round(s * 1000);
+  return delayAfter({ initialMs: app.backoffSeconds * 1000, factor: app.backoffFactor, maxMs: app.maxLaunchDelaySeconds * 1000 }, failures);
 }
 
-/** One more failure; a failure after a long quiet spell (past the longest delay) starts the count over. */
-export function recordFailure(app: AppDefinition, prev: BackoffState | undefined, nowMs: number): BackoffState {
-  if (!prev || nowMs - prev.lastFailureAtMs > app.maxLaunchDelaySeconds * 1000) return { failures: 1, lastFailureAtMs: nowMs };
-  return { failures: prev.failures + 1, lastFailureAtMs: nowMs };
+/** The app's delay, if it is of its current config version. */
+function currentDelay(stored: StoredApp, b: BackoffState | undefined): BackoffState | undefined {
+  return b && b.configVersion === stored.configVersion ? b : undefined;
+}
+
+/**
+ * One more failure; a failure after a quiet spell longer than the longest delay starts the
+ * count over (Marathon drops a delay once `maxLaunchDelaySeconds` has passed since it was set).
+ */
+export function recordFailure(stored: StoredApp, prev: BackoffState | undefined, nowMs: number): BackoffState {
+  const cur = currentDelay(stored, prev);
+  const configVersion = stored.configVersion;
+  if (!cur || nowMs - cur.lastFailureAtMs > stored.app.maxLaunchDelaySeconds * 1000) return { configVersion, failures: 1, lastFailureAtMs: nowMs };
+  return { configVersion, failures: cur.failures + 1, lastFailureAtMs: nowMs };
 }
 
 export function isReady(app: AppDefinition, i: InstanceView): boolean {
@@ -187,7 +204,7 @@ export function decide(input: CoreInput): CoreOutput {
         out.forget.push(i.taskId);
         if (!i.killRequested && stored) {
           out.failed.push({ taskId: i.taskId, appId });
-          out.backoff.set(appId, recordFailure(stored.app, out.backoff.get(appId), nowMs));
+          out.backoff.set(appId, recordFailure(stored, out.backoff.get(appId), nowMs));
         }
         continue;
       }
@@ -261,7 +278,7 @@ export function decide(input: CoreInput): CoreOutput {
     const missing = Math.max(0, N - fresh.length);
     let toLaunch = Math.min(missing, room);
 
-    const bo = out.backoff.get(app.id);
+    const bo = currentDelay(stored, out.backoff.get(app.id));
     const delayUntilMs = bo ? bo.lastFailureAtMs + backoffDelayMs(app, bo.failures) : 0;
     const facts: AppQueueFacts = { waiting: missing, processed: 0, declined: {}, launched: 0 };
     if (delayUntilMs > nowMs) {

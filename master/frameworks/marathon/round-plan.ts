@@ -12,6 +12,7 @@ import type { AgentRecord, BuiltinPut, TaskRecord } from '../../registry/command
 import type { StoredApp } from './app-model.ts';
 import { decide, type BackoffState, type CoreOutput, type InstanceState, type InstanceView, type LaunchDecision } from './core.ts';
 import { deploymentKey, instanceKey, MarathonRecords, type DeploymentRecord, type InstanceRecord } from './records.ts';
+import { delayPuts } from './launch-delays.ts';
 import { APP_LABEL, appIdOfTaskId, buildTaskInfo, CONFIG_VERSION_LABEL, marathonTaskId, type MarathonTaskInfo } from './task-info.ts';
 
 /** The registry as the leader holds it (only what a round reads). */
@@ -27,6 +28,7 @@ export interface RoundInput {
   apps: readonly StoredApp[];
   deployments: readonly DeploymentRecord[];
   offers: readonly OfferJson[];
+  /** Each app's launch delay as the store holds it (launch-delays.ts). */
   backoff: ReadonlyMap<string, BackoffState>;
   /** The working copy of the instance records: changed in place as the round decides. */
   instances: Map<string, InstanceRecord>;
@@ -124,6 +126,13 @@ export function planRound(input: RoundInput): RoundPlan {
     pendingTimeoutMs: input.pendingTimeoutMs,
   });
   const storedById = new Map(input.apps.map((s) => [s.app.id, s]));
+  // A delay of an app gone, of an older config, or overdue (no failure for maxLaunchDelaySeconds)
+  // delays nothing any more: its record goes, as Marathon forgets it.
+  for (const [appId, b] of out.backoff) {
+    const s = storedById.get(appId);
+    if (!s || s.configVersion !== b.configVersion || nowMs - b.lastFailureAtMs > s.app.maxLaunchDelaySeconds * 1000) out.backoff.delete(appId);
+  }
+  puts.push(...delayPuts(input.backoff, out.backoff));
 
   for (const id of out.forget) {
     instances.delete(id);

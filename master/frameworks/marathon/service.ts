@@ -10,7 +10,8 @@ import { randomUUID } from 'node:crypto';
 import type { OfferJson, TaskStatusJson } from '../../../shared/mesos-v1.ts';
 import { SchedulerClient } from '../../../shared/sdk/scheduler-client.ts';
 import type { BuiltinEnv, BuiltinInstance } from '../../builtin/host.ts';
-import type { AppQueueFacts, BackoffState } from './core.ts';
+import type { AppQueueFacts } from './core.ts';
+import { storedDelays } from './launch-delays.ts';
 import { NO_INTEREST, offerInterest, planRound, type OfferInterest } from './round-plan.ts';
 import { AppChanges } from './app-changes.ts';
 import { EventBus } from './event-bus.ts';
@@ -39,7 +40,6 @@ export class MarathonService implements BuiltinInstance {
   private client: SchedulerClient | undefined;
   /** The leader's working copy of the instance records (the store holds the durable one). */
   private readonly instances = new Map<string, InstanceRecord>();
-  private backoff = new Map<string, BackoffState>();
   private queueFacts = new Map<string, AppQueueFacts>();
   private readonly counters = new Map<string, QueueCounters>();
   private readonly killSentAt = new Map<string, number>();
@@ -70,7 +70,8 @@ export class MarathonService implements BuiltinInstance {
       store: env.store,
       bus: this.bus,
       instances: this.instances,
-      resetBackoff: (appId) => void this.backoff.delete(appId),
+      // A delay is kept per config version (launch-delays.ts): a new config or a restart starts with none.
+      resetBackoff: () => {},
       changed: () => {
         this.ensureSubscribed();
         this.kick();
@@ -209,22 +210,19 @@ export class MarathonService implements BuiltinInstance {
     const apps = this.records.apps();
     const plan = planRound({
       nowMs, frameworkId, registry: this.env.ctx.registry.state, apps, deployments: this.records.deployments(), offers,
-      backoff: this.backoff, instances: this.instances, killSentAt: this.killSentAt, adopt, inheritedPending: this.inheritedPending,
+      backoff: storedDelays(this.env.store), instances: this.instances, killSentAt: this.killSentAt, adopt, inheritedPending: this.inheritedPending,
       newUuid: randomUUID, pendingTimeoutMs: PENDING_TIMEOUT_MS, killRetryMs: KILL_RETRY_MS,
     });
     this.inheritedPending = undefined;
     const { out, puts, kills, killNow, launches, finished } = plan;
     for (const id of out.forget) this.lastHealth.delete(id);
-    const storedById = new Map(apps.map((s) => [s.app.id, s]));
 
     // Durable before acting: a leader that dies after this write leaves its decisions to the next.
     await this.env.store.write(puts);
     if (this.stopped) return;
 
     // Soft state of apps that are gone goes with them.
-    for (const id of out.backoff.keys()) if (!storedById.has(id)) out.backoff.delete(id);
     for (const id of this.counters.keys()) if (!out.queue.has(id)) this.counters.delete(id);
-    this.backoff = out.backoff;
     this.queueFacts = out.queue;
     this.countOffers(out.queue, nowMs);
     for (const d of finished) this.bus.publish('deployment_success', { id: d.id, plan: deploymentJson(d) });

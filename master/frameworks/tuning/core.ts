@@ -8,6 +8,7 @@
 // that loads the records proposes exactly what the old one would have.
 
 import { fitTasks } from '../../../shared/sdk/offer-fit.ts';
+import { DEFAULT_RESTART_BACKOFF, nextRestart, type RestartBackoffPolicy } from '../../../shared/sdk/restart-backoff.ts';
 import type { MesosResource } from '../../../shared/resources.ts';
 import type { HeldOffer } from '../jobs/gang.ts';
 import type { JsonValue } from '../../registry/commands.ts';
@@ -102,8 +103,26 @@ function isJobExperiment(l: Live): boolean {
   return l.record.spec.trial.job !== undefined;
 }
 
+export interface TuningCoreOptions {
+  /** The wait before a lost trial runs again (written in the trial as a time); default DEFAULT_RESTART_BACKOFF. */
+  restartBackoff?: RestartBackoffPolicy;
+}
+
+/** A pending trial that may be placed now: not waiting out its back-off. */
+function placeable(t: TrialRecord, now: number): boolean {
+  return t.state === 'Pending' && (t.restartAtMs ?? 0) <= now;
+}
+
 export class TuningCore {
   private readonly live = new Map<string, Live>();
+  /** The time of the latest input (what wantsOffers judges back-offs by). */
+  private nowMs = 0;
+  private readonly restartBackoff: RestartBackoffPolicy;
+
+  constructor(opts: TuningCoreOptions = {}) {
+    this.restartBackoff = opts.restartBackoff ?? DEFAULT_RESTART_BACKOFF;
+  }
+
   private readonly dirty = new Set<string>();
   private effects: TuningEffects = emptyEffects();
   /** When a kill was last asked, per task id (soft: a new leader asks again at once). */
@@ -180,6 +199,7 @@ export class TuningCore {
       t.state = 'Pending';
       delete t.finishedMs;
       delete t.message;
+      delete t.restartAtMs;
       this.touchTrial(l, t);
     }
     this.setPhase(l, 'Running', 'ExperimentResumed', 'resumed on request', now);
@@ -211,10 +231,11 @@ export class TuningCore {
       this.decline(experiment, offers.map((o) => o.id), REFUSE_IDLE_S);
       return;
     }
+    this.nowMs = now;
     const spec = l.record.spec;
     const need = { cpus: spec.trial.cpus, mem: spec.trial.memMb, disk: spec.trial.diskMb, gpus: spec.trial.gpus };
     for (const o of offers) {
-      const pending = l.record.phase === 'Running' ? l.trials.filter((t) => t.state === 'Pending') : [];
+      const pending = l.record.phase === 'Running' ? l.trials.filter((t) => placeable(t, now)) : [];
       if (pending.length === 0) {
         this.decline(experiment, [o.id], REFUSE_IDLE_S);
         continue;
@@ -330,7 +351,7 @@ export class TuningCore {
     this.killsSent.delete(jobName);
     this.finishTrial(l, t, { taskId: t.taskId ?? jobName, state, message: u.message }, now);
     this.fill(l, now);
-    this.placeJobs(l);
+    this.placeJobs(l, now);
     this.settle(l, now);
   }
 
@@ -347,6 +368,7 @@ export class TuningCore {
 
   /** Timeouts, kills asked again, and proposals for room that opened. */
   tick(now: number): void {
+    this.nowMs = now;
     for (const l of this.live.values()) {
       const limitMs = l.record.spec.trial.timeoutSeconds * 1000;
       for (const t of l.trials) {
@@ -358,7 +380,7 @@ export class TuningCore {
         if (t.stopping && now - (this.killsSent.get(killKey(t)) ?? -Infinity) >= KILL_RESEND_MS) this.kill(l, t, now);
       }
       this.fill(l, now);
-      this.placeJobs(l);
+      this.placeJobs(l, now);
     }
   }
 
@@ -384,10 +406,10 @@ export class TuningCore {
     return this.live.get(experiment)?.record.spec.priorityClass;
   }
 
-  /** Whether an experiment's framework should be asked for offers (trials wait to be placed). */
-  wantsOffers(experiment: string): boolean {
+  /** Whether an experiment's framework should be asked for offers (trials wait to be placed, their back-off over). */
+  wantsOffers(experiment: string, now = this.nowMs): boolean {
     const l = this.live.get(experiment);
-    return l !== undefined && !isJobExperiment(l) && l.record.phase === 'Running' && l.trials.some((t) => t.state === 'Pending');
+    return l !== undefined && !isJobExperiment(l) && l.record.phase === 'Running' && l.trials.some((t) => placeable(t, now));
   }
 
   /** Whether an experiment still needs its framework (it runs, or trials of it still run). */
@@ -486,14 +508,14 @@ export class TuningCore {
       this.touchTrial(l, t);
     }
     this.touchExperiment(r.spec.name);
-    this.placeJobs(l);
+    this.placeJobs(l, now);
   }
 
   /** Distributed trials need no offer of ours: each pending one becomes a job of the job engine. */
-  private placeJobs(l: Live): void {
+  private placeJobs(l: Live, now: number): void {
     if (!isJobExperiment(l) || l.record.phase !== 'Running') return;
     for (const t of l.trials) {
-      if (t.state !== 'Pending') continue;
+      if (!placeable(t, now)) continue;
       startAttempt(t);
       t.jobName = jobNameFor(l.record, t.index, t.attempt);
       this.touchTrial(l, t);
@@ -519,9 +541,12 @@ export class TuningCore {
       t.state = 'Failed';
       t.message = `ran longer than trial.timeoutSeconds (${spec.trial.timeoutSeconds} s)`;
     } else if (LOST_STATES.has(u.state) && t.attempt < MAX_ATTEMPTS) {
-      // Its agent or launch was lost, not its program: run it again elsewhere.
+      // Its agent or launch was lost, not its program: run it again elsewhere, after its back-off.
+      const next = nextRestart(this.restartBackoff, t.backoffRestarts ?? 0, t.startedMs !== undefined ? now - t.startedMs : 0, now);
       t.state = 'Pending';
-      t.message = `attempt ${t.attempt} lost (${u.state}): ${u.message}`;
+      t.backoffRestarts = next.inRow;
+      t.restartAtMs = next.restartAtMs;
+      t.message = `attempt ${t.attempt} lost (${u.state}): ${u.message}; running it again in ${Math.round(next.delayMs / 100) / 10} s`;
       this.touchTrial(l, t);
       return;
     } else {
@@ -678,7 +703,7 @@ function startAttempt(t: TrialRecord): void {
   t.logOffset = 0;
   t.metrics = {};
   t.intermediate = [];
-  for (const k of ['taskId', 'agentId', 'hostname', 'exitCode', 'message', 'startedMs'] as const) delete t[k];
+  for (const k of ['taskId', 'agentId', 'hostname', 'exitCode', 'message', 'startedMs', 'restartAtMs'] as const) delete t[k];
 }
 
 function killKey(t: TrialRecord): string {

@@ -43,6 +43,10 @@ export interface TrialRecord {
   exitCode?: number;
   message?: string;
   stopping?: StopCause;
+  /** Lost attempts in a row without a stable run: the next waits longer. */
+  backoffRestarts?: number;
+  /** A pending trial waiting out its back-off is placed no earlier than this. */
+  restartAtMs?: number;
 }
 
 export type ExperimentPhase = 'Running' | 'Succeeded' | 'Failed' | 'Stopped';

@@ -19,7 +19,7 @@ import { BuiltinStore } from '../../builtin/store.ts';
 import { DecisionQueue, OfferInterest } from '../../builtin/decision-queue.ts';
 import { chiefGroup, trialJobSpec } from './trial-job.ts';
 import { policyExitCode } from '../jobs/task-info.ts';
-import { REFUSE_BUSY_S, TuningCore, type JobTrialLaunch } from './core.ts';
+import { REFUSE_BUSY_S, TuningCore, type JobTrialLaunch, type TuningCoreOptions } from './core.ts';
 import type { ExperimentSpec, IgnoredField } from './model.ts';
 import { EXPERIMENT_KEY_PREFIX, type ExperimentRecord, type TrialRecord } from './record.ts';
 import { trialTaskInfo } from './trial-command.ts';
@@ -38,7 +38,7 @@ const RECONCILE_STARTING_MS = 5_000;
 const TEARDOWN_DELAY_MS = 1_000;
 const JOB_SYNC_MS = 1_000;
 
-export interface TuningRuntimeOptions {
+export interface TuningRuntimeOptions extends TuningCoreOptions {
   now?: () => number;
 }
 
@@ -47,7 +47,7 @@ export function frameworkIdKey(experiment: string): string {
 }
 
 export class TuningRuntime implements BuiltinInstance {
-  readonly core = new TuningCore();
+  readonly core: TuningCore;
   private readonly log: Logger;
   private readonly clients = new Map<string, SchedulerClient>();
   private readonly interest = new OfferInterest<string>();
@@ -73,6 +73,7 @@ export class TuningRuntime implements BuiltinInstance {
   constructor(private readonly env: BuiltinEnv, opts: TuningRuntimeOptions = {}) {
     this.log = env.log;
     this.now = opts.now ?? Date.now;
+    this.core = new TuningCore(opts.restartBackoff ? { restartBackoff: opts.restartBackoff } : {});
     this.queue = new DecisionQueue(() => this.flush(), (err) => this.log.error({ err }, 'the tuning framework could not carry out a decision'));
     this.jobStore = new BuiltinStore(env.ctx.registry, JOBS_FRAMEWORK_NAME);
     this.offJobs = this.jobStore.onChange((keys) => {
