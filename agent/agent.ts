@@ -42,6 +42,7 @@ import { UsageSampler } from './usage/sampler.ts';
 import { usageReport } from './usage/usage.ts';
 import { SandboxGc } from './sandbox-gc.ts';
 import { agentIdentity, TaskUsers, UserDb } from './task-users.ts';
+import { prepareWorkDir, reachForDefaultUser, SandboxReach } from './sandbox-reach.ts';
 import { readDrainState, writeDrainState, type DrainState } from './drain.ts';
 import { HealthChecks } from './health/health-checks.ts';
 import { HealthStore, healthDir } from './health/store.ts';
@@ -158,7 +159,10 @@ async function startLockedAgent(opts: AgentOptions): Promise<AgentHandle> {
   const isolation = detectIsolation(cfg, log);
   const containers = await detectContainers(cfg, log);
   const users = taskUsersFor(cfg, log);
-  const agent = new Agent(cfg, log, discovered.resources, discovered.gpuIndices, storedId, checkpoints, { ...isolation, containers }, discovered.facts.gpus, users);
+  // Tasks open their sandboxes and job dirs by path: every task user must reach them.
+  const reach = new SandboxReach(prepareWorkDir(cfg.workDir, cfg.jobDirs), log);
+  reachForDefaultUser(reach, users.decide(''));
+  const agent = new Agent(cfg, log, discovered.resources, discovered.gpuIndices, storedId, checkpoints, { ...isolation, containers }, discovered.facts.gpus, users, reach);
   try {
     await agent.recover();
     await agent.start();
@@ -205,6 +209,7 @@ class Agent {
     private readonly isolation: Isolation,
     private readonly knownGpus: readonly NvidiaGpu[],
     private readonly users: TaskUsers,
+    reach: SandboxReach,
   ) {
     this.agentId = storedId !== '' ? storedId : undefined;
     const gpuPool = new GpuPool(gpuIndices, cfg.gpuSharing);
@@ -230,7 +235,7 @@ class Agent {
       dns: () => this.membership?.dns(),
       defaultKillGraceMs: cfg.defaultKillGraceMs,
       onStatus,
-      users,
+      users: reach.decider(users),
       logger: componentLogger(log, 'executor'),
     });
     const containers = isolation.containers.enabled

@@ -94,7 +94,9 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
   }
   const count = o.masters ?? 1;
   const agentDir = join(o.dataDir, 'agent');
-  await mkdir(agentDir, { recursive: true });
+  // Tasks pass through the data dir to their sandboxes (the agent opens the way, sandbox-reach.ts);
+  // made here, it and the agent's dir are searchable and not listable, the masters' dirs private.
+  await mkdir(agentDir, { recursive: true, mode: 0o711 });
   const interrupted = nextInterrupt(io);
   let tls: TlsMaterial | undefined;
   try {
@@ -130,7 +132,7 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
   try {
     for (const [id] of members) {
       const dataDir = join(o.dataDir, count > 1 ? `master-${id}` : 'master');
-      await mkdir(dataDir, { recursive: true });
+      await mkdir(dataDir, { recursive: true, mode: 0o700 });
       masters.push(await startMaster({
         port: o.port + id - 1,
         host: '127.0.0.1',

@@ -110,8 +110,9 @@ export class CairnProcess {
   }
 }
 
-export function startCairn(args: string[], url: string, env: Record<string, string> = {}): CairnProcess {
+export function startCairn(args: string[], url: string, env: Record<string, string> = {}, opts: { cwd?: string } = {}): CairnProcess {
   const child = spawn(process.execPath, [CAIRN, ...args], {
+    ...(opts.cwd !== undefined ? { cwd: opts.cwd } : {}),
     env: { ...process.env, CAIRN_LOG_LEVEL: process.env.CAIRN_LOG_LEVEL ?? 'warn', ...credentialEnv(), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
