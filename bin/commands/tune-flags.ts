@@ -19,14 +19,14 @@ import { paramNames } from '../../master/frameworks/tuning/space/sample.ts';
 import type { SearchSpace } from '../../master/frameworks/tuning/space/types.ts';
 import { placeholderNames } from '../../master/frameworks/tuning/trial-command.ts';
 import { isRoleName } from '../../master/sharing/quotas.ts';
+import { isClassSpelling } from '../../master/sharing/priority-classes.ts';
+import { experimentNameOf, NAME_RULE } from '../../master/frameworks/tuning/experiment-name.ts';
 
 /** The paper's `--tuning-type` values, and the master's own algorithm names (it maps the former). */
 export const PAPER_TUNING_TYPES = ['random-search', 'grid-search', 'bayesian'] as const;
 export const TUNING_TYPES: readonly string[] = [...PAPER_TUNING_TYPES, ...ALGORITHM_NAMES];
 export const SCHEDULING_POLICIES = ['fifo', 'dynamic'] as const;
 
-/** An experiment name, as the master takes one (spec-parse.ts). */
-const EXPERIMENT_NAME = /^[a-z0-9]([a-z0-9-]{0,46}[a-z0-9])?$/;
 /** A size: a number with an optional unit; 5G is 5 GiB, as the paper's YARN-style sizes. */
 const SIZE = /^(\d+(?:\.\d+)?)\s*(b|k|kb|m|mb|g|gb|t|tb|ki|mi|gi|ti)?$/i;
 
@@ -60,6 +60,7 @@ export interface TuneFlags {
   image?: string;
   env?: string[];
   role?: string;
+  priorityClass?: string;
   /** `--trial-timeout`, in ms (commander's durationFlag parsed it). */
   trialTimeout?: number;
   gpus?: string;
@@ -73,7 +74,7 @@ export const DOCUMENT_FLAGS: readonly [keyof TuneFlags, string][] = [
   ['tuningType', '--tuning-type'], ['tuningParameters', '--tuning-parameters'], ['metric', '--metric'], ['goal', '--goal'],
   ['maximize', '--maximize'], ['minimize', '--minimize'], ['parallelism', '--parallelism'], ['seed', '--seed'], ['maxFailed', '--max-failed'],
   ['earlyStopping', '--early-stopping'], ['algorithmSetting', '--algorithm-setting'], ['earlyStoppingSetting', '--early-stopping-setting'],
-  ['scheduling', '--scheduling'], ['image', '--image'], ['env', '--env'], ['role', '--role'], ['trialTimeout', '--trial-timeout'], ['gpus', '--gpus'],
+  ['scheduling', '--scheduling'], ['image', '--image'], ['env', '--env'], ['role', '--role'], ['priorityClass', '--priority-class'], ['trialTimeout', '--trial-timeout'], ['gpus', '--gpus'],
 ];
 
 /** The flags given that build a document (for refusing them next to `-f`). */
@@ -85,7 +86,7 @@ export function documentFlagsGiven(flags: TuneFlags): string[] {
 export function addTuneSubmitFlags(command: Command, durationParser: (value: string) => number): Command {
   const collect = (v: string, prev: string[] = []) => [...prev, v];
   return command
-    .option('--app-name <name>', "the experiment's name: 1-48 lower-case letters, digits and '-' (default: tune- and the time)")
+    .option('--app-name <name>', "the experiment's name: 1-48 letters, digits and '-', in any case (its DNS name is in lower case, e.g. testAutoML is testautoml) (default: tune- and the time)")
     .option('--input <path#name>', 'a path every agent has, linked into each trial\'s sandbox as NAME (repeatable), e.g. /data/mnist#mnist', collect)
     .option('--output <path#name>', 'a path every agent has: each trial writes NAME in its sandbox to a directory of its own under PATH (repeatable)', collect)
     .option('--files <f1,f2>', 'local files shipped to every trial, written into its sandbox (comma-separated; repeatable)', collect)
@@ -112,6 +113,7 @@ export function addTuneSubmitFlags(command: Command, durationParser: (value: str
     .option('--image <image>', 'run each trial in a Docker container of this image')
     .option('--env <name=value>', 'an environment variable of every trial (repeatable)', collect)
     .option('--role <role>', 'the role trials run in (default *)')
+    .option('--priority-class <name>', "the cluster's priority class of its trials, in any case, e.g. production or PTR (an alias of research) (default: the cluster's default class)")
     .option('--trial-timeout <duration>', 'kill a trial running longer, e.g. 30m (it counts as failed)', durationParser)
     .option('--gpus <n>', 'GPUs per trial (default 0)');
 }
@@ -242,10 +244,9 @@ export function parameterFile(file: string): ParameterFile {
  * the default name (`tune-<time in base 36>`).
  */
 export function experimentFromFlags(flags: TuneFlags, nowMs: number = Date.now()): Record<string, unknown> {
+  // Sent as given: the master maps it to a DNS label (testAutoML is testautoml) and keeps it to show.
   const name = flags.appName ?? `tune-${Math.max(0, Math.floor(nowMs)).toString(36)}`;
-  if (!EXPERIMENT_NAME.test(name)) {
-    throw badFlag('--app-name', `'${name}' is not an experiment name: 1-48 lower-case letters, digits and '-', starting and ending with a letter or digit`);
-  }
+  if (experimentNameOf(name) === undefined) throw badFlag('--app-name', `'${name}' is not an experiment name: ${NAME_RULE}`);
   const command = flags.appRunnerLaunchCmd;
   if (command === undefined || command.trim() === '') {
     throw badFlag('--app-runner-launch-cmd', "is required: the command each trial runs, with ${name} for a parameter's value (or give an experiment file with -f)");
@@ -292,6 +293,10 @@ export function experimentFromFlags(flags: TuneFlags, nowMs: number = Date.now()
   }
   if (flags.role !== undefined && !isRoleName(flags.role)) {
     throw badFlag('--role', `'${flags.role}' is not a role: '*' or letters, digits, '_', '-', '.' and '/'`);
+  }
+  // Which classes exist is the master's to say; it refuses one it does not have.
+  if (flags.priorityClass !== undefined && !isClassSpelling(flags.priorityClass)) {
+    throw badFlag('--priority-class', `'${flags.priorityClass}' is not a class name, e.g. production or PTR`);
   }
   if (flags.image !== undefined && !/^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/.test(flags.image)) {
     throw badFlag('--image', `'${flags.image}' is not an image reference, e.g. python:3.12-slim`);
@@ -341,6 +346,7 @@ export function experimentFromFlags(flags: TuneFlags, nowMs: number = Date.now()
     ...params.field,
     ...(seed !== undefined ? { seed } : {}),
     ...(flags.role !== undefined ? { role: flags.role } : {}),
+    ...(flags.priorityClass !== undefined ? { priorityClassName: flags.priorityClass } : {}),
     ...(flags.scheduling !== undefined ? { scheduling: { policy: flags.scheduling } } : {}),
     ...(coreCpus !== undefined || coreMemory !== undefined ? { appCore: { ...(coreCpus !== undefined ? { cpus: coreCpus } : {}), ...(coreMemory !== undefined ? { memory: coreMemory } : {}) } } : {}),
     trialTemplate,

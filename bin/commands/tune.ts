@@ -98,7 +98,7 @@ function objectiveLine(e: ExperimentSummary): string {
 export function describeExperiment(e: ExperimentView, nowMs: number, opts: { colour: boolean; chartWidth?: number; chartHeight?: number } = { colour: false }): string {
   const c = e.counts;
   const lines = [
-    `Name:        ${e.name}`,
+    `Name:        ${e.name}${e.displayName !== undefined ? ` (${e.displayName})` : ''}`,
     `Phase:       ${e.phase}`,
     `Reason:      ${e.reason}`,
     `Message:     ${e.message}`,

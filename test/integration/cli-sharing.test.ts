@@ -1,9 +1,11 @@
 // cairn quota, roles and usage against a real master process, as an operator types them:
 // a parent's limit bounds its children's, a bad amount never leaves the command line, and
-// what is set shows in the listings until it is removed.
+// what is set shows in the listings until it is removed. Priority classes by seed 002's names:
+// `cairn job submit --priority-class PTR` on a master whose default is `Iteration`.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Cleanup, runCairn, startMasterProcess } from '../harness/processes.ts';
+import { authFetch } from '../harness/credentials.ts';
 
 const cleanup = new Cleanup();
 let masterUrl: string;
@@ -13,7 +15,7 @@ function cairn(...args: string[]): ReturnType<typeof runCairn> {
 }
 
 beforeAll(async () => {
-  masterUrl = (await startMasterProcess(cleanup)).url;
+  masterUrl = (await startMasterProcess(cleanup, { extra: ['--default-priority-class', 'Iteration'] })).url;
 });
 
 afterAll(async () => {
@@ -70,4 +72,29 @@ describe('cairn quota, roles and usage against a master', () => {
     expect(list.stdout).not.toContain('team/a');
     expect(list.stdout).toMatch(/^team\s+-\s+gpus=8$/m);
   });
+});
+
+describe("priority classes by seed 002's names", () => {
+  it('cairn job submit --priority-class PTR runs in research; the default set as Iteration is iteration; an unknown class is refused naming it', async () => {
+    const ptr = await cairn('job', 'submit', '--kind', 'batch', '--name', 'ptr-job', '--priority-class', 'PTR', '--', 'true');
+    expect(ptr.stderr).toBe('');
+    expect(ptr.code).toBe(0);
+    expect(((await (await authFetch(`${masterUrl}/api/v1/jobs/ptr-job`)).json()) as any).spec.priorityClass).toBe('research');
+
+    const roles = await cairn('roles', '-o', 'json');
+    expect(JSON.parse(roles.stdout).priorityClasses).toEqual({ names: ['production', 'iteration', 'research'], default: 'iteration' });
+
+    const unknown = await cairn('job', 'submit', '--kind', 'batch', '--name', 'urgent-job', '--priority-class', 'Urgent', '--', 'true');
+    expect(unknown.code).toBe(1);
+    expect(unknown.stderr).toContain("unknown priority class 'Urgent'");
+    expect(unknown.stderr).toContain('priorityClassName');
+    expect((await authFetch(`${masterUrl}/api/v1/jobs/urgent-job`)).status).toBe(404);
+    const malformed = await cairn('job', 'submit', '--kind', 'batch', '--priority-class', 'not a class', '--', 'true');
+    expect(malformed.code).toBe(2);
+    expect(malformed.stderr).toContain('--priority-class');
+
+    const badDefault = await runCairn(['master', '--port', '0', '--default-priority-class', 'Urgent']);
+    expect(badDefault.code).toBe(2);
+    expect(badDefault.stderr).toMatch(/--default-priority-class'.*the default class 'Urgent' is not one of production, iteration, research/);
+  }, 60_000);
 });

@@ -1,5 +1,6 @@
 // Sharing a full cluster, as real processes: a master and two agents, a cluster full of
-// research batch work and a service that may not be preempted. A production job that needs
+// research batch work and a service that may not be preempted (the classes named as seed 002
+// names them, Production and PTR). A production job that needs
 // half the cluster gets it by preemption — exactly as many victims as it needs, never the
 // service — and the research job it displaced runs again afterwards, no failure counted.
 // Then quotas: a role below its guarantee takes it back from others, a role at its limit is
@@ -57,8 +58,8 @@ describe('preemption and quotas (real processes)', () => {
     // The service first: one instance that must never be preempted.
     const app = await post(`${url}/v2/apps`, { id: '/keeper', cmd: 'sleep 600', cpus: 1, mem: 128, instances: 1, labels: { 'cairn.preemptible': 'false' } });
     expect(app.status, await app.clone().text()).toBe(201);
-    // Research work fills the other 7 cpus.
-    await submitJob(url, batch('research', 7, 'sleep 12'));
+    // Research work fills the other 7 cpus (its class by seed 002's name: PTR is research).
+    await submitJob(url, batch('research', 7, 'sleep 12', { priorityClassName: 'PTR' }));
     await waitFor('the cluster full', async () => {
       const r = await job(url, 'research');
       return (r.replicas.filter((x) => x.state === 'Running').length === 7 && (await runningTasks(url)).length === 8) || undefined;
@@ -67,7 +68,7 @@ describe('preemption and quotas (real processes)', () => {
     // Half of the cluster, all at once (a gang of 4).
     const submitted = Date.now();
     await submitJob(url, {
-      name: 'prod', kind: 'pytorch', priorityClassName: 'production',
+      name: 'prod', kind: 'pytorch', priorityClassName: 'Production',
       groups: [{ name: 'master', replicas: 1, template: { command: 'sleep 4', cpus: 1, mem: 256, ports: 1 } }, { name: 'worker', replicas: 3, template: { command: 'sleep 4', cpus: 1, mem: 256, ports: 1 } }],
     });
     await waitFor('prod running', async () => ((await job(url, 'prod')).phase === 'Running' || (await job(url, 'prod')).phase === 'Succeeded') || undefined, 60_000);

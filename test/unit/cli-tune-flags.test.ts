@@ -6,7 +6,8 @@
 
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -16,6 +17,7 @@ import { runCli } from '../../bin/commands/program.ts';
 import { experimentFromFlags, parameterFile, sizeFlag, type TuneFlags } from '../../bin/commands/tune-flags.ts';
 import { describeExperiment, experimentsTable, trialLine } from '../../bin/commands/tune.ts';
 import { parseExperimentDocument } from '../../master/frameworks/tuning/spec-parse.ts';
+import { paramNames } from '../../master/frameworks/tuning/space/sample.ts';
 import type { ExperimentView, TrialView } from '../../master/frameworks/tuning/views.ts';
 import { cli } from '../harness/cli-capture.ts';
 import type { CliIo } from '../../bin/commands/io.ts';
@@ -203,6 +205,53 @@ describe('cairn tune submit: the paper\'s flags', () => {
   });
 });
 
+describe("the tuning paper's Figure 3, as printed (test/fixtures/seed-001-paper-submit)", () => {
+  const seed = fileURLToPath(new URL('../fixtures/seed-001-paper-submit/', import.meta.url));
+  const cairn = fileURLToPath(new URL('../../bin/cairn.js', import.meta.url));
+
+  it('its submit.sh, run by sh with da-submit being `cairn tune submit`, parses: testAutoML is the experiment testautoml', () => {
+    // The script and the parameter file byte for byte (trailing backslash, trailing comma);
+    // da-submit is cairn tune submit --dry-run, run where the user's demo.py lies.
+    const work = mkdtempSync(join(dir, 'figure3-'));
+    mkdirSync(join(work, 'bin'));
+    writeFileSync(join(work, 'bin', 'da-submit'), `#!/bin/sh\nexec "${process.execPath}" "${cairn}" tune submit --dry-run "$@"\n`, { mode: 0o755 });
+    writeFileSync(join(work, 'demo.py'), 'print("accuracy=0.5")\n');
+    copyFileSync(join(seed, 'demo-parameters.json'), join(work, 'demo-parameters.json'));
+    const r = spawnSync('/bin/sh', [join(seed, 'submit.sh')], { cwd: work, env: { ...process.env, DISAUTO_HOME: work, CAIRN_LOG_LEVEL: 'warn' }, encoding: 'utf8', timeout: 60_000 });
+    expect(r.stderr).toBe('');
+    expect(r.status).toBe(0);
+    const doc = JSON.parse(r.stdout);
+    expect(doc.metadata).toEqual({ name: 'testAutoML' });
+    expect(doc.spec.trialTemplate).toMatchObject({ command: 'python demo.py', resources: { cpus: 3, memory: '5G' }, inputs: ['/tmp/data/testAutoML#data'], outputs: ['/tmp/testAutoML_model#model'] });
+    expect(doc.spec.trialTemplate.files.map((f: { name: string }) => f.name)).toEqual(['demo.py']);
+    const { spec, ignored } = parseExperimentDocument(doc, undefined, { seed: 1 });
+    expect(spec.name).toBe('testautoml');
+    expect(spec.displayName).toBe('testAutoML');
+    expect(spec.maxTrialCount).toBe(100);
+    expect(spec.algorithm.name).toBe('random');
+    expect(spec.trial).toMatchObject({ cpus: 3, memMb: 5120, inputs: [{ hostPath: '/tmp/data/testAutoML', name: 'data' }], outputs: [{ hostPath: '/tmp/testAutoML_model', name: 'model' }] });
+    expect(paramNames(spec.space)).toEqual(['momentum', 'learningRate']);
+    expect(ignored.map((i) => i.field)).toContain('spec.appCore');
+  }, 60_000);
+
+  it('names in any case become DNS labels, the name given kept to show; what stays no label is refused naming the field', () => {
+    const named = (appName: string) => parseExperimentDocument(experimentFromFlags({ ...BASE, appName }, NOW)).spec;
+    expect(named('testAutoML')).toMatchObject({ name: 'testautoml', displayName: 'testAutoML' });
+    expect(named('My_Experiment.v2')).toMatchObject({ name: 'my-experiment-v2', displayName: 'My_Experiment.v2' });
+    expect(named('digits').displayName).toBeUndefined();
+    expect(refused({ ...BASE, appName: 'test AutoML' }).field).toBe('--app-name');
+    expect(refused({ ...BASE, appName: '_x' }).message).toContain('upper case is taken as lower case');
+    expect(() => parseExperimentDocument({ ...PAPER_DOCUMENT, metadata: { name: 'bad name!' } })).toThrowError(expect.objectContaining({ field: 'metadata.name' }));
+    expect(describeExperiment(view('Running', [], { name: 'testautoml', displayName: 'testAutoML' }), NOW)).toContain('Name:        testautoml (testAutoML)\n');
+  });
+
+  it('--priority-class in any case, or an alias, is sent as given for the master to resolve; a malformed one is refused naming the flag', () => {
+    expect((experimentFromFlags({ ...BASE, priorityClass: 'PTR' }, NOW).spec as Record<string, unknown>).priorityClassName).toBe('PTR');
+    expect(parseExperimentDocument(experimentFromFlags({ ...BASE, priorityClass: 'Production' }, NOW)).spec.priorityClass).toBe('Production');
+    expect(refused({ ...BASE, priorityClass: 'not a class' }).field).toBe('--priority-class');
+  });
+});
+
 describe('cairn tune submit: bad flags are refused before anything is sent, naming the flag', () => {
   it('each bad value, named', () => {
     const cases: [TuneFlags, string][] = [
@@ -221,7 +270,7 @@ describe('cairn tune submit: bad flags are refused before anything is sent, nami
       [{ ...BASE, input: ['data/mnist#mnist'] }, '--input'],
       [{ ...BASE, input: ['/data/mnist#../up'] }, '--input'],
       [{ ...BASE, output: ['models#m'] }, '--output'],
-      [{ ...BASE, appName: 'My_Experiment' }, '--app-name'],
+      [{ ...BASE, appName: 'My Experiment' }, '--app-name'],
       [{ ...BASE, appName: 'a'.repeat(49) }, '--app-name'],
       [{ ...BASE, tuningType: 'hill-climbing' }, '--tuning-type'],
       [{ ...BASE, parallelism: '0' }, '--parallelism'],

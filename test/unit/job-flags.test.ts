@@ -84,6 +84,9 @@ describe('jobDocumentFromFlags', () => {
 
   it('takes the role and the priority class', () => {
     expect(jobDocumentFromFlags({ kind: 'batch', role: 'team/alice', priorityClass: 'production' }, ['true'], NOW)).toMatchObject({ role: 'team/alice', priorityClassName: 'production' });
+    // Seed 002's names, in any case: the master says which class they are.
+    expect(jobDocumentFromFlags({ kind: 'batch', priorityClass: 'PTR' }, ['true'], NOW)).toMatchObject({ priorityClassName: 'PTR' });
+    expect(jobDocumentFromFlags({ kind: 'batch', priorityClass: 'Iteration' }, ['true'], NOW)).toMatchObject({ priorityClassName: 'Iteration' });
   });
 
   it('names a job from its kind and the time when --name is not given', () => {

@@ -25,6 +25,30 @@ describe('priority classes', () => {
     expect(() => new PriorityClasses(['Gold'])).toThrowError(/not a class name/);
     expect(() => new PriorityClasses(['gold'], 'silver')).toThrowError(expect.objectContaining({ field: 'defaultPriorityClass' }));
   });
+
+  it("takes seed 002's names in any case as aliases (Production, Iteration, PTR), stores Cairn's, and refuses an unknown one naming it", () => {
+    const c = new PriorityClasses();
+    for (const [given, stored] of [['Production', 'production'], ['ITERATION', 'iteration'], ['PTR', 'research'], ['ptr', 'research'], ['Research', 'research']]) {
+      expect(c.resolve(given, 'f'), given).toBe(stored);
+      expect(c.has(given!), given).toBe(true);
+    }
+    expect(c.rank('PTR')).toBe(0);
+    expect(c.rank('Production')).toBe(2);
+    expect(c.orDefault('Iteration')).toBe('iteration');
+    // Work of the default class is stored with no class.
+    expect(c.stored('PTR', 'f')).toBeUndefined();
+    expect(c.stored('Production', 'f')).toBe('production');
+    expect(() => c.resolve('Urgent', 'priorityClassName')).toThrowError(expect.objectContaining({ field: 'priorityClassName', message: expect.stringMatching(/unknown priority class 'Urgent'.*PTR is research/) }));
+    // Seed 002's default, Iteration, set by its name.
+    expect(new PriorityClasses(undefined, 'Iteration').defaultClass).toBe('iteration');
+    expect(new PriorityClasses(undefined, 'PTR').defaultClass).toBe('research');
+    // Where the cluster has no research class, PTR names nothing, and the refusal says why.
+    const other = new PriorityClasses(['gold', 'silver']);
+    expect(() => other.resolve('PTR', 'labels')).toThrowError(/'PTR', an alias of 'research', which this cluster does not have/);
+    expect(() => new PriorityClasses(['gold', 'silver'], 'PTR')).toThrowError(expect.objectContaining({ field: 'defaultPriorityClass' }));
+    // A class of the cluster's own spelt like an alias is that class.
+    expect(new PriorityClasses(['production', 'ptr', 'research']).resolve('PTR', 'f')).toBe('ptr');
+  });
 });
 
 describe('the quota policy', () => {

@@ -84,7 +84,10 @@ export interface TrialTemplate {
 export type JobDocument = { readonly [key: string]: unknown };
 
 export interface ExperimentSpec {
+  /** A DNS label: its trials' task and DNS names start with it. */
   readonly name: string;
+  /** The name as the submitter wrote it, where that was not already `name` (`testAutoML`). */
+  readonly displayName?: string;
   /** The role its trials run in (its framework subscribes in it). */
   readonly role: string;
   /** The cluster's priority class of its trials (its framework's); absent: the default class. */

@@ -16,7 +16,6 @@ import { experimentKey, EXPERIMENT_KEY_PREFIX, isSettled, trialKeyPrefix, type E
 import { freshSeed, type TuningRuntime } from './runtime.ts';
 import { parseExperimentDocument } from './spec-parse.ts';
 import { experimentSummary, experimentView, trialView } from './views.ts';
-import { CairnError } from '../../../shared/errors.ts';
 
 
 function notFound(reply: FastifyReply, name: string): FastifyReply {
@@ -50,12 +49,11 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
       let parsed;
       try {
         parsed = parseExperimentDocument(req.body, req.headers['content-type'], { seed: freshSeed() });
-        const cls = parsed.spec.priorityClass;
-        if (cls !== undefined) {
-          const classes = env.ctx.priorityClasses;
-          if (!classes.has(cls)) throw new CairnError('CAIRN_BAD_REQUEST', `unknown priority class '${cls}' (classes: ${classes.names.join(', ')}; highest first)`, 'spec.priorityClassName');
-          // The default class is no class: the experiment's framework then needs no label.
-          if (cls === classes.defaultClass) parsed = { ...parsed, spec: { ...parsed.spec, priorityClass: undefined } };
+        if (parsed.spec.priorityClass !== undefined) {
+          // By the class's own name (in any case, or an alias); the default class is no class:
+          // the experiment's framework then needs no label.
+          const priorityClass = env.ctx.priorityClasses.stored(parsed.spec.priorityClass, 'spec.priorityClassName');
+          parsed = { ...parsed, spec: { ...parsed.spec, priorityClass } };
         }
         access.requireCreate(req.principal, parsed.spec.role, 'spec.role');
         const old = recordOf(parsed.spec.name);

@@ -25,11 +25,12 @@ import type { SearchSpace } from './space/types.ts';
 import { placeholderNames } from './trial-command.ts';
 import { parseCpus, parseSizeMiB } from './quantities.ts';
 import { isRoleName } from '../../sharing/quotas.ts';
+import { isClassSpelling } from '../../sharing/priority-classes.ts';
+import { experimentNameOf, NAME_RULE } from './experiment-name.ts';
 
 export const MAX_DOCUMENT_CHARS = 1024 * 1024;
 /** Shipped files travel inside every trial's command line: a Linux argument holds 128 KiB. */
 export const MAX_SHIPPED_BYTES = 64 * 1024;
-const NAME = /^[a-z0-9]([a-z0-9-]{0,46}[a-z0-9])?$/;
 
 export interface ParsedExperiment {
   spec: ExperimentSpec;
@@ -64,10 +65,9 @@ export function parseExperimentDocument(body: unknown, contentType?: string, def
   }
   if (doc.kind !== undefined && doc.kind !== 'Experiment') throw badRequest('kind', `must be Experiment, got '${String(doc.kind)}'`);
   const meta = isObj(doc.metadata) ? doc.metadata : undefined;
-  const name = meta?.name;
-  if (typeof name !== 'string' || !NAME.test(name)) {
-    throw badRequest('metadata.name', `must be 1-48 lower-case letters, digits and '-', starting and ending with a letter or digit, got ${JSON.stringify(name ?? null)}`);
-  }
+  const given = meta?.name;
+  const name = typeof given === 'string' ? experimentNameOf(given) : undefined;
+  if (name === undefined) throw badRequest('metadata.name', `must be ${NAME_RULE}, got ${JSON.stringify(given ?? null)}`);
   if (!isObj(doc.spec)) throw badRequest('spec', 'is required: the objective, algorithm, parameters and trial template');
   const s = doc.spec;
   const known = new Set(['objective', 'algorithm', 'earlyStopping', 'parallelTrialCount', 'maxTrialCount', 'maxFailedTrialCount', 'parameters', 'searchSpace', 'trialTemplate', 'seed', 'role', 'priorityClassName', 'scheduling', 'appCore']);
@@ -89,7 +89,7 @@ export function parseExperimentDocument(body: unknown, contentType?: string, def
   if (typeof role !== 'string' || !isRoleName(role)) throw badRequest('spec.role', `is not a role name: ${JSON.stringify(role)}`);
   // Which classes exist is the master's to say: only the shape is checked here.
   const priorityClass = s.priorityClassName;
-  if (priorityClass !== undefined && (typeof priorityClass !== 'string' || !/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(priorityClass))) {
+  if (priorityClass !== undefined && (typeof priorityClass !== 'string' || !isClassSpelling(priorityClass))) {
     throw badRequest('spec.priorityClassName', `is not a priority class name: ${JSON.stringify(priorityClass)}`);
   }
   const { policy, dynamic } = schedulingOf(s.scheduling);
@@ -97,7 +97,7 @@ export function parseExperimentDocument(body: unknown, contentType?: string, def
   appCoreOf(s.appCore, ignored);
 
   const spec: ExperimentSpec = {
-    name, role, objective,
+    name, ...(given !== name ? { displayName: given as string } : {}), role, objective,
     ...(priorityClass !== undefined ? { priorityClass } : {}),
     algorithm: { name: algorithm.name as AlgorithmName, settings: algorithm.settings },
     ...(early ? { earlyStopping: { name: early.name as EarlyStoppingName, settings: early.settings } } : {}),

@@ -26,6 +26,8 @@ export interface TrialView {
 
 export interface ExperimentSummary {
   name: string;
+  /** The name as submitted, where it was not a DNS label already. */
+  displayName?: string;
   owner: string;
   phase: ExperimentRecord['phase'];
   reason: string;
@@ -72,7 +74,7 @@ export function experimentSummary(e: ExperimentRecord, trials: readonly TrialRec
   for (const t of trials) counts[t.state] += 1;
   const best = bestTrial(e.spec, trials);
   return {
-    name: e.spec.name, owner: e.owner, phase: e.phase, reason: e.reason, message: e.message,
+    name: e.spec.name, ...(e.spec.displayName !== undefined ? { displayName: e.spec.displayName } : {}), owner: e.owner, phase: e.phase, reason: e.reason, message: e.message,
     objective: e.spec.objective, algorithm: e.spec.algorithm.name,
     ...(e.spec.earlyStopping ? { earlyStopping: e.spec.earlyStopping.name } : {}),
     parallelTrialCount: e.spec.parallelTrialCount, maxTrialCount: e.maxTrialCount, maxFailedTrialCount: e.spec.maxFailedTrialCount,
