@@ -10,6 +10,7 @@ import { CairnError } from '../../shared/errors.ts';
 import { JOB_KINDS, type JobKind } from '../../master/frameworks/jobs/model.ts';
 import { MAX_JOB_NAME, MAX_REPLICAS, validateJobSpec } from '../../master/frameworks/jobs/spec-validate.ts';
 import { isRoleName } from '../../master/sharing/quotas.ts';
+import { isClassSpelling } from '../../master/sharing/priority-classes.ts';
 import { durationProblem, parseDurationMs } from '../../agent/duration.ts';
 
 /** The flags `cairn job submit` gives; values as commander parsed them (numbers) or as typed (strings). */
@@ -48,7 +49,7 @@ export const JOB_SUBMIT_FLAGS: readonly { flags: string; description: string }[]
   { flags: '--image <image>', description: 'run each replica in a Docker container of this image' },
   { flags: '--env <name=value>', description: 'an environment variable of every replica (repeatable)' },
   { flags: '--role <role>', description: "the role its tasks run in, e.g. team/alice (default: '*')" },
-  { flags: '--priority-class <name>', description: "the cluster's priority class, e.g. production (default: the cluster's default class)" },
+  { flags: '--priority-class <name>', description: "the cluster's priority class, in any case, e.g. production or PTR (an alias of research) (default: the cluster's default class)" },
   { flags: '--restart-backoff <spec>', description: "the wait before a replica restarts: INITIAL[,FACTOR[,MAX[,RESET-AFTER]]], e.g. 10s,2,5m,10m (default: the master's, 10s,2,5m,10m)" },
 ];
 
@@ -203,7 +204,7 @@ export function jobDocumentFromFlags(flags: JobFlags, command: readonly string[]
   }
   if (flags.priorityClass !== undefined) {
     // Which classes exist is the master's to say; it refuses one it does not have.
-    if (!/^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$/.test(flags.priorityClass)) throw badFlag('--priority-class', `'${flags.priorityClass}' is not a class name, e.g. production`);
+    if (!isClassSpelling(flags.priorityClass)) throw badFlag('--priority-class', `'${flags.priorityClass}' is not a class name, e.g. production or PTR`);
     doc.priorityClassName = flags.priorityClass;
   }
   if (flags.restartBackoff !== undefined) doc.restartBackoff = restartBackoffFromFlag(flags.restartBackoff);

@@ -218,6 +218,8 @@ describe('validateJobSpec: refused, naming the field', () => {
     refusedAt(job({ role: 'a//b' }), 'role', /role name/);
     refusedAt(job({ role: 'team/.x' }), 'role', /role name/);
     refusedAt(job({ priorityClassName: 'Production!' }), 'priorityClassName', /priority class name/);
+    // A class in any case (seed 002's Production, PTR) is the master's to resolve.
+    expect(validateJobSpec(job({ priorityClassName: 'PTR' })).priorityClass).toBe('PTR');
     refusedAt(job({ priority: 1.5 }), 'priority');
   });
 

@@ -21,15 +21,16 @@ import type { PriorityClasses } from '../../sharing/priority-classes.ts';
 
 
 /**
- * The job's class must be one of the cluster's; the default class is kept as no class, so
- * that its tasks go through the role's one subscription as they did before classes.
+ * The job's class must be one of the cluster's (in any case, or an alias), kept by its own
+ * name; the default class is kept as no class, so that its tasks go through the role's one
+ * subscription as they did before classes.
  */
 function resolveClass(spec: JobSpec, classes: PriorityClasses): void {
   if (spec.priorityClass === undefined) return;
-  if (!classes.has(spec.priorityClass)) {
-    throw invalidJob('priorityClassName', `unknown priority class '${spec.priorityClass}' (classes: ${classes.names.join(', ')}; highest first)`);
-  }
-  if (spec.priorityClass === classes.defaultClass) delete spec.priorityClass;
+  const c = classes.canonical(spec.priorityClass);
+  if (c === undefined) throw invalidJob('priorityClassName', classes.unknownMessage(spec.priorityClass));
+  if (c === classes.defaultClass) delete spec.priorityClass;
+  else spec.priorityClass = c;
 }
 
 function notFound(reply: FastifyReply, name: string): FastifyReply {

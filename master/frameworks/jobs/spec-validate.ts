@@ -38,6 +38,7 @@ import {
 import { invalidJob, prefixLocator, type Locate } from './field-paths.ts';
 import { checkKindRules } from './kind-rules.ts';
 import { isRoleName } from '../../sharing/quotas.ts';
+import { isClassSpelling } from '../../sharing/priority-classes.ts';
 
 export const CAIRN_JOB_API_VERSION = 'cairn/v1';
 export const MAX_JOB_NAME = 40;
@@ -312,7 +313,7 @@ export function validateJobSpec(raw: unknown, path = '', locate?: Locate): JobSp
   // Which classes exist is the master's to say (sharing/priority-classes.ts): only the shape is checked here.
   if (has(doc, 'priorityClassName')) {
     const c = r.string(doc.priorityClassName, 'priorityClassName');
-    if (!LABEL.test(c) || c.length > 63) throw invalidJob(r.at('priorityClassName'), `${describe(c)} is not a priority class name (lower-case letters, digits and '-')`);
+    if (!isClassSpelling(c)) throw invalidJob(r.at('priorityClassName'), `${describe(c)} is not a priority class name (letters, digits and '-', e.g. production or PTR)`);
     spec.priorityClass = c;
   }
   if (has(doc, 'restartBackoff')) spec.restartBackoff = readRestartBackoff(r, doc.restartBackoff);
