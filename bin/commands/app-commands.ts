@@ -61,7 +61,7 @@ class Api {
     this.dial = clientTls(tls)?.fetch ?? fetch;
   }
 
-  async call(method: string, path: string, what: string, body?: unknown): Promise<{ status: number; body: any }> {
+  async call(method: string, path: string, what: string, body?: unknown): Promise<{ status: number; body: any; headers: Headers }> {
     let lastErr: unknown;
     for (const base of this.urls) {
       let url = `${base}${path}`;
@@ -95,7 +95,7 @@ class Api {
         // kept as text
       }
       if (res.status >= 400) throw new ApiError(res.status, parsed, what);
-      return { status: res.status, body: parsed };
+      return { status: res.status, body: parsed, headers: res.headers };
     }
     throw new Error(`${what}: cannot reach the master at ${this.urls.join(', ')}: ${(lastErr as Error)?.message ?? 'no answer'}\n  hint: is a master running there? (--master or CAIRN_MASTER)`);
   }
@@ -128,7 +128,8 @@ export async function runApp(c: AppCommand, io: CliIo, stdin: () => string = rea
   const api = new Api(c.masterUrl, findToken(c.masterUrl, io.env), c.tls);
   const out = (text: string) => void io.stdout.write(text);
   const objects = (v: unknown) => out(formatObjects(c.output as 'json' | 'yaml', v));
-  const q = (force: boolean) => (force ? '?force=true' : '');
+  // Explicit both ways: the API's DELETE forces by default, as Marathon's does; the CLI asks for --force.
+  const q = (force: boolean) => `?force=${force}`;
   try {
     switch (c.action) {
       case 'deploy': {
@@ -152,7 +153,7 @@ export async function runApp(c: AppCommand, io: CliIo, stdin: () => string = rea
               : await api.call('POST', `/v2/apps${q(c.force)}`, `creating app ${id}`, app);
             const deployment = r.body.deploymentId ?? r.body.deployments?.[0]?.id ?? '-';
             out(`app ${exists ? 'updated' : 'created'}: ${r.body.id ?? id} (deployment ${deployment})\n`);
-            const ignored: string[] = r.body.ignoredFields ?? [];
+            const ignored = (r.headers.get('cairn-ignored-fields') ?? '').split(',').filter((f: string) => f !== '');
             if (ignored.length > 0) io.stderr.write(`cairn app deploy: ${id}: fields not used: ${ignored.join(', ')}\n`);
           } catch (err) {
             failed++;
@@ -204,7 +205,8 @@ export async function runApp(c: AppCommand, io: CliIo, stdin: () => string = rea
         return 0;
       }
       case 'queue': {
-        const queue: any[] = (await api.call('GET', '/v2/queue', 'the launch queue')).body.queue;
+        // Cairn's `waitingOn` (the decline reasons by count) comes with ?cairn=true.
+        const queue: any[] = (await api.call('GET', '/v2/queue?cairn=true', 'the launch queue')).body.queue;
         if (c.output === 'json' || c.output === 'yaml') return objects(queue), 0;
         const rows = queue.map((item) => [
           item.app.id, String(item.count), item.delay.overdue ? '-' : `${item.delay.timeLeftSeconds}s`,

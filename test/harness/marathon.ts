@@ -1,6 +1,7 @@
 // Helpers for tests of the services framework: Marathon REST calls with the test
 // principal's credential, and waits on what /v2/apps and /v2/deployments say.
 
+import { expect } from 'vitest';
 import { authHeaders } from './credentials.ts';
 import { waitFor } from './processes.ts';
 
@@ -51,4 +52,34 @@ export function waitForNoDeployments(base: string, timeoutMs = 30_000): Promise<
     const r = await marathon(base, 'GET', '/v2/deployments');
     return r.status === 200 && (r.body as unknown[]).length === 0 ? true : undefined;
   }, timeoutMs, 100);
+}
+
+/**
+ * An open /v2/events stream (`query`: e.g. `?event_type=...`): the events read so far, each
+ * frame's `event:` name and its parsed `data:`. `auth`: as for `marathon`.
+ */
+export async function openEvents(base: string, query = '', auth: Record<string, string> = authHeaders()): Promise<{ frames(): any[]; names(): string[]; close(): void }> {
+  const ac = new AbortController();
+  const res = await fetch(`${base}/v2/events${query}`, { headers: { ...auth, accept: 'text/event-stream' }, signal: ac.signal });
+  expect(res.status).toBe(200);
+  expect(res.headers.get('content-type')).toContain('text/event-stream');
+  let text = '';
+  const reader = res.body!.getReader();
+  void (async () => {
+    try {
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) return;
+        text += Buffer.from(value).toString('utf8');
+      }
+    } catch {
+      // closed
+    }
+  })();
+  const raw = () => text.split('\n\n').filter((f) => f.startsWith('event: '));
+  return {
+    frames: () => raw().map((f) => JSON.parse(f.split('\ndata: ')[1]!)),
+    names: () => raw().map((f) => f.split('\n')[0]!.slice('event: '.length)),
+    close: () => ac.abort(),
+  };
 }

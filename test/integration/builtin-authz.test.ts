@@ -64,7 +64,11 @@ class EventStream {
 }
 
 async function call(user: User, method: string, path: string, body?: unknown): Promise<{ status: number; body: any }> {
-  return marathon(master.url, method, path, body, { authorization: `Bearer ${secret(user)}` });
+  const r = await marathon(master.url, method, path, body, { authorization: `Bearer ${secret(user)}` });
+  // /v2 refusals are in Marathon's shape: Cairn's code in a header, the field in details[0].path.
+  const code = r.headers.get('cairn-error-code');
+  if (code === null) return r;
+  return { ...r, body: { ...r.body, code, field: String(r.body.details?.[0]?.path ?? '/').slice(1) } };
 }
 
 async function runningTaskIds(user: User, appId: string): Promise<string[]> {

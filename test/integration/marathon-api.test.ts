@@ -10,7 +10,7 @@ import { MasterAuth } from '../../master/auth/master-auth.ts';
 import { silentLogger } from '../../shared/logger.ts';
 import { FakeAgent } from '../harness/fake-agent.ts';
 import { tempDir, waitFor } from '../harness/processes.ts';
-import { marathon, waitForNoDeployments, waitForRunning } from '../harness/marathon.ts';
+import { marathon, openEvents, waitForNoDeployments, waitForRunning } from '../harness/marathon.ts';
 
 let master: MasterHandle;
 let dir: string;
@@ -42,7 +42,11 @@ describe('Marathon REST API', { timeout: 120_000 }, () => {
     const created = await marathon(master.url, 'POST', '/v2/apps', { id: '/dev/web', cmd: 'sleep 1000', cpus: 0.1, mem: 32, instances: 3, labels: { team: 'x' }, fancy: { a: 1 } });
     expect(created.status).toBe(201);
     expect(created.headers.get('location')).toBe('/v2/apps/dev/web');
-    expect(created.body).toMatchObject({ id: '/dev/web', instances: 3, backoffFactor: 1.15, portDefinitions: [{ port: 0, protocol: 'tcp' }], ignoredFields: ['/fancy'], fancy: { a: 1 } });
+    expect(created.body).toMatchObject({ id: '/dev/web', instances: 3, backoffFactor: 1.15, portDefinitions: [{ port: 0, protocol: 'tcp' }] });
+    // A field Marathon does not know is kept, named in a header, and shown only to ?cairn=true.
+    expect(created.body.fancy).toBeUndefined();
+    expect(created.headers.get('cairn-ignored-fields')).toBe('/fancy');
+    expect((await marathon(master.url, 'GET', '/v2/apps/dev/web?cairn=true')).body.app.fancy).toEqual({ a: 1 });
     const tasks = await waitForRunning(master.url, '/dev/web', 3);
     expect(tasks[0].id).toMatch(/^dev_web\.[0-9a-f-]{36}$/);
     await waitForNoDeployments(master.url);
@@ -164,7 +168,7 @@ describe('Marathon REST API', { timeout: 120_000 }, () => {
     const tasks = await waitForRunning(master.url, '/u', 2);
     expect(new Set(tasks.map((t) => t.host))).toEqual(new Set(['h1', 'h2']));
     const item = await waitFor('the queue names the constraint', async () => {
-      const q = (await marathon(master.url, 'GET', '/v2/queue')).body.queue;
+      const q = (await marathon(master.url, 'GET', '/v2/queue?cairn=true')).body.queue;
       const it = q.find((x: any) => x.app.id === '/u');
       const row = it?.processedOffersSummary.rejectSummaryLastOffers.find((x: any) => x.reason === 'UnfulfilledConstraint');
       return row?.declined > 0 ? it : undefined;
@@ -177,29 +181,13 @@ describe('Marathon REST API', { timeout: 120_000 }, () => {
 
   it('streams a deployment\'s events, and rolls a deployment back', async () => {
     await addAgent('h1');
-    const ac = new AbortController();
-    const res = await fetch(`${master.url}/v2/events`, { signal: ac.signal });
-    expect(res.headers.get('content-type')).toContain('text/event-stream');
-    const reader = res.body!.getReader();
-    let text = '';
-    const reading = (async () => {
-      try {
-        for (;;) {
-          const { value, done } = await reader.read();
-          if (done) return;
-          text += Buffer.from(value).toString('utf8');
-        }
-      } catch {
-        // aborted
-      }
-    })();
+    const events = await openEvents(master.url);
     try {
       expect((await marathon(master.url, 'POST', '/v2/apps', { id: '/ev', cmd: 'sleep 1000', cpus: 0.1, mem: 16, instances: 2 })).status).toBe(201);
-      await waitFor('deployment_success on the stream', () => (text.includes('event: deployment_success') ? true : undefined), 20_000);
-      for (const e of ['api_post_event', 'deployment_info', 'status_update_event', 'deployment_success']) expect(text).toContain(`event: ${e}\n`);
-      const frames = text.split('\n\n').filter((f) => f.startsWith('event: deployment_success'));
-      const data = JSON.parse(frames[0]!.split('\ndata: ')[1]!);
-      expect(data).toMatchObject({ eventType: 'deployment_success', plan: { affectedApps: ['/ev'] } });
+      await waitFor('deployment_success on the stream', () => (events.names().includes('deployment_success') ? true : undefined), 20_000);
+      for (const e of ['api_post_event', 'deployment_info', 'status_update_event', 'deployment_success']) expect(events.names()).toContain(e);
+      const data = events.frames().find((f) => f.eventType === 'deployment_success');
+      expect(data).toMatchObject({ eventType: 'deployment_success', plan: { steps: [{ actions: [{ action: 'StartApplication', app: '/ev' }] }] } });
 
       // A scale to 5 that cannot finish (one agent runs at most 4 of these), rolled back to 2.
       expect((await marathon(master.url, 'PUT', '/v2/apps/ev', { instances: 5, mem: 16, cpus: 2 })).status).toBe(200);
@@ -212,8 +200,7 @@ describe('Marathon REST API', { timeout: 120_000 }, () => {
       expect(app).toMatchObject({ instances: 2, cpus: 0.1 });
       await waitForRunning(master.url, '/ev', 2);
     } finally {
-      ac.abort();
-      await reading;
+      events.close();
     }
   });
   it('adopts, after a restart, a running task that no record names instead of starting another', async () => {

@@ -10,7 +10,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Cleanup, freePort, startAgentProcess, startCairn, startMasterProcess, waitFor, waitForLeader, type CairnProcess } from '../harness/processes.ts';
 import { authFetch, authHeaders } from '../harness/credentials.ts';
-import { marathon, runningTasks, waitForNoDeployments, waitForRunning } from '../harness/marathon.ts';
+import { marathon, openEvents, runningTasks, waitForNoDeployments, waitForRunning } from '../harness/marathon.ts';
 
 /** A task: answers 200 on /health, 404 elsewhere, on $PORT0. */
 const SERVER = `exec ${JSON.stringify(process.execPath)} -e "require('http').createServer((q, s) => { s.statusCode = q.url === '/health' ? 200 : 404; s.end(); }).listen(+process.env.PORT0, '127.0.0.1')"`;
@@ -145,7 +145,7 @@ describe('services on one master and two agents', () => {
     const tasks = await waitForRunning(url, '/svc/uniq', 2, 60_000);
     expect(new Set(tasks.map((t) => t.host))).toEqual(new Set(['host-1', 'host-2']));
     const item = await waitFor('the queue naming the constraint', async () => {
-      const q = (await marathon(url, 'GET', '/v2/queue')).body.queue as any[];
+      const q = (await marathon(url, 'GET', '/v2/queue?cairn=true')).body.queue as any[];
       const it = q.find((x) => x.app.id === '/svc/uniq');
       return it?.waitingOn?.[0]?.reason === 'UnfulfilledConstraint' ? it : undefined;
     }, 60_000);
@@ -230,27 +230,3 @@ describe('services across a leader change', () => {
     expect(maxAlive).toBeLessThanOrEqual(6);
   }, 300_000);
 });
-
-/** An open /v2/events stream: the frames read so far, parsed. */
-async function openEvents(base: string): Promise<{ frames(): any[]; close(): void }> {
-  const ac = new AbortController();
-  const res = await fetch(`${base}/v2/events`, { headers: authHeaders(), signal: ac.signal });
-  expect(res.status).toBe(200);
-  let text = '';
-  const reader = res.body!.getReader();
-  void (async () => {
-    try {
-      for (;;) {
-        const { value, done } = await reader.read();
-        if (done) return;
-        text += Buffer.from(value).toString('utf8');
-      }
-    } catch {
-      // closed
-    }
-  })();
-  return {
-    frames: () => text.split('\n\n').filter((f) => f.startsWith('event: ')).map((f) => JSON.parse(f.split('\ndata: ')[1]!)),
-    close: () => ac.abort(),
-  };
-}

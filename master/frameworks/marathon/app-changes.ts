@@ -13,10 +13,11 @@ import { lockedBy, MarathonError, unknownApp } from './app-errors.ts';
 import { appToJson } from './app-json.ts';
 import type { EventBus } from './event-bus.ts';
 import {
-  appKey, deploymentKey, instanceKey, MarathonRecords, versionKey,
+  appKey, deploymentKey, failureKey, instanceKey, MarathonRecords, versionKey,
   type DeploymentAction, type DeploymentRecord, type InstanceRecord,
 } from './records.ts';
-import { deploymentJson } from './views.ts';
+import { deploymentPlanJson } from './views.ts';
+import { marathonApp } from './marathon-shape.ts';
 
 export interface DeploymentStarted {
   deploymentId: string;
@@ -72,20 +73,22 @@ export class AppChanges {
 
   private async commit(stored: StoredApp | null, appId: string, action: DeploymentAction, previous: StoredApp | null, cancelled: string[], extra: BuiltinPut[] = []): Promise<DeploymentStarted> {
     const version = stored?.version ?? this.nextVersion();
+    const cancelledRecords = cancelled.map((id) => this.host.records.deployment(id)).filter((d): d is DeploymentRecord => d !== undefined);
     const deployment: DeploymentRecord = { id: randomUUID(), appId, version, action, previous, target: stored };
     const puts: BuiltinPut[] = stored
       ? MarathonRecords.appChange(stored, deployment, cancelled)
       : [
           { key: appKey(appId), value: null },
+          { key: failureKey(appId), value: null },
           ...this.host.records.versions(appId).map((v) => ({ key: versionKey(appId, v), value: null })),
           ...cancelled.map((id) => ({ key: deploymentKey(id), value: null })),
           MarathonRecords.put(deploymentKey(deployment.id), deployment),
         ];
     this.host.bus.knowOwner(appId, (stored ?? previous)?.owner);
     await this.host.store.write([...puts, ...extra]);
-    for (const id of cancelled) this.host.bus.publish('deployment_failed', { id, appId, reason: 'replaced by a forced change' });
-    const plan = deploymentJson(deployment);
-    this.host.bus.publish('deployment_info', { plan, currentStep: (plan.steps as unknown[])[0] });
+    for (const d of cancelledRecords) this.host.bus.publish('deployment_failed', { id: d.id, plan: deploymentPlanJson(d), reason: 'replaced by a forced change' });
+    const plan = deploymentPlanJson(deployment);
+    this.host.bus.publish('deployment_info', { plan, currentStep: plan.steps[0] });
     this.host.changed();
     return { deploymentId: deployment.id, version, stored };
   }
@@ -99,7 +102,7 @@ export class AppChanges {
       const version = this.nextVersion();
       const stored: StoredApp = { app: parsed.app, version, configVersion: version, ...ownedBy(owner) };
       this.host.resetBackoff(id);
-      this.host.bus.publish('api_post_event', { clientIp, uri, appDefinition: appToJson(parsed.app) });
+      this.host.bus.publish('api_post_event', { clientIp, uri, appDefinition: marathonApp({ ...appToJson(parsed.app), version }) });
       return this.commit(stored, id, 'StartApplication', null, cancelled);
     });
   }
@@ -116,7 +119,7 @@ export class AppChanges {
       authorize?.(existing);
       const cancelled = this.checkLock(id, force);
       const version = this.nextVersion();
-      this.host.bus.publish('api_post_event', { clientIp, uri, appDefinition: appToJson(parsed.app) });
+      this.host.bus.publish('api_post_event', { clientIp, uri, appDefinition: marathonApp({ ...appToJson(parsed.app), version }) });
       if (!existing) {
         const r = await this.commit({ app: parsed.app, version, configVersion: version, ...ownedBy(owner) }, id, 'StartApplication', null, cancelled);
         return { ...r, created: true };
@@ -186,11 +189,11 @@ export class AppChanges {
       if (!d) throw new MarathonError(404, `DeploymentPlan ${id} does not exist`);
       if (force) {
         await this.host.store.write([{ key: deploymentKey(id), value: null }]);
-        this.host.bus.publish('deployment_failed', { id, appId: d.appId, reason: 'cancelled' });
+        this.host.bus.publish('deployment_failed', { id, plan: deploymentPlanJson(d), reason: 'cancelled' });
         this.host.changed();
         return undefined;
       }
-      this.host.bus.publish('deployment_failed', { id, appId: d.appId, reason: 'rolled back' });
+      this.host.bus.publish('deployment_failed', { id, plan: deploymentPlanJson(d), reason: 'rolled back' });
       if (d.previous === null) return this.commit(null, d.appId, 'StopApplication', d.target, [id]);
       const version = this.nextVersion();
       return this.commit({ app: d.previous.app, version, configVersion: d.previous.configVersion, ...ownedBy(d.previous.owner) }, d.appId, d.action === 'ScaleApplication' ? 'ScaleApplication' : 'RestartApplication', this.host.records.app(d.appId) ?? null, [id]);

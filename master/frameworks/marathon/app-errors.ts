@@ -33,6 +33,5 @@ export function unknownApp(id: string): MarathonError {
 export function lockedBy(appId: string, deploymentIds: string[]): MarathonError {
   return new MarathonError(409, `App is locked by one or more deployments. Override with the option '?force=true'. View details at '/v2/deployments/<DEPLOYMENT_ID>'.`, undefined, {
     deployments: deploymentIds.map((id) => ({ id })),
-    appId,
   });
 }

@@ -13,8 +13,9 @@ export function eventAppId(e: MarathonEvent): string | undefined {
   if (typeof e.appId === 'string') return e.appId;
   const def = e.appDefinition as { id?: unknown } | undefined;
   if (typeof def?.id === 'string') return def.id;
-  const apps = (e.plan as { affectedApps?: unknown } | undefined)?.affectedApps;
-  return Array.isArray(apps) && typeof apps[0] === 'string' ? apps[0] : undefined;
+  // A deployment's plan (Marathon's DeploymentPlan): the app of its first action.
+  const app = (e.plan as { steps?: { actions?: { app?: unknown }[] }[] } | undefined)?.steps?.[0]?.actions?.[0]?.app;
+  return typeof app === 'string' ? app : undefined;
 }
 
 export class EventBus {

@@ -5,12 +5,15 @@
 import type { JsonValue } from '../../registry/commands.ts';
 import type { BuiltinStore } from '../../builtin/store.ts';
 import type { AppDefinition, StoredApp } from './app-model.ts';
+import type { TaskFailureRecord } from './views.ts';
 
 export const FRAMEWORK_ID_KEY = 'framework-id';
 export const appKey = (appId: string) => `app/${appId}`;
 export const versionKey = (appId: string, version: string) => `version/${appId}/${version}`;
 export const deploymentKey = (id: string) => `deployment/${id}`;
 export const instanceKey = (taskId: string) => `instance/${taskId}`;
+/** The app's last failed task, as Marathon's `lastTaskFailure` shows it. */
+export const failureKey = (appId: string) => `failure/${appId}`;
 
 export type DeploymentAction = 'StartApplication' | 'ScaleApplication' | 'RestartApplication' | 'StopApplication';
 
@@ -74,6 +77,10 @@ export class MarathonRecords {
 
   deployment(id: string): DeploymentRecord | undefined {
     return this.store.get(deploymentKey(id)) as unknown as DeploymentRecord | undefined;
+  }
+
+  lastFailure(appId: string): TaskFailureRecord | undefined {
+    return this.store.get(failureKey(appId)) as unknown as TaskFailureRecord | undefined;
   }
 
   instances(): InstanceRecord[] {

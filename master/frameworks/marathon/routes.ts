@@ -1,6 +1,9 @@
-// Marathon's REST API on every master: reads answer from this master's copy of the store
-// and registry; changes go to the leader's service (a follower answers 307 to the leader).
-// Bodies are read as text and parsed here, so malformed JSON gets Marathon's error shape
+// Marathon's REST API on every master: a follower passes each /v2 request on to the leader
+// and its answer back, as Marathon's followers do (leader-proxy.ts); the leader answers
+// reads from the store and registry and makes changes through its service. Answers carry
+// exactly the fields of Marathon 1.9's types (marathon-shape.ts); Cairn's extras come with
+// `?cairn=true`, and the fields an app was given that Cairn ignores are listed in the
+// `Cairn-Ignored-Fields` header. Bodies are read as text and parsed here, so malformed JSON gets Marathon's error shape
 // like every other refusal. Status codes as Marathon's: 201 created, 200 with
 // `{deploymentId, version}` for a change, 404 unknown, 409 exists or locked, 422 invalid.
 // Every app has an owner (owner-access.ts): listings, the queue, deployments, tasks and the
@@ -21,18 +24,27 @@ import { PREEMPTIBLE_LABEL, PRIORITY_CLASS_LABEL, type PriorityClasses } from '.
 import type { StoredApp } from './app-model.ts';
 import { sseFrame } from './event-bus.ts';
 import { matchesLabelSelector } from './label-selector.ts';
+import { requirePullSecret } from './pull-config.ts';
+import { secretAccess } from '../../secrets/secret-access.ts';
 import { MarathonRecords, type DeploymentRecord, type InstanceRecord } from './records.ts';
 import type { MarathonService } from './service.ts';
-import { appJson, deploymentJson, queueItemJson, taskJson, type TaskFacts } from './views.ts';
+import { appJson, deploymentJson, queueItemJson, servicePortsOf, taskJson, type TaskFacts } from './views.ts';
+import { marathonApp, queryBool, queryList, queryOne, wantsCairn, type Query } from './marathon-shape.ts';
+import { hostPort, marathonInfo } from './info.ts';
+import { registerGroupRoutes } from './groups.ts';
+import { registerLeaderProxy } from './leader-proxy.ts';
 
-type Query = Record<string, string | undefined>;
+/** Cairn's error code beside Marathon's error body. */
+export const CAIRN_ERROR_CODE_HEADER = 'cairn-error-code';
+/** The fields of an app that Cairn keeps but does not honour, comma-separated. */
+export const IGNORED_FIELDS_HEADER = 'cairn-ignored-fields';
+
 
 interface ListingIndex {
   instances: Map<string, InstanceRecord[]>;
   deployments: Map<string, DeploymentRecord[]>;
 }
 
-const isTrue = (v: string | undefined) => v === 'true' || v === '1';
 
 /**
  * An app's class is its label `cairn.priority-class` (its tasks carry it): it ranks them
@@ -52,9 +64,9 @@ function checkAppClass(parsed: ParsedApp, classes: PriorityClasses): void {
 function sendError(reply: FastifyReply, err: unknown): FastifyReply {
   if (err instanceof MarathonError) return reply.code(err.status).send(err.body());
   if (err instanceof CairnError) {
-    // Marathon's shape, keeping Cairn's code: clients of either read the field.
+    // Marathon's shape; Cairn's code goes in a header.
     const { status, body } = toHttpError(err);
-    return reply.code(status).send({ ...body, details: [{ path: `/${err.field ?? ''}`, errors: [err.message] }] });
+    return reply.code(status).header(CAIRN_ERROR_CODE_HEADER, body.code).send({ message: body.message, details: [{ path: `/${err.field ?? ''}`, errors: [err.message] }] });
   }
   throw err;
 }
@@ -71,13 +83,20 @@ function readJson(req: FastifyRequest): unknown {
   }
 }
 
-function withIgnored(body: Record<string, unknown>, parsed: ParsedApp): Record<string, unknown> {
-  return parsed.ignored.length > 0 ? { ...body, ignoredFields: parsed.ignored } : body;
+/**
+ * The fields of the app Cairn does not honour: always in a header (which a strict client
+ * does not read), and in the body as `ignoredFields` for `?cairn=true`.
+ */
+function withIgnored(reply: FastifyReply, q: Query, body: Record<string, unknown>, parsed: ParsedApp): Record<string, unknown> {
+  if (parsed.ignored.length === 0) return body;
+  void reply.header(IGNORED_FIELDS_HEADER, parsed.ignored.join(','));
+  return wantsCairn(q) ? { ...body, ignoredFields: parsed.ignored } : body;
 }
 
 export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutesEnv<MarathonService>): void {
   const records = new MarathonRecords(env.store);
   const registry = () => env.ctx.registry.state;
+  const secrets = secretAccess(env.ctx);
   const access = new OwnerAccess(env.ctx.auth);
   const mayView = (req: FastifyRequest, owner: string | undefined) => access.may(req.principal, 'view_tasks', owner);
   /** The app's owner, also for an app being deleted (its deployment still holds it). */
@@ -99,12 +118,17 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       .filter((f) => f.task === undefined || !['TASK_FINISHED', 'TASK_FAILED', 'TASK_KILLED', 'TASK_LOST', 'TASK_ERROR', 'TASK_GONE', 'TASK_DROPPED'].includes(f.task.state));
   };
   const waitingOf = (appId: string): number => env.instance()?.queue().get(appId)?.waiting ?? 0;
-  /** One app's answer; `index` (built once for a whole listing) saves a walk over the store per app. */
-  const renderApp = (s: StoredApp, embedTasks: boolean, index?: ListingIndex) => {
+  /**
+   * One app's answer; `index` (built once for a whole listing) saves a walk over the store per
+   * app. `embed`: what Marathon's `embed=` adds (tasks, lastTaskFailure); `cairn`: Cairn's extras.
+   */
+  const renderApp = (s: StoredApp, embed: { tasks: boolean; failure: boolean }, cairn: boolean, index?: ListingIndex) => {
     const deployments = index ? index.deployments.get(s.app.id) ?? [] : records.deployments().filter((d) => d.appId === s.app.id);
     const mine = index ? index.instances.get(s.app.id) ?? [] : instances(s.app.id);
-    return appJson(s, facts(mine), deployments, embedTasks, waitingOf(s.app.id));
+    const lastTaskFailure = embed.failure ? records.lastFailure(s.app.id) : undefined;
+    return appJson(s, facts(mine), deployments, embed.tasks, { cairn, waiting: waitingOf(s.app.id), ...(lastTaskFailure ? { lastTaskFailure } : {}) });
   };
+  const taskView = (f: TaskFacts, s: StoredApp | undefined) => taskJson(f, (s?.app.healthChecks.length ?? 0) > 0, s ? servicePortsOf(s) : []);
   const listingIndex = (): ListingIndex => {
     const index: ListingIndex = { instances: new Map(), deployments: new Map() };
     for (const r of records.instances()) {
@@ -117,41 +141,61 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
   };
 
   root.register(async (app) => {
+    // A follower hands every /v2 request to the leader, as Marathon's followers do.
+    registerLeaderProxy(app, env.ctx);
     // This scope takes its bodies as text: malformed JSON is answered in Marathon's shape.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
 
     app.get('/ping', async (_req, reply) => reply.type('text/plain').send('pong'));
 
-    app.get('/v2/info', async () => {
-      const i = env.instance();
-      return {
-        name: 'marathon',
-        version: '1.9.0-cairn',
-        buildref: 'cairn',
-        elected: true,
-        leader: i ? env.ctx.selfUrl() : (env.ctx.leaderUrl() ?? null),
-        frameworkId: records.frameworkId() ?? null,
-        marathon_config: { framework_name: 'marathon', failover_timeout: 604800, mesos_leader_ui_url: null, hostname: null },
-        http_config: { http_port: null, https_port: null },
-        event_subscriber: { type: 'http_callback' },
-        cairn: { leading: i !== undefined, subscribed: i?.connected ?? false },
-      };
+    app.get('/v2/info', async (req, reply) => {
+      try {
+        const i = env.instance();
+        const body = marathonInfo({
+          leading: i !== undefined,
+          selfUrl: env.ctx.selfUrl(),
+          leaderUrl: i ? env.ctx.selfUrl() : env.ctx.leaderUrl(),
+          frameworkId: records.frameworkId(),
+          masterUrls: env.ctx.replication()?.members.map((m) => m.url) ?? [env.ctx.selfUrl()],
+        });
+        return wantsCairn(req.query as Query) ? { ...body, cairn: { leading: i !== undefined, subscribed: i?.connected ?? false } } : body;
+      } catch (err) {
+        return sendError(reply, err);
+      }
     });
 
-    app.get('/v2/apps', async (req) => {
-      const q = req.query as Query;
-      const embed = String(q.embed ?? '').split(',');
-      const embedTasks = embed.includes('apps.tasks') || embed.includes('app.tasks');
-      let apps = records.apps().filter((s) => mayView(req, s.owner));
-      if (q.id) apps = apps.filter((s) => s.app.id.includes(q.id!));
-      if (q.cmd) apps = apps.filter((s) => (s.app.cmd ?? '').includes(q.cmd!));
-      if (q.label) {
-        const selector = q.label;
-        apps = apps.filter((s) => matchesLabelSelector(s.app.labels, selector));
+    app.get('/v2/leader', async (_req, reply) => {
+      const leader = env.instance() ? env.ctx.selfUrl() : env.ctx.leaderUrl();
+      if (!leader) return reply.code(404).send({ message: 'There is no leader' });
+      return { leader: hostPort(leader) };
+    });
+
+    registerGroupRoutes(app, {
+      apps: (req) => records.apps().filter((s) => mayView(req, s.owner)),
+      render: (s, index) => renderApp(s, { tasks: false, failure: false }, false, index as ListingIndex),
+      index: listingIndex,
+    });
+
+    app.get('/v2/apps', async (req, reply) => {
+      try {
+        const q = req.query as Query;
+        const embed = queryList(q, 'embed');
+        const want = {
+          tasks: embed.includes('apps.tasks') || embed.includes('app.tasks'),
+          failure: embed.includes('apps.lastTaskFailure') || embed.includes('apps.failures') || embed.includes('app.lastTaskFailure'),
+        };
+        const cairn = wantsCairn(q);
+        const [id, cmd, label] = [queryOne(q, 'id'), queryOne(q, 'cmd'), queryOne(q, 'label')];
+        let apps = records.apps().filter((s) => mayView(req, s.owner));
+        if (id) apps = apps.filter((s) => s.app.id.includes(id));
+        if (cmd) apps = apps.filter((s) => (s.app.cmd ?? '').includes(cmd));
+        if (label) apps = apps.filter((s) => matchesLabelSelector(s.app.labels, label));
+        const index = listingIndex();
+        return { apps: apps.map((s) => renderApp(s, want, cairn, index)) };
+      } catch (err) {
+        return sendError(reply, err);
       }
-      const index = listingIndex();
-      return { apps: apps.map((s) => renderApp(s, embedTasks, index)) };
     });
 
     app.post('/v2/apps', async (req, reply) => {
@@ -159,13 +203,15 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
         const raw = readJson(req);
         const parsed = parseApp(raw);
         checkAppClass(parsed, env.ctx.priorityClasses);
+        requirePullSecret(parsed.app, secrets, req.principal);
         // Services subscribe in the default role: an app is created in it.
         access.requireCreate(req.principal, '*', 'role');
         const svc = env.leading(req, reply);
         if (!svc) return reply;
-        const r = await svc.changes.createApp(parsed, isTrue((req.query as Query).force), req.ip, req.url, access.ownerFor(req.principal));
-        const body = { ...renderApp(r.stored!, false), deployments: [{ id: r.deploymentId }] };
-        return reply.code(201).header('location', `/v2/apps${parsed.app.id}`).header('marathon-deployment-id', r.deploymentId).send(withIgnored(body, parsed));
+        const q = req.query as Query;
+        const r = await svc.changes.createApp(parsed, queryBool(q, 'force', false), req.ip, req.url, access.ownerFor(req.principal));
+        const body = { ...renderApp(r.stored!, { tasks: true, failure: false }, wantsCairn(q)), deployments: [{ id: r.deploymentId }] };
+        return reply.code(201).header('location', `/v2/apps${parsed.app.id}`).header('marathon-deployment-id', r.deploymentId).send(withIgnored(reply, q, body, parsed));
       } catch (err) {
         return sendError(reply, err);
       }
@@ -173,10 +219,11 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
 
     app.get('/v2/tasks', async (req) => {
       const q = req.query as Query;
-      const states = q.status ? [`TASK_${q.status.toUpperCase()}`] : undefined;
+      // Marathon's `status` filter, repeatable: running, staging, ...
+      const wanted = queryList(q, 'status').map((v) => `TASK_${v.toUpperCase()}`);
       const apps = new Map(records.apps().filter((s) => mayView(req, s.owner)).map((s) => [s.app.id, s]));
-      const list = facts(instances().filter((r) => apps.has(r.appId))).filter((f) => !states || states.includes(f.task?.state ?? 'TASK_STAGING'));
-      return { tasks: list.map((f) => taskJson(f, (apps.get(f.record.appId)?.app.healthChecks.length ?? 0) > 0)) };
+      const list = facts(instances().filter((r) => apps.has(r.appId))).filter((f) => wanted.length === 0 || wanted.includes(f.task?.state ?? 'TASK_STAGING'));
+      return { tasks: list.map((f) => taskView(f, apps.get(f.record.appId))) };
     });
 
     app.get('/v2/deployments', async (req) => records.deployments().filter((d) => mayView(req, ownerOfApp(d.appId))).map(deploymentJson));
@@ -198,7 +245,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
         if (d) requireOn(req, 'teardown_frameworks', d.appId, ownerOfApp(d.appId));
         const svc = env.leading(req, reply);
         if (!svc) return reply;
-        const r = await svc.changes.deleteDeployment((req.params as { id: string }).id, isTrue((req.query as Query).force));
+        const r = await svc.changes.deleteDeployment((req.params as { id: string }).id, queryBool(req.query as Query, 'force', false));
         if (!r) return reply.code(202).send();
         return reply.code(200).header('marathon-deployment-id', r.deploymentId).send({ deploymentId: r.deploymentId, version: r.version });
       } catch (err) {
@@ -207,28 +254,38 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
     });
 
     app.get('/v2/queue', async (req, reply) => {
-      const svc = env.leading(req, reply);
-      if (!svc) return reply;
-      const nowMs = Date.now();
-      const queue = [];
-      for (const s of records.apps()) {
-        if (!mayView(req, s.owner)) continue;
-        const f = svc.queue().get(s.app.id);
-        if (!f || f.waiting === 0) continue;
-        queue.push(queueItemJson(s, f, svc.queueCounters(s.app.id), nowMs));
+      try {
+        const cairn = wantsCairn(req.query as Query);
+        const svc = env.leading(req, reply);
+        if (!svc) return reply;
+        const nowMs = Date.now();
+        const queue = [];
+        for (const s of records.apps()) {
+          if (!mayView(req, s.owner)) continue;
+          const f = svc.queue().get(s.app.id);
+          if (!f || f.waiting === 0) continue;
+          queue.push(queueItemJson(s, f, svc.queueCounters(s.app.id), nowMs, cairn));
+        }
+        return { queue };
+      } catch (err) {
+        return sendError(reply, err);
       }
-      return { queue };
     });
 
     app.get('/v2/events', async (req, reply) => {
       const svc = env.leading(req, reply);
       if (!svc) return reply;
-      const types = (req.query as Query).event_type;
-      const wanted = types ? new Set(types.split(',')) : undefined;
+      // `event_type` as often as the caller likes (Marathon's way), or comma-separated.
+      const types = queryList(req.query as Query, 'event_type');
+      const wanted = types.length > 0 ? new Set(types) : undefined;
       reply.hijack();
       const res = reply.raw;
       res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
       res.write(': connected\n\n');
+      // As Marathon: a stream's first event says it is attached.
+      if (!wanted || wanted.has('event_stream_attached')) {
+        res.write(sseFrame({ eventType: 'event_stream_attached', timestamp: new Date().toISOString(), remoteAddress: req.ip }));
+      }
       // Whether this caller may view an owner's apps, decided once per owner for the stream.
       const viewable = new Map<string | undefined, boolean>();
       const off = svc.bus.subscribe((e, owner) => {
@@ -267,21 +324,23 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
           // Marathon's `GET /v2/apps/team/*`: every app under /team.
           const group = normaliseAppId(tail.slice(0, -1)) ?? '';
           const index = listingIndex();
-          return { apps: records.apps().filter((a) => a.app.id.startsWith(`${group}/`) && mayView(req, a.owner)).map((a) => renderApp(a, true, index)) };
+          const cairn = wantsCairn(req.query as Query);
+          return { apps: records.apps().filter((a) => a.app.id.startsWith(`${group}/`) && mayView(req, a.owner)).map((a) => renderApp(a, { tasks: true, failure: true }, cairn, index)) };
         }
         const { appId, rest } = route(req);
         const s = records.app(appId);
         if (!s) throw unknownApp(appId);
         requireOn(req, 'view_tasks', appId, s.owner);
-        if (rest.length === 0) return { app: renderApp(s, true) };
+        // A single app embeds its tasks and last failure, as Marathon's does.
+        if (rest.length === 0) return { app: renderApp(s, { tasks: true, failure: true }, wantsCairn(req.query as Query)) };
         if (rest[0] === 'tasks' && rest.length === 1) {
-          return { tasks: facts(instances(appId)).map((f) => taskJson(f, s.app.healthChecks.length > 0)) };
+          return { tasks: facts(instances(appId)).map((f) => taskView(f, s)) };
         }
         if (rest[0] === 'versions' && rest.length === 1) return { versions: records.versions(appId).reverse() };
         if (rest[0] === 'versions' && rest.length === 2) {
           const v = records.version(appId, rest[1]!);
           if (!v) return reply.code(404).send({ message: `App '${appId}' does not exist in version ${rest[1]}` });
-          return { ...appToJson(v), version: rest[1] };
+          return marathonApp({ ...appToJson(v), version: rest[1] });
         }
         return reply.code(404).send({ message: `no route GET ${req.url}` });
       } catch (err) {
@@ -297,10 +356,11 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       const existing = records.app(appId);
       if (partial && !existing) throw unknownApp(appId);
       // PUT in Marathon 1.x is a partial update unless partialUpdate=false; PATCH always is.
-      const merge = existing && (partial || q.partialUpdate !== 'false') && typeof raw === 'object' && raw !== null && !Array.isArray(raw);
+      const merge = existing && (partial || queryBool(q, 'partialUpdate', true)) && typeof raw === 'object' && raw !== null && !Array.isArray(raw);
       const body = merge ? { ...appToJson(existing.app), ...(raw as Record<string, unknown>) } : raw;
       const parsed = parseApp(body, appId);
       checkAppClass(parsed, env.ctx.priorityClasses);
+      requirePullSecret(parsed.app, secrets, req.principal);
       // Changing (scaling too) is what tearing the app down could do; a new one is a creation.
       const authorize = (current: StoredApp | undefined) => {
         if (current) requireOn(req, 'teardown_frameworks', appId, current.owner);
@@ -309,8 +369,8 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       authorize(existing);
       const svc = env.leading(req, reply);
       if (!svc) return reply;
-      const r = await svc.changes.putApp(parsed, isTrue(q.force), req.ip, req.url, access.ownerFor(req.principal), authorize);
-      return reply.code(r.created ? 201 : 200).header('marathon-deployment-id', r.deploymentId).send(withIgnored({ deploymentId: r.deploymentId, version: r.version }, parsed));
+      const r = await svc.changes.putApp(parsed, queryBool(q, 'force', false), req.ip, req.url, access.ownerFor(req.principal), authorize);
+      return reply.code(r.created ? 201 : 200).header('marathon-deployment-id', r.deploymentId).send(withIgnored(reply, q, { deploymentId: r.deploymentId, version: r.version }, parsed));
     };
     app.put('/v2/apps/*', async (req, reply) => {
       try {
@@ -336,7 +396,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
         requireOn(req, 'teardown_frameworks', appId, s.owner);
         const svc = env.leading(req, reply);
         if (!svc) return reply;
-        const r = await svc.changes.restartApp(appId, isTrue((req.query as Query).force));
+        const r = await svc.changes.restartApp(appId, queryBool(req.query as Query, 'force', false));
         return reply.code(200).header('marathon-deployment-id', r.deploymentId).send({ deploymentId: r.deploymentId, version: r.version });
       } catch (err) {
         return sendError(reply, err);
@@ -353,20 +413,21 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
           requireOn(req, 'teardown_frameworks', appId, s.owner);
           const svc = env.leading(req, reply);
           if (!svc) return reply;
-          const r = await svc.changes.deleteApp(appId, isTrue(q.force));
+          // Marathon 1.9 deletes over a running deployment unless told force=false.
+          const r = await svc.changes.deleteApp(appId, queryBool(q, 'force', true));
           return reply.code(200).header('marathon-deployment-id', r.deploymentId).send({ deploymentId: r.deploymentId, version: r.version });
         }
         if (rest[0] === 'tasks' && rest.length <= 2) {
-          const scale = isTrue(q.scale);
+          const scale = queryBool(q, 'scale', false);
+          const force = queryBool(q, 'force', false);
           requireOn(req, 'kill_tasks', appId, s.owner);
           // Killing with scale changes the app's instance count too.
           if (scale) requireOn(req, 'teardown_frameworks', appId, s.owner);
           const svc = env.leading(req, reply);
           if (!svc) return reply;
-          const r = await svc.changes.killTasks(appId, rest.length === 2 ? [rest[1]!] : 'all', scale, isTrue(q.force), q.host);
+          const r = await svc.changes.killTasks(appId, rest.length === 2 ? [rest[1]!] : 'all', scale, force, queryOne(q, 'host'));
           if (r.deployment) return reply.code(200).send({ deploymentId: r.deployment.deploymentId, version: r.deployment.version });
-          const withHealth = (records.app(appId)?.app.healthChecks.length ?? 0) > 0;
-          const tasks = r.killed.map((record) => taskJson({ record, task: registry().tasks.get(record.taskId) }, withHealth));
+          const tasks = r.killed.map((record) => taskView({ record, task: registry().tasks.get(record.taskId) }, records.app(appId) ?? s));
           return rest.length === 2 ? { task: tasks[0] } : { tasks };
         }
         return reply.code(404).send({ message: `no route DELETE ${req.url}` });

@@ -10,13 +10,14 @@ import { randomUUID } from 'node:crypto';
 import type { OfferJson, TaskStatusJson } from '../../../shared/mesos-v1.ts';
 import { SchedulerClient } from '../../../shared/sdk/scheduler-client.ts';
 import type { BuiltinEnv, BuiltinInstance } from '../../builtin/host.ts';
+import type { JsonValue } from '../../registry/commands.ts';
 import type { AppQueueFacts } from './core.ts';
 import { storedDelays } from './launch-delays.ts';
 import { NO_INTEREST, offerInterest, planRound, type OfferInterest } from './round-plan.ts';
 import { AppChanges } from './app-changes.ts';
 import { EventBus } from './event-bus.ts';
-import { FRAMEWORK_ID_KEY, instanceKey, MarathonRecords, type InstanceRecord } from './records.ts';
-import { deploymentJson, type QueueCounters } from './views.ts';
+import { failureKey, FRAMEWORK_ID_KEY, instanceKey, MarathonRecords, type InstanceRecord } from './records.ts';
+import { deploymentPlanJson, type QueueCounters, type TaskFailureRecord } from './views.ts';
 
 export const FRAMEWORK_NAME = 'marathon';
 /** A week: the framework's tasks outlive any leader change and any restart of every master. */
@@ -33,6 +34,8 @@ const KILL_RETRY_MS = 5000;
 /** Offers declined while something waits come back soon; otherwise the framework suppresses. */
 const REFUSE_WHILE_WAITING_S = 1;
 const REFUSE_IDLE_S = 30;
+/** The states Marathon records as an app's `lastTaskFailure` (a kill asked for is none). */
+const FAILURE_STATES = new Set(['TASK_FAILED', 'TASK_ERROR', 'TASK_LOST', 'TASK_DROPPED', 'TASK_GONE', 'TASK_GONE_BY_OPERATOR', 'TASK_UNREACHABLE', 'TASK_UNKNOWN']);
 
 export class MarathonService implements BuiltinInstance {
   readonly bus = new EventBus();
@@ -159,7 +162,14 @@ export class MarathonService implements BuiltinInstance {
     }, now);
     if (status.healthy !== undefined && this.lastHealth.get(taskId) !== status.healthy) {
       this.lastHealth.set(taskId, status.healthy);
-      this.bus.publish('health_status_changed_event', { appId: rec.appId, taskId, instanceId: taskId, version: rec.version, alive: status.healthy }, now);
+      this.bus.publish('health_status_changed_event', { appId: rec.appId, instanceId: taskId, version: rec.version, alive: status.healthy }, now);
+    }
+    if (FAILURE_STATES.has(status.state)) {
+      const failure: TaskFailureRecord = {
+        appId: rec.appId, host: rec.hostname, message: status.message ?? '', state: status.state, taskId,
+        timestamp: now.toISOString(), version: rec.version, slaveId: rec.agentId,
+      };
+      void this.env.store.put(failureKey(rec.appId), failure as unknown as JsonValue).catch((err) => this.env.log.warn({ err }, 'could not record a task failure'));
     }
     this.kickSoon();
   }
@@ -225,7 +235,7 @@ export class MarathonService implements BuiltinInstance {
     for (const id of this.counters.keys()) if (!out.queue.has(id)) this.counters.delete(id);
     this.queueFacts = out.queue;
     this.countOffers(out.queue, nowMs);
-    for (const d of finished) this.bus.publish('deployment_success', { id: d.id, plan: deploymentJson(d) });
+    for (const d of finished) this.bus.publish('deployment_success', { id: d.id, plan: deploymentPlanJson(d) });
 
     const byOffer = new Map<string, typeof launches>();
     for (const x of launches) {

@@ -3,6 +3,7 @@
 
 import type { TaskRecord } from '../../registry/commands.ts';
 import { storedAppJson } from './app-json.ts';
+import { cairnOnlyFields, marathonApp, marathonStoredApp, SERVICES_ROLE } from './marathon-shape.ts';
 import type { StoredApp } from './app-model.ts';
 import { REJECT_REASONS, type AppQueueFacts, type RejectReason } from './core.ts';
 import type { DeploymentRecord, InstanceRecord } from './records.ts';
@@ -14,7 +15,8 @@ export interface TaskFacts {
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-export function taskJson(f: TaskFacts, withHealth: boolean): Record<string, unknown> {
+/** Marathon's `Task` (types/task.raml); `servicePorts` are the app's declared ports. */
+export function taskJson(f: TaskFacts, withHealth: boolean, servicePorts: number[] = []): Record<string, unknown> {
   const { record: r, task } = f;
   const state = task?.state ?? 'TASK_STAGING';
   const running = task?.history?.find((h) => h.state === 'TASK_RUNNING');
@@ -24,19 +26,45 @@ export function taskJson(f: TaskFacts, withHealth: boolean): Record<string, unkn
     appId: r.appId,
     host: r.hostname,
     slaveId: r.agentId,
-    agentId: r.agentId,
     ports: r.ports,
-    servicePorts: [],
+    servicePorts,
     state,
     version: r.version,
     stagedAt: iso(r.launchedAtMs),
     ...(running ? { startedAt: iso(running.atMs) } : {}),
     ipAddresses: [],
-    ...(withHealth && healthy !== undefined ? { healthCheckResults: [{ alive: healthy, taskId: r.taskId, instanceId: r.taskId }] } : {}),
+    ...(withHealth && healthy !== undefined ? { healthCheckResults: [{ alive: healthy, consecutiveFailures: healthy ? 0 : 1, instanceId: r.taskId }] } : {}),
+    role: SERVICES_ROLE,
   };
 }
 
-export function appJson(s: StoredApp, tasks: TaskFacts[], deployments: DeploymentRecord[], embedTasks: boolean, waiting: number): Record<string, unknown> {
+/** The app's service ports as Marathon lists them on its tasks (0: none assigned). */
+export function servicePortsOf(s: StoredApp): number[] {
+  const d = s.app.container?.docker;
+  return d && d.network === 'BRIDGE' ? d.portMappings.map((m) => m.servicePort) : s.app.portDefinitions.map((p) => p.port);
+}
+
+/** Marathon's `TaskFailure` (types/task.raml): the app's last task that failed. */
+export interface TaskFailureRecord {
+  appId: string;
+  host: string;
+  message: string;
+  state: string;
+  taskId: string;
+  timestamp: string;
+  version: string;
+  slaveId: string;
+}
+
+/** What an app's answer shows besides its definition. */
+export interface AppExtras {
+  /** `?cairn=true`: Cairn's fields beside Marathon's. */
+  cairn: boolean;
+  waiting: number;
+  lastTaskFailure?: TaskFailureRecord;
+}
+
+export function appJson(s: StoredApp, tasks: TaskFacts[], deployments: DeploymentRecord[], embedTasks: boolean, extras: AppExtras): Record<string, unknown> {
   const withHealth = s.app.healthChecks.length > 0;
   let staged = 0;
   let running = 0;
@@ -51,18 +79,27 @@ export function appJson(s: StoredApp, tasks: TaskFacts[], deployments: Deploymen
       if (h === false) unhealthy++;
     } else if (state === 'TASK_STAGING' || state === 'TASK_STARTING') staged++;
   }
+  const json = storedAppJson(s);
+  const servicePorts = servicePortsOf(s);
   return {
-    ...storedAppJson(s),
+    ...marathonApp(json),
     tasksStaged: staged,
     tasksRunning: running,
     tasksHealthy: healthy,
     tasksUnhealthy: unhealthy,
     deployments: deployments.map((d) => ({ id: d.id })),
-    ...(waiting > 0 ? { tasksWaiting: waiting } : {}),
-    ...(embedTasks ? { tasks: tasks.map((t) => taskJson(t, withHealth)) } : {}),
+    ...(embedTasks ? { tasks: tasks.map((t) => taskJson(t, withHealth, servicePorts)) } : {}),
+    ...(extras.lastTaskFailure ? { lastTaskFailure: extras.lastTaskFailure } : {}),
+    ...(extras.cairn ? { ...cairnOnlyFields(json), tasksWaiting: extras.waiting } : {}),
   };
 }
 
+/** Marathon's `DeploymentPlan` (types/deploymentPlan.raml): what deployment events carry. */
+export function deploymentPlanJson(d: DeploymentRecord): { id: string; steps: { actions: { action: string; app: string }[] }[]; version: string } {
+  return { id: d.id, steps: [{ actions: [{ action: d.action, app: d.appId }] }], version: d.version };
+}
+
+/** Marathon's `DeploymentStepInfo` (types/deploymentEventsInfo.raml): what /v2/deployments lists. */
 export function deploymentJson(d: DeploymentRecord): Record<string, unknown> {
   const action = { action: d.action, app: d.appId };
   return {
@@ -96,23 +133,29 @@ function rejectSummary(c: QueueCounters): { reason: RejectReason; declined: numb
   });
 }
 
-export function queueItemJson(s: StoredApp, facts: AppQueueFacts, counters: QueueCounters, nowMs: number): Record<string, unknown> {
+/** Marathon's `QueueApp` (types/queue.raml); `cairn`: with Cairn's `waitingOn`. */
+export function queueItemJson(s: StoredApp, facts: AppQueueFacts, counters: QueueCounters, nowMs: number, cairn = false): Record<string, unknown> {
   const delayed = facts.delayUntilMs !== undefined && facts.delayUntilMs > nowMs;
   const summary = rejectSummary(counters);
   return {
     count: facts.waiting,
     delay: { timeLeftSeconds: delayed ? Math.ceil((facts.delayUntilMs! - nowMs) / 1000) : 0, overdue: !delayed },
     since: iso(counters.lastUnusedAtMs ?? nowMs),
-    app: storedAppJson(s),
+    app: marathonStoredApp(s),
+    role: SERVICES_ROLE,
     processedOffersSummary: {
       processedOffersCount: counters.processed,
       unusedOffersCount: counters.unused,
-      lastUnusedOfferAt: counters.lastUnusedAtMs === undefined ? null : iso(counters.lastUnusedAtMs),
-      lastUsedOfferAt: counters.lastUsedAtMs === undefined ? null : iso(counters.lastUsedAtMs),
+      ...(counters.lastUnusedAtMs === undefined ? {} : { lastUnusedOfferAt: iso(counters.lastUnusedAtMs) }),
+      ...(counters.lastUsedAtMs === undefined ? {} : { lastUsedOfferAt: iso(counters.lastUsedAtMs) }),
       rejectSummaryLastOffers: summary,
       rejectSummaryLaunchAttempt: summary,
     },
     // Cairn's plain answer to "why is it waiting": declines by reason, the largest first.
-    waitingOn: Object.entries(counters.declined).sort((a, b) => b[1]! - a[1]!).map(([reason, n]) => ({ reason, offers: n })),
+    ...(cairn ? { waitingOn: waitingOn(counters) } : {}),
   };
+}
+
+function waitingOn(counters: QueueCounters): { reason: string; offers: number }[] {
+  return Object.entries(counters.declined).sort((a, b) => b[1]! - a[1]!).map(([reason, n]) => ({ reason, offers: n! }));
 }

@@ -54,10 +54,10 @@ function summary(a) {
 export function Page({ match }) {
   const id = decodeURIComponent(match[1]);
   const path = appPath(id);
-  const one = useLive(path, TOPICS, [id]);
+  const one = useLive(`${path}?cairn=true`, TOPICS, [id]);
   const versions = useLive(`${path}/versions`, ['builtin:marathon'], [id]);
   const deployments = useLive('/v2/deployments', ['builtin:marathon']);
-  const queue = useLive('/v2/queue', ['builtin:marathon', 'tasks', 'offers']);
+  const queue = useLive('/v2/queue?cairn=true', ['builtin:marathon', 'tasks', 'offers']);
   const app = one.data?.app;
   const mine = (Array.isArray(deployments.data) ? deployments.data : []).filter((d) => (d.affectedApps ?? []).includes(app?.id ?? id));
   const waiting = (queue.data?.queue ?? []).filter((q) => q.app?.id === (app?.id ?? id));

@@ -10,7 +10,8 @@ import { formatAge, formatNumber, formatTime, parseIso } from '../components/ser
 
 export const route = { pattern: /^#\/services\/?$/, title: 'Services', nav: 'Services' };
 
-const APPS = '/v2/apps?embed=apps.tasks,apps.deployments,apps.counts';
+// ?cairn=true: with Cairn's tasksWaiting and the queue's waitingOn beside Marathon's fields.
+const APPS = '/v2/apps?embed=apps.tasks,apps.deployments,apps.counts&cairn=true';
 const TOPICS = ['builtin:marathon', 'tasks'];
 
 export const appHref = (id) => `#/services/${encodeURIComponent(id)}`;
@@ -65,7 +66,7 @@ export function Page() {
   const apps = useLive(APPS, TOPICS);
   const deployments = useLive('/v2/deployments', ['builtin:marathon']);
   // The reasons change as offers are declined, not only when the apps do.
-  const queue = useLive('/v2/queue', ['builtin:marathon', 'tasks', 'offers']);
+  const queue = useLive('/v2/queue?cairn=true', ['builtin:marathon', 'tasks', 'offers']);
   const [filter, setFilter] = useState('');
   const rows = useMemo(() => {
     const list = apps.data?.apps ?? [];
