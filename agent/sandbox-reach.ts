@@ -132,7 +132,9 @@ export class SandboxReach {
     private readonly ops: ReachOps = systemReachOps,
   ) {
     this.realTargets = targets.map((t) => realpathSync(t));
-    this.paths = pathsToSearch(this.realTargets);
+    // The real directories first (grants land on them), then the path as tasks are given it,
+    // whose symlinks' own parents must be searchable too.
+    this.paths = pathsToSearch([...this.realTargets, ...targets]);
   }
 
   /** Makes the targets reachable for `user`; returns why not when it cannot. */

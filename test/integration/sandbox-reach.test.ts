@@ -2,7 +2,7 @@
 // `cairn up --data-dir "$(mktemp -d)"` (mode 0700) and `cairn up` in a directory under /root
 // (mode 0700, as Debian makes home directories) with the default data dir (./.cairn). On each,
 // a tuning trial runs a shipped Python file and a job replica runs a program from its sandbox
-// and keeps a checkpoint in CAIRN_JOB_DIR; both succeed. The directories in the way are opened
+// and keeps a checkpoint in CAIRN_JOB_DIR; both succeed, and so does a task of another user. The directories in the way are opened
 // to the task's user only, for search only: nobody still cannot list /root, the data dir or the
 // sandboxes, and /root's mode is what it was. Where the way cannot be opened (no setfacl),
 // `cairn up` does not start, naming the directory and the fix. /root's ACL is put back as it
@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { UserDb } from '../../agent/task-users.ts';
 import { authFetch } from '../harness/credentials.ts';
-import { Cleanup, freePort, killTasksUnder, removeAgentCgroups, startCairn, waitFor } from '../harness/processes.ts';
+import { Cleanup, freePort, killTasksUnder, removeAgentCgroups, runCairn, startCairn, waitFor } from '../harness/processes.ts';
 import type { ExperimentView } from '../../master/frameworks/tuning/views.ts';
 import type { JobView } from '../../master/frameworks/jobs/record.ts';
 
@@ -107,7 +107,7 @@ async function runTrialAndReplica(url: string, name: string): Promise<void> {
 }
 
 /** Starts `cairn up` (in `cwd`, with `args`), waits for its agent, runs the trial and the replica, stops it. */
-async function upAndRun(name: string, cwd: string, args: string[], dataDir: string): Promise<void> {
+async function upAndRun(name: string, cwd: string, args: string[], dataDir: string, more?: (url: string) => Promise<void>): Promise<void> {
   const port = await freePort();
   const url = `http://127.0.0.1:${port}`;
   const up = cleanup.track(startCairn(['up', '--port', String(port), '--agent-port', '0', '--dns-port', '0', '--resources', 'cpus:2;mem:1024;ports:[31000-31099]', ...args], url, {}, { cwd }));
@@ -117,6 +117,7 @@ async function upAndRun(name: string, cwd: string, args: string[], dataDir: stri
     return s.agents?.[0]?.connected ? true : undefined;
   }, 30_000);
   await runTrialAndReplica(url, name);
+  await more?.(url);
 
   // Open to the task's user for search only: it cannot list the data dir nor the sandboxes.
   const sandboxes = join(dataDir, 'agent', 'sandboxes');
@@ -133,8 +134,15 @@ describe.skipIf(whyNot !== undefined)('sandboxes reachable by the task user what
   it('cairn up --data-dir "$(mktemp -d)": a trial and a replica run their files', async () => {
     const dataDir = cleanup.dir('cairn-private-');
     expect(statSync(dataDir).mode & 0o777).toBe(0o700);
-    await upAndRun('private', dataDir, ['--data-dir', dataDir], dataDir);
-    // Only the task's user was granted anything: the mode others see is unchanged.
+    await upAndRun('private', dataDir, ['--data-dir', dataDir], dataDir, async (url) => {
+      // Another user than the default one gets the way opened before its first task.
+      const other = new UserDb().lookup('daemon');
+      if (!other) return;
+      const r = await runCairn(['run', '--master', url, '--user', 'daemon', '--cpus', '0.1', '--mem', '32', '--', 'sh', '-c', 'echo mine > "$CAIRN_SANDBOX/f" && cat "$CAIRN_SANDBOX/f"']);
+      expect(r.stdout, r.stderr).toBe('mine\n');
+      expect(spawnSync('getfacl', ['-c', '-n', '-p', dataDir], { encoding: 'utf8' }).stdout).toContain(`user:${other.uid}:--x`);
+    });
+    // Only the tasks' users were granted anything: the mode others see is unchanged.
     expect(statSync(dataDir).mode & 0o007).toBe(0);
   }, 120_000);
 

@@ -3,7 +3,7 @@
 // stand-in shell, and, as root, a real 0700 directory opened to `nobody` by an ACL entry alone.
 
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -170,6 +170,21 @@ describe.skipIf(whyNotReal !== undefined)('as root, on a real filesystem', () =>
     const acl = spawnSync('getfacl', ['-c', '-n', '-p', private_], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean);
     expect(acl.sort()).toEqual(['group::r-x', 'mask::r-x', 'other::---', 'user::rwx', 'user:65534:--x'].sort());
     expect(statSync(private_).mode & 0o007).toBe(0);
+  });
+
+  it('opens the way through a symlinked work dir: the link\'s parent and its target\'s', () => {
+    const base = tmp();
+    chmodSync(base, 0o755);
+    for (const d of ['real', 'links']) {
+      mkdirSync(join(base, d));
+      chmodSync(join(base, d), 0o700);
+    }
+    symlinkSync(join(base, 'real'), join(base, 'links', 'work'));
+    const work = join(base, 'links', 'work', 'agent');
+    const targets = prepareWorkDir(work, join(work, 'job-dirs'));
+    expect(new SandboxReach(targets, quiet).ensure(NOBODY)).toEqual({ ok: true });
+    const asNobody = spawnSync('sh', ['-c', `cd ${targets[0]} && cd ${targets[1]}`], { uid: NOBODY.uid, gid: NOBODY.gid });
+    expect(asNobody.status).toBe(0);
   });
 
   it('says why when setfacl cannot grant (a directory that is gone)', () => {
