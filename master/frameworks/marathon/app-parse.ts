@@ -33,6 +33,7 @@ const KNOWN = new Set([
   'id', 'cmd', 'args', 'user', 'cpus', 'mem', 'disk', 'gpus', 'instances', 'env', 'labels', 'container',
   'portDefinitions', 'ports', 'requirePorts', 'constraints', 'healthChecks', 'upgradeStrategy', 'backoffSeconds',
   'backoffFactor', 'maxLaunchDelaySeconds', 'killSelection', 'taskKillGracePeriodSeconds', 'unreachableStrategy',
+  'networks', 'role', 'executor',
 ]);
 /** Fields Marathon answers with, read-only: accepted on input (a GET sent back as a PUT) and dropped. */
 const READ_ONLY = new Set(['version', 'versionInfo', 'tasksStaged', 'tasksRunning', 'tasksHealthy', 'tasksUnhealthy', 'deployments', 'tasks', 'lastTaskFailure', 'ignoredFields']);
@@ -175,7 +176,12 @@ export function parseApp(raw: unknown, idFromPath?: string): ParsedApp {
   for (const k of Object.keys(env)) if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) r.error(`/env/${k}`, 'is not a valid variable name');
   const labels = r.strMap(o.labels, '/labels');
 
-  const container = parseContainer(r, o.container);
+  const container = parseContainer(r, o.container, parseNetworks(r, o.networks));
+  // What Marathon answers with, read back: the one role Cairn's services run in, the command executor.
+  const role = r.str(o.role, '/role');
+  if (role !== undefined && role !== '*') r.error('/role', `'${role.slice(0, 64)}' is not a role apps run in here (services run in role '*')`);
+  const executor = r.str(o.executor, '/executor');
+  if (executor !== undefined && executor !== '' && executor !== '//cmd') r.ignored.push('/executor');
   // A Docker app without either runs its image's own entrypoint and command, as in Marathon.
   if (cmd === null && args === null && !container?.docker) r.error('/cmd', 'an app needs cmd or args (or a Docker image, whose own command then runs)');
 
@@ -342,7 +348,24 @@ function parseHealthCheck(r: Reader, v: unknown, path: string, ports: number): H
   };
 }
 
-function parseContainer(r: Reader, v: unknown): ContainerDefinition | null {
+/**
+ * Marathon 1.5+'s `networks`: `host` or `container/bridge` (a Docker app's network where
+ * `docker.network` is not given); undefined when absent. Named container networks are refused.
+ */
+function parseNetworks(r: Reader, v: unknown): 'HOST' | 'BRIDGE' | undefined {
+  const list = r.arr(v, '/networks');
+  if (!list || list.length === 0) return undefined;
+  if (list.length > 1) r.error('/networks', 'one network only (host or container/bridge)');
+  const n = r.obj(list[0], '/networks(0)') ?? {};
+  r.unknownKeys(n, ['mode', 'name', 'labels'], '/networks(0)');
+  const mode = r.str(n.mode, '/networks(0)/mode') ?? 'container';
+  if (mode === 'host') return 'HOST';
+  if (mode === 'container/bridge') return 'BRIDGE';
+  r.error('/networks(0)/mode', `'${mode.slice(0, 64)}' is not supported (supported: host, container/bridge)`);
+  return undefined;
+}
+
+function parseContainer(r: Reader, v: unknown, networks?: 'HOST' | 'BRIDGE'): ContainerDefinition | null {
   const c = r.obj(v, '/container');
   if (!c) return null;
   r.unknownKeys(c, ['type', 'docker', 'volumes', 'portMappings'], '/container');
@@ -369,7 +392,7 @@ function parseContainer(r: Reader, v: unknown): ContainerDefinition | null {
   const image = r.str(d.image, '/container/docker/image');
   if (image === undefined) r.error('/container/docker/image', 'is required');
   else if (!/^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/.test(image)) r.error('/container/docker/image', `'${image}' is not an image reference`);
-  const network = r.str(d.network, '/container/docker/network') ?? 'HOST';
+  const network = r.str(d.network, '/container/docker/network') ?? networks ?? 'HOST';
   if (network !== 'HOST' && network !== 'BRIDGE') r.error('/container/docker/network', `'${network}' is not supported (supported: HOST, BRIDGE)`);
   const mappingsRaw = r.arr(d.portMappings ?? c.portMappings, '/container/docker/portMappings') ?? [];
   if (network === 'HOST' && mappingsRaw.length > 0) {
