@@ -160,6 +160,12 @@ describe('a strict Marathon client', { timeout: 120_000 }, () => {
     // Marathon 1.9 deletes over a running deployment unless told force=false.
     await strict(url, 'DELETE', '/v2/apps/stuck?force=false', 409, T.LockedError);
     await strict(url, 'DELETE', '/v2/apps/stuck', 200, T.DeploymentResult);
+    // What a GET answers, sent back whole, is the same app (networks read as docker.network was).
+    const asGot = (await marathon(url, 'GET', '/v2/apps/dev/db')).body.app;
+    const { tasks: _t, tasksStaged: _s, tasksRunning: _r, tasksHealthy: _h, tasksUnhealthy: _u, deployments: _d, lastTaskFailure: _f, ...definition } = asGot;
+    await strict(url, 'PUT', '/v2/apps/dev/db?partialUpdate=false', 200, T.DeploymentResult, definition);
+    expect((await marathon(url, 'GET', '/v2/apps/dev/db')).body.app).toMatchObject({ networks: [{ mode: 'container/bridge' }], container: { portMappings: [{ containerPort: 5432 }] } });
+    expect((await marathon(url, 'POST', '/v2/apps', { id: '/named', cmd: 'x', networks: [{ mode: 'container', name: 'dcos' }] })).body.details).toEqual([{ path: '/networks(0)/mode', errors: [expect.stringMatching(/not supported/)] }]);
     await strict(url, 'DELETE', '/v2/apps/dev/db', 200, T.DeploymentResult);
     await waitForNoDeployments(url);
 
