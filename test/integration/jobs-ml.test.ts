@@ -192,6 +192,8 @@ describe.skipIf(skip)('ML programs as training jobs on a real cluster', () => {
         { name: 'worker', replicas: 4, template: template(['--steps', '40', '--step-delay', '0.1']) },
       ],
       backoffLimit: 3,
+      // The gang restarts after 1 s rather than the default 10 s.
+      restartBackoff: { initialSeconds: 1 },
     });
     // Mid-run: the workers are training.
     await waitLog('pslite', 'worker', 0, /^step 5 loss/m);
@@ -234,6 +236,7 @@ describe.skipIf(skip)('ML programs as training jobs on a real cluster', () => {
       '  runPolicy:',
       '    cleanPodPolicy: Running',
       '    backoffLimit: 3',
+      '    restartBackoff: {initialSeconds: 1}',
       '  tfReplicaSpecs:',
       ...(['PS', 'Worker'] as const).flatMap((role) => [
         `    ${role}:`,

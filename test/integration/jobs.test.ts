@@ -95,7 +95,8 @@ describe('training jobs on a real cluster', () => {
       'echo 5 > "$ckpt"',
       'if [ "$CAIRN_REPLICA_INDEX" = 1 ]; then exit 3; fi',
     ].join('\n');
-    const res = await submit({ name: 'flaky', kind: 'batch', groups: [{ ...group('worker', 2, script), restartPolicy: 'OnFailure' }] });
+    // A short restart back-off (the default waits 10 s first): test/integration/restart-backoff.test.ts measures it.
+    const res = await submit({ name: 'flaky', kind: 'batch', restartBackoff: { initialSeconds: 1 }, groups: [{ ...group('worker', 2, script), restartPolicy: 'OnFailure' }] });
     expect(res.status).toBe(201);
     const done = await waitFinished('flaky');
     expect(done.phase, done.message).toBe('Succeeded');

@@ -13,9 +13,15 @@ export const route = { pattern: /^#\/jobs\/([^/]+)$/, title: 'Training job' };
 
 const taskHref = (id) => `#/tasks/${encodeURIComponent(id)}`;
 
+/** A replica (or a gang) waiting out its restart back-off: "restarting in 40 s", the time in its title. */
+function restartNote(atMs) {
+  const s = atMs === undefined ? 0 : Math.ceil((atMs - Date.now()) / 1000);
+  return s > 0 ? html` <span class="muted" title=${new Date(atMs).toISOString()}>restarting in ${s} s</span>` : '';
+}
+
 const REPLICA_COLUMNS = [
   { key: 'name', title: 'Replica', width: '9em', render: (r) => `${r.group}-${r.index}` },
-  { key: 'state', title: 'State', width: '8em', render: (r) => html`<${StateBadge} state=${r.state} />` },
+  { key: 'state', title: 'State', width: '8em', render: (r) => html`<${StateBadge} state=${r.state} />${restartNote(r.state === 'Pending' ? r.restartAtMs : undefined)}` },
   { key: 'host', title: 'Host', render: (r) => r.host ?? '' },
   { key: 'ports', title: 'Ports', render: (r) => (r.ports ?? []).join(', ') },
   { key: 'restarts', title: 'Restarts', align: 'right', width: '5em', render: (r) => r.restarts },
@@ -68,7 +74,8 @@ export function Page({ match }) {
         ['Owner', j.owner],
         ['Role', spec?.role],
         ['Gang', `${spec?.minAvailable} of ${j.replicas.length} replicas start together`],
-        ['Restarts', `${j.restarts} of ${spec?.backoffLimit} allowed`],
+        ['Restarts', html`${j.restarts} of ${spec?.backoffLimit} allowed${restartNote(j.restartAtMs)}`],
+        ['Back-off', spec?.restartBackoff ? `${spec.restartBackoff.initialSeconds} s × ${spec.restartBackoff.factor} up to ${spec.restartBackoff.maxSeconds} s, reset after a ${spec.restartBackoff.resetAfterSeconds} s run` : "the master's (10 s × 2 up to 300 s)"],
         ['Submitted', `${formatTime(j.createdAtMs)} (${formatAge(j.createdAtMs)})`],
         ['Started', j.startedAtMs === undefined ? undefined : formatTime(j.startedAtMs)],
         ['Finished', j.finishedAtMs === undefined ? undefined : formatTime(j.finishedAtMs)],
