@@ -11,10 +11,12 @@
 const CORE = [
   '^shared/raft/(?!(sqlite-storage|wire)[.]ts$)',
   '^shared/gossip/(?!(udp-node|wire)[.]ts$)',
-  '^shared/(random|resources|agent-messages|mesos-v1|errors|prometheus)[.]ts$',
+  '^shared/(random|resources|agent-messages|mesos-v1|errors|prometheus|docker-auth)[.]ts$',
   // Packing tasks into an offer: arithmetic on Resources only; the restart back-off's arithmetic.
   '^shared/sdk/(offer-fit|restart-backoff)[.]ts$',
   '^master/registry/(state-machine|commands)[.]ts$',
+  // The credential a launch pulls with, picked from the registry's secrets.
+  '^master/secrets/pull-auth[.]ts$',
   '^master/allocator/',
   '^master/agents/liveness[.]ts$',
   '^master/offers[.]ts$',

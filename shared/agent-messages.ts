@@ -20,7 +20,21 @@ export interface CommandInfo { shell: boolean; value: string; arguments: string[
 export interface PortMapping { hostPort: number; containerPort: number; protocol: 'tcp' | 'udp' }
 export interface VolumeSpec { hostPath: string; containerPath: string; readOnly: boolean }
 export type PullPolicy = 'always' | 'if-not-present' | 'never';
-export interface DockerSpec { image: string; network: 'host' | 'bridge'; portMappings: PortMapping[]; pullPolicy: PullPolicy }
+/** One registry's credential for one pull (the Docker Engine API's AuthConfig). */
+export interface RegistryAuth { serverAddress: string; username: string; password: string; identityToken: string }
+export interface DockerSpec {
+  image: string;
+  network: 'host' | 'bridge';
+  portMappings: PortMapping[];
+  pullPolicy: PullPolicy;
+  /** Names of credentials stored in the cluster (secrets) to pull the image with; absent or empty: none. */
+  pullSecrets?: string[];
+  /**
+   * The credential the leader picked from `pullSecrets` for the image's registry: on the launch
+   * frame only, never in the registry's task record; the agent uses it for the pull and drops it.
+   */
+  pullAuth?: RegistryAuth | null;
+}
 export interface ContainerSpec { type: 'docker'; docker: DockerSpec; volumes: VolumeSpec[] }
 
 /**

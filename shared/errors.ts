@@ -43,7 +43,10 @@ export type CairnErrorCode =
   | 'CAIRN_RAFT_OVERLOADED'
   | 'CAIRN_RAFT_CORRUPT_LOG'
   // A job document (Cairn's own, a TFJob, a PyTorchJob, a Volcano Job, or flags) refused
-  | 'CAIRN_INVALID_JOB';
+  | 'CAIRN_INVALID_JOB'
+  // Registry credentials: a Docker config.json refused, a stored credential (secret) not found
+  | 'CAIRN_BAD_DOCKER_CONFIG'
+  | 'CAIRN_UNKNOWN_SECRET';
 
 export class CairnError extends Error {
   readonly code: CairnErrorCode;

@@ -42,6 +42,8 @@ export interface ContainerInfoJson {
     force_pull_image?: boolean;
     pull_policy?: 'always' | 'if-not-present' | 'never';
     port_mappings?: { host_port?: number; container_port: number; protocol?: string }[];
+    /** Cairn's: names of credentials stored in the cluster to pull the image with (the framework's principal must own them). */
+    pull_secrets?: string[];
   };
   volumes?: { host_path: string; container_path: string; mode?: 'RO' | 'RW' }[];
 }

@@ -12,6 +12,7 @@ const STATUS: Partial<Record<CairnErrorCode, number>> = {
   CAIRN_UNKNOWN_TASK: 404,
   CAIRN_UNKNOWN_AGENT: 404,
   CAIRN_UNKNOWN_QUOTA: 404,
+  CAIRN_UNKNOWN_SECRET: 404,
   CAIRN_AGENT_UNAVAILABLE: 503,
   CAIRN_NOT_LEADER: 503,
   // Membership changes the group cannot take as it is: valid requests, wrong moment.

@@ -14,6 +14,7 @@ import { masterMetricsText } from './metrics-text.ts';
 import { registerMesosCompatApi } from './mesos-compat.ts';
 import { agentAuthHeaders, agentBaseUrl, registerAgentRoutes } from './agents-rest.ts';
 import { registerSharingRoutes } from './sharing-rest.ts';
+import { registerSecretRoutes } from '../secrets/secrets-rest.ts';
 import { sendHttpError as fail } from './http-errors.ts';
 import { stateView, taskDetailView } from './state-view.ts';
 import { taskFor } from './task-access.ts';
@@ -132,6 +133,7 @@ export function registerRestApi(app: FastifyInstance, ctx: MasterContext): void 
 
   registerAgentRoutes(app, ctx);
   registerSharingRoutes(app, ctx);
+  registerSecretRoutes(app, ctx);
 
   app.get('/metrics', async (_req, reply) => reply.type(PROMETHEUS_CONTENT_TYPE).send(await masterMetricsText(ctx)));
 

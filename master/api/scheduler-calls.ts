@@ -6,6 +6,7 @@ import { isRoleName } from '../sharing/quotas.ts';
 import { Resources } from '../../shared/resources.ts';
 import { badRequest, CairnError } from '../../shared/errors.ts';
 import type { CommandSpec } from '../registry/commands.ts';
+import { checkSecretName, MAX_PULL_SECRETS } from '../secrets/pull-auth.ts';
 import type { ContainerSpec, HealthCheckSpec, PortMapping } from '../../shared/agent-messages.ts';
 
 export interface FrameworkSpec {
@@ -273,7 +274,8 @@ function parseContainer(value: unknown, resources: Resources, field: string): Co
     if (mode !== 'RW' && mode !== 'RO') throw badRequest(`${f}.mode`, `must be RW or RO, got '${mode}'`);
     return { hostPath, containerPath, readOnly: mode === 'RO' };
   });
-  return { type: 'docker', docker: { image, network, portMappings, pullPolicy }, volumes };
+  const pullSecrets = arrAtMost(d.pull_secrets, `${field}.docker.pull_secrets`, MAX_PULL_SECRETS).map((n, i) => checkSecretName(n, `${field}.docker.pull_secrets[${i}]`));
+  return { type: 'docker', docker: { image, network, portMappings, pullPolicy, ...(pullSecrets.length > 0 ? { pullSecrets } : {}) }, volumes };
 }
 
 const CALL_TYPES = ['SUBSCRIBE', 'ACCEPT', 'DECLINE', 'REVIVE', 'SUPPRESS', 'KILL', 'ACKNOWLEDGE', 'RECONCILE', 'TEARDOWN', 'REQUEST'];

@@ -11,8 +11,10 @@ import { auditLine } from '../auth/http-hooks.ts';
 import { authorizeSchedulerCall } from '../auth/scheduler-auth.ts';
 import { toHttpError } from './http-errors.ts';
 import { parseSchedulerCall } from './scheduler-calls.ts';
+import { secretAccess } from '../secrets/secret-access.ts';
 
 export function registerSchedulerApi(app: FastifyInstance, ctx: MasterContext): void {
+  const secrets = secretAccess(ctx);
   app.post('/api/v1/scheduler', async (req, reply) => {
     // Only the leader runs the scheduler API; frameworks are sent there (Mesos does the same).
     const master = leaderOrRedirect(ctx, req, reply);
@@ -23,7 +25,7 @@ export function registerSchedulerApi(app: FastifyInstance, ctx: MasterContext): 
     }
     let call;
     try {
-      call = authorizeSchedulerCall(ctx.auth, ctx.registry, req.principal, parseSchedulerCall(req.body));
+      call = secrets.requireForCall(req.principal, authorizeSchedulerCall(ctx.auth, ctx.registry, req.principal, parseSchedulerCall(req.body)));
     } catch (err) {
       master.metrics.badRequests++;
       const { status, body } = toHttpError(err);

@@ -31,6 +31,7 @@ import { offerJson, statusEvent, updateEvent } from './scheduler-events.ts';
 import { classOf, decidePreemption } from './preemption.ts';
 import { compileQuotas, type CompiledQuotas } from '../sharing/quota-policy.ts';
 import { parseQuotaJson } from '../sharing/quotas.ts';
+import { withPullAuth } from '../secrets/pull-auth.ts';
 import type { PreemptionRecord, QuotaRecord } from '../registry/commands.ts';
 
 export interface LeaderCoreOptions {
@@ -1028,7 +1029,17 @@ export class LeaderCore {
       return;
     }
     const frameworkName = state.frameworks.get(frameworkId)?.name ?? '';
-    const infos: TaskInfo[] = live.map((t) => ({
+    // The image's registry credential goes to the agent with this launch and is kept nowhere.
+    const containers = new Map<string, TaskInfo['container']>();
+    const launchable = live.filter((t) => {
+      if (!t.container) return true;
+      const resolved = withPullAuth(t.container, state.secrets);
+      if (!resolved.ok) this.masterUpdate(t.taskId, 'TASK_FAILED', resolved.message, 'REASON_CONTAINER_LAUNCH_FAILED');
+      else containers.set(t.taskId, resolved.container);
+      return resolved.ok;
+    });
+    if (launchable.length === 0) return;
+    const infos: TaskInfo[] = launchable.map((t) => ({
       taskId: t.taskId,
       frameworkId,
       name: t.name,
@@ -1036,7 +1047,7 @@ export class LeaderCore {
       command: t.command,
       killGraceMs: t.killGraceMs,
       labels: t.labels,
-      container: t.container ?? null,
+      container: containers.get(t.taskId) ?? null,
       dnsName: this.taskDnsName?.(t.name, frameworkName) ?? '',
       user: state.frameworks.get(frameworkId)?.user ?? '',
       healthCheck: t.healthCheck ?? null,

@@ -4,6 +4,7 @@
 // time and uuids included: applying one never reads a clock or a random source.
 
 import type { ContainerSpec, HealthCheckSpec, TaskState } from '../../shared/agent-messages.ts';
+import type { DockerConfigJson } from '../../shared/docker-auth.ts';
 
 export interface AgentRecord {
   id: string;
@@ -138,6 +139,19 @@ export interface TaskRecord {
   history?: TaskStatusChange[];
 }
 
+/**
+ * A credential stored in the cluster (a secret): a Docker config's registry credentials, under
+ * a name apps and jobs pull with. Only its owner (and principals the ACLs let `use_secrets` on
+ * that owner) may list, use or delete it; no read path ever shows `dockerConfig`.
+ */
+export interface SecretRecord {
+  name: string;
+  /** The principal that stored it ('' on a master that authenticates no one). */
+  owner: string;
+  dockerConfig: DockerConfigJson;
+  createdAtMs: number;
+}
+
 /** A value a built-in framework keeps in the registry: plain JSON, as every log stores it. */
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
 
@@ -193,4 +207,7 @@ export type RegistryCommand =
    * its name: every put of one command applies together, so a change that spans keys (an app
    * and its deployment) is never seen half made, and a new leader resumes from it.
    */
-  | { type: 'builtin_state'; owner: string; puts: BuiltinPut[] };
+  | { type: 'builtin_state'; owner: string; puts: BuiltinPut[] }
+  /** Stores (or replaces, when its owner is the same) a secret; one of another owner stays. */
+  | { type: 'secret_set'; secret: SecretRecord }
+  | { type: 'secret_removed'; name: string };

@@ -6,7 +6,7 @@
 // a replayed log must always apply.
 
 import { isTerminal, type TaskState } from '../../shared/agent-messages.ts';
-import { MAX_PREEMPTIONS, MAX_TASK_HISTORY, type PreemptionRecord, type QuotaRecord, type AgentRecord, type JsonValue, type FrameworkRecord, type PendingUpdate, type RegistryCommand, type TaskRecord, type TaskStatusChange } from './commands.ts';
+import { MAX_PREEMPTIONS, MAX_TASK_HISTORY, type PreemptionRecord, type QuotaRecord, type AgentRecord, type SecretRecord, type JsonValue, type FrameworkRecord, type PendingUpdate, type RegistryCommand, type TaskRecord, type TaskStatusChange } from './commands.ts';
 
 export interface TaskUpdateEvent {
   kind: 'task_update';
@@ -29,6 +29,8 @@ export interface RegistrySnapshot {
   preemptions?: PreemptionRecord[];
   /** Built-in frameworks' state by owner, then key. Absent in snapshots written before it was kept. */
   builtin?: Record<string, Record<string, JsonValue>>;
+  /** Stored credentials. Absent in snapshots written before they were kept. */
+  secrets?: SecretRecord[];
 }
 
 /** Terminal, acknowledged tasks kept for `cairn tasks` and logs before the oldest are dropped. */
@@ -44,6 +46,8 @@ export class RegistryStateMachine {
   preemptions: PreemptionRecord[] = [];
   /** Built-in frameworks' state: owner, then key. Values are frozen: readers share them. */
   readonly builtin = new Map<string, Map<string, JsonValue>>();
+  /** Stored credentials by name; frozen, as readers share them. */
+  readonly secrets = new Map<string, Readonly<SecretRecord>>();
   /** Completed task ids in completion order, for bounded retention. */
   private readonly completed = new Set<string>();
 
@@ -63,6 +67,7 @@ export class RegistryStateMachine {
     for (const [owner, entries] of Object.entries(s.builtin ?? {})) {
       sm.builtin.set(owner, new Map(Object.entries(entries).map(([k, v]) => [k, deepFreeze(v)])));
     }
+    for (const sec of s.secrets ?? []) sm.secrets.set(sec.name, frozenSecret(sec));
     return sm;
   }
 
@@ -75,6 +80,7 @@ export class RegistryStateMachine {
       quotas: [...this.quotas.values()],
       preemptions: [...this.preemptions],
       builtin: Object.fromEntries([...this.builtin].map(([owner, m]) => [owner, Object.fromEntries(m)])),
+      secrets: [...this.secrets.values()],
     };
   }
 
@@ -186,6 +192,15 @@ export class RegistryStateMachine {
         if (m.size === 0) this.builtin.delete(cmd.owner);
         return [];
       }
+      case 'secret_set': {
+        const existing = this.secrets.get(cmd.secret.name);
+        if (existing && existing.owner !== cmd.secret.owner) return [];
+        this.secrets.set(cmd.secret.name, frozenSecret(cmd.secret));
+        return [];
+      }
+      case 'secret_removed':
+        this.secrets.delete(cmd.name);
+        return [];
       case 'role_weight_set':
         if (cmd.weight === 1) this.roleWeights.delete(cmd.role);
         else this.roleWeights.set(cmd.role, cmd.weight);
@@ -315,6 +330,11 @@ function derivedUuid(taskId: string, atMs: number): string {
 }
 
 /** Frozen all the way down: a built-in framework that changed a value it read would change every reader's copy. */
+/** A copy of the secret no reader can change. */
+function frozenSecret(s: SecretRecord): Readonly<SecretRecord> {
+  return deepFreeze(structuredClone(s) as unknown as JsonValue) as unknown as SecretRecord;
+}
+
 function deepFreeze<T extends JsonValue>(v: T): T {
   if (typeof v === 'object' && v !== null && !Object.isFrozen(v)) {
     for (const child of Object.values(v)) deepFreeze(child as JsonValue);

@@ -45,6 +45,8 @@ export interface TaskTemplate {
   args?: string[];
   /** A Docker image; absent: a process on the agent. */
   image?: string;
+  /** Credentials stored in the cluster to pull the image with (Kubernetes' imagePullSecrets, by name). */
+  imagePullSecrets?: string[];
   cpus: number;
   memMb: number;
   diskMb: number;

@@ -34,7 +34,6 @@ const POD_FIELD_WHY: Record<string, string> = {
   hostNetwork: 'container replicas always use the host\'s network; ports come from offers',
   dnsPolicy: 'replicas resolve through the agent\'s resolver (point it at the masters\' DNS)',
   dnsConfig: 'replicas resolve through the agent\'s resolver (point it at the masters\' DNS)',
-  imagePullSecrets: 'the agent pulls with its own Docker credentials',
   securityContext: 'a replica runs as the agent\'s task user',
   terminationGracePeriodSeconds: 'Cairn stops a task with its own grace period',
   hostname: 'a replica\'s name is <job>-<group>-<index>.jobs.<domain>',
@@ -147,6 +146,10 @@ export function translatePodTemplate(raw: unknown, at: string, containerName: st
   for (const key of Object.keys(spec)) {
     if (key === 'containers' || key === 'volumes') continue;
     if (key === 'restartPolicy') translation.podRestartPolicy = { value: spec.restartPolicy, path: `${specAt}.restartPolicy` };
+    else if (key === 'imagePullSecrets') {
+      translation.template.imagePullSecrets = spec.imagePullSecrets;
+      translation.paths.set('imagePullSecrets', `${specAt}.imagePullSecrets`);
+    }
     else ignored.push({ path: keyPath(specAt, key), why: POD_FIELD_WHY[key] ?? GENERIC_WHY });
   }
 

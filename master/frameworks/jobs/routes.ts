@@ -14,7 +14,9 @@ import { serveObjectEvents, type SendEvent } from '../../builtin/object-events.t
 import { acceptYamlBodies } from '../../builtin/yaml-bodies.ts';
 import { isFinished, jobView, type JobRecord, type JobView } from './record.ts';
 import { jobKey, JOB_KEY_PREFIX, type JobsRuntime } from './runtime.ts';
-import { parseJobDocument } from './spec-parse.ts';
+import { parseJobDocument, type ParsedJob } from './spec-parse.ts';
+import type { Principal } from '../../auth/credentials.ts';
+import { secretAccess, type SecretAccess } from '../../secrets/secret-access.ts';
 import { invalidJob } from './field-paths.ts';
 import type { JobSpec } from './model.ts';
 import type { PriorityClasses } from '../../sharing/priority-classes.ts';
@@ -33,6 +35,13 @@ function resolveClass(spec: JobSpec, classes: PriorityClasses): void {
   else spec.priorityClass = c;
 }
 
+/** Every credential a replica pulls with must exist and be the submitter's to use; refused naming where it was written. */
+function requireImagePullSecrets(parsed: ParsedJob, secrets: SecretAccess, principal: Principal): void {
+  parsed.spec.groups.forEach((g, i) => (g.template.imagePullSecrets ?? []).forEach((name, j) => {
+    secrets.require(principal, name, (message) => invalidJob(parsed.locate(`groups[${i}].template.imagePullSecrets[${j}]`), message));
+  }));
+}
+
 function notFound(reply: FastifyReply, name: string): FastifyReply {
   return reply.code(404).send({ code: 'CAIRN_UNKNOWN_JOB', message: `no job '${name}'`, field: 'name' });
 }
@@ -43,6 +52,7 @@ function recordOf(env: BuiltinRoutesEnv<JobsRuntime>, name: string): JobRecord |
 
 export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<JobsRuntime>): void {
   const access = new OwnerAccess(env.ctx.auth);
+  const secrets = secretAccess(env.ctx);
   const requireOn = (req: FastifyRequest, action: OwnerAction, r: JobRecord) =>
     access.require(req.principal, action, `job '${r.spec.name}'`, r.owner, 'name');
 
@@ -57,6 +67,7 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
         resolveClass(parsed.spec, env.ctx.priorityClasses);
         // The rule a framework subscribing in the job's role meets: its tasks run in that role.
         access.requireCreate(req.principal, parsed.spec.role, 'role');
+        requireImagePullSecrets(parsed, secrets, req.principal);
         // A finished job of the name is replaced by this one: that is deleting it.
         const old = recordOf(env, parsed.spec.name);
         if (old && isFinished(old)) requireOn(req, 'teardown_frameworks', old);

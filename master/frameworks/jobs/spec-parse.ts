@@ -8,7 +8,7 @@
 import { parseAllDocuments } from 'yaml';
 import type { IgnoredField, JobSpec } from './model.ts';
 import { JOB_KINDS } from './model.ts';
-import { invalidJob, prefixLocator } from './field-paths.ts';
+import { invalidJob, prefixLocator, type Locate } from './field-paths.ts';
 import { isObject, type Doc, type Translated } from './k8s-document.ts';
 import { isKubeflowKind, KUBEFLOW_API_VERSION, KUBEFLOW_KINDS, translateKubeflow } from './kubeflow-format.ts';
 import { translateVolcano, VOLCANO_API_VERSION } from './volcano-format.ts';
@@ -17,6 +17,8 @@ import { CAIRN_JOB_API_VERSION, validateJobSpec } from './spec-validate.ts';
 export interface ParsedJob {
   spec: JobSpec;
   ignored: IgnoredField[];
+  /** Where a field of `spec` was written in the document (for errors found after parsing). */
+  locate: Locate;
 }
 
 /** The largest job document read (a job of 10,000 replicas in YAML is far smaller). */
@@ -106,6 +108,13 @@ export function parseJobDocument(doc: string | unknown, contentType?: string): P
     throw invalidJob('body', `must be a job document (an object), not ${value === null || value === undefined ? 'nothing' : Array.isArray(value) ? 'a list' : typeof value}`);
   }
   const foreign = translate(value);
-  if (foreign === undefined) return { spec: validateJobSpec(value, '', prefixLocator('')), ignored: [] };
-  return { spec: validateJobSpec(foreign.document, '', foreign.locate), ignored: foreign.ignored };
+  if (foreign === undefined) return parsedJob(validateJobSpec(value, '', prefixLocator('')), [], prefixLocator(''));
+  return parsedJob(validateJobSpec(foreign.document, '', foreign.locate), foreign.ignored, foreign.locate);
+}
+
+/** `locate` is not enumerable: a parsed job compares and serialises as its spec and ignored fields. */
+function parsedJob(spec: JobSpec, ignored: IgnoredField[], locate: Locate): ParsedJob {
+  const p = { spec, ignored } as ParsedJob;
+  Object.defineProperty(p, 'locate', { value: locate, enumerable: false });
+  return p;
 }

@@ -37,6 +37,7 @@ import {
 } from './model.ts';
 import { invalidJob, prefixLocator, type Locate } from './field-paths.ts';
 import { checkKindRules } from './kind-rules.ts';
+import { readImagePullSecrets } from './pull-secrets.ts';
 import { isRoleName } from '../../sharing/quotas.ts';
 import { isClassSpelling } from '../../sharing/priority-classes.ts';
 
@@ -67,7 +68,7 @@ const JOB_FIELDS = [
 ] as const;
 const BACKOFF_FIELDS = ['initialSeconds', 'factor', 'maxSeconds', 'resetAfterSeconds'] as const;
 const GROUP_FIELDS = ['name', 'replicas', 'restartPolicy', 'template'] as const;
-const TEMPLATE_FIELDS = ['command', 'args', 'image', 'cpus', 'mem', 'disk', 'gpus', 'ports', 'env', 'volumes'] as const;
+const TEMPLATE_FIELDS = ['command', 'args', 'image', 'imagePullSecrets', 'cpus', 'mem', 'disk', 'gpus', 'ports', 'env', 'volumes'] as const;
 const VOLUME_FIELDS = ['containerPath', 'hostPath', 'mode'] as const;
 const POLICY_FIELDS = ['event', 'action', 'group'] as const;
 
@@ -222,6 +223,7 @@ function readTemplate(r: Reader, value: unknown, field: string): TaskTemplate {
   };
   if (args !== undefined) out.args = args;
   if (image !== undefined) out.image = image;
+  if (has(t, 'imagePullSecrets')) out.imagePullSecrets = readImagePullSecrets(t.imagePullSecrets, `${field}.imagePullSecrets`, r.at, image);
   return out;
 }
 

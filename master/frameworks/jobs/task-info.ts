@@ -36,7 +36,7 @@ export function taskInfoFor(t: TaskLaunch, agentId: string): TaskInfoJson {
     info.container = {
       type: 'DOCKER',
       // Host networking: the replica listens on the ports it was given, at the agent's address.
-      docker: { image: tpl.image, network: 'HOST' },
+      docker: { image: tpl.image, network: 'HOST', ...(tpl.imagePullSecrets?.length ? { pull_secrets: tpl.imagePullSecrets } : {}) },
       volumes: tpl.volumes.map((v) => ({ host_path: v.hostPath, container_path: v.containerPath, mode: v.mode })),
     };
   }

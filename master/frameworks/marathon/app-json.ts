@@ -19,7 +19,7 @@ export function appToJson(app: AppDefinition): Record<string, unknown> {
     labels: app.labels,
     container: app.container === null ? null : {
       type: app.container.type,
-      ...(d ? { docker: { image: d.image, network: d.network, portMappings: d.portMappings, forcePullImage: d.forcePullImage, privileged: d.privileged, parameters: d.parameters } } : {}),
+      ...(d ? { docker: { image: d.image, network: d.network, portMappings: d.portMappings, forcePullImage: d.forcePullImage, privileged: d.privileged, parameters: d.parameters, ...(d.pullConfig ? { pullConfig: d.pullConfig } : {}) } } : {}),
       volumes: app.container.volumes,
     },
     portDefinitions: app.portDefinitions,

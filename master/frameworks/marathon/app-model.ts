@@ -43,6 +43,13 @@ export interface ContainerDefinition {
     forcePullImage: boolean;
     privileged: boolean;
     parameters: { key: string; value: string }[];
+    /**
+     * Marathon's pullConfig: `secret` names the app's `secrets` entry whose `source` is a
+     * credential stored in the cluster, or (with no such entry) that stored credential itself.
+     */
+    pullConfig?: { secret: string };
+    /** The stored credential the image is pulled with, as pullConfig resolves. */
+    pullSecret?: string;
   };
   volumes: VolumeDefinition[];
 }

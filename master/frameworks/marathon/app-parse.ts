@@ -19,6 +19,7 @@ import {
   type VolumeDefinition,
 } from './app-model.ts';
 import { invalid, type ValidationDetail } from './app-errors.ts';
+import { readPullConfig } from './pull-config.ts';
 
 export interface ParsedApp {
   app: AppDefinition;
@@ -177,6 +178,7 @@ export function parseApp(raw: unknown, idFromPath?: string): ParsedApp {
   const labels = r.strMap(o.labels, '/labels');
 
   const container = parseContainer(r, o.container, parseNetworks(r, o.networks));
+  readPullConfig(r, o.container, o.secrets, container);
   // What Marathon answers with, read back: the one role Cairn's services run in, the command executor.
   const role = r.str(o.role, '/role');
   if (role !== undefined && role !== '*') r.error('/role', `'${role.slice(0, 64)}' is not a role apps run in here (services run in role '*')`);
@@ -388,7 +390,7 @@ function parseContainer(r: Reader, v: unknown, networks?: 'HOST' | 'BRIDGE'): Co
     if (type === 'DOCKER') r.error('/container/docker', 'a DOCKER container needs docker.image');
     return { type: type as 'DOCKER' | 'MESOS', volumes };
   }
-  r.unknownKeys(d, ['image', 'network', 'portMappings', 'forcePullImage', 'privileged', 'parameters'], '/container/docker');
+  r.unknownKeys(d, ['image', 'network', 'portMappings', 'forcePullImage', 'privileged', 'parameters', 'pullConfig'], '/container/docker');
   const image = r.str(d.image, '/container/docker/image');
   if (image === undefined) r.error('/container/docker/image', 'is required');
   else if (!/^[A-Za-z0-9][A-Za-z0-9._/:@-]*$/.test(image)) r.error('/container/docker/image', `'${image}' is not an image reference`);

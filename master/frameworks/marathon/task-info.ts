@@ -123,6 +123,7 @@ export function buildTaskInfo(s: StoredApp, launch: LaunchDecision, taskId: stri
         image: docker.image,
         network: docker.network,
         force_pull_image: docker.forcePullImage,
+        ...(docker.pullSecret ? { pull_secrets: [docker.pullSecret] } : {}),
         ...(docker.network === 'BRIDGE'
           ? { port_mappings: docker.portMappings.map((m, i) => ({ host_port: launch.ports[i]!, container_port: m.containerPort, protocol: m.protocol.split(',')[0] })) }
           : {}),
