@@ -16,7 +16,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Docker from 'dockerode';
 import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent as HttpsAgent, request as httpsRequest } from 'node:https';
 import { dockerUnavailable, ensureTestImage, TEST_IMAGE } from '../harness/docker.ts';
@@ -51,6 +51,8 @@ describe.skipIf(!!why)('images from a private registry (docker-registry, htpassw
   let registry: ChildProcess | undefined;
   let registryLog = '';
   let certsDir: string;
+  /** Whether /etc/docker/certs.d was made here (then it goes too). */
+  let madeCertsRoot = false;
   let master: CairnProcess;
   let agent: CairnProcess | undefined;
   let repo: string;
@@ -82,6 +84,7 @@ describe.skipIf(!!why)('images from a private registry (docker-registry, htpassw
     ].join('\n'));
     // dockerd reads this directory at each pull: no restart, and removed after.
     certsDir = `/etc/docker/certs.d/127.0.0.1:${port}`;
+    madeCertsRoot = !existsSync('/etc/docker/certs.d');
     mkdirSync(certsDir, { recursive: true });
     writeFileSync(join(certsDir, 'ca.crt'), readFileSync(join(dir, 'ca.crt')));
 
@@ -122,7 +125,7 @@ describe.skipIf(!!why)('images from a private registry (docker-registry, htpassw
     await agent?.kill('SIGTERM');
     await cleanup.run();
     registry?.kill('SIGKILL');
-    if (certsDir) rmSync(certsDir, { recursive: true, force: true });
+    if (certsDir) rmSync(madeCertsRoot ? '/etc/docker/certs.d' : certsDir, { recursive: true, force: true });
     for (const t of pushed) await docker.getImage(t).remove({ force: true }).catch(() => undefined);
   }, 120_000);
 
