@@ -46,6 +46,7 @@ import { prepareWorkDir, reachForDefaultUser, SandboxReach } from './sandbox-rea
 import { readDrainState, writeDrainState, type DrainState } from './drain.ts';
 import { HealthChecks } from './health/health-checks.ts';
 import { HealthStore, healthDir } from './health/store.ts';
+import { TaskDns } from './task-dns/task-dns.ts';
 
 /** The `draining` part of /health and the answer to a drain request. */
 export interface DrainReport extends DrainState {
@@ -198,6 +199,10 @@ class Agent {
   private leaveOnStop = false;
   /** How the agent dials the masters (TLS: their certificates verified, its own presented). */
   private readonly tlsClient: TlsClient;
+  /** The task resolver, where it runs (root); tasks then resolve the zone through getaddrinfo. */
+  private taskDns: TaskDns | undefined;
+  /** Whether process tasks get the task resolver as their /etc/resolv.conf (a mount namespace each). */
+  private resolvMount = false;
 
   constructor(
     private readonly cfg: AgentConfig,
@@ -233,6 +238,7 @@ class Agent {
       hostname: cfg.hostname,
       agentEnv: cfg.taskBaseEnv,
       dns: () => this.membership?.dns(),
+      resolvConf: (dnsName) => (this.resolvMount ? this.taskDns?.resolvFileFor(dnsName) : undefined),
       defaultKillGraceMs: cfg.defaultKillGraceMs,
       onStatus,
       users: reach.decider(users),
@@ -246,8 +252,9 @@ class Agent {
           socketPath: cfg.dockerSocket,
           cpuQuota: cfg.cgroupsCpuQuota,
           ...(cfg.dockerRuntime !== undefined ? { runtime: cfg.dockerRuntime } : {}),
-          dnsServers: () => dockerDnsServers(this.membership?.dns()?.servers ?? []),
+          dns: (dnsName) => this.taskDns?.containerDns(dnsName) ?? { servers: dockerDnsServers(this.membership?.dns()?.servers ?? []), search: [], options: [] },
           gpuPool,
+          ...(cfg.dockerConfig ? { dockerConfig: cfg.dockerConfig } : {}),
           defaultKillGraceMs: cfg.defaultKillGraceMs,
           onStatus,
           users,
@@ -305,6 +312,7 @@ class Agent {
   }
 
   async start(): Promise<void> {
+    await this.startTaskDns();
     await this.recoverHealthChecks();
     this.owner.add('health checks', () => this.health.stop());
     const usage = new UsageSampler({
@@ -361,6 +369,32 @@ class Agent {
     this.owner.add('master connection', () => this.link.stop());
     this.armDrainDeadline();
     this.owner.add('drain deadline', () => clearTimeout(this.drainTimer));
+  }
+
+  /** The task resolver, or a warning saying why tasks keep the host's resolver. */
+  private async startTaskDns(): Promise<void> {
+    if (!this.cfg.taskDns) {
+      this.log.warn('the task resolver is off (--no-task-dns): tasks resolve cluster names only where the host resolver knows the zone');
+      return;
+    }
+    const log = componentLogger(this.log, 'task-dns');
+    try {
+      const dns = await TaskDns.start({
+        workDir: this.cfg.workDir,
+        ...(this.cfg.taskDnsAddress !== undefined ? { address: this.cfg.taskDnsAddress } : {}),
+        ...(this.cfg.dnsResolvers !== undefined ? { upstreams: this.cfg.dnsResolvers } : {}),
+        cluster: () => this.membership?.dns(),
+        log,
+      });
+      this.taskDns = dns;
+      this.owner.add('task resolver', () => dns.stop());
+    } catch (err) {
+      log.warn({ reason: (err as Error).message }, "no task resolver: tasks keep the host's resolver, and cluster names resolve in them only through CAIRN_DNS");
+      return;
+    }
+    const problem = this.executor.processes.resolvMountProblem(this.taskDns.resolvFileFor(''));
+    this.resolvMount = problem === undefined;
+    if (problem) log.warn({ reason: problem }, "process tasks keep the host's /etc/resolv.conf (containers still get the task resolver)");
   }
 
   private async startGossip(g: NonNullable<AgentConfig['gossip']>): Promise<void> {

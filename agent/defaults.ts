@@ -52,6 +52,12 @@ export const AGENT_DEFAULTS = Object.freeze({
   /** A root task can do anything the agent can (read its credentials, kill its tasks): the operator opts in. */
   allowRootTasks: false,
   /**
+   * Tasks resolve the cluster's names through the system resolver (getaddrinfo), as every ML
+   * framework's transport does: without it a program that was not written for Cairn cannot
+   * find its peers. On wherever the agent can (root).
+   */
+  taskDns: true,
+  /**
    * Processes and threads one task may have at once (its cgroup's pids.max): far more than a
    * build (make -j) or a data loader's workers and a JVM's threads need, and a thousandth of
    * a 64-bit host's pid space (pid_max 4,194,304; 32,768 on older hosts), so a fork bomb

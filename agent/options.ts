@@ -3,10 +3,12 @@
 // filled in. Bad input fails here, naming the option, before anything is measured or connected.
 // `cairn agent`'s options are these (bin/commands/options.ts picks the ones it has flags for).
 
+import { isIPv4 } from 'node:net';
 import { networkInterfaces, hostname as osHostname } from 'node:os';
 import { resolve } from 'node:path';
 import type { Logger } from 'pino';
 import { CairnError } from '../shared/errors.ts';
+import { parseUpstream } from '../shared/dns/upstream.ts';
 import { tryParseAddress } from '../shared/gossip/address.ts';
 import type { DaemonGossipOptions } from '../shared/gossip/cluster.ts';
 import type { TlsMaterial } from '../shared/tls.ts';
@@ -16,6 +18,8 @@ import { isValidUserName } from './task-users.ts';
 import { validateResourcesOverride } from './resources/discover.ts';
 import type { RecoverMode } from './executors/process/executor.ts';
 import type { AgentCredential } from './credential.ts';
+import type { DockerConfig } from '../shared/docker-auth.ts';
+import { loadDockerConfig } from './executors/docker/registry-auth.ts';
 
 /** The agent's gossip member (see membership.ts); without `join`, the masters are asked for members. */
 export type AgentGossipOptions = DaemonGossipOptions;
@@ -78,6 +82,8 @@ export interface AgentOptions {
    * it must be one the daemon has registered. Left out, the daemon's default.
    */
   dockerRuntime?: string;
+  /** A Docker config.json (`auths`) whose registry credentials pull images no launch brings one for (Mesos' --docker_config). */
+  dockerConfig?: string;
   /** How long a finished task's sandbox is kept after it was last written. */
   sandboxGcAgeMs?: number;
   /**
@@ -104,6 +110,15 @@ export interface AgentOptions {
   taskPidsMax?: number;
   /** Answer GET /metrics without the credential (for a Prometheus that holds none). */
   openMetrics?: boolean;
+  /**
+   * Run the task resolver (agent/task-dns/): tasks' system resolver answers the cluster zone
+   * and forwards the rest. Needs root; without it tasks keep the host's resolver.
+   */
+  taskDns?: boolean;
+  /** The IPv4 address the task resolver answers on; left out, one of 169.254.53.0/24. */
+  taskDnsAddress?: string;
+  /** `ip[:port]` resolvers for names outside the zone; left out, the host's resolv.conf's. */
+  dnsResolvers?: string[];
 }
 
 export interface Attribute {
@@ -150,6 +165,8 @@ export interface AgentConfig {
   docker: boolean;
   dockerSocket: string;
   dockerRuntime: string | undefined;
+  /** Read and checked at start: a bad file stops the agent, naming it. */
+  dockerConfig: DockerConfig | undefined;
   sandboxGcAgeMs: number;
   jobDirs: string;
   sandboxGcDiskPercent: number;
@@ -161,6 +178,9 @@ export interface AgentConfig {
   /** 0: no limit. */
   taskPidsMax: number;
   openMetrics: boolean;
+  taskDns: boolean;
+  taskDnsAddress: string | undefined;
+  dnsResolvers: string[] | undefined;
 }
 
 /** Parses `k:v;k2:v2` (Mesos' --attributes). Empty text means no attributes. */
@@ -328,6 +348,7 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     docker: opts.docker ?? AGENT_DEFAULTS.docker,
     dockerSocket: checkSocketPath(opts.dockerSocket ?? AGENT_DEFAULTS.dockerSocket),
     dockerRuntime: checkRuntimeName(opts.dockerRuntime),
+    dockerConfig: opts.dockerConfig === undefined ? undefined : loadDockerConfig(resolve(opts.dockerConfig)),
     sandboxGcAgeMs: positiveMs(opts.sandboxGcAgeMs, AGENT_DEFAULTS.sandboxGcAgeMs, 'sandboxGcAgeMs'),
     sandboxGcDiskPercent,
     sandboxGcIntervalMs: positiveMs(opts.sandboxGcIntervalMs, AGENT_DEFAULTS.sandboxGcIntervalMs, 'sandboxGcIntervalMs'),
@@ -337,5 +358,21 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     allowRootTasks: opts.allowRootTasks ?? AGENT_DEFAULTS.allowRootTasks,
     taskPidsMax: checkPidsMax(opts.taskPidsMax ?? AGENT_DEFAULTS.taskPidsMax),
     openMetrics: opts.openMetrics ?? false,
+    taskDns: opts.taskDns ?? AGENT_DEFAULTS.taskDns,
+    taskDnsAddress: checkTaskDnsAddress(opts.taskDnsAddress),
+    dnsResolvers: checkResolvers(opts.dnsResolvers),
   };
+}
+
+function checkTaskDnsAddress(address: string | undefined): string | undefined {
+  if (address === undefined || address.trim() === '') return undefined;
+  if (!isIPv4(address.trim())) throw new CairnError('CAIRN_BAD_FLAG', `must be an IPv4 address (the nameserver tasks are given), got '${address}'`, 'taskDnsAddress');
+  return address.trim();
+}
+
+function checkResolvers(list: string[] | undefined): string[] | undefined {
+  if (list === undefined) return undefined;
+  const out = list.map((r) => r.trim()).filter((r) => r !== '');
+  for (const r of out) parseUpstream(r, 'dnsResolvers');
+  return out;
 }

@@ -31,6 +31,10 @@ usage: deploy/install.sh [options]
   --resources TEXT        what the agent offers instead of measuring, e.g. 'cpus:8;mem:30720;gpus:2'
   --attributes TEXT       agent attributes, e.g. 'rack:r1;zone:a'
   --agent-port PORT       the agent's HTTP port (default 5051)
+  --split-dns ADDR        the agent's task resolver answers on ADDR (e.g. 169.254.53.53), and
+                          systemd-resolved sends the cluster zone there, so the host's own
+                          processes resolve task names too (/etc/systemd/resolved.conf.d/cairn.conf)
+  --dns-domain ZONE       the cluster's DNS zone, for --split-dns (default cairn)
   --docker-runtime NAME   the OCI runtime the agent's containers start with, one registered
                           with the Docker daemon (e.g. crun); default: the daemon's
   --credential FILE       the agent's credential, {"principal": "...", "secret": "..."} or a
@@ -73,6 +77,8 @@ RESOURCES=''
 ATTRIBUTES=''
 AGENT_PORT=5051
 DOCKER_RUNTIME=''
+SPLIT_DNS=''
+DNS_DOMAIN=cairn
 MASTER_PORT=5050
 MASTER_HOST=0.0.0.0
 AGENT_CREDENTIAL=''
@@ -101,6 +107,8 @@ while [ $# -gt 0 ]; do
     --attributes) ATTRIBUTES=$val ;;
     --agent-port) AGENT_PORT=$val ;;
     --docker-runtime) DOCKER_RUNTIME=$val ;;
+    --split-dns) SPLIT_DNS=$val ;;
+    --dns-domain) DNS_DOMAIN=$val ;;
     --master-port) MASTER_PORT=$val ;;
     --master-host) MASTER_HOST=$val ;;
     --credential) AGENT_CREDENTIAL=$val ;;
@@ -120,6 +128,8 @@ case "$WORK_DIR" in /*) ;; *) die "--work-dir must be an absolute path" ;; esac
 case "$DATA_DIR" in /*) ;; *) die "--data-dir must be an absolute path" ;; esac
 [[ "$AGENT_PORT" =~ ^[0-9]+$ ]] && [ "$AGENT_PORT" -le 65535 ] || die "--agent-port must be a port number"
 [ -z "$DOCKER_RUNTIME" ] || [[ "$DOCKER_RUNTIME" =~ ^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$ ]] || die "--docker-runtime must be a runtime name (letters, digits, '.', '_', '-'), got '$DOCKER_RUNTIME'"
+[ -z "$SPLIT_DNS" ] || [[ "$SPLIT_DNS" =~ ^[0-9]{1,3}(\.[0-9]{1,3}){3}$ ]] || die "--split-dns must be an IPv4 address (e.g. 169.254.53.53), got '$SPLIT_DNS'"
+[[ "$DNS_DOMAIN" =~ ^[a-z0-9]([a-z0-9.-]*[a-z0-9])?$ ]] || die "--dns-domain must be a domain name (e.g. cairn), got '$DNS_DOMAIN'"
 [[ "$MASTER_PORT" =~ ^[0-9]+$ ]] && [ "$MASTER_PORT" -le 65535 ] || die "--master-port must be a port number"
 [[ "$MASTER_HOST" =~ ^[A-Za-z0-9.:_-]+$ ]] || die "--master-host must be an address or host name to listen on (e.g. 0.0.0.0 or 10.0.0.1), got '$MASTER_HOST'"
 GOSSIP_JOIN=''
@@ -313,6 +323,7 @@ agent_cmd="$NODE_BIN /opt/cairn/bin/cairn.js agent --work-dir $(sd_quote "$WORK_
 [ -n "$RESOURCES" ] && agent_cmd+=" --resources $(sd_quote "$RESOURCES")"
 [ -n "$ATTRIBUTES" ] && agent_cmd+=" --attributes $(sd_quote "$ATTRIBUTES")"
 [ -n "$DOCKER_RUNTIME" ] && agent_cmd+=" --docker-runtime $DOCKER_RUNTIME"
+[ -n "$SPLIT_DNS" ] && agent_cmd+=" --task-dns-address $SPLIT_DNS"
 
 master_cmd="$NODE_BIN /opt/cairn/bin/cairn.js master --host $MASTER_HOST --port $MASTER_PORT --data-dir $(sd_quote "$DATA_DIR")"
 # Without a credentials file the master makes DATA_DIR/credentials.json on its first start.
@@ -321,6 +332,19 @@ master_cmd="$NODE_BIN /opt/cairn/bin/cairn.js master --host $MASTER_HOST --port 
 [ -n "$PEERS" ] && master_cmd+=" --id $MASTER_ID --peers $(sd_quote "$PEERS")"
 # The secret authenticates the masters' Raft traffic and turns on gossip.
 [ -n "$PEERS" ] || [ -n "$SECRET_FILE" ] && master_cmd+=" --secret-file $SECRET_DEST"
+
+# Split DNS (opt-in): the host's resolver sends the cluster zone, and only it, to the agent's
+# task resolver; every other name goes where it went before.
+if [ -n "$SPLIT_DNS" ]; then
+  mkdir -p "$ROOT/etc/systemd/resolved.conf.d"
+  write_if_changed "$ROOT/etc/systemd/resolved.conf.d/cairn.conf" 0644 <<EOF || true
+# Written by deploy/install.sh --split-dns: names under $DNS_DOMAIN go to the Cairn agent's task resolver.
+[Resolve]
+DNS=$SPLIT_DNS
+Domains=~$DNS_DOMAIN
+EOF
+  [ -n "$ROOT" ] || systemctl try-reload-or-restart systemd-resolved 2>/dev/null || say "restart systemd-resolved to use /etc/systemd/resolved.conf.d/cairn.conf"
+fi
 
 changed_units=()
 write_if_changed "$ROOT/etc/systemd/system/cairn-agent.service" 0644 <<EOF && changed_units+=(agent) || true

@@ -163,6 +163,8 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
       logger: log,
       gossip: gossip([master.gossip!.member.address]),
       ...(o.resources !== undefined ? { resources: o.resources } : {}),
+      // The task resolver forwards what the zone does not hold where the master does.
+      ...(o.dnsResolvers !== undefined ? { dnsResolvers: o.dnsResolvers } : {}),
     });
   } catch (err) {
     io.stderr.write(`cairn up: the agent did not start: ${describe(err)}\n`);

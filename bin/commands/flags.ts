@@ -139,6 +139,12 @@ export function resolversFlag(value: string): string[] {
 }
 
 /** `1=http://h1:5050,2=http://h2:5050`: the masters of a replicated group by id. */
+/** An IPv4 address, e.g. the task resolver's 169.254.53.53. */
+export function ipv4Flag(value: string): string {
+  if (isIP(value.trim()) !== 4) throw new InvalidArgumentError(`'${value}' is not an IPv4 address (e.g. 169.254.53.53).`);
+  return value.trim();
+}
+
 export function peersFlag(value: string): Map<number, string> {
   const out = new Map<number, string>();
   for (const part of value.split(',').map((p) => p.trim()).filter((p) => p !== '')) {

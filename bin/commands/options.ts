@@ -97,8 +97,9 @@ export interface MasterOptions extends DnsFlags {
 export type AgentFlagOptions = Pick<
   AgentDaemonOptions,
   | 'workDir' | 'httpPort' | 'resources' | 'attributes' | 'hostname' | 'recover' | 'cgroups' | 'cgroupsRoot'
-  | 'cgroupsCpuQuota' | 'usageIntervalMs' | 'gpuSharing' | 'docker' | 'dockerSocket' | 'dockerRuntime'
+  | 'cgroupsCpuQuota' | 'usageIntervalMs' | 'gpuSharing' | 'docker' | 'dockerSocket' | 'dockerRuntime' | 'dockerConfig'
   | 'sandboxGcAgeMs' | 'sandboxGcDiskPercent' | 'jobDirs' | 'defaultTaskUser' | 'allowRootTasks' | 'taskPidsMax' | 'openMetrics'
+  | 'taskDns' | 'taskDnsAddress' | 'dnsResolvers'
 >;
 
 /**

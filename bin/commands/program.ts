@@ -48,8 +48,9 @@ import { addJobCommands, isReplicaRef, replicaLogs } from './job-program.ts';
 import { addAppCommands } from './app-program.ts';
 import { addTuneCommands } from './tune-program.ts';
 import { addSharingCommands } from './sharing-program.ts';
+import { addSecretCommands } from './secret-program.ts';
 import { addUiCommands } from './ui-program.ts';
-import { attributesFlag, checkMasterUrl, domainFlag, durationFlag, envFlag, gossipAddrFlag, integerFlag, joinFlag, mastersFlag, nameFlag, numberFlag, peersFlag, resolversFlag, resourcesFlag, roleFlag, userFlag } from './flags.ts';
+import { attributesFlag, checkMasterUrl, domainFlag, durationFlag, envFlag, gossipAddrFlag, integerFlag, ipv4Flag, joinFlag, mastersFlag, nameFlag, numberFlag, peersFlag, resolversFlag, resourcesFlag, roleFlag, userFlag } from './flags.ts';
 
 /** Each handler runs one command and resolves with the process exit code. */
 export interface CommandHandlers {
@@ -370,6 +371,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .option('--no-docker', 'run no container tasks (they fail at launch)')
     .addOption(new Option('--docker-socket <path>', "the Docker daemon's socket").default(AGENT_DEFAULTS.dockerSocket))
     .option('--docker-runtime <name>', "the OCI runtime containers start with, one the Docker daemon has registered (e.g. crun); default: the daemon's")
+    .option('--docker-config <file>', "a Docker config.json whose \"auths\" pull images from private registries (as `docker login` writes it; Mesos' --docker_config); a task's own pull secret goes first")
     .addOption(new Option('--sandbox-gc-age <duration>', "how long a finished task's sandbox is kept, e.g. 7d, 12h, 30m").argParser(durationFlag()).default(AGENT_DEFAULTS.sandboxGcAgeMs, formatDurationMs(AGENT_DEFAULTS.sandboxGcAgeMs)))
     .option('--job-dirs <path>', "where training jobs' shared directories (CAIRN_JOB_DIR) are made; a shared filesystem mount shares them across hosts (default: <work-dir>/job-dirs)")
     .addOption(new Option('--sandbox-gc-disk-percent <percent>', 'above this much of the work dir\'s disk in use, finished sandboxes go sooner, oldest first').argParser(integerFlag(1, 100)).default(AGENT_DEFAULTS.sandboxGcDiskPercent))
@@ -377,6 +379,9 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .option('--allow-root-tasks', 'let tasks run as root (uid 0); without it a task whose user is root fails', AGENT_DEFAULTS.allowRootTasks)
     .addOption(new Option('--task-pids-max <n>', "processes and threads one task may have at once (its cgroup's pids limit; 0: no limit)").argParser(integerFlag(0, MAX_TASK_PIDS)).default(AGENT_DEFAULTS.taskPidsMax))
     .option('--open-metrics', "answer GET /metrics without the agent's credential (for a Prometheus that holds none), as the master's --open metrics")
+    .option('--no-task-dns', "give tasks the host's resolver instead of the task resolver (cluster names then resolve in tasks only where the host's resolver knows the zone)")
+    .addOption(new Option('--task-dns-address <ip>', 'the IPv4 address the task resolver answers on, port 53 (default: one of 169.254.53.0/24 on the loopback interface)').argParser(ipv4Flag))
+    .addOption(new Option('--dns-resolvers <list>', "comma-separated resolvers the task resolver forwards names outside the zone to, IP[:PORT] (default: /etc/resolv.conf's)").argParser(resolversFlag))
     .option('--secret-file <path>', 'file holding the cluster secret (at least 16 bytes); with it, the agent runs a gossip member');
   addLogOptions(addTlsOptions(addGossipOptions(agent, DEFAULT_AGENT_GOSSIP_PORT)))
     .action(async (o: AgentFlagValues & GossipFlagValues & TlsFlagValues & LogFlagValues, cmd: Command) => {
@@ -659,6 +664,7 @@ Examples:
   addJobCommands(program, { io, result, masterUrl: (flag, cmd) => masterUrlOf(flag, io, cmd) });
   addTuneCommands(program, { io, result, masterUrl: (flag, cmd) => masterUrlOf(flag, io, cmd) });
   addSharingCommands(program, { io, result, masterUrl: (flag, cmd) => masterUrlOf(flag, io, cmd) });
+  addSecretCommands(program, { io, result, masterUrl: (flag, cmd) => masterUrlOf(flag, io, cmd) });
   addUiCommands(program, { io, result, masterUrl: (flag, cmd) => masterUrlOf(flag, io, cmd) });
   addExamples(program);
   return { program, result };

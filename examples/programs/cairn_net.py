@@ -1,70 +1,19 @@
-"""Networking shared by the example programs: finding peers by their Cairn DNS names, and
-JSON-lines messages over TCP.
+"""Networking shared by the example programs: JSON-lines messages over TCP, and waiting for
+a peer's name to resolve and its port to answer.
 
-Contract: a Cairn task gets CAIRN_DNS (the masters' DNS servers, "host:port,...") and
-CAIRN_DNS_DOMAIN (the cluster's zone, e.g. "cairn"). A master's DNS server may listen on a
-port other than 53, which the C library's resolver cannot be told about, so names in the
-zone are asked of those servers directly (an A query over UDP); other names, and every name
-when CAIRN_DNS is unset (a program run by hand), go through the system resolver. A replica's
-name resolves only once its task runs, so lookups and connections are retried until a
-deadline rather than failing at the first miss.
+Peers are named by their Cairn DNS names, looked up through the system resolver
+(getaddrinfo), as any program does: inside a Cairn task, /etc/resolv.conf names the agent's
+task resolver, which answers the cluster zone. A replica's name resolves only once its task
+runs, so lookups and connections are retried until a deadline rather than failing at the
+first miss.
 """
 
 import ipaddress
 import json
-import os
-import random
 import socket
-import struct
 import time
 
 DEFAULT_WAIT_S = 120.0
-
-
-def _in_cluster_zone(name):
-    servers = os.environ.get("CAIRN_DNS", "")
-    domain = os.environ.get("CAIRN_DNS_DOMAIN", "").strip(".").lower()
-    if not servers:
-        return False
-    n = name.rstrip(".").lower()
-    return not domain or n == domain or n.endswith("." + domain)
-
-
-def _query_a(server, name, timeout_s=1.0):
-    """One A query to `server` ("host:port"); the addresses it answers, [] for none."""
-    host, _, port = server.rpartition(":")
-    qid = random.randrange(1 << 16)
-    question = b"".join(bytes([len(l)]) + l.encode() for l in name.rstrip(".").split(".")) + b"\0"
-    packet = struct.pack(">HHHHHH", qid, 0x0100, 1, 0, 0, 0) + question + struct.pack(">HH", 1, 1)
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
-        s.settimeout(timeout_s)
-        s.sendto(packet, (host.strip("[]"), int(port)))
-        reply, _ = s.recvfrom(4096)
-    rid, flags, qd, an = struct.unpack(">HHHH", reply[:8])
-    if rid != qid or flags & 0x000F != 0:
-        return []
-    pos = 12
-    for _ in range(qd):
-        pos = _skip_name(reply, pos) + 4
-    out = []
-    for _ in range(an):
-        pos = _skip_name(reply, pos)
-        rtype, _cls, _ttl, length = struct.unpack(">HHIH", reply[pos:pos + 10])
-        pos += 10
-        if rtype == 1 and length == 4:
-            out.append(socket.inet_ntoa(reply[pos:pos + 4]))
-        pos += length
-    return out
-
-
-def _skip_name(buf, pos):
-    while True:
-        n = buf[pos]
-        if n == 0:
-            return pos + 1
-        if n & 0xC0 == 0xC0:
-            return pos + 2
-        pos += n + 1
 
 
 def resolve_once(name):
@@ -74,15 +23,6 @@ def resolve_once(name):
         return name
     except ValueError:
         pass
-    if _in_cluster_zone(name):
-        for server in os.environ["CAIRN_DNS"].split(","):
-            try:
-                found = _query_a(server.strip(), name)
-            except OSError:
-                continue
-            if found:
-                return found[0]
-        return None
     try:
         return socket.getaddrinfo(name, None, socket.AF_INET, socket.SOCK_STREAM)[0][4][0]
     except OSError:

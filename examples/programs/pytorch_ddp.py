@@ -2,8 +2,8 @@
 
 Contract (PyTorch's, as torchrun and Kubeflow's PyTorchJob set it): MASTER_ADDR and
 MASTER_PORT name rank 0's rendezvous store; WORLD_SIZE is the number of processes and RANK
-this one's place among them. MASTER_ADDR may be a Cairn DNS name, resolved here first (see
-cairn_net.py) because the store's client asks only the system resolver.
+this one's place among them. MASTER_ADDR may be a Cairn DNS name: it is waited for here until
+it resolves (the master replica's task may start a moment after this one), and printed.
 
 It trains a small MLP on scikit-learn's bundled digits (1797 8x8 images, no download), each
 rank reading its own shard through DistributedSampler, gradients averaged by DDP. Every rank

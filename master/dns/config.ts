@@ -4,13 +4,9 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { CairnError } from '../../shared/errors.ts';
 import { canonicalDomain } from './names.ts';
+import { parseResolvConf, parseUpstream, type Upstream } from '../../shared/dns/upstream.ts';
 
-export interface Upstream {
-  /** An IP literal (IPv6 in canonical form), as replies' source addresses are reported. */
-  host: string;
-  port: number;
-  family: 4 | 6;
-}
+export { parseResolvConf, parseUpstream, type Upstream };
 
 export interface DnsOptions {
   /** The zone (default `cairn`). */
@@ -65,42 +61,6 @@ export function defaultDnsPort(): number {
 
 function bad(field: string, message: string): CairnError {
   return new CairnError('CAIRN_BAD_FLAG', message, field);
-}
-
-/** `ip`, `ip:port` or `[v6]:port` → an upstream; throws naming `field`. */
-export function parseUpstream(text: string, field = 'dnsResolvers'): Upstream {
-  const t = text.trim();
-  let host = t;
-  let port = 53;
-  const bracketed = /^\[([^\]]+)\](?::(\d+))?$/.exec(t);
-  if (bracketed) {
-    host = bracketed[1];
-    if (bracketed[2] !== undefined) port = Number(bracketed[2]);
-  } else if (/^[^:]+:\d+$/.test(t)) {
-    const i = t.lastIndexOf(':');
-    host = t.slice(0, i);
-    port = Number(t.slice(i + 1));
-  }
-  const family = isIP(host);
-  if (family === 0) throw bad(field, `'${text}' is not an IP address or IP:port (resolvers are given by address)`);
-  if (!Number.isInteger(port) || port < 1 || port > 65535) throw bad(field, `'${text}' has a bad port`);
-  if (family === 6) host = new URL(`http://[${host}]/`).hostname.slice(1, -1);
-  return { host, port, family: family as 4 | 6 };
-}
-
-/** The `nameserver` lines of a resolv.conf; lines that are not addresses are skipped. */
-export function parseResolvConf(text: string): Upstream[] {
-  const out: Upstream[] = [];
-  for (const line of text.split('\n')) {
-    const m = /^\s*nameserver\s+(\S+)/.exec(line);
-    if (!m) continue;
-    try {
-      out.push(parseUpstream(m[1].replace(/%.*$/, '')));
-    } catch {
-      // a scoped or odd entry: not usable from here
-    }
-  }
-  return out;
 }
 
 function positive(value: number, field: string, min = 1): number {

@@ -6,7 +6,7 @@ import dgram from 'node:dgram';
 import net from 'node:net';
 import { isIPv6 } from 'node:net';
 import type { Logger } from 'pino';
-import type { Forwarder } from './forwarder.ts';
+import type { Forwarder } from '../../shared/dns/forwarder.ts';
 import type { DnsResponder, Transport } from './responder.ts';
 import { RCODE, rcodeOf } from './wire.ts';
 

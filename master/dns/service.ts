@@ -4,8 +4,9 @@
 
 import type { Logger } from 'pino';
 import type { Registry } from '../registry/registry.ts';
-import type { DnsConfig, Upstream } from './config.ts';
-import { Forwarder } from './forwarder.ts';
+import type { DnsConfig } from './config.ts';
+import type { Upstream } from '../../shared/dns/upstream.ts';
+import { Forwarder } from '../../shared/dns/forwarder.ts';
 import { DnsResponder } from './responder.ts';
 import { DnsMetrics, DnsServer } from './server.ts';
 import { DnsZone } from './zone.ts';

@@ -345,6 +345,9 @@ function uniqueSrv(values: SrvTarget[]): SrvTarget[] {
  * The records a RUNNING task gets (see the file header); empty when its name, its
  * framework's name or its agent's address cannot make a DNS name.
  */
+/** The label a job's replicas carry (the jobs framework's task-info.ts): their job's name. */
+export const JOB_LABEL = 'cairn.job';
+
 export function taskRecords(task: TaskRecord, framework: FrameworkRecord, agent: AgentRecord, domain: string): ZoneRecord[] {
   const addr = addressOf(agent.ip);
   const label = toLabel(task.name);
@@ -358,6 +361,12 @@ export function taskRecords(task: TaskRecord, framework: FrameworkRecord, agent:
   const type: RecordType = addr.family === 4 ? 'A' : 'AAAA';
   if (!addressNames.every(fitsInDns)) return [];
   const out: ZoneRecord[] = addressNames.map((name) => ({ name, type, value: addr.address }));
+  // A job's replica also under its job's name (`NAME-master-0.NAME.jobs.<domain>`), so that
+  // `NAME-master-0.NAME` finds it through a task's search list, as a pod's hostname.subdomain
+  // does in Kubernetes. Under the framework's own name: no other framework can claim it.
+  const job = toLabel(task.labels.find((l) => l.name === JOB_LABEL)?.value ?? '');
+  const jobName = `${label}.${job}.${base}`;
+  if (job !== '' && fitsInDns(jobName)) out.push({ name: jobName, type, value: addr.address });
   let ports: number[] = [];
   try {
     ports = Resources.parse(task.resources).portList();

@@ -2,6 +2,7 @@
 // master or an agent with `bin/cairn.js`, wait until it answers, kill it (gently or with
 // SIGKILL), and clean everything up after the test.
 
+import { removeTaskDnsAddressesUnder } from './task-dns-cleanup.ts';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmdirSync, rmSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -221,6 +222,7 @@ export class Cleanup {
     killTasksUnder(this.dirs);
     await removeContainersUnder(this.dirs);
     await removeAgentCgroups(this.dirs);
+    removeTaskDnsAddressesUnder(this.dirs);
     for (const d of this.dirs.splice(0)) rmSync(d, { recursive: true, force: true });
   }
 }

@@ -209,6 +209,19 @@ describe('deploy/install.sh', () => {
     await master.kill('SIGTERM');
   });
 
+  it('with --split-dns, fixes the task resolver address and sends the zone to it through systemd-resolved', () => {
+    const root = cleanup.dir('cairn-stage-');
+    install(root, ['--master', 'http://10.0.0.1:5050', '--credential', testCredentialsFile(), '--split-dns', '169.254.53.53', '--dns-domain', 'mesos']);
+    const words = systemdWords(unitValue(readFileSync(join(root, 'etc/systemd/system/cairn-agent.service'), 'utf8'), 'ExecStart'));
+    expect(flagValue(words, '--task-dns-address')).toBe('169.254.53.53');
+    const dropIn = readFileSync(join(root, 'etc/systemd/resolved.conf.d/cairn.conf'), 'utf8');
+    expect(dropIn).toMatch(/^\[Resolve\]\nDNS=169\.254\.53\.53\nDomains=~mesos$/m);
+    // Without the flag, nothing of the host's resolver is touched.
+    const plain = cleanup.dir('cairn-stage-');
+    install(plain, ['--master', 'http://10.0.0.1:5050', '--credential', testCredentialsFile()]);
+    expect(spawnSync('ls', [join(plain, 'etc/systemd')], { encoding: 'utf8' }).stdout).not.toContain('resolved.conf.d');
+  });
+
   it('refuses bad flags before touching anything', () => {
     const root = cleanup.dir('cairn-stage-');
     for (const [args, said] of [
@@ -217,6 +230,8 @@ describe('deploy/install.sh', () => {
       [['--work-dir', 'relative'], /absolute/],
       [['--master-id', '1'], /go together/],
       [['--docker-runtime', 'a b'], /--docker-runtime must be a runtime name/],
+      [['--split-dns', 'resolver.local'], /--split-dns must be an IPv4 address/],
+      [['--split-dns', '169.254.53.53', '--dns-domain', 'Bad_Zone'], /--dns-domain must be a domain name/],
       [['--master-host', 'a b'], /--master-host must be an address/],
       [['--credential', '/nonexistent/agent.json'], /cannot read --credential/],
       [['--credentials', '/nonexistent/credentials.json', '--enable', 'master'], /cannot read --credentials/],

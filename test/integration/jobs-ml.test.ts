@@ -13,13 +13,14 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { authFetch } from '../harness/credentials.ts';
-import { Cleanup, freePort, runCairn, startCairn, waitFor, type CairnProcess } from '../harness/processes.ts';
+import { startGossipCluster } from '../harness/gossip-cluster.ts';
+import { jobsApi, pytorchJobYaml, replicaOf } from '../harness/jobs-api.ts';
+import { Cleanup, runCairn, waitFor, type CairnProcess } from '../harness/processes.ts';
 import type { JobView } from '../../master/frameworks/jobs/record.ts';
-import type { ReplicaStatus } from '../../master/frameworks/jobs/model.ts';
 
 const PYTHON = '/usr/bin/python3';
 const PROGRAMS = fileURLToPath(new URL('../../examples/programs/', import.meta.url));
@@ -41,77 +42,16 @@ const AGENT_RESOURCES = ['cpus:4;mem:6144;disk:2000;ports:[32000-32099]', 'cpus:
 
 beforeAll(async () => {
   if (skip) return;
-  const base = cleanup.dir('cairn-jobs-ml-');
-  // Replicas run as the agents' task user (nobody): the job dirs below must be reachable.
-  chmodSync(base, 0o755);
-  const secretFile = join(base, 'secret');
-  writeFileSync(secretFile, 'a-jobs-ml-test-secret-0123456789\n');
-  jobDirs = join(base, 'job-dirs');
-  const [port, gossipPort] = [await freePort(), await freePort()];
-  const url = `http://127.0.0.1:${port}`;
-  master = cleanup.track(startCairn([
-    'master', '--port', String(port), '--host', '127.0.0.1', '--data-dir', join(base, 'master'),
-    '--dns-port', '0', '--secret-file', secretFile, '--gossip-port', String(gossipPort),
-  ], url));
-  await master.waitHealthy();
-  for (const [i, resources] of AGENT_RESOURCES.entries()) {
-    const [agentPort, agentGossip] = [await freePort(), await freePort()];
-    const agent = cleanup.track(startCairn([
-      'agent', '--master', url, '--join', `127.0.0.1:${gossipPort}`, '--secret-file', secretFile, '--gossip-port', String(agentGossip),
-      '--port', String(agentPort), '--work-dir', cleanup.dir(`cairn-jobs-ml-agent${i}-`), '--hostname', 'localhost',
-      '--resources', resources, '--job-dirs', jobDirs,
-    ], `http://127.0.0.1:${agentPort}`));
-    await agent.waitHealthy();
-  }
-  await waitFor('two agents registered', async () => {
-    const s = await (await authFetch(`${url}/api/v1/state`)).json();
-    return s.agents?.filter((a: { connected: boolean }) => a.connected).length === 2 ? true : undefined;
-  }, 30_000);
+  ({ master, jobDirs } = await startGossipCluster(cleanup, 'jobs-ml', AGENT_RESOURCES));
 }, 120_000);
 
 afterAll(async () => {
   await cleanup.run();
 }, 60_000);
 
-async function submit(doc: unknown, contentType = 'application/json'): Promise<{ name: string; ignored: unknown[] }> {
-  const r = await authFetch(`${master.url}/api/v1/jobs`, { method: 'POST', headers: { 'content-type': contentType }, body: typeof doc === 'string' ? doc : JSON.stringify(doc) });
-  const body = await r.json();
-  expect(r.status, JSON.stringify(body)).toBe(201);
-  return body;
-}
-
-async function job(name: string): Promise<JobView> {
-  const r = await authFetch(`${master.url}/api/v1/jobs/${name}`);
-  expect(r.status).toBe(200);
-  return (await r.json()) as JobView;
-}
-
-async function finished(name: string, timeoutMs: number): Promise<JobView> {
-  return waitFor(`job ${name} finished`, async () => {
-    const j = await job(name);
-    return j.phase === 'Succeeded' || j.phase === 'Failed' ? j : undefined;
-  }, timeoutMs, 250);
-}
-
-function replica(j: JobView, group: string, index: number): ReplicaStatus {
-  const r = j.replicas.find((x) => x.group === group && x.index === index);
-  if (!r) throw new Error(`job ${j.name} has no ${group} ${index}`);
-  return r;
-}
-
-/** A task's whole stdout as the logs API pages it. */
-async function taskLog(taskId: string): Promise<string> {
-  let out = '';
-  let offset = 0;
-  for (;;) {
-    const r = await authFetch(`${master.url}/api/v1/tasks/${encodeURIComponent(taskId)}/logs?stream=stdout&offset=${offset}`);
-    if (!r.ok) throw new Error(`logs of ${taskId}: ${r.status} ${await r.text()}`);
-    const chunk = (await r.json()) as { data: string; nextOffset: number };
-    if (chunk.data === '' || chunk.nextOffset === offset) return out;
-    out += chunk.data;
-    offset = chunk.nextOffset;
-  }
-}
+const api = jobsApi(() => master.url);
+const { submit, job, finished, taskLog } = api;
+const replica = replicaOf;
 
 /** The replica's log, once it shows `re` (its current task). */
 async function waitLog(name: string, group: string, index: number, re: RegExp, timeoutMs = 120_000): Promise<{ log: string; taskId: string }> {
@@ -141,26 +81,7 @@ describe.skipIf(skip)('ML programs as training jobs on a real cluster', () => {
     const template = { command: [PYTHON, program('pytorch_ddp.py'), '--epochs', '5'], cpus: 0.5, mem: 1024 };
     const own = await submit({ name: 'ddp', kind: 'pytorch', groups: [{ name: 'master', replicas: 1, template }, { name: 'worker', replicas: 3, template }] });
     expect(own).toEqual({ name: 'ddp', ignored: [] });
-    const yaml = [
-      'apiVersion: kubeflow.org/v1',
-      'kind: PyTorchJob',
-      'metadata:',
-      '  name: ddp-kubeflow',
-      'spec:',
-      '  pytorchReplicaSpecs:',
-      ...(['Master', 'Worker'] as const).flatMap((role) => [
-        `    ${role}:`,
-        `      replicas: ${role === 'Master' ? 1 : 3}`,
-        '      restartPolicy: OnFailure',
-        '      template:',
-        '        spec:',
-        '          containers:',
-        '            - name: pytorch',
-        `              command: ${JSON.stringify([PYTHON, program('pytorch_ddp.py'), '--epochs', '5'])}`,
-        '              resources:',
-        '                requests: {cpu: 500m, memory: 1Gi}',
-      ]),
-    ].join('\n');
+    const yaml = pytorchJobYaml('ddp-kubeflow', [PYTHON, program('pytorch_ddp.py'), '--epochs', '5']);
     await submit(yaml, 'application/yaml');
 
     for (const name of ['ddp', 'ddp-kubeflow']) {

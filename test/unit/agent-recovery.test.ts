@@ -168,11 +168,11 @@ describe('the launcher', () => {
     expect(decodeWaitStatus(9)).toEqual({ code: null, signal: 'SIGKILL' });
     expect(decodeWaitStatus(15 | 0x80)).toEqual({ code: null, signal: 'SIGTERM' }); // core dumped
     const rec = encodeLaunchRecord(3, { cwd: '/s', stdoutPath: '/s/stdout', stderrPath: '/s/stderr', env: { A: '1', B: 'x=y\nz' }, file: '/bin/sh', argv0: 'sh', args: ['-c', 'echo é'] });
-    // No user to switch to (empty uid and gid), no cgroups, two variables.
-    const body = '3\0/s\0/s/stdout\0/s/stderr\0\0\x000\x002\0A=1\0B=x=y\nz\0/bin/sh\0sh\0-c\0echo é';
+    // No user to switch to (empty uid and gid), no resolv file, no cgroups, two variables.
+    const body = '3\0/s\0/s/stdout\0/s/stderr\0\0\0\x000\x002\0A=1\0B=x=y\nz\0/bin/sh\0sh\0-c\0echo é';
     expect(rec.toString('utf8')).toBe(`${Buffer.byteLength(body)}\n${body}`);
-    const asUser = encodeLaunchRecord(4, { cwd: '/s', stdoutPath: 'stdout', stderrPath: 'stderr', uid: 65534, gid: 65533, cgroupProcs: ['/cg/a/cgroup.procs'], env: {}, file: '/bin/sh', argv0: 'sh', args: [] });
-    const userBody = '4\0/s\0stdout\0stderr\x0065534\x0065533\x001\0/cg/a/cgroup.procs\x000\0/bin/sh\0sh';
+    const asUser = encodeLaunchRecord(4, { cwd: '/s', stdoutPath: 'stdout', stderrPath: 'stderr', uid: 65534, gid: 65533, resolvConf: '/w/resolv.conf', cgroupProcs: ['/cg/a/cgroup.procs'], env: {}, file: '/bin/sh', argv0: 'sh', args: [] });
+    const userBody = '4\0/s\0stdout\0stderr\x0065534\x0065533\0/w/resolv.conf\x001\0/cg/a/cgroup.procs\x000\0/bin/sh\0sh';
     expect(asUser.toString('utf8')).toBe(`${Buffer.byteLength(userBody)}\n${userBody}`);
     expect(() => encodeLaunchRecord(1, { cwd: '/s', stdoutPath: 'o', stderrPath: 'e', env: {}, file: '/bin/sh', argv0: 'sh', args: ['a\0b'] })).toThrow(/NUL/);
   });

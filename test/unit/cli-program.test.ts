@@ -242,7 +242,7 @@ describe('daemon commands: parsing', () => {
       masterUrl: 'http://m:5050', workDir: '/w', resources: 'cpus:1', attributes: 'rack:r1;zone:a', httpPort: 0, hostname: 'h1',
       recover: 'reconnect', cgroups: true, cgroupsRoot: 'cairn', cgroupsCpuQuota: false, usageIntervalMs: 5000, sandboxGcAgeMs: 7 * 86_400_000, sandboxGcDiskPercent: 90,
       gpuSharing: 1, docker: true, dockerSocket: '/var/run/docker.sock',
-      defaultTaskUser: 'nobody', allowRootTasks: false, taskPidsMax: 4096,
+      defaultTaskUser: 'nobody', allowRootTasks: false, taskPidsMax: 4096, taskDns: true,
     });
     const r2 = await parse(['agent', '--recover', 'cleanup', '--no-cgroups', '--cgroups-root', 'ml/cairn', '--cgroups-cpu-quota', '--usage-interval', '1s', '--sandbox-gc-age', '12h', '--sandbox-gc-disk-percent', '80']);
     expect(r2.options).toMatchObject({ recover: 'cleanup', cgroups: false, cgroupsRoot: 'ml/cairn', cgroupsCpuQuota: true, usageIntervalMs: 1000, sandboxGcAgeMs: 12 * 3_600_000, sandboxGcDiskPercent: 80 });
@@ -253,6 +253,13 @@ describe('daemon commands: parsing', () => {
     const r4 = await parse(['agent', '--default-task-user', 'builder', '--allow-root-tasks', '--task-pids-max', '64']);
     expect(r4.options).toMatchObject({ defaultTaskUser: 'builder', allowRootTasks: true, taskPidsMax: 64 });
     for (const bad of [['--default-task-user', 'a b'], ['--default-task-user', '-x'], ['--task-pids-max', '-1'], ['--task-pids-max', '5000000']]) expect((await parse(['agent', ...bad])).code).toBe(2);
+    const r5 = await parse(['agent', '--no-task-dns', '--task-dns-address', '169.254.53.53', '--dns-resolvers', '10.0.0.2,127.0.0.1:5353']);
+    expect(r5.options).toMatchObject({ taskDns: false, taskDnsAddress: '169.254.53.53', dnsResolvers: ['10.0.0.2', '127.0.0.1:5353'] });
+    for (const bad of [['--task-dns-address', 'resolver.local'], ['--task-dns-address', '::1'], ['--dns-resolvers', 'dns.example']]) {
+      const r = await parse(['agent', ...bad]);
+      expect(r.code, bad.join(' ')).toBe(2);
+      expect(r.err).toContain(bad[0]);
+    }
   });
 
   it('agent drain and undrain: a host, a deadline, the master from either place', async () => {

@@ -2,7 +2,7 @@
 // servers as Docker takes them, and which containers an agent takes for its own.
 
 import { describe, expect, it } from 'vitest';
-import { containerConfig, resolvePortMappings } from '../../agent/executors/docker/container-config.ts';
+import { containerConfig, NO_CONTAINER_DNS, resolvePortMappings } from '../../agent/executors/docker/container-config.ts';
 import type { DockerTaskInfo } from '../../agent/executors/docker/docker-executor.ts';
 import { dockerDnsServers } from '../../agent/agent.ts';
 import { cgroupFromProcFile } from '../../agent/isolation/cgroups.ts';
@@ -22,17 +22,17 @@ function task(over: Partial<DockerTaskInfo['container']['docker']> = {}, resourc
 describe('container create body', () => {
   it('runs the image\'s own entrypoint and command when the task names no program, and its entrypoint with args alone', () => {
     const bare = { ...task(), command: { shell: false, value: '', arguments: [], environment: [] } };
-    const b = containerConfig({ task: bare, agentId: 'a-S0', agentInstance: 'i', hostname: 'h1', sandbox: '/s', gpuIndices: [], dnsServers: [], cpuQuota: false });
+    const b = containerConfig({ task: bare, agentId: 'a-S0', agentInstance: 'i', hostname: 'h1', sandbox: '/s', gpuIndices: [], dns: NO_CONTAINER_DNS, cpuQuota: false });
     expect(b.Entrypoint).toBeUndefined();
     expect(b.Cmd).toBeUndefined();
     const args = { ...task(), command: { shell: false, value: '', arguments: ['--epochs', '3'], environment: [] } };
-    const c = containerConfig({ task: args, agentId: 'a-S0', agentInstance: 'i', hostname: 'h1', sandbox: '/s', gpuIndices: [], dnsServers: [], cpuQuota: false });
+    const c = containerConfig({ task: args, agentId: 'a-S0', agentInstance: 'i', hostname: 'h1', sandbox: '/s', gpuIndices: [], dns: NO_CONTAINER_DNS, cpuQuota: false });
     expect(c.Entrypoint).toBeUndefined();
     expect(c.Cmd).toEqual(['--epochs', '3']);
   });
 
   it('carries env, limits, ports, volumes, DNS, GPUs and the labels that tie it to its task', () => {
-    const b = containerConfig({ task: task(), agentId: 'a-S0', agentInstance: 'inst-1', hostname: 'h1', sandbox: '/w/sandboxes/web.1', gpuIndices: [1, 3], dnsServers: ['10.0.0.1', '10.0.0.2'], cpuQuota: true });
+    const b = containerConfig({ task: task(), agentId: 'a-S0', agentInstance: 'inst-1', hostname: 'h1', sandbox: '/w/sandboxes/web.1', gpuIndices: [1, 3], dns: { servers: ['10.0.0.1', '10.0.0.2'], search: ['marathon.cairn', 'cairn'], options: ['ndots:2'] }, cpuQuota: true });
     expect(b.name).toBe('cairn-web.1');
     expect(b.Image).toBe('img:1');
     expect(b.Entrypoint).toEqual(['/bin/sh', '-c']);
@@ -50,12 +50,14 @@ describe('container create body', () => {
       PortBindings: { '80/tcp': [{ HostPort: '31000' }] },
       Binds: ['/w/sandboxes/web.1:/mnt/mesos/sandbox:rw', '/data:/in:ro'],
       Dns: ['10.0.0.1', '10.0.0.2'],
+      DnsSearch: ['marathon.cairn', 'cairn'],
+      DnsOptions: ['ndots:2'],
       DeviceRequests: [{ Driver: 'nvidia', DeviceIDs: ['1', '3'], Capabilities: [['gpu']] }],
     });
   });
 
   it('on the host network has no port bindings; without DNS servers or GPUs sets neither', () => {
-    const b = containerConfig({ task: task({ network: 'host', portMappings: [] }), agentId: 'a', agentInstance: 'i', hostname: 'h', sandbox: '/s', gpuIndices: [], dnsServers: [] });
+    const b = containerConfig({ task: task({ network: 'host', portMappings: [] }), agentId: 'a', agentInstance: 'i', hostname: 'h', sandbox: '/s', gpuIndices: [], dns: NO_CONTAINER_DNS });
     expect(b.HostConfig.NetworkMode).toBe('host');
     expect(b.HostConfig.PortBindings).toBeUndefined();
     expect(b.HostConfig.Dns).toBeUndefined();
@@ -68,7 +70,7 @@ describe('container create body', () => {
   });
 
   it('starts the container with the runtime the agent names', () => {
-    const b = containerConfig({ task: task(), agentId: 'a', agentInstance: 'i', hostname: 'h', sandbox: '/s', gpuIndices: [], dnsServers: [], runtime: 'crun' });
+    const b = containerConfig({ task: task(), agentId: 'a', agentInstance: 'i', hostname: 'h', sandbox: '/s', gpuIndices: [], dns: NO_CONTAINER_DNS, runtime: 'crun' });
     expect(b.HostConfig.Runtime).toBe('crun');
   });
 
@@ -125,7 +127,7 @@ describe('which containers are this agent\'s', () => {
   });
 
   it('never labels a container with an empty agent id', () => {
-    const input = { task: task(), agentId: '', agentInstance: 'i', hostname: 'h', sandbox: '/s', gpuIndices: [], dnsServers: [] };
+    const input = { task: task(), agentId: '', agentInstance: 'i', hostname: 'h', sandbox: '/s', gpuIndices: [], dns: NO_CONTAINER_DNS };
     expect(() => containerConfig(input)).toThrow(expect.objectContaining({ field: 'agentId' }));
     expect(() => containerConfig({ ...input, agentId: 'a', agentInstance: '' })).toThrow(expect.objectContaining({ field: 'agentId' }));
   });

@@ -22,6 +22,16 @@ const CPU_PERIOD_US = 100_000;
 /** Docker refuses memory limits under 6 MiB. */
 const MIN_MEMORY_BYTES = 6 * 1024 * 1024;
 
+/** How a container resolves names (Docker's HostConfig Dns, DnsSearch, DnsOptions). */
+export interface ContainerDns {
+  servers: readonly string[];
+  search: readonly string[];
+  options: readonly string[];
+}
+
+/** The daemon's own DNS settings. */
+export const NO_CONTAINER_DNS: ContainerDns = { servers: [], search: [], options: [] };
+
 export interface ContainerConfigInput {
   task: TaskInfo & { container: ContainerSpec };
   /** The launching agent's id; never empty (a container labelled with none was adopted by any agent). */
@@ -31,7 +41,8 @@ export interface ContainerConfigInput {
   hostname: string;
   sandbox: string;
   gpuIndices: readonly number[];
-  dnsServers: readonly string[];
+  /** Docker's Dns, DnsSearch and DnsOptions; empty lists leave the daemon's. */
+  dns: ContainerDns;
   /**
    * Cap the container's CPU time at its cpus (CFS quota) besides weighting it, as
    * `--cgroups-cpu-quota` does for processes. Off by default: a small quota throttles the
@@ -69,6 +80,8 @@ export interface ContainerCreateBody {
     PortBindings?: Record<string, { HostPort: string }[]>;
     Binds: string[];
     Dns?: string[];
+    DnsSearch?: string[];
+    DnsOptions?: string[];
     DeviceRequests?: { Driver: string; DeviceIDs: string[]; Capabilities: string[][] }[];
   };
 }
@@ -169,7 +182,9 @@ export function containerConfig(input: ContainerConfigInput): ContainerCreateBod
   if (input.runtime !== undefined) body.HostConfig.Runtime = input.runtime;
   if (input.user) body.User = `${input.user.uid}:${input.user.gid}`;
   if (input.pidsLimit !== undefined && input.pidsLimit > 0) body.HostConfig.PidsLimit = input.pidsLimit;
-  if (input.dnsServers.length > 0) body.HostConfig.Dns = [...input.dnsServers];
+  if (input.dns.servers.length > 0) body.HostConfig.Dns = [...input.dns.servers];
+  if (input.dns.search.length > 0) body.HostConfig.DnsSearch = [...input.dns.search];
+  if (input.dns.options.length > 0) body.HostConfig.DnsOptions = [...input.dns.options];
   if (input.gpuIndices.length > 0) {
     body.HostConfig.DeviceRequests = [{ Driver: 'nvidia', DeviceIDs: input.gpuIndices.map(String), Capabilities: [['gpu']] }];
   }

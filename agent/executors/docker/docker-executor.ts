@@ -9,7 +9,7 @@
 import Docker from 'dockerode';
 import { createWriteStream, mkdirSync, lstatSync, type WriteStream } from 'node:fs';
 import type { Logger } from 'pino';
-import { isTerminal, type ContainerSpec, type PullPolicy, type RunningTask, type TaskInfo, type TaskState } from '../../../shared/agent-protocol.ts';
+import { isTerminal, type ContainerSpec, type PullPolicy, type RegistryAuth, type RunningTask, type TaskInfo, type TaskState } from '../../../shared/agent-protocol.ts';
 import type { LogChunk } from '../../../shared/master-state.ts';
 import { Resources } from '../../../shared/resources.ts';
 import { GpuPool } from '../../resources/gpu-pool.ts';
@@ -17,8 +17,10 @@ import { cgroupOfProcess, type CgroupRef } from '../../isolation/cgroups.ts';
 import { closeQuietly, logPath, openLogForAppend, openSandbox, readSandboxLog, sandboxDir, type LogStream } from '../process/sandbox.ts';
 import type { TaskUserDecision } from '../../task-users.ts';
 import type { KillOutcome, LaunchOutcome, RecoverMode, TaskSnapshot, TaskStatusChange } from '../process/executor.ts';
-import { containerConfig, containerName, type ContainerCreateBody, LABEL_FRAMEWORK_ID, LABEL_TASK_ID } from './container-config.ts';
+import { containerConfig, containerName, type ContainerCreateBody, type ContainerDns, LABEL_FRAMEWORK_ID, LABEL_TASK_ID, NO_CONTAINER_DNS } from './container-config.ts';
 import { containerOwnership, workDirInstance, type ListedContainer, type Ownership } from './ownership.ts';
+import { engineAuthConfig, registryAnswer, takePullAuth } from './registry-auth.ts';
+import type { DockerConfig } from '../../../shared/docker-auth.ts';
 
 export const LABEL_RESOURCES = 'cairn.resources';
 /** The GPU devices the container holds, comma-separated, so a restarted agent holds them again. */
@@ -36,14 +38,19 @@ export interface DockerExecutorOptions {
   hostname: string;
   agentId: () => string;
   socketPath?: string;
-  /** Given to containers as their DNS servers (the masters' DNS, asked at each launch). */
-  dnsServers?: () => readonly string[];
+  /**
+   * What a container task named `dnsName` resolves with (the agent's task resolver; else the
+   * masters' DNS where it serves on port 53), asked at each launch.
+   */
+  dns?: (dnsName: string) => ContainerDns;
   /** Cap containers' CPU time at their cpus (CFS quota), not only weight it. */
   cpuQuota?: boolean;
   /** The OCI runtime containers are started with (the daemon's registered name); left out, the daemon's default. */
   runtime?: string;
   /** Shared with the process executor so that no device is handed out twice. */
   gpuPool: GpuPool;
+  /** The agent's registry credentials (--docker-config), for images whose launch brings none. */
+  dockerConfig?: DockerConfig;
   /** Decides which user each container runs as (its numeric uid:gid); without, the image's user. */
   users?: { decide(requested: string | undefined): TaskUserDecision };
   /** Processes and threads one container may have (its pids limit); 0 or left out: none. */
@@ -163,10 +170,11 @@ export class DockerExecutor {
     closeQuietly(opened.stderrFd);
     const image = info.container.docker.image;
     const policy = info.container.docker.pullPolicy;
+    const auth = takePullAuth(info.container.docker, this.opts.dockerConfig);
     // Only `always` pulls up front; otherwise the create below says whether the image is here,
     // which spares the daemon a call per launch.
     if (policy === 'always') {
-      const imageError = await this.pull(image);
+      const imageError = await this.pull(image, auth);
       if (imageError) return this.finish(t, 'TASK_FAILED', imageError, 'REASON_CONTAINER_LAUNCH_FAILED');
     }
     if (t.killRequested) return this.finish(t, 'TASK_KILLED', 'killed before the container started', 'REASON_TASK_KILLED_DURING_LAUNCH');
@@ -179,14 +187,14 @@ export class DockerExecutor {
     }
     const body = containerConfig({
       task: info, agentId, agentInstance: this.ownInstance(), hostname: this.opts.hostname, sandbox: t.sandbox,
-      gpuIndices: t.gpus, dnsServers: this.opts.dnsServers?.() ?? [], cpuQuota: this.opts.cpuQuota ?? false,
+      gpuIndices: t.gpus, dns: this.opts.dns?.(info.dnsName ?? '') ?? NO_CONTAINER_DNS, cpuQuota: this.opts.cpuQuota ?? false,
       ...(this.opts.runtime !== undefined ? { runtime: this.opts.runtime } : {}),
       ...(runAs ? { user: { uid: runAs.uid, gid: runAs.gid } } : {}),
       ...(this.opts.pidsMax ? { pidsLimit: this.opts.pidsMax } : {}),
     });
     body.Labels[LABEL_RESOURCES] = info.resources;
     if (t.gpus.length > 0) body.Labels[LABEL_GPUS] = t.gpus.join(',');
-    const created = await this.create(body, policy);
+    const created = await this.create(body, policy, auth);
     if (typeof created === 'string') return this.finish(t, 'TASK_FAILED', created, 'REASON_CONTAINER_LAUNCH_FAILED');
     const container = created;
     t.containerId = container.id;
@@ -284,7 +292,7 @@ export class DockerExecutor {
    * this task's name by an earlier attempt of this agent is in the way: it goes, and the
    * create is tried again. One that is not this agent's is left alone, and the launch fails.
    */
-  private async create(body: ContainerCreateBody, policy: PullPolicy): Promise<Docker.Container | string> {
+  private async create(body: ContainerCreateBody, policy: PullPolicy, auth: RegistryAuth | undefined): Promise<Docker.Container | string> {
     let pulled = policy === 'always';
     let removed = false;
     for (;;) {
@@ -296,7 +304,7 @@ export class DockerExecutor {
           if (policy === 'never') return `image ${body.Image} is not present and the pull policy is never`;
           if (pulled) return `image ${body.Image} is not present after pulling it`;
           pulled = true;
-          const pullError = await this.pull(body.Image);
+          const pullError = await this.pull(body.Image, auth);
           if (pullError) return pullError;
         } else if (status === 409 && !removed) {
           removed = true;
@@ -318,14 +326,16 @@ export class DockerExecutor {
     }
   }
 
-  /** Pulls the image; undefined when it is here to use, else why not. */
-  private async pull(image: string): Promise<string | undefined> {
+  /** Pulls the image (with the registry credential, if any); undefined when it is here to use, else why not (the registry's words). */
+  private async pull(image: string, auth: RegistryAuth | undefined): Promise<string | undefined> {
     try {
-      const stream = await this.docker.pull(image);
+      const stream = await this.docker.pull(image, auth ? { authconfig: engineAuthConfig(auth) } : {});
       await new Promise<void>((resolve, reject) => this.docker.modem.followProgress(stream, (err: Error | null) => (err ? reject(err) : resolve())));
       return undefined;
     } catch (err) {
-      return `cannot pull image ${image}: ${(err as Error).message}`;
+      const said = (err as Error).message;
+      const registry = await registryAnswer(image, said, auth);
+      return `cannot pull image ${image}: ${registry ? `${registry} (the Docker daemon, having tried plain HTTP after it: ${said})` : said}`;
     }
   }
 

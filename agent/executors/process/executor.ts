@@ -33,7 +33,7 @@ import { buildTaskEnvironment } from './environment.ts';
 import { ensureJobDir, jobDirFor } from '../../job-dirs.ts';
 import { terminalStatusFor, type TerminalStatus } from './exit-status.ts';
 import { isSameProcessAlive, processStartTime } from './proc.ts';
-import { Launcher } from './launcher.ts';
+import { Launcher, probeResolvMount } from './launcher.ts';
 import type { RunAs, TaskUserDecision } from '../../task-users.ts';
 import {
   LOG_STREAMS,
@@ -97,6 +97,11 @@ export interface ProcessExecutorOptions {
   agentEnv?: Readonly<Record<string, string | undefined>>;
   /** The masters' DNS servers and zone as the agent knows them now (gossip), for CAIRN_DNS. */
   dns?: () => { servers: readonly string[]; domain?: string } | undefined;
+  /**
+   * The resolv.conf a task named `dnsName` sees as /etc/resolv.conf (the agent's task
+   * resolver); undefined: the host's. Mounted by the launcher only (see resolvMountProblem).
+   */
+  resolvConf?: (dnsName: string) => string | undefined;
   defaultKillGraceMs?: number;
   /** Called on every state change, in order per task. */
   onStatus: (change: TaskStatusChange) => void;
@@ -203,6 +208,15 @@ export class ProcessExecutor {
     this.pollMs = opts.recoveredPollMs ?? DEFAULT_RECOVERED_POLL_MS;
     const perl = this.tools.perl;
     if (opts.launcher !== false && perl !== undefined) this.launcher = new Launcher(perl, opts.logger);
+  }
+
+  /**
+   * Why tasks cannot be given their own /etc/resolv.conf here (a mount namespace each, made by
+   * the launcher), tried for real with `file`; undefined when they can.
+   */
+  resolvMountProblem(file: string): string | undefined {
+    if (!this.launcher || this.tools.perl === undefined) return 'tasks are spawned without the launcher (perl not found)';
+    return probeResolvMount(this.tools.perl, file);
   }
 
   /** How supervisors are started: through the launcher, or spawned from this process. */
@@ -336,6 +350,12 @@ export class ProcessExecutor {
     const sup = supervisedSpawn(spec, info.command.shell, supervisorJoins, this.tools, held);
     if (sup.argv0Dropped) this.opts.logger?.warn({ taskId: info.taskId, argv0: spec.argv0 }, 'bash not found: the task runs with its program path as argv[0]');
 
+    let resolvConf: string | undefined;
+    try {
+      resolvConf = this.launcher ? this.opts.resolvConf?.(info.dnsName ?? '') : undefined;
+    } catch (err) {
+      this.opts.logger?.warn({ taskId: info.taskId, err: (err as Error).message }, "cannot write the task's resolv.conf: it sees the host's");
+    }
     if (this.launcher) {
       this.launcher.start(
         {
@@ -344,6 +364,7 @@ export class ProcessExecutor {
           stdoutPath: 'stdout',
           stderrPath: 'stderr',
           ...(switchTo ? { uid: switchTo.uid, gid: switchTo.gid } : {}),
+          ...(resolvConf !== undefined ? { resolvConf } : {}),
           cgroupProcs,
           env,
           file: sup.file,

@@ -10,8 +10,10 @@
 //
 // Protocol (bytes; no field holds a NUL, as no argv or environment entry can):
 //   agent -> launcher   "<length>\n" then id NUL cwd NUL stdout NUL stderr NUL uid NUL gid NUL
-//                       k NUL cgroup.procs[0..k) NUL n NUL env[0..n) NUL file NUL argv0 NUL args...
-//                       (uid and gid empty: the child keeps the launcher's user)
+//                       resolv NUL k NUL cgroup.procs[0..k) NUL n NUL env[0..n) NUL file NUL
+//                       argv0 NUL args...
+//                       (uid and gid empty: the child keeps the launcher's user; resolv empty:
+//                       the child sees the host's /etc/resolv.conf)
 //   launcher -> agent   "started <id> <pid> <start time>\n"   (start time: /proc/PID/stat field 22)
 //                       "failed <id> <errno text>\n"          (fork failed)
 //                       "exit <pid> <wait status>\n"          (the launcher reaps its children)
@@ -22,19 +24,24 @@
 //
 // The child, in this order: enters its working directory (the sandbox) and writes its pid
 // into the task's cgroup.procs files while it still has the launcher's (root's) rights, so
-// nothing the task runs is ever outside its limits; then, given a uid and gid, sets its
+// nothing the task runs is ever outside its limits; given a resolv file, enters a mount
+// namespace of its own (mounts from the host still reach it; its own go nowhere) and mounts
+// that file over /etc/resolv.conf, so every resolver call of the task asks the agent's task
+// resolver; then, given a uid and gid, sets its
 // groups to the one gid, its gid and its uid, and checks that all took; only then opens its
 // stdout and stderr, as the task's user, so a file planted in the sandbox can only ever be
 // one that user may write. A failure before the exec exits 125 (cgroup) or 126 (anything
 // else), with the reason on the launcher's stderr (the agent's log).
 
-import { spawn, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import type { Logger } from 'pino';
 
 export const LAUNCHER_SCRIPT = String.raw`
 use strict; no warnings; use POSIX ();
 $| = 1;
+my ($SYS_unshare, $SYS_mount) = @ARGV;
 my $chld = 0;
 $SIG{CHLD} = sub { $chld = 1 };
 sub reap { $chld = 0; while ((my $p = waitpid(-1, POSIX::WNOHANG())) > 0) { syswrite(STDOUT, "exit $p $?\n"); } }
@@ -54,7 +61,7 @@ while (1) {
     my ($len, $hl) = ($1, length($1) + 1);
     last if length($buf) < $hl + $len;
     my $rec = substr($buf, $hl, $len); substr($buf, 0, $hl + $len) = '';
-    my ($id, $cwd, $out, $err, $uid, $gid, $ncg, @rest) = split /\0/, $rec, -1;
+    my ($id, $cwd, $out, $err, $uid, $gid, $resolv, $ncg, @rest) = split /\0/, $rec, -1;
     my @cgs = splice(@rest, 0, $ncg);
     my $nenv = shift @rest;
     my @env = splice(@rest, 0, $nenv);
@@ -69,6 +76,14 @@ while (1) {
         open(my $f, '>', $cg) or fail(125, "cannot join cgroup $cg: $!");
         defined(syswrite($f, "$$\n")) or fail(125, "cannot join cgroup $cg: $!");
         close($f);
+      }
+      if ($resolv ne '') {
+        # CLONE_NEWNS; then / and below MS_SLAVE|MS_REC; then the file MS_BIND over the host's.
+        (defined $SYS_unshare && syscall($SYS_unshare + 0, 0x20000) == 0) or fail(126, "cannot enter a mount namespace: $!");
+        # (syscall takes strings by reference: literals would be read-only.)
+        my ($none, $root, $target) = ('none', '/', '/etc/resolv.conf');
+        syscall($SYS_mount + 0, $none, $root, 0, 0x84000, 0) == 0 or fail(126, "cannot make / a slave mount: $!");
+        syscall($SYS_mount + 0, $resolv, $target, 0, 0x1000, 0) == 0 or fail(126, "cannot mount $resolv on /etc/resolv.conf: $!");
       }
       if ($uid ne '') {
         $) = "$gid $gid";
@@ -90,6 +105,34 @@ while (1) {
 }
 `;
 
+/**
+ * unshare(2) and mount(2) by number, for the launcher's perl (which has no wrappers for them);
+ * on other machines process tasks keep the host's resolv.conf.
+ */
+export const MOUNT_SYSCALLS: Partial<Record<string, { unshare: number; mount: number }>> = {
+  x64: { unshare: 272, mount: 165 },
+  arm64: { unshare: 97, mount: 40 },
+};
+
+/**
+ * Whether a child of `perl` can do what the launcher does for a resolv file: enter a mount
+ * namespace and mount `file` over /etc/resolv.conf there. Undefined when it can; else why not.
+ */
+export function probeResolvMount(perl: string, file: string): string | undefined {
+  const sys = MOUNT_SYSCALLS[process.arch];
+  if (!sys) return `no mount system calls known for ${process.arch}`;
+  const script = String.raw`
+    syscall($ARGV[0] + 0, 0x20000) == 0 or die "unshare: $!\n";
+    my ($none, $root, $target) = ('none', '/', '/etc/resolv.conf');
+    syscall($ARGV[1] + 0, $none, $root, 0, 0x84000, 0) == 0 or die "mount --make-rslave /: $!\n";
+    syscall($ARGV[1] + 0, $ARGV[2], $target, 0, 0x1000, 0) == 0 or die "mount --bind on /etc/resolv.conf: $!\n";
+    open(my $f, '<', '/etc/resolv.conf') or die "read: $!\n"; local $/; print <$f>;`;
+  const r = spawnSync(perl, ['-e', script, String(sys.unshare), String(sys.mount), file], { encoding: 'utf8', timeout: 10_000 });
+  if (r.error) return r.error.message;
+  if (r.status !== 0) return (r.stderr || `exit ${r.status}`).trim();
+  return r.stdout === readFileSync(file, 'utf8') ? undefined : 'the mounted file did not read back';
+}
+
 export interface LaunchRequest {
   cwd: string;
   /** Opened by the child once it runs as the task's user; relative paths are under cwd. */
@@ -98,6 +141,8 @@ export interface LaunchRequest {
   /** The user and group to run as; left out, the launcher's own. */
   uid?: number;
   gid?: number;
+  /** A file the child mounts over /etc/resolv.conf in a mount namespace of its own (as root, before switching users). */
+  resolvConf?: string;
   /** cgroup.procs files the child puts itself into before anything else (and before switching users). */
   cgroupProcs?: readonly string[];
   env: Record<string, string>;
@@ -130,7 +175,7 @@ export function encodeLaunchRecord(id: number, req: LaunchRequest): Buffer {
   const env = Object.entries(req.env).map(([k, v]) => `${k}=${v}`);
   const ids = req.uid !== undefined && req.gid !== undefined ? [String(req.uid), String(req.gid)] : ['', ''];
   const cgroups = req.cgroupProcs ?? [];
-  const fields = [String(id), req.cwd, req.stdoutPath, req.stderrPath, ...ids, String(cgroups.length), ...cgroups, String(env.length), ...env, req.file, req.argv0, ...req.args];
+  const fields = [String(id), req.cwd, req.stdoutPath, req.stderrPath, ...ids, req.resolvConf ?? '', String(cgroups.length), ...cgroups, String(env.length), ...env, req.file, req.argv0, ...req.args];
   for (const f of fields) if (f.includes('\0')) throw new Error('a launch field holds a NUL byte');
   const body = Buffer.from(fields.join('\0'), 'utf8');
   return Buffer.concat([Buffer.from(`${body.length}\n`), body]);
@@ -187,7 +232,8 @@ export class Launcher {
 
   private ensureChild(): ChildProcess {
     if (this.child) return this.child;
-    const child = spawn(this.perl, ['-e', LAUNCHER_SCRIPT], {
+    const sys = MOUNT_SYSCALLS[process.arch];
+    const child = spawn(this.perl, ['-e', LAUNCHER_SCRIPT, ...(sys ? [String(sys.unshare), String(sys.mount)] : [])], {
       // Its own process group: a Ctrl-C meant for the agent in a terminal must not end it.
       detached: true,
       stdio: ['pipe', 'pipe', 'inherit'],

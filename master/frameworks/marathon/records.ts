@@ -5,7 +5,18 @@
 import type { JsonValue } from '../../registry/commands.ts';
 import type { BuiltinStore } from '../../builtin/store.ts';
 import type { AppDefinition, StoredApp } from './app-model.ts';
-import type { TaskFailureRecord } from './views.ts';
+
+/** Marathon's `TaskFailure` (types/task.raml): the app's last task that failed. */
+export interface TaskFailureRecord {
+  appId: string;
+  host: string;
+  message: string;
+  state: string;
+  taskId: string;
+  timestamp: string;
+  version: string;
+  slaveId: string;
+}
 
 export const FRAMEWORK_ID_KEY = 'framework-id';
 export const appKey = (appId: string) => `app/${appId}`;

@@ -16,8 +16,8 @@ import { storedDelays } from './launch-delays.ts';
 import { NO_INTEREST, offerInterest, planRound, type OfferInterest } from './round-plan.ts';
 import { AppChanges } from './app-changes.ts';
 import { EventBus } from './event-bus.ts';
-import { failureKey, FRAMEWORK_ID_KEY, instanceKey, MarathonRecords, type InstanceRecord } from './records.ts';
-import { deploymentPlanJson, type QueueCounters, type TaskFailureRecord } from './views.ts';
+import { failureKey, FRAMEWORK_ID_KEY, instanceKey, MarathonRecords, type InstanceRecord, type TaskFailureRecord } from './records.ts';
+import { deploymentPlanJson, type QueueCounters } from './views.ts';
 
 export const FRAMEWORK_NAME = 'marathon';
 /** A week: the framework's tasks outlive any leader change and any restart of every master. */

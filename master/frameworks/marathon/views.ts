@@ -6,7 +6,7 @@ import { storedAppJson } from './app-json.ts';
 import { cairnOnlyFields, marathonApp, marathonStoredApp, SERVICES_ROLE } from './marathon-shape.ts';
 import type { StoredApp } from './app-model.ts';
 import { REJECT_REASONS, type AppQueueFacts, type RejectReason } from './core.ts';
-import type { DeploymentRecord, InstanceRecord } from './records.ts';
+import type { DeploymentRecord, InstanceRecord, TaskFailureRecord } from './records.ts';
 
 export interface TaskFacts {
   record: InstanceRecord;
@@ -42,18 +42,6 @@ export function taskJson(f: TaskFacts, withHealth: boolean, servicePorts: number
 export function servicePortsOf(s: StoredApp): number[] {
   const d = s.app.container?.docker;
   return d && d.network === 'BRIDGE' ? d.portMappings.map((m) => m.servicePort) : s.app.portDefinitions.map((p) => p.port);
-}
-
-/** Marathon's `TaskFailure` (types/task.raml): the app's last task that failed. */
-export interface TaskFailureRecord {
-  appId: string;
-  host: string;
-  message: string;
-  state: string;
-  taskId: string;
-  timestamp: string;
-  version: string;
-  slaveId: string;
 }
 
 /** What an app's answer shows besides its definition. */

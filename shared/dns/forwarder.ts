@@ -1,14 +1,17 @@
-// Forwards queries for names outside the domain to upstream resolvers, over one UDP
+// Forwards queries to upstream resolvers (a master: names outside its domain; an agent's task
+// resolver: zone names to the masters, the rest to the host's upstreams), over one UDP
 // socket per address family. Each forwarded query gets a fresh random id (so concurrent
 // clients' ids cannot collide and replies cannot be guessed), and a reply is accepted only
 // from the resolver asked, with that id and the same question. Resolvers are tried in
-// order, each for `timeoutMs`; when none answers the caller answers SERVFAIL. A truncated
+// order, each for `timeoutMs`, starting from the one that answered last (so a dead first
+// resolver costs one time-out, not one per query); when none answers the caller answers
+// SERVFAIL. A truncated
 // UDP reply to a client that asked over TCP is fetched again over TCP.
 
 import { randomInt } from 'node:crypto';
 import dgram from 'node:dgram';
 import net from 'node:net';
-import type { Upstream } from './config.ts';
+import type { Upstream } from './upstream.ts';
 
 interface Pending {
   upstream: Upstream;
@@ -24,14 +27,28 @@ export class Forwarder {
   private readonly sockets = new Map<4 | 6, dgram.Socket>();
   private readonly pending = new Map<number, Pending>();
   private closed = false;
+  /** The upstream that answered last; tried first. */
+  private preferred: Upstream | undefined;
+  private readonly list: () => readonly Upstream[];
 
+  /** `upstreams`: a fixed list, or a function read at each query (a list that follows gossip). */
   constructor(
-    private readonly upstreams: readonly Upstream[],
+    upstreams: readonly Upstream[] | (() => readonly Upstream[]),
     private readonly timeoutMs: number,
-  ) {}
+  ) {
+    this.list = typeof upstreams === 'function' ? upstreams : () => upstreams;
+  }
 
   get configured(): boolean {
-    return this.upstreams.length > 0;
+    return this.list().length > 0;
+  }
+
+  /** The upstreams in the order the next query tries them. */
+  private ordered(): readonly Upstream[] {
+    const all = this.list();
+    const p = this.preferred;
+    const i = p ? all.findIndex((u) => u.host === p.host && u.port === p.port) : -1;
+    return i <= 0 ? all : [...all.slice(i), ...all.slice(0, i)];
   }
 
   /**
@@ -39,13 +56,14 @@ export class Forwarder {
    * no resolver answered in time. `questionEnd` is where the request's question ends.
    */
   async forward(request: Buffer, questionEnd: number, transport: 'udp' | 'tcp'): Promise<Buffer | undefined> {
-    for (const upstream of this.upstreams) {
+    for (const upstream of this.ordered()) {
       if (this.closed) return undefined;
       let reply = await this.viaUdp(upstream, request, questionEnd);
       if (reply && transport === 'tcp' && reply.length >= 4 && reply[2] & 0x02) {
         reply = (await this.viaTcp(upstream, request)) ?? reply;
       }
       if (reply) {
+        this.preferred = upstream;
         reply[0] = request[0];
         reply[1] = request[1];
         return reply;
