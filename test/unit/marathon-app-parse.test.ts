@@ -2,6 +2,7 @@
 // fields kept and listed, and every refusal naming its path the way Marathon does.
 
 import { describe, expect, it } from 'vitest';
+import { readFileSync } from 'node:fs';
 import { normaliseAppId, parseApp } from '../../master/frameworks/marathon/app-parse.ts';
 import { MarathonError } from '../../master/frameworks/marathon/app-errors.ts';
 import { appToJson } from '../../master/frameworks/marathon/app-json.ts';
@@ -94,6 +95,21 @@ describe('Marathon app parsing', () => {
     // A Docker app may leave its command to its image, as in Marathon.
     expect(parseApp({ id: '/a', container: { type: 'DOCKER', docker: { image: 'busybox' } } }).app).toMatchObject({ cmd: null, args: null });
     expect(parseApp({ id: '/a', cmd: 'x', portDefinitions: [] }).app.portDefinitions).toEqual([]);
+  });
+
+  it('reads the seed\'s three app files as printed, ignoring none of their fields', () => {
+    const dir = new URL('../../examples/services/pslite-word2vec/', import.meta.url);
+    const parsed = ['sw2vscheduler', 'sw2vserver', 'sw2vworker'].map((f) => parseApp(JSON.parse(readFileSync(new URL(`${f}.json`, dir), 'utf8'))));
+    for (const { ignored } of parsed) expect(ignored).toEqual([]);
+    const [scheduler, server, worker] = parsed.map((p) => p.app);
+    expect(scheduler).toMatchObject({ id: '/sw2vscheduler', cmd: null, args: null, cpus: 1, mem: 128, instances: 1, requirePorts: false, portDefinitions: [{ port: 18001, protocol: 'tcp', labels: {} }] });
+    expect(server).toMatchObject({ mem: 1200, portDefinitions: [{ port: 10004 }] });
+    expect(worker).toMatchObject({ instances: 4, portDefinitions: [{ port: 10003 }] });
+    expect(worker!.container).toEqual({
+      type: 'DOCKER',
+      docker: { image: 'registry.aliyuncs.com/xlvector/sw2v', network: 'HOST', portMappings: [], forcePullImage: true, privileged: false, parameters: [] },
+      volumes: [{ containerPath: '/mnt/dcos', hostPath: '/mnt/dcos', mode: 'RO' }],
+    });
   });
 
   it('refuses what is not an object', () => {

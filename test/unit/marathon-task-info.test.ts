@@ -32,7 +32,7 @@ describe('Marathon task info', () => {
     });
     const t = buildTaskInfo({ app, version: '2026-01-01T00:00:00.000Z', configVersion: 'c' }, launch([31001, 31002]), 'team_svc.abc');
     expect(env(t)).toEqual({
-      OWN: 'x', PORT: '31001', PORT0: '31001', PORT1: '31002', PORTS: '31001,31002', PORT_HTTP: '31001', HOST: 'host-1',
+      OWN: 'x', PORT: '31001', PORT0: '31001', PORT1: '31002', PORTS: '31001,31002', PORT_31001: '31001', PORT_31002: '31002', PORT_HTTP: '31001', HOST: 'host-1',
       MARATHON_APP_ID: '/team/svc', MARATHON_APP_VERSION: '2026-01-01T00:00:00.000Z', MARATHON_APP_DOCKER_IMAGE: 'repo/img:1',
       MARATHON_APP_RESOURCE_CPUS: '0.5', MARATHON_APP_RESOURCE_MEM: '64.0', MARATHON_APP_RESOURCE_DISK: '0.0', MARATHON_APP_RESOURCE_GPUS: '0',
       MARATHON_APP_LABELS: 'TIER_NAME OWNER', MARATHON_APP_LABEL_TIER_NAME: 'front', MARATHON_APP_LABEL_OWNER: 'me', MESOS_TASK_ID: 'team_svc.abc',
@@ -62,6 +62,16 @@ describe('Marathon task info', () => {
     expect(buildTaskInfo({ app: tcp, version: 'v', configVersion: 'v' }, launch([31000]), 't.x').health_check).toMatchObject({ type: 'TCP', tcp: { port: 31000 } });
     const cmd = parseApp({ id: '/c', cmd: 'x', healthChecks: [{ protocol: 'COMMAND', command: { value: 'test -f ok' } }] }).app;
     expect(buildTaskInfo({ app: cmd, version: 'v', configVersion: 'v' }, launch([31000]), 'c.x').health_check).toMatchObject({ type: 'COMMAND', command: { value: 'test -f ok' } });
+  });
+
+  it('gives a fixed port of a definition without requirePorts as PORT_<port>, the host port the offer gave', () => {
+    // The seed's scheduler (../shared/seeds/000-pslite-word2vec): port 18001 is its service port.
+    const { app } = parseApp({ id: '/sw2vscheduler', cmd: null, container: { type: 'DOCKER', docker: { image: 'img', network: 'HOST' } }, portDefinitions: [{ port: 18001, protocol: 'tcp', labels: {} }, { port: 0 }] });
+    const t = buildTaskInfo({ app, version: 'v', configVersion: 'v' }, launch([31007, 31008]), 'sw2vscheduler.x');
+    expect(env(t)).toMatchObject({ PORT: '31007', PORT0: '31007', PORT1: '31008', PORT_18001: '31007', PORT_31008: '31008' });
+    expect(env(t)).not.toHaveProperty('PORT_0');
+    // cmd null: the image's own entrypoint and command run.
+    expect(t.command).toMatchObject({ shell: false, value: '', arguments: [] });
   });
 
   it('runs a process app\'s args as its program', () => {

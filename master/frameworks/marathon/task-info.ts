@@ -49,11 +49,17 @@ export function marathonEnv(s: StoredApp, launch: LaunchDecision, taskId: string
     env.PORTS = ports.join(',');
   }
   const docker = app.container?.docker;
-  const names = docker?.network === 'BRIDGE' ? docker.portMappings.map((m) => m.name) : app.portDefinitions.map((p) => p.name);
-  names.forEach((n, i) => {
-    if (n !== undefined && ports[i] !== undefined) env[`PORT_${envName(n)}`] = String(ports[i]);
+  // Each declared port by number and by name: a container port under BRIDGE, else the port a
+  // definition names (Marathon's service port), a dynamic one (0) under its host port's number.
+  const declared = docker?.network === 'BRIDGE'
+    ? docker.portMappings.map((m) => ({ port: m.containerPort, name: m.name }))
+    : app.portDefinitions.map((p) => ({ port: p.port, name: p.name }));
+  declared.forEach((d, i) => {
+    if (ports[i] !== undefined) env[`PORT_${d.port !== 0 ? d.port : ports[i]}`] = String(ports[i]);
   });
-  if (docker?.network === 'BRIDGE') docker.portMappings.forEach((m, i) => (env[`PORT_${m.containerPort}`] = String(ports[i])));
+  declared.forEach((d, i) => {
+    if (d.name !== undefined && ports[i] !== undefined) env[`PORT_${envName(d.name)}`] = String(ports[i]);
+  });
   env.HOST = launch.hostname;
   env.MARATHON_APP_ID = app.id;
   env.MARATHON_APP_VERSION = s.version;
