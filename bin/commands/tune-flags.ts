@@ -11,7 +11,7 @@ import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { CairnError } from '../../shared/errors.ts';
-import { ALGORITHM_NAMES, EARLY_STOPPING_NAMES } from '../../master/frameworks/tuning/model.ts';
+import { ALGORITHM_NAMES, DYNAMIC_RULES, EARLY_STOPPING_NAMES } from '../../master/frameworks/tuning/model.ts';
 import { parseKatibParameters } from '../../master/frameworks/tuning/space/katib-format.ts';
 import { parseNniSpace } from '../../master/frameworks/tuning/space/nni-format.ts';
 import { parseLaxJson, parsePaperSpace } from '../../master/frameworks/tuning/space/paper-format.ts';
@@ -57,6 +57,7 @@ export interface TuneFlags {
   algorithmSetting?: string[];
   earlyStoppingSetting?: string[];
   scheduling?: string;
+  dynamicRule?: string;
   image?: string;
   env?: string[];
   role?: string;
@@ -74,7 +75,7 @@ export const DOCUMENT_FLAGS: readonly [keyof TuneFlags, string][] = [
   ['tuningType', '--tuning-type'], ['tuningParameters', '--tuning-parameters'], ['metric', '--metric'], ['goal', '--goal'],
   ['maximize', '--maximize'], ['minimize', '--minimize'], ['parallelism', '--parallelism'], ['seed', '--seed'], ['maxFailed', '--max-failed'],
   ['earlyStopping', '--early-stopping'], ['algorithmSetting', '--algorithm-setting'], ['earlyStoppingSetting', '--early-stopping-setting'],
-  ['scheduling', '--scheduling'], ['image', '--image'], ['env', '--env'], ['role', '--role'], ['priorityClass', '--priority-class'], ['trialTimeout', '--trial-timeout'], ['gpus', '--gpus'],
+  ['scheduling', '--scheduling'], ['dynamicRule', '--dynamic-rule'], ['image', '--image'], ['env', '--env'], ['role', '--role'], ['priorityClass', '--priority-class'], ['trialTimeout', '--trial-timeout'], ['gpus', '--gpus'],
 ];
 
 /** The flags given that build a document (for refusing them next to `-f`). */
@@ -110,6 +111,7 @@ export function addTuneSubmitFlags(command: Command, durationParser: (value: str
     .option('--algorithm-setting <k=v>', 'a setting of the search algorithm (repeatable), e.g. n_startup_trials=5', collect)
     .option('--early-stopping-setting <k=v>', 'a setting of the early stopping (repeatable), e.g. min_trials_required=3', collect)
     .option('--scheduling <policy>', `how it shares the cluster: ${SCHEDULING_POLICIES.join(', ')} (default fifo)`)
+    .option('--dynamic-rule <rule>', `with --scheduling dynamic, what lowers its priority: stagnation (no better best for a few trials; the default) or gap (the paper's Algorithm 1: the smallest gap among the best results against a threshold)`)
     .option('--image <image>', 'run each trial in a Docker container of this image')
     .option('--env <name=value>', 'an environment variable of every trial (repeatable)', collect)
     .option('--role <role>', 'the role trials run in (default *)')
@@ -291,6 +293,10 @@ export function experimentFromFlags(flags: TuneFlags, nowMs: number = Date.now()
   if (flags.scheduling !== undefined && !(SCHEDULING_POLICIES as readonly string[]).includes(flags.scheduling)) {
     throw badFlag('--scheduling', `must be one of ${SCHEDULING_POLICIES.join(', ')}, not '${flags.scheduling}'`);
   }
+  if (flags.dynamicRule !== undefined && !(DYNAMIC_RULES as readonly string[]).includes(flags.dynamicRule)) {
+    throw badFlag('--dynamic-rule', `must be one of ${DYNAMIC_RULES.join(', ')}, not '${flags.dynamicRule}'`);
+  }
+  if (flags.dynamicRule !== undefined && flags.scheduling !== 'dynamic') throw badFlag('--dynamic-rule', 'needs --scheduling dynamic: the strategy whose rule it picks');
   if (flags.role !== undefined && !isRoleName(flags.role)) {
     throw badFlag('--role', `'${flags.role}' is not a role: '*' or letters, digits, '_', '-', '.' and '/'`);
   }
@@ -347,7 +353,7 @@ export function experimentFromFlags(flags: TuneFlags, nowMs: number = Date.now()
     ...(seed !== undefined ? { seed } : {}),
     ...(flags.role !== undefined ? { role: flags.role } : {}),
     ...(flags.priorityClass !== undefined ? { priorityClassName: flags.priorityClass } : {}),
-    ...(flags.scheduling !== undefined ? { scheduling: { policy: flags.scheduling } } : {}),
+    ...(flags.scheduling !== undefined ? { scheduling: { policy: flags.scheduling, ...(flags.dynamicRule !== undefined ? { rule: flags.dynamicRule } : {}) } } : {}),
     ...(coreCpus !== undefined || coreMemory !== undefined ? { appCore: { ...(coreCpus !== undefined ? { cpus: coreCpus } : {}), ...(coreMemory !== undefined ? { memory: coreMemory } : {}) } } : {}),
     trialTemplate,
   };

@@ -103,7 +103,7 @@ export function describeExperiment(e: ExperimentView, nowMs: number, opts: { col
     `Reason:      ${e.reason}`,
     `Message:     ${e.message}`,
     `Objective:   ${objectiveLine(e)}`,
-    `Algorithm:   ${e.algorithm}${e.earlyStopping ? `, early stopping ${e.earlyStopping}` : ''} (seed ${e.seed}, ${e.parallelTrialCount} at once, scheduling ${e.scheduling})`,
+    `Algorithm:   ${e.algorithm}${e.earlyStopping ? `, early stopping ${e.earlyStopping}` : ''} (seed ${e.seed}, ${e.parallelTrialCount} at once, scheduling ${e.scheduling}${e.scheduling === 'dynamic' && e.spec?.dynamic?.rule === 'gap' ? ' by the gap rule' : ''})`,
     `Progress:    ${done(e)}/${e.maxTrialCount} done: ${c.Succeeded} succeeded, ${c.Failed} failed, ${c.EarlyStopped} early-stopped, ${c.Killed} killed; ${c.Running + c.Starting} running, ${c.Pending} pending`,
     `Best:        ${e.best ? `trial ${e.best.index}: ${e.objective.metricName}=${formatValue(e.best.value)}  ${formatParams(e.best.params)}` : 'none yet (no trial has succeeded)'}`,
     `Created:     ${age(e.createdMs, nowMs)} ago`,

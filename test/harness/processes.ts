@@ -235,12 +235,12 @@ export async function startMasterProcess(cleanup: Cleanup, opts: { dataDir?: str
   return p;
 }
 
-export async function startAgentProcess(cleanup: Cleanup, masterUrl: string, opts: { workDir?: string; port?: number; resources?: string; extra?: string[] } = {}): Promise<CairnProcess> {
+export async function startAgentProcess(cleanup: Cleanup, masterUrl: string, opts: { workDir?: string; port?: number; resources?: string; extra?: string[]; env?: Record<string, string> } = {}): Promise<CairnProcess> {
   const port = opts.port ?? (await freePort());
   const workDir = opts.workDir ?? cleanup.dir('cairn-agent-');
   const args = ['agent', '--master', masterUrl, '--port', String(port), '--work-dir', workDir, '--hostname', 'localhost'];
   if (opts.resources) args.push('--resources', opts.resources);
-  const p = cleanup.track(startCairn([...args, ...(opts.extra ?? [])], `http://127.0.0.1:${port}`));
+  const p = cleanup.track(startCairn([...args, ...(opts.extra ?? [])], `http://127.0.0.1:${port}`, opts.env));
   await p.waitHealthy();
   return p;
 }

@@ -559,13 +559,13 @@ export class TuningCore {
     if (t.state === 'Succeeded') {
       const others = bestTrial(spec, l.trials.filter((x) => x !== t));
       const improved = others === undefined || better(spec, value!, objectiveValue(spec, others)!);
-      l.priority.trialFinished(improved);
+      l.priority.trialFinished(improved, orientedResults(spec, l.trials));
       if (l.record.phase === 'Running' && goalReached(spec, value!)) {
         this.end(l, 'Succeeded', 'GoalReached', `trial ${t.index} reached ${spec.objective.metricName}=${value} (goal ${spec.objective.goal})`, now);
       }
       return;
     }
-    l.priority.trialFinished(false);
+    l.priority.trialFinished(false, orientedResults(spec, l.trials));
     const failed = l.trials.filter((x) => x.state === 'Failed').length;
     if (l.record.phase === 'Running' && t.state === 'Failed' && failed > spec.maxFailedTrialCount) {
       this.end(l, 'Failed', 'MaxFailedTrialsReached', `${failed} trials failed (maxFailedTrialCount ${spec.maxFailedTrialCount}); the last: ${t.message}`, now);
@@ -708,4 +708,13 @@ function startAttempt(t: TrialRecord): void {
 
 function killKey(t: TrialRecord): string {
   return t.jobName ?? t.taskId ?? '';
+}
+
+/** Every succeeded trial's objective value, higher better (a minimised metric negated): what the gap rule judges. */
+function orientedResults(spec: ExperimentSpec, trials: readonly TrialRecord[]): number[] {
+  const sign = spec.objective.type === 'maximize' ? 1 : -1;
+  return trials.flatMap((t) => {
+    const v = t.state === 'Succeeded' ? objectiveValue(spec, t) : undefined;
+    return v === undefined ? [] : [sign * v];
+  });
 }

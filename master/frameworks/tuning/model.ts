@@ -32,6 +32,15 @@ export type EarlyStoppingName = (typeof EARLY_STOPPING_NAMES)[number];
  */
 export type SchedulingPolicy = 'fifo' | 'dynamic';
 
+/**
+ * What lowers a dynamic search's priority (dynamic-priority.ts): `stagnation`, Cairn's rule
+ * (`patience` finished trials without a better best), or `gap`, the paper's Algorithm 1 as
+ * written (after more than k·m results, the smallest gap among the best m results against a
+ * threshold that steps up by G a level).
+ */
+export const DYNAMIC_RULES = ['stagnation', 'gap'] as const;
+export type DynamicRule = (typeof DYNAMIC_RULES)[number];
+
 export interface DynamicSchedulingSettings {
   /** Offers declined per priority level before one is taken. */
   readonly declinesPerLevel: number;
@@ -39,6 +48,14 @@ export interface DynamicSchedulingSettings {
   readonly patience: number;
   /** The lowest level (the most declines) a search goes down to. */
   readonly maxLevel: number;
+  /** Which rule sets the level; absent (records written before there was a choice): stagnation. */
+  readonly rule?: DynamicRule;
+  /** The gap rule's m: how many of the best results it compares (>= 2). */
+  readonly topResults?: number;
+  /** The gap rule's k: it judges once there are more than k·m results. */
+  readonly warmupMultiple?: number;
+  /** The gap rule's G, in the objective's own units: the thresholds are G, 2G, … maxLevel·G. */
+  readonly gapThreshold?: number;
 }
 
 /** A host path mapped into every trial's sandbox under `name` (the paper's `path#name`). */

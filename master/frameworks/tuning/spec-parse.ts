@@ -11,8 +11,9 @@ import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { badRequest, CairnError } from '../../../shared/errors.ts';
 import { ALGORITHM_ALIASES, EARLY_STOPPING_ALIASES, makeAlgorithm, makeEarlyStopper } from './algorithms/index.ts';
 import type { AlgorithmSettings } from './algorithms/types.ts';
+import { GAP_DEFAULTS } from './dynamic-priority.ts';
 import {
-  ALGORITHM_NAMES, EARLY_STOPPING_NAMES, type AlgorithmName, type EarlyStoppingName, type ExperimentSpec,
+  ALGORITHM_NAMES, DYNAMIC_RULES, EARLY_STOPPING_NAMES, type AlgorithmName, type DynamicRule, type EarlyStoppingName, type ExperimentSpec,
   type IgnoredField, type PathMapping, type SchedulingPolicy, type ShippedFile, type TrialTemplate,
 } from './model.ts';
 import { parseKatibParameters } from './space/katib-format.ts';
@@ -177,17 +178,27 @@ function count(v: unknown, field: string, fallback: number, min: number): number
 }
 
 function schedulingOf(v: unknown): { policy: SchedulingPolicy; dynamic: ExperimentSpec['dynamic'] } {
-  const fallback = { declinesPerLevel: 2, patience: 3, maxLevel: 4 };
+  const fallback = { declinesPerLevel: 2, patience: 3, maxLevel: 4, rule: 'stagnation' as DynamicRule, ...GAP_DEFAULTS };
   if (v === undefined || v === null) return { policy: 'fifo', dynamic: fallback };
-  if (!isObj(v)) throw badRequest('spec.scheduling', 'must be {policy: fifo|dynamic, declinesPerLevel, patience, maxLevel}');
+  if (!isObj(v)) throw badRequest('spec.scheduling', 'must be {policy: fifo|dynamic, rule: stagnation|gap, declinesPerLevel, patience, maxLevel, topResults, warmupMultiple, gapThreshold}');
   const policy = v.policy ?? 'fifo';
   if (policy !== 'fifo' && policy !== 'dynamic') throw badRequest('spec.scheduling.policy', `must be fifo or dynamic, got ${JSON.stringify(policy)}`);
+  const rule = v.rule ?? fallback.rule;
+  if (!(DYNAMIC_RULES as readonly unknown[]).includes(rule)) throw badRequest('spec.scheduling.rule', `must be ${DYNAMIC_RULES.join(' or ')}, got ${JSON.stringify(rule)}`);
+  const gapThreshold = v.gapThreshold ?? fallback.gapThreshold;
+  if (typeof gapThreshold !== 'number' || !Number.isFinite(gapThreshold) || gapThreshold <= 0) {
+    throw badRequest('spec.scheduling.gapThreshold', `must be a number > 0 (in the objective's units), got ${JSON.stringify(gapThreshold)}`);
+  }
   return {
     policy,
     dynamic: {
       declinesPerLevel: count(v.declinesPerLevel, 'spec.scheduling.declinesPerLevel', fallback.declinesPerLevel, 1),
       patience: count(v.patience, 'spec.scheduling.patience', fallback.patience, 1),
       maxLevel: count(v.maxLevel, 'spec.scheduling.maxLevel', fallback.maxLevel, 1),
+      rule: rule as DynamicRule,
+      topResults: count(v.topResults, 'spec.scheduling.topResults', fallback.topResults, 2),
+      warmupMultiple: count(v.warmupMultiple, 'spec.scheduling.warmupMultiple', fallback.warmupMultiple, 1),
+      gapThreshold,
     },
   };
 }
