@@ -110,9 +110,13 @@ export const systemReachOps: ReachOps = {
   },
 };
 
-/** Where grants are told: each changes a directory the agent may not own, so at warn level. */
+/**
+ * Where grants are told: each changes a directory the agent may not own, so each is logged
+ * with the command that undoes it. At info, not warn: a grant is the documented, expected way
+ * a private data dir is made usable (nothing is wrong), and it happens once per user.
+ */
 export interface GrantLog {
-  warn(obj: object, msg: string): void;
+  info(obj: object, msg: string): void;
 }
 
 /**
@@ -156,7 +160,7 @@ export class SandboxReach {
       } catch (err) {
         return this.blocked(user, dir, (err as Error).message);
       }
-      this.log.warn({ dir, user: user.user, uid: user.uid, acl: `u:${user.uid}:x`, undo: `setfacl -x u:${user.uid} ${dir}` }, 'granted the task user search permission on a directory above its sandboxes (a POSIX ACL entry)');
+      this.log.info({ dir, user: user.user, uid: user.uid, acl: `u:${user.uid}:x`, undo: `setfacl -x u:${user.uid} ${dir}` }, 'granted the task user search permission on a directory above its sandboxes (a POSIX ACL entry)');
       granted = dir;
     }
     this.reached.add(user.uid);

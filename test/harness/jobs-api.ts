@@ -61,7 +61,8 @@ export function replicaOf(j: JobView, group: string, index: number): ReplicaStat
 }
 
 /** A Kubeflow PyTorchJob of 1 Master and `workers` Workers, each running `command`. */
-export function pytorchJobYaml(name: string, command: readonly string[], opts: { workers?: number; cpu?: string; memory?: string } = {}): string {
+export function pytorchJobYaml(name: string, command: readonly string[], opts: { workers?: number; cpu?: string; memory?: string; env?: Record<string, string> } = {}): string {
+  const env = Object.entries(opts.env ?? {}).map(([k, v]) => ({ name: k, value: v }));
   return [
     'apiVersion: kubeflow.org/v1',
     'kind: PyTorchJob',
@@ -78,6 +79,7 @@ export function pytorchJobYaml(name: string, command: readonly string[], opts: {
       '          containers:',
       '            - name: pytorch',
       `              command: ${JSON.stringify(command)}`,
+      ...(env.length > 0 ? [`              env: ${JSON.stringify(env)}`] : []),
       '              resources:',
       `                requests: {cpu: ${opts.cpu ?? '500m'}, memory: ${opts.memory ?? '1Gi'}}`,
     ]),

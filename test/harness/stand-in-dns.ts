@@ -8,12 +8,13 @@ import dnsPacket from 'dns-packet';
 
 export class StandInDns {
   readonly asked: string[] = [];
-  private constructor(private readonly socket: dgram.Socket, readonly port: number) {}
+  private constructor(private readonly socket: dgram.Socket, readonly port: number, readonly host: string) {}
 
-  static async start(records: Record<string, string>): Promise<StandInDns> {
+  /** `host`: where it listens (loopback, or a test bridge's own address for namespaces). */
+  static async start(records: Record<string, string>, host = '127.0.0.1'): Promise<StandInDns> {
     const socket = dgram.createSocket('udp4');
-    await new Promise<void>((resolve) => socket.bind(0, '127.0.0.1', () => resolve()));
-    const self = new StandInDns(socket, socket.address().port);
+    await new Promise<void>((resolve) => socket.bind(0, host, () => resolve()));
+    const self = new StandInDns(socket, socket.address().port, host);
     socket.on('message', (msg, rinfo) => {
       let q: dnsPacket.Packet;
       try {
@@ -40,7 +41,7 @@ export class StandInDns {
   }
 
   get address(): string {
-    return `127.0.0.1:${this.port}`;
+    return `${this.host}:${this.port}`;
   }
 
   close(): void {

@@ -11,7 +11,7 @@ import { blockedMessage, grantArgs, maskWithSearch, pathsToSearch, pathToSearch,
 import type { TaskUserDecision } from '../../agent/task-users.ts';
 
 const NOBODY = { user: 'nobody', uid: 65534, gid: 65534, home: '/nonexistent' };
-const quiet = { warn: () => undefined };
+const quiet = { info: () => undefined };
 const dirs: string[] = [];
 afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
@@ -161,7 +161,7 @@ describe.skipIf(whyNotReal !== undefined)('as root, on a real filesystem', () =>
     expect(asNobody('test', '-x', targets[0]!)).toBe(false);
     expect(systemReachOps.firstUnsearchable(NOBODY, pathsToSearch(targets))).toBe(private_);
     const granted: object[] = [];
-    const reach = new SandboxReach(targets, { warn: (o) => granted.push(o) });
+    const reach = new SandboxReach(targets, { info: (o) => granted.push(o) });
     expect(reach.ensure(NOBODY)).toEqual({ ok: true });
     expect(granted).toEqual([expect.objectContaining({ dir: private_, uid: 65534, undo: `setfacl -x u:65534 ${private_}` })]);
     expect(asNobody('sh', '-c', `cd ${targets[0]} && cd ${targets[1]}`)).toBe(true);
