@@ -9,6 +9,7 @@
 //   d. a ZeroMQ scheduler/server/worker program following ps-lite's DMLC contract.
 //   e. getaddrinfo and getent of a replica's full name, short name and name under its job, and
 //      of a name outside the zone, in a process task and in a container task.
+//   And the DDP program on `cairn up` itself, with a private data dir.
 // Needs root (the task resolver listens on port 53 and mounts each task's resolv.conf);
 // skipped with the reason where /usr/bin/python3 lacks torch or zmq, except in CI.
 
@@ -17,7 +18,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dockerUnavailable } from '../harness/docker.ts';
-import { Cleanup, runCairn, waitFor, type CairnProcess } from '../harness/processes.ts';
+import { Cleanup, freePort, getJson, runCairn, startCairn, waitFor, type CairnProcess } from '../harness/processes.ts';
 import { startGossipCluster } from '../harness/gossip-cluster.ts';
 import { jobsApi, pytorchJobYaml, replicaOf } from '../harness/jobs-api.ts';
 import { ensureResolverImage, RESOLVER_IMAGE } from '../harness/resolver-image.ts';
@@ -137,6 +138,22 @@ describe.skipIf(skip)('stock programs find their peers through the system resolv
     expect(logs['scheduler-0']).toMatch(/^scheduler: \['server@127\.0\.0\.1', 'server@127\.0\.0\.1', 'worker@127\.0\.0\.1', 'worker@127\.0\.0\.1', 'worker@127\.0\.0\.1'\]$/m);
     for (const k of ['server-0', 'server-1', 'worker-0', 'worker-1', 'worker-2']) expect(logs[k]).toMatch(/^welcome (server|worker)@/m);
   }, 300_000);
+
+  it('on `cairn up` (a private data dir), the same DDP program from `cairn job submit` flags', async () => {
+    const port = await freePort();
+    const url = `http://127.0.0.1:${port}`;
+    // Only what keeps this test apart from others: its ports and its own data dir (0700, as mktemp makes it).
+    const up = cleanup.track(startCairn(['up', '--port', String(port), '--agent-port', '0', '--dns-port', '0', '--data-dir', cleanup.dir('cairn-stock-up-')], url));
+    await up.waitHealthy();
+    await waitFor('the agent registered', async () => ((await getJson(`${url}/api/v1/state`)).agents?.[0]?.connected ? true : undefined), 30_000);
+    const submitted = await runCairn(['job', 'submit', '--master', url, '--kind', 'pytorch', '--replicas', '2', '--cpus', '0.25', '--mem', '512', '--name', 'ddp-up', '--', PYTHON, stock('ddp.py')]);
+    expect(submitted.code, submitted.stderr).toBe(0);
+    const waited = await runCairn(['job', 'wait', 'ddp-up', '--master', url, '--timeout', '120s'], {}, 150_000);
+    expect(waited.code, `${waited.stdout}${waited.stderr}`).toBe(0);
+    const j = (await getJson(`${url}/api/v1/jobs/ddp-up`)) as JobView;
+    expect(j.replicas.map((r) => r.restarts)).toEqual([0, 0]);
+    expect(await up.kill('SIGINT')).toBe(0);
+  }, 240_000);
 
   it('e. full, short and job names and a forwarded name resolve through getaddrinfo and getent, in a process task and in a container', async () => {
     const noDocker = await dockerUnavailable();
