@@ -56,6 +56,8 @@ describe('replicaEnvironment: every replica', () => {
     const s = spec('part', 'batch', [['worker', 3]]);
     const placement: JobPlacement = { worker: [{ host: 'h0', ip: '10.0.0.1', ports: [31000] }, { host: 'h1', ip: '10.0.0.2', ports: [31001] }, { host: '', ip: '', ports: [] }] };
     expect(replicaEnvironment(s, 'worker', 0, placement, 'cairn').CAIRN_PEERS).toBe('part-worker-0.jobs.cairn:31000,part-worker-1.jobs.cairn:31001,part-worker-2.jobs.cairn');
+    // By address too (for agents that cannot give tasks the task resolver), in the same order.
+    expect(replicaEnvironment(s, 'worker', 0, placement, 'cairn').CAIRN_PEER_ADDRESSES).toBe('10.0.0.1:31000,10.0.0.2:31001,');
     expect(replicaEnvironment(s, 'worker', 0, {}, 'cairn').PORT).toBe('');
   });
 });

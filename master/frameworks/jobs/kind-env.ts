@@ -85,6 +85,15 @@ function addresses(g: Gang, group: string): string[] {
   });
 }
 
+/** `ip:port` of every replica of `group`, by index, in CAIRN_PEERS' order. */
+function ipAddresses(g: Gang, group: string): string[] {
+  return Array.from({ length: replicas(g.spec, group) }, (_, i) => {
+    const port = portOf(g, group, i);
+    const ip = placed(g, group, i).ip;
+    return port === '' ? ip : `${ip}:${port}`;
+  });
+}
+
 /** ps-lite: roles, counts, the scheduler's address; servers and workers bind their host's address. */
 function psliteEnv(g: Gang, group: string, index: number): Env {
   const env: Env = {
@@ -156,6 +165,9 @@ export function replicaEnvironment(spec: JobSpec, group: string, index: number, 
     CAIRN_REPLICA_INDEX: String(index),
     CAIRN_DNS_NAME: replicaDnsName(spec.name, group, index, domain),
     CAIRN_PEERS: once(g, `peers:${spec.groups.map((x) => `${x.name}=${x.replicas}`).join(',')}`, () => spec.groups.flatMap((x) => addresses(g, x.name)).join(',')),
+    // The same peers by address, for a task on an agent that cannot give it the task resolver
+    // (not root): names resolve there only through CAIRN_DNS, addresses everywhere.
+    CAIRN_PEER_ADDRESSES: once(g, `peer-addresses:${spec.groups.map((x) => `${x.name}=${x.replicas}`).join(',')}`, () => spec.groups.flatMap((x) => ipAddresses(g, x.name)).join(',')),
     HOST: me.host,
     PORT: portOf(g, group, index),
     PORTS: me.ports.join(','),
