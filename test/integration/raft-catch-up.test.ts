@@ -26,10 +26,16 @@ describe('adding a master that does not catch up', () => {
     const leader = await waitFor('a leader', () => masters.find((m) => m.raft?.status().role === 'leader'), 20_000);
     const nobody = `http://127.0.0.1:${await freePort()}`;
 
-    const started = Date.now();
-    const r = await authFetch(`${leader.url}/api/v1/masters`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 4, url: nobody }) });
+    // A leader just elected answers 503 until its first entry commits: ask again, as a client would.
+    let started = Date.now();
+    let r = await authFetch(`${leader.url}/api/v1/masters`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 4, url: nobody }) });
+    for (let tries = 0; r.status === 503 && tries < 50; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      started = Date.now();
+      r = await authFetch(`${leader.url}/api/v1/masters`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({ id: 4, url: nobody }) });
+    }
     const body = (await r.json()) as { code: string; message: string; field?: string };
-    expect(Date.now() - started).toBeGreaterThanOrEqual(CATCH_UP_MS);
+    expect(Date.now() - started, `${r.status} ${JSON.stringify(body)}`).toBeGreaterThanOrEqual(CATCH_UP_MS);
     expect(r.status).toBe(409);
     expect(body).toMatchObject({ code: 'CAIRN_RAFT_LEARNER_BEHIND', field: 'id' });
     expect(body.message).toMatch(new RegExp(`master 4 has not caught up within 2 s .*is it running at ${nobody}, started with --new-member\\?`));

@@ -78,7 +78,9 @@ function runScript(env: Record<string, string>): Promise<{ code: number | null; 
 }
 
 describe("the tuning paper's Figure 3", () => {
-  it('its files are the seed\'s, byte for byte', () => {
+  // The seeds sit beside a working checkout (../shared), not in a clone of it: compared where
+  // they are there, and the fixture copy (tracked) is what the run below uses either way.
+  it.skipIf(!existsSync(SEED))('its files are the seed\'s, byte for byte', () => {
     for (const f of ['submit.sh', 'demo-parameters.json']) {
       expect(readFileSync(join(FIXTURE, f)).equals(readFileSync(join(SEED, f))), f).toBe(true);
     }
