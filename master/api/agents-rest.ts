@@ -2,7 +2,9 @@
 // usage read through the agent, so that nobody has to reach hosts directly.
 //   POST   /api/v1/agents/:id/drain   {deadlineMs?}  no more offers; tasks end by the deadline
 //   DELETE /api/v1/agents/:id/drain                  offered again
-//   GET    /api/v1/agents/:id/usage                  the agent's latest usage sample
+//   GET    /api/v1/agents/:id/usage                  the agent's latest usage sample, its tasks those
+//                                                    the caller may view (view_tasks), their sums
+//                                                    over those alone
 //   GET    /api/v1/tasks/:id/usage                   one task's, from its agent
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -12,6 +14,7 @@ import { leaderOrRedirect, type MasterContext } from '../context.ts';
 import type { AgentRecord } from '../registry/commands.ts';
 import { sendHttpError as fail } from './http-errors.ts';
 import { taskOwner } from '../builtin/task-owner.ts';
+import type { Principal } from '../auth/credentials.ts';
 
 /** The agent's own HTTP endpoint (logs, usage). */
 export function agentBaseUrl(agent: Pick<AgentRecord, 'ip' | 'httpPort' | 'https'>): string {
@@ -33,6 +36,42 @@ export async function relayFromAgent(ctx: MasterContext, agent: AgentRecord, pat
     throw new CairnError('CAIRN_AGENT_UNAVAILABLE', `agent ${agent.hostname} did not answer: ${(err as Error).message}`);
   }
   return reply.code(res.status).type('application/json').send(await res.text());
+}
+
+/** The parts of an agent's usage sample (agent/usage/usage.ts AgentUsage) this filter reads. */
+interface AgentUsageBody {
+  tasks?: { taskId: string; frameworkId: string; cpusUsed: number | null; cpusLimit: number; memoryBytes: number; rssBytes: number; memoryLimitBytes: number; gpus?: { memoryUsedMiB?: number | null }[] }[];
+  total?: Record<string, number>;
+  [k: string]: unknown;
+}
+
+/**
+ * An agent's sample as `principal` may see it: only the tasks it may view (view_tasks on
+ * each task's owner, a built-in framework's task by its app's or job's owner), with the sums
+ * over those; the host's own figures (its GPUs) stay. Tasks the master does not know go to
+ * no one but those the ACLs let view every principal's.
+ */
+function visibleUsage(ctx: MasterContext, principal: Principal, usage: AgentUsageBody): AgentUsageBody {
+  const tasks = usage.tasks ?? [];
+  const state = ctx.registry.state;
+  const visible = tasks.filter((u) => {
+    const t = state.tasks.get(u.taskId);
+    const owner = t ? taskOwner(state, t) : (state.frameworks.get(u.frameworkId)?.principal ?? '');
+    return ctx.auth.mayActOn(principal, 'view_tasks', owner);
+  });
+  if (visible.length === tasks.length) return usage;
+  const round = (n: number) => Math.round(n * 1000) / 1000;
+  const total = {
+    tasks: visible.length,
+    cpusUsed: round(visible.reduce((s, u) => s + (u.cpusUsed ?? 0), 0)),
+    cpusLimit: round(visible.reduce((s, u) => s + u.cpusLimit, 0)),
+    memoryBytes: visible.reduce((s, u) => s + u.memoryBytes, 0),
+    rssBytes: visible.reduce((s, u) => s + u.rssBytes, 0),
+    memoryLimitBytes: visible.reduce((s, u) => s + u.memoryLimitBytes, 0),
+    gpus: visible.reduce((s, u) => s + (u.gpus?.length ?? 0), 0),
+    gpuMemoryUsedMiB: visible.reduce((s, u) => s + (u.gpus ?? []).reduce((g, d) => g + (d.memoryUsedMiB ?? 0), 0), 0),
+  };
+  return { ...usage, tasks: visible, total, hiddenTasks: tasks.length - visible.length };
 }
 
 export function registerAgentRoutes(app: FastifyInstance, ctx: MasterContext): void {
@@ -74,7 +113,16 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: MasterContext): v
 
   app.get<{ Params: { id: string } }>('/api/v1/agents/:id/usage', async (req, reply) => {
     try {
-      return await relayFromAgent(ctx, agentOf(req.params.id), '/api/v1/usage', reply);
+      const agent = agentOf(req.params.id);
+      let res: Response;
+      try {
+        res = await (ctx.tlsClient?.fetch ?? fetch)(`${agentBaseUrl(agent)}/api/v1/usage`, { headers: agentAuthHeaders(ctx, agent), signal: AbortSignal.timeout(10_000) });
+      } catch (err) {
+        throw new CairnError('CAIRN_AGENT_UNAVAILABLE', `agent ${agent.hostname} did not answer: ${(err as Error).message}`);
+      }
+      const text = await res.text();
+      if (!res.ok) return reply.code(res.status).type('application/json').send(text);
+      return visibleUsage(ctx, req.principal, JSON.parse(text) as AgentUsageBody);
     } catch (err) {
       return fail(reply, err);
     }

@@ -19,6 +19,8 @@ export const ACL_ACTIONS = {
   update_quotas: 'roles',
   drain_agents: 'agents',
   update_masters: 'masters',
+  /** Priority classes above the default (the default class is everyone's). */
+  use_priority_classes: 'priority_classes',
 } as const;
 
 export type AclAction = keyof typeof ACL_ACTIONS;
@@ -35,6 +37,11 @@ export interface AclDecision {
   readonly allowed: boolean;
   /** Why, for the 403 and the audit log. */
   readonly reason: string;
+}
+
+/** `roles` → `role`, `priority_classes` → `priority_class`: the object as one. */
+function singular(field: string): string {
+  return field.endsWith('classes') ? field.slice(0, -2) : field.replace(/s$/, '');
 }
 
 function matches(e: Entity, value: string): boolean {
@@ -68,7 +75,7 @@ export class Acls {
     }
     return this.permissive
       ? { allowed: true, reason: 'permissive' }
-      : { allowed: false, reason: `no rule of ${action} lets principal '${principal}' act on ${ACL_ACTIONS[action].replace(/s$/, '')} '${object}'` };
+      : { allowed: false, reason: `no rule of ${action} lets principal '${principal}' act on ${singular(ACL_ACTIONS[action])} '${object}'` };
   }
 
   /** Throws CAIRN_FORBIDDEN when the action is not allowed. */

@@ -4,7 +4,8 @@
 // role (their tasks run as the agents' default task user, so run_tasks has nothing to
 // check); each object keeps the principal that
 // created it, its owner, who may always act on it; others as view_tasks, kill_tasks and
-// teardown_frameworks on the owner say, as they would for the owner's own framework. An
+// teardown_frameworks on the owner say, as they would for the owner's own framework; a class
+// above the default needs use_priority_classes for the creator, as a framework's label does. An
 // object without an owner (made before owners were kept) is owned by nobody: only
 // principals the ACLs allow act on it. With authentication off every check passes.
 
@@ -36,6 +37,16 @@ export class OwnerAccess {
     if (this.may(principal, action, owner)) return;
     const whose = owner ? `principal '${owner}'` : 'no principal (it predates owners)';
     throw new CairnError('CAIRN_FORBIDDEN', `principal '${principal.name}' may not ${VERB[action]} ${what}, which belongs to ${whose}`, field);
+  }
+
+  /**
+   * The check a framework of class `priorityClass` meets (use_priority_classes), made against
+   * the submitter: the built-in framework that runs the object's tasks is no one's to lend.
+   * `priorityClass` is the class's own name; undefined or the default class is everyone's.
+   */
+  requireClass(principal: Principal, priorityClass: string | undefined, defaultClass: string, field: string): void {
+    if (priorityClass === undefined || priorityClass === defaultClass) return;
+    this.auth.require(principal, 'use_priority_classes', priorityClass, field);
   }
 
   /** The check a framework subscribing in `role` meets. */

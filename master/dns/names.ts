@@ -34,6 +34,17 @@ export function toDomainFragment(name: string): string {
     .join('.');
 }
 
+/**
+ * The label a framework's name claims in the zone: its fragment's last label, the one right
+ * under the domain (or under slave.<domain>). Frameworks that share it share a namespace
+ * (`x.svc` writes names under `svc`'s), so names belong to whoever holds this label;
+ * '' when the name makes no fragment (such a framework's tasks get no names).
+ */
+export function frameworkNameKey(frameworkName: string): string {
+  const fragment = toDomainFragment(frameworkName);
+  return fragment.slice(fragment.lastIndexOf('.') + 1);
+}
+
 // z-base-32 (human-oriented base 32), as mesos-dns uses for its task id hashes.
 const ZBASE32 = 'ybndrfg8ejkmcpqxot1uwisza345h769';
 

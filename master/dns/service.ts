@@ -10,6 +10,7 @@ import { Forwarder } from '../../shared/dns/forwarder.ts';
 import { DnsResponder } from './responder.ts';
 import { DnsMetrics, DnsServer } from './server.ts';
 import { DnsZone } from './zone.ts';
+import { RESERVED_NAME_KEYS } from '../builtin/reserved-names.ts';
 
 export class DnsService {
   readonly zone: DnsZone;
@@ -32,6 +33,7 @@ export class DnsService {
       nsIp: config.nsIp,
       // Serials keep increasing across restarts as long as the clock does.
       serialBase: Math.floor(Date.now() / 1000),
+      reservedNames: RESERVED_NAME_KEYS,
     });
     this.zone.load(registry.state);
     this.unsubscribe = registry.onApplied((command, events) => {

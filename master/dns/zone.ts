@@ -12,11 +12,19 @@
 //                                                          SRV, one per port, target c.f.slave.d
 // Agents give agent.d and slave.d; the leader gives leader.d, master.d, master0.d and
 // _leader._tcp.d / _leader._udp.d (port = its HTTP port); ns1.d is this server.
+//
+// Names under a framework's name belong to one principal: the label the name claims
+// (names.ts frameworkNameKey) is held by the principal of the earliest-registered framework
+// that claims it and is not removed (the earliest removed one while none is live), or by the
+// one ZoneOptions.reservedNames gives it (the built-ins' names). A task of a framework of any
+// other principal gets no names, so a tenant naming its framework `marathon`, or as another
+// tenant's, cannot add its address to theirs. SUBSCRIBE refuses such a name
+// (auth/scheduler-auth.ts); this rule holds the zone even for frameworks registered before.
 
 import type { AgentRecord, FrameworkRecord, RegistryCommand, TaskRecord } from '../registry/commands.ts';
 import type { RegistryEvent } from '../registry/state-machine.ts';
 import { Resources } from '../../shared/resources.ts';
-import { addressOf, agentIdTail, ancestorsWithin, fitsInDns, MAX_LABEL, taskIdHash, toDomainFragment, toLabel } from './names.ts';
+import { addressOf, agentIdTail, ancestorsWithin, fitsInDns, frameworkNameKey, MAX_LABEL, taskIdHash, toDomainFragment, toLabel } from './names.ts';
 
 /** What the zone reads from the registry (the state machine satisfies it). */
 export interface ZoneSource {
@@ -55,6 +63,8 @@ export interface ZoneOptions {
   nsIp: string;
   /** First SOA serial; the serial goes up by one with every change. */
   serialBase?: number;
+  /** Framework-name labels held by a principal whatever registers (label → principal). */
+  reservedNames?: ReadonlyMap<string, string>;
 }
 
 interface Owned<T> {
@@ -97,9 +107,13 @@ export class DnsZone {
   private leader: { ip: string; port: number };
   private readonly nsIp: string;
   private serialValue: number;
+  private readonly reservedNames: ReadonlyMap<string, string>;
+  /** Framework-name label → the principal it answers for; rebuilt after a framework changes. */
+  private nameOwners: Map<string, string> | undefined;
 
   constructor(opts: ZoneOptions) {
     this.domain = opts.domain;
+    this.reservedNames = opts.reservedNames ?? new Map();
     this.leader = opts.leader;
     this.nsIp = opts.nsIp;
     this.serialValue = (opts.serialBase ?? 1) >>> 0;
@@ -134,6 +148,7 @@ export class DnsZone {
    * no longer has is refreshed too — and so removed.
    */
   load(state: ZoneSource): void {
+    this.nameOwners = undefined;
     for (const taskId of [...this.tasks.keys()]) if (!state.tasks.has(taskId)) this.refreshTask(taskId, state);
     for (const owner of [...this.owned.keys()]) {
       if (owner.startsWith('a:') && !state.agents.has(owner.slice(2))) this.refreshAgent(owner.slice(2), state);
@@ -156,9 +171,23 @@ export class DnsZone {
         break;
       }
       case 'framework_subscribed':
-        // A framework may come back under another name.
-        for (const id of [...(this.tasksByFramework.get(command.framework.id) ?? [])]) this.refreshTask(id, state);
+      case 'framework_removed': {
+        // A framework may come back under another name, and who holds a name may change:
+        // every running task under the names it had or has now is looked at again.
+        const id = command.type === 'framework_subscribed' ? command.framework.id : command.frameworkId;
+        const keys = new Set<string>();
+        const fw = state.frameworks.get(id);
+        if (fw) keys.add(frameworkNameKey(fw.name));
+        for (const t of this.tasksByFramework.get(id) ?? []) keys.add(frameworkNameKey(this.tasks.get(t)!.frameworkName));
+        this.nameOwners = undefined;
+        for (const t of [...(this.tasksByFramework.get(id) ?? [])]) this.refreshTask(t, state);
+        for (const task of state.tasks.values()) {
+          if (task.state !== RUNNING) continue;
+          const f = state.frameworks.get(task.frameworkId);
+          if (f && keys.has(frameworkNameKey(f.name))) this.refreshTask(task.id, state);
+        }
         break;
+      }
       default:
         break;
     }
@@ -212,6 +241,7 @@ export class DnsZone {
     const agent = state.agents.get(task.agentId);
     const framework = state.frameworks.get(task.frameworkId);
     if (!agent || !framework) return;
+    if (this.nameOwner(frameworkNameKey(framework.name), state) !== framework.principal) return;
     const records = taskRecords(task, framework, agent, this.domain);
     if (records.length === 0) return;
     for (const r of records) {
@@ -229,6 +259,28 @@ export class DnsZone {
     let byFramework = this.tasksByFramework.get(framework.id);
     if (!byFramework) this.tasksByFramework.set(framework.id, (byFramework = new Set()));
     byFramework.add(taskId);
+  }
+
+  /** The principal whose frameworks answer under a framework-name label (see the file header). */
+  private nameOwner(key: string, state: ZoneSource): string | undefined {
+    const reserved = this.reservedNames.get(key);
+    if (reserved !== undefined) return reserved;
+    if (!this.nameOwners) {
+      const first = new Map<string, FrameworkRecord>();
+      const rank = (f: FrameworkRecord) => [f.removedAtMs !== undefined ? 1 : 0, f.registeredAtMs] as const;
+      for (const f of state.frameworks.values()) {
+        const k = frameworkNameKey(f.name);
+        const held = first.get(k);
+        if (!held) {
+          first.set(k, f);
+          continue;
+        }
+        const [a, b] = [rank(f), rank(held)];
+        if (a[0] < b[0] || (a[0] === b[0] && (a[1] < b[1] || (a[1] === b[1] && f.id < held.id)))) first.set(k, f);
+      }
+      this.nameOwners = new Map([...first].map(([k, f]) => [k, f.principal]));
+    }
+    return this.nameOwners.get(key);
   }
 
   // ---------------------------------------------------------------- storage

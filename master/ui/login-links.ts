@@ -4,7 +4,9 @@
 // sees it), and the code:
 //   - is 32 random bytes, so it cannot be guessed;
 //   - is redeemed once: a second try, like an unknown code, answers 404;
-//   - lives LINK_TTL_MS, and only in this master's memory (a restart forgets every link).
+//   - lives LINK_TTL_MS, and only in this master's memory (a restart forgets every link);
+//   - counts against its principal's MAX_LINKS_PER_PRINCIPAL waiting links, so one principal's
+//     runaway script locks out only itself (memory: principals × the limit).
 //   POST /api/v1/ui/links   (authenticated) → { code, url, expiresAtMs }
 //   POST /api/v1/ui/redeem  {code} (no credential: the code is the credential) → { token }
 
@@ -18,8 +20,8 @@ import type { MasterContext } from '../context.ts';
 import { REDEEM_ROUTE } from './open-routes.ts';
 
 export const LINK_TTL_MS = 60_000;
-/** Links waiting at once; more are refused (a runaway script, not a person). */
-const MAX_LINKS = 1000;
+/** Links one principal may have waiting at once; more are refused (a runaway script, not a person). */
+export const MAX_LINKS_PER_PRINCIPAL = 100;
 
 interface Link {
   token: string;
@@ -32,6 +34,8 @@ const keyOf = (code: string) => createHash('sha256').update(code).digest('base64
 
 export class LoginLinks {
   private readonly links = new Map<string, Link>();
+  /** Waiting links by principal. */
+  private readonly waiting = new Map<string, number>();
 
   constructor(private readonly now: () => number = Date.now) {}
 
@@ -42,10 +46,14 @@ export class LoginLinks {
 
   create(token: string, principal: string, ttlMs = LINK_TTL_MS): { code: string; expiresAtMs: number } {
     this.sweep();
-    if (this.links.size >= MAX_LINKS) throw new CairnError('CAIRN_BAD_REQUEST', `too many login links waiting (${MAX_LINKS}); they expire in ${LINK_TTL_MS / 1000} s`);
+    const mine = this.waiting.get(principal) ?? 0;
+    if (mine >= MAX_LINKS_PER_PRINCIPAL) {
+      throw new CairnError('CAIRN_BAD_REQUEST', `too many login links waiting for principal '${principal}' (${MAX_LINKS_PER_PRINCIPAL}, a principal's most); they expire in ${LINK_TTL_MS / 1000} s`);
+    }
     const code = randomBytes(32).toString('base64url');
     const expiresAtMs = this.now() + ttlMs;
     this.links.set(keyOf(code), { token, principal, expiresAtMs });
+    this.waiting.set(principal, mine + 1);
     return { code, expiresAtMs };
   }
 
@@ -54,13 +62,20 @@ export class LoginLinks {
     const key = keyOf(code);
     const link = this.links.get(key);
     if (!link) return undefined;
-    this.links.delete(key);
+    this.forget(key, link);
     return link.expiresAtMs > this.now() ? link : undefined;
   }
 
   private sweep(): void {
     const now = this.now();
-    for (const [k, l] of this.links) if (l.expiresAtMs <= now) this.links.delete(k);
+    for (const [k, l] of this.links) if (l.expiresAtMs <= now) this.forget(k, l);
+  }
+
+  private forget(key: string, link: Link): void {
+    this.links.delete(key);
+    const n = (this.waiting.get(link.principal) ?? 1) - 1;
+    if (n <= 0) this.waiting.delete(link.principal);
+    else this.waiting.set(link.principal, n);
   }
 }
 

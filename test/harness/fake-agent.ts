@@ -26,6 +26,8 @@ export interface FakeAgentOptions {
   tls?: { ca?: Buffer; cert?: Buffer; key?: Buffer };
   /** Headers of the WebSocket upgrade: the agent's credential, when the master asks for one. */
   headers?: Record<string, string>;
+  /** The port its HTTP API is said to be on (a test's stand-in for the agent's usage); default 1. */
+  httpPort?: number;
   /** Tasks to report as running in the registration. */
   running?: { taskId: string; frameworkId: string; state: TaskState; resources: string }[];
 }
@@ -51,7 +53,7 @@ export class FakeAgent {
             agentId: this.opts.agentId ?? this.agentId,
             hostname: this.opts.hostname ?? 'fake',
             ip: '127.0.0.1',
-            httpPort: 1,
+            httpPort: this.opts.httpPort ?? 1,
             resources: this.opts.resources ?? 'cpus:8;mem:16384;disk:100000;ports:[31000-32000]',
             attributes: [],
             tasks: this.opts.running ?? [],

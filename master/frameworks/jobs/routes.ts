@@ -67,6 +67,7 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
         resolveClass(parsed.spec, env.ctx.priorityClasses);
         // The rule a framework subscribing in the job's role meets: its tasks run in that role.
         access.requireCreate(req.principal, parsed.spec.role, 'role');
+        access.requireClass(req.principal, parsed.spec.priorityClass, env.ctx.priorityClasses.defaultClass, 'priorityClassName');
         requireImagePullSecrets(parsed, secrets, req.principal);
         // A finished job of the name is replaced by this one: that is deleting it.
         const old = recordOf(env, parsed.spec.name);

@@ -50,11 +50,13 @@ interface ListingIndex {
  * An app's class is its label `cairn.priority-class` (its tasks carry it): it ranks them
  * against preemptors. It must be a class of the cluster's; `cairn.preemptible` is true or false.
  */
-function checkAppClass(parsed: ParsedApp, classes: PriorityClasses): void {
+function checkAppClass(parsed: ParsedApp, classes: PriorityClasses, may: (priorityClass: string, field: string) => void): void {
   const cls = parsed.app.labels[PRIORITY_CLASS_LABEL];
   if (cls !== undefined && !classes.has(cls)) {
     throw new CairnError('CAIRN_BAD_REQUEST', `unknown priority class '${cls.slice(0, 64)}' (classes: ${classes.names.join(', ')}; highest first)`, `labels/${PRIORITY_CLASS_LABEL}`);
   }
+  // A class keeps the app's tasks from preemptors below it: its creator must be allowed it.
+  if (cls !== undefined) may(classes.canonical(cls)!, `labels/${PRIORITY_CLASS_LABEL}`);
   const p = parsed.app.labels[PREEMPTIBLE_LABEL];
   if (p !== undefined && p !== 'true' && p !== 'false') {
     throw new CairnError('CAIRN_BAD_REQUEST', `must be true or false, got '${p.slice(0, 64)}'`, `labels/${PREEMPTIBLE_LABEL}`);
@@ -202,7 +204,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       try {
         const raw = readJson(req);
         const parsed = parseApp(raw);
-        checkAppClass(parsed, env.ctx.priorityClasses);
+        checkAppClass(parsed, env.ctx.priorityClasses, (c, field) => access.requireClass(req.principal, c, env.ctx.priorityClasses.defaultClass, field));
         requirePullSecret(parsed.app, secrets, req.principal);
         // Services subscribe in the default role: an app is created in it.
         access.requireCreate(req.principal, '*', 'role');
@@ -359,7 +361,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       const merge = existing && (partial || queryBool(q, 'partialUpdate', true)) && typeof raw === 'object' && raw !== null && !Array.isArray(raw);
       const body = merge ? { ...appToJson(existing.app), ...(raw as Record<string, unknown>) } : raw;
       const parsed = parseApp(body, appId);
-      checkAppClass(parsed, env.ctx.priorityClasses);
+      checkAppClass(parsed, env.ctx.priorityClasses, (c, field) => access.requireClass(req.principal, c, env.ctx.priorityClasses.defaultClass, field));
       requirePullSecret(parsed.app, secrets, req.principal);
       // Changing (scaling too) is what tearing the app down could do; a new one is a creation.
       const authorize = (current: StoredApp | undefined) => {

@@ -56,6 +56,8 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
           parsed = { ...parsed, spec: { ...parsed.spec, priorityClass } };
         }
         access.requireCreate(req.principal, parsed.spec.role, 'spec.role');
+        // Its trials' jobs and frameworks then carry the class: checked here, against its owner.
+        access.requireClass(req.principal, parsed.spec.priorityClass, env.ctx.priorityClasses.defaultClass, 'spec.priorityClassName');
         const old = recordOf(parsed.spec.name);
         if (old && isSettled(old, trialsOf(old.spec.name))) requireOn(req, 'teardown_frameworks', old);
       } catch (err) {
