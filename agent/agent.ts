@@ -113,7 +113,7 @@ async function detectContainers(cfg: AgentConfig, log: Logger): Promise<Containe
   }
   const version = info.ServerVersion ?? 'unknown';
   const runtime = cfg.dockerRuntime ?? info.DefaultRuntime ?? 'runc';
-  log.info({ docker: version, runtime, socket: cfg.dockerSocket }, 'container tasks run through the Docker daemon');
+  log.info({ docker: version, runtime, socket: cfg.dockerSocket, hostPathAllow: cfg.hostPathAllow.dirs, capAdd: cfg.containerCapAdd }, 'container tasks run through the Docker daemon');
   return { enabled: true, version, runtime };
 }
 
@@ -259,6 +259,8 @@ class Agent {
           onStatus,
           users,
           pidsMax: cfg.taskPidsMax,
+          hostPaths: cfg.hostPathAllow,
+          capAdd: cfg.containerCapAdd,
           logger: componentLogger(log, 'docker'),
         })
       : undefined;

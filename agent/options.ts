@@ -20,6 +20,8 @@ import type { RecoverMode } from './executors/process/executor.ts';
 import type { AgentCredential } from './credential.ts';
 import type { DockerConfig } from '../shared/docker-auth.ts';
 import { loadDockerConfig } from './executors/docker/registry-auth.ts';
+import { HostPathAllowList } from './executors/docker/host-path-allow.ts';
+import { ADDABLE_CAPABILITIES } from './executors/docker/container-config.ts';
 
 /** The agent's gossip member (see membership.ts); without `join`, the masters are asked for members. */
 export type AgentGossipOptions = DaemonGossipOptions;
@@ -84,6 +86,13 @@ export interface AgentOptions {
   dockerRuntime?: string;
   /** A Docker config.json (`auths`) whose registry credentials pull images no launch brings one for (Mesos' --docker_config). */
   dockerConfig?: string;
+  /**
+   * Host directories containers may mount (or mount a path under); none by default. Never the
+   * host's root, the Docker socket or the agent's own directories: such a one is refused at start.
+   */
+  hostPathAllow?: string[];
+  /** Capabilities added back to every container after all are dropped (ADDABLE_CAPABILITIES); none by default. */
+  containerCapAdd?: string[];
   /** How long a finished task's sandbox is kept after it was last written. */
   sandboxGcAgeMs?: number;
   /**
@@ -167,6 +176,10 @@ export interface AgentConfig {
   dockerRuntime: string | undefined;
   /** Read and checked at start: a bad file stops the agent, naming it. */
   dockerConfig: DockerConfig | undefined;
+  /** Checked at start against the Docker socket and the agent's own directories. */
+  hostPathAllow: HostPathAllowList;
+  /** Upper-case names without CAP_. */
+  containerCapAdd: string[];
   sandboxGcAgeMs: number;
   jobDirs: string;
   sandboxGcDiskPercent: number;
@@ -255,6 +268,19 @@ function checkRuntimeName(name: string | undefined): string | undefined {
   return name;
 }
 
+function checkCapAdd(list: readonly string[]): string[] {
+  const out: string[] = [];
+  for (const raw of list) {
+    const name = raw.trim().toUpperCase().replace(/^CAP_/, '');
+    if (name === '') continue;
+    if (!ADDABLE_CAPABILITIES.includes(name)) {
+      throw new CairnError('CAIRN_BAD_FLAG', `--container-cap-add '${raw}' is not one a container may be given (${ADDABLE_CAPABILITIES.join(', ')})`, 'containerCapAdd');
+    }
+    if (!out.includes(name)) out.push(name);
+  }
+  return out;
+}
+
 function positiveMs(value: number | undefined, fallback: number, field: string): number {
   if (value === undefined) return fallback;
   if (!Number.isFinite(value) || value <= 0) throw new CairnError('CAIRN_BAD_FLAG', `must be a positive number of milliseconds, got ${value}`, field);
@@ -310,6 +336,9 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
   if (!/^[A-Za-z0-9_.-]+(\/[A-Za-z0-9_.-]+)*$/.test(cgroupsRoot) || cgroupsRoot.split('/').some((p) => p === '.' || p === '..')) {
     throw new CairnError('CAIRN_BAD_FLAG', `must be a relative path of plain names like 'cairn', got '${cgroupsRoot}'`, 'cgroupsRoot');
   }
+  const workDir = resolve(opts.workDir);
+  const jobDirs = opts.jobDirs !== undefined && opts.jobDirs.trim() !== '' ? resolve(opts.jobDirs) : resolve(opts.workDir, 'job-dirs');
+  const dockerSocket = checkSocketPath(opts.dockerSocket ?? AGENT_DEFAULTS.dockerSocket);
   const recover = opts.recover ?? AGENT_DEFAULTS.recover;
   if (!RECOVER_MODES.includes(recover)) {
     throw new CairnError('CAIRN_BAD_FLAG', `must be one of ${RECOVER_MODES.join(', ')}, got '${String(recover)}'`, 'recover');
@@ -318,8 +347,8 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     masterUrl,
     masterWsUrl,
     masterWsUrls,
-    workDir: resolve(opts.workDir),
-    jobDirs: opts.jobDirs !== undefined && opts.jobDirs.trim() !== '' ? resolve(opts.jobDirs) : resolve(opts.workDir, 'job-dirs'),
+    workDir,
+    jobDirs,
     credential: opts.credential,
     resourcesText: opts.resources,
     attributes,
@@ -346,9 +375,11 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     usageIntervalMs: positiveMs(opts.usageIntervalMs, AGENT_DEFAULTS.usageIntervalMs, 'usageIntervalMs'),
     gpuSharing: checkGpuSharing(opts.gpuSharing ?? AGENT_DEFAULTS.gpuSharing),
     docker: opts.docker ?? AGENT_DEFAULTS.docker,
-    dockerSocket: checkSocketPath(opts.dockerSocket ?? AGENT_DEFAULTS.dockerSocket),
+    dockerSocket,
     dockerRuntime: checkRuntimeName(opts.dockerRuntime),
     dockerConfig: opts.dockerConfig === undefined ? undefined : loadDockerConfig(resolve(opts.dockerConfig)),
+    hostPathAllow: HostPathAllowList.compile(opts.hostPathAllow ?? [], { dockerSocket, ownDirs: [workDir, jobDirs] }),
+    containerCapAdd: checkCapAdd(opts.containerCapAdd ?? []),
     sandboxGcAgeMs: positiveMs(opts.sandboxGcAgeMs, AGENT_DEFAULTS.sandboxGcAgeMs, 'sandboxGcAgeMs'),
     sandboxGcDiskPercent,
     sandboxGcIntervalMs: positiveMs(opts.sandboxGcIntervalMs, AGENT_DEFAULTS.sandboxGcIntervalMs, 'sandboxGcIntervalMs'),

@@ -126,6 +126,11 @@ export function domainFlag(value: string): string {
 }
 
 /** Comma-separated upstream resolvers `ip`, `ip:port` or `[v6]:port`; '' means none. */
+/** A comma-separated list that may also be given again (`--flag a,b --flag c`); checked where it is used. */
+export function listFlag(value: string, previous: string[] | undefined): string[] {
+  return [...(previous ?? []), ...value.split(',').map((s) => s.trim()).filter((s) => s !== '')];
+}
+
 export function resolversFlag(value: string): string[] {
   const list = value.split(',').map((s) => s.trim()).filter((s) => s !== '');
   for (const r of list) {

@@ -7,6 +7,7 @@ import { Resources } from '../../shared/resources.ts';
 import { badRequest, CairnError } from '../../shared/errors.ts';
 import type { CommandSpec } from '../registry/commands.ts';
 import { checkSecretName, MAX_PULL_SECRETS } from '../secrets/pull-auth.ts';
+import { hostPathProblem } from '../../shared/host-paths.ts';
 import type { ContainerSpec, HealthCheckSpec, PortMapping } from '../../shared/agent-messages.ts';
 
 export interface FrameworkSpec {
@@ -268,7 +269,8 @@ function parseContainer(value: unknown, resources: Resources, field: string): Co
     const o = obj(v, f)!;
     const hostPath = str(o.host_path, `${f}.host_path`, undefined, MAX_LENGTH.path);
     const containerPath = str(o.container_path, `${f}.container_path`, undefined, MAX_LENGTH.path);
-    if (!hostPath.startsWith('/')) throw badRequest(`${f}.host_path`, 'must be an absolute path');
+    const hostPathWrong = hostPathProblem(hostPath);
+    if (hostPathWrong) throw badRequest(`${f}.host_path`, `'${hostPath.slice(0, 200)}' ${hostPathWrong}`);
     if (!containerPath.startsWith('/')) throw badRequest(`${f}.container_path`, 'must be an absolute path');
     const mode = str(o.mode, `${f}.mode`, 'RW', MAX_LENGTH.word).toUpperCase();
     if (mode !== 'RW' && mode !== 'RO') throw badRequest(`${f}.mode`, `must be RW or RO, got '${mode}'`);

@@ -3,7 +3,7 @@
 
 import Docker from 'dockerode';
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, symlinkSync, copyFileSync, mkdirSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, rmSync, symlinkSync, copyFileSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
@@ -46,4 +46,53 @@ export async function dockerRuntimeMissing(name: string): Promise<string | undef
   const info = (await new Docker().info()) as { Runtimes?: Record<string, unknown> };
   const has = Object.keys(info.Runtimes ?? {});
   return has.includes(name) ? undefined : `the Docker daemon has no '${name}' runtime registered (it has: ${has.join(', ')})`;
+}
+
+/**
+ * The program a setuid-root image carries: it asks for uid and gid 0 and runs `sh -c ARG`.
+ * Where the kernel honours the setuid bit it becomes root; under no-new-privileges its
+ * setuid(0) fails and it says so.
+ */
+const ESCALATE_C = `#include <stdio.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  if (setgid(0) != 0 || setuid(0) != 0) { perror("escalate: setuid(0)"); return 1; }
+  execl("/bin/sh", "sh", "-c", argc > 1 ? argv[1] : "id -u", (char *)0);
+  perror("escalate: exec");
+  return 1;
+}
+`;
+
+/** Undefined where a C compiler can build the setuid image's program, else why not. */
+export function setuidImageUnbuildable(): string | undefined {
+  try {
+    execFileSync('cc', ['--version'], { stdio: 'ignore' });
+    return undefined;
+  } catch {
+    return 'no C compiler (cc) to build the setuid test program';
+  }
+}
+
+/**
+ * A busybox image (as TEST_IMAGE) whose /suid/escalate is a static program owned by root
+ * with the setuid bit set: what a hostile image brings to regain uid 0. Imported under
+ * `tag`; the caller removes it.
+ */
+export function buildSetuidImage(tag: string): void {
+  const busybox = ['/bin/busybox', '/usr/bin/busybox'].find((p) => existsSync(p));
+  if (!busybox) throw new Error('busybox is needed to build the test image (apt-get install busybox-static)');
+  const root = mkdtempSync(join(tmpdir(), 'cairn-suid-image-'));
+  try {
+    for (const d of ['bin', 'tmp', 'suid', 'src']) mkdirSync(join(root, d));
+    copyFileSync(busybox, join(root, 'bin', 'busybox'));
+    for (const a of [...BUSYBOX_APPLETS, 'id']) symlinkSync('busybox', join(root, 'bin', a));
+    writeFileSync(join(root, 'src', 'escalate.c'), ESCALATE_C);
+    execFileSync('cc', ['-static', '-O2', '-o', join(root, 'suid', 'escalate'), join(root, 'src', 'escalate.c')]);
+    rmSync(join(root, 'src'), { recursive: true });
+    chmodSync(join(root, 'suid', 'escalate'), 0o4755);
+    const tar = execFileSync('tar', ['--owner=0', '--group=0', '-C', root, '-c', '.'], { maxBuffer: 256 * 1024 * 1024 });
+    execFileSync('docker', ['import', '-c', 'ENV PATH=/bin', '-', tag], { input: tar });
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
 }

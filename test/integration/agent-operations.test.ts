@@ -109,11 +109,11 @@ describe.skipIf(!!why)('container tasks through the master', () => {
     await ensureTestImage();
     const master = await startMasterProcess(cleanup);
     const p0 = await freePort();
-    await startAgentProcess(cleanup, master.url, { resources: `cpus:2;mem:1024;ports:[${p0}-${p0}]` });
+    const vol = cleanup.dir('cairn-vol-');
+    await startAgentProcess(cleanup, master.url, { resources: `cpus:2;mem:1024;ports:[${p0}-${p0}]`, extra: ['--host-path-allow', vol] });
     const s = await subscribe(master.url, 'containers');
     const offer = (await s.next((e) => e.type === 'OFFERS')).offers.offers[0];
     const agentId = offer.agent_id.value as string;
-    const vol = cleanup.dir('cairn-vol-');
     // The container runs as the agent's default task user (nobody), who must be able to write there.
     chmodSync(vol, 0o777);
     const info = taskInfo('boxed', agentId, { cpus: 0.2, mem: 64, ports: [[p0, p0]] }, 'echo "port=$PORT task=$CAIRN_TASK_ID greeting=$GREETING"; echo saved > /data/out.txt', {

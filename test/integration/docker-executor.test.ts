@@ -15,6 +15,7 @@ import { dockerRuntimeMissing, dockerUnavailable, ensureTestImage, TEST_IMAGE } 
 import { startAgent } from '../../agent/agent.ts';
 import { silentLogger } from '../../shared/logger.ts';
 import { tempDir, waitFor } from '../harness/processes.ts';
+import { HostPathAllowList } from '../../agent/executors/docker/host-path-allow.ts';
 import { authFetch } from '../harness/credentials.ts';
 
 const why = await dockerUnavailable();
@@ -26,13 +27,16 @@ if (noCrun && process.env.CI) throw new Error(`CI must run the crun tests: ${noC
 if (noCrun) console.warn(`skipping the crun runtime tests: ${noCrun}`);
 
 let workDir: string;
+/** Where the volumes tests mount come from: the one directory the executors allow (never inside the work dir). */
+let volumesDir: string;
 let statuses: TaskStatusChange[];
 let executors: DockerExecutor[] = [];
 
 function executor(agentId = 'agent-docker-test', cpuQuota = false, runtime?: string): DockerExecutor {
   // A log stream whose end went unseen would hold each status back this long: past every wait below.
   const logDrainMs = 120_000;
-  const e = new DockerExecutor({ workDir, hostname: 'docker-host', agentId: () => agentId, gpuPool: new GpuPool([]), defaultKillGraceMs: 1000, cpuQuota, logDrainMs, ...(runtime ? { runtime } : {}), onStatus: (s) => statuses.push(s) });
+  const hostPaths = HostPathAllowList.compile([volumesDir], { dockerSocket: '/var/run/docker.sock', ownDirs: [workDir] });
+  const e = new DockerExecutor({ workDir, hostname: 'docker-host', agentId: () => agentId, gpuPool: new GpuPool([]), defaultKillGraceMs: 1000, cpuQuota, logDrainMs, hostPaths, ...(runtime ? { runtime } : {}), onStatus: (s) => statuses.push(s) });
   executors.push(e);
   return e;
 }
@@ -64,6 +68,7 @@ async function cleanUp(): Promise<void> {
     await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
   }
   if (workDir) rmSync(workDir, { recursive: true, force: true });
+  if (volumesDir) rmSync(volumesDir, { recursive: true, force: true });
 }
 
 const final = (id: string) => statuses.filter((s) => s.taskId === id).at(-1);
@@ -72,13 +77,14 @@ describe.skipIf(!!why)('Docker executor', () => {
   beforeAll(async () => {
     await ensureTestImage();
     workDir = tempDir('cairn-docker-');
+    volumesDir = tempDir('cairn-docker-volumes-');
   });
   afterAll(cleanUp);
 
   it('runs a container with its env and ports, writes to a mounted volume, and logs into the sandbox', async () => {
     statuses = [];
     const e = executor();
-    const vol = join(workDir, 'vol');
+    const vol = join(volumesDir, 'vol');
     mkdirSync(vol);
     e.launch(task('c-env', 'echo "$GREETING port=$PORT ports=$PORTS task=$CAIRN_TASK_ID sandbox=$MESOS_SANDBOX"; echo written > /data/out.txt; echo to-stderr >&2', {
       resources: 'cpus:0.5;mem:64;ports:[34000-34001]',

@@ -138,6 +138,8 @@ describe.skipIf(!!why)('the services seed: ps-lite word2vec as three Marathon ap
         resources: `cpus:4;mem:4096;disk:2048;ports:[${31000 + 100 * i}-${31049 + 100 * i}]`,
         // Names outside the zone go nowhere: this test sends nothing off the machine.
         dnsResolvers: [],
+        // The data set the worker file mounts.
+        hostPathAllow: [dataDir],
         gossip: { port: 0, host: ip, secret, join: [`${MASTER_IP}:${gossipPort}`] },
         logger: silentLogger(),
       }));

@@ -69,6 +69,21 @@ describe('container create body', () => {
     expect(b.HostConfig.Runtime).toBeUndefined();
   });
 
+  it('starts every container with no-new-privileges, all capabilities dropped and the task\'s uid; adds back only what the agent names', () => {
+    const b = containerConfig({ task: task(), agentId: 'a', agentInstance: 'i', hostname: 'h', sandbox: '/s', gpuIndices: [], dns: NO_CONTAINER_DNS, user: { uid: 65534, gid: 65534 } });
+    expect(b.User).toBe('65534:65534');
+    expect(b.HostConfig.SecurityOpt).toEqual(['no-new-privileges']);
+    expect(b.HostConfig.CapDrop).toEqual(['ALL']);
+    expect(b.HostConfig.CapAdd).toBeUndefined();
+    expect(b.HostConfig).not.toHaveProperty('Privileged');
+    const added = containerConfig({ task: task(), agentId: 'a', agentInstance: 'i', hostname: 'h', sandbox: '/s', gpuIndices: [], dns: NO_CONTAINER_DNS, capAdd: ['NET_BIND_SERVICE'] });
+    expect(added.HostConfig.CapDrop).toEqual(['ALL']);
+    expect(added.HostConfig.CapAdd).toEqual(['NET_BIND_SERVICE']);
+    expect(added.HostConfig.SecurityOpt).toEqual(['no-new-privileges']);
+    // Without a decided user, the image's (the agent always decides one).
+    expect(added.User).toBeUndefined();
+  });
+
   it('starts the container with the runtime the agent names', () => {
     const b = containerConfig({ task: task(), agentId: 'a', agentInstance: 'i', hostname: 'h', sandbox: '/s', gpuIndices: [], dns: NO_CONTAINER_DNS, runtime: 'crun' });
     expect(b.HostConfig.Runtime).toBe('crun');

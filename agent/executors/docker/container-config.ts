@@ -2,6 +2,15 @@
 // command, environment, limits from the task's resources, networking and port bindings from
 // its assigned ports, volumes, DNS servers, GPU device requests and the labels that tie the
 // container to its task. No I/O here, so every rule is unit-tested.
+//
+// Every container starts with `no-new-privileges` and with all capabilities dropped but those
+// the operator adds back (`--container-cap-add`; none by default). A task runs as its
+// decided non-root uid (agent/task-users.ts), which holds no capability anyway: what the
+// bounding set and no-new-privileges take away is what a setuid or file-capability binary in
+// the image would otherwise regain on exec (uid 0, and with Docker's default set
+// DAC_OVERRIDE, CHOWN, SETUID, ... over whatever is mounted). Only a root task (the agent's
+// --allow-root-tasks) could use an added capability, so the default adds none; an operator
+// running images that start as root and bind low ports or change users adds those few.
 
 import type { ContainerSpec, PortMapping, TaskInfo } from '../../../shared/agent-protocol.ts';
 import { CairnError } from '../../../shared/errors.ts';
@@ -21,6 +30,16 @@ export const LABEL_AGENT_INSTANCE = 'cairn.agent-instance';
 const CPU_PERIOD_US = 100_000;
 /** Docker refuses memory limits under 6 MiB. */
 const MIN_MEMORY_BYTES = 6 * 1024 * 1024;
+
+/** What every container is started with: a setuid binary does not raise its privileges on exec. */
+export const CONTAINER_SECURITY_OPTS: readonly string[] = ['no-new-privileges'];
+
+/**
+ * Capabilities `--container-cap-add` may add back: Docker's default set less those that reach
+ * past the container (MKNOD, AUDIT_WRITE, SETFCAP, SETPCAP, NET_RAW are left out), by their
+ * names without `CAP_`.
+ */
+export const ADDABLE_CAPABILITIES: readonly string[] = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'NET_BIND_SERVICE', 'SYS_CHROOT'];
 
 /** How a container resolves names (Docker's HostConfig Dns, DnsSearch, DnsOptions). */
 export interface ContainerDns {
@@ -55,6 +74,8 @@ export interface ContainerConfigInput {
   user?: { uid: number; gid: number };
   /** Processes and threads the container may have at once; left out, no limit. */
   pidsLimit?: number;
+  /** Capabilities added back after all are dropped (ADDABLE_CAPABILITIES); left out, none. */
+  capAdd?: readonly string[];
 }
 
 /** The subset of the Engine API's create body Cairn sets (dockerode's ContainerCreateOptions). */
@@ -77,6 +98,9 @@ export interface ContainerCreateBody {
     NetworkMode: string;
     Runtime?: string;
     PidsLimit?: number;
+    SecurityOpt: string[];
+    CapDrop: string[];
+    CapAdd?: string[];
     PortBindings?: Record<string, { HostPort: string }[]>;
     Binds: string[];
     Dns?: string[];
@@ -139,6 +163,8 @@ export function containerConfig(input: ContainerConfigInput): ContainerCreateBod
     },
     HostConfig: {
       NetworkMode: docker.network,
+      SecurityOpt: [...CONTAINER_SECURITY_OPTS],
+      CapDrop: ['ALL'],
       Binds: [
         `${input.sandbox}:${CONTAINER_SANDBOX}:rw`,
         ...task.container.volumes.map((v) => `${v.hostPath}:${v.containerPath}:${v.readOnly ? 'ro' : 'rw'}`),
@@ -182,6 +208,7 @@ export function containerConfig(input: ContainerConfigInput): ContainerCreateBod
   if (input.runtime !== undefined) body.HostConfig.Runtime = input.runtime;
   if (input.user) body.User = `${input.user.uid}:${input.user.gid}`;
   if (input.pidsLimit !== undefined && input.pidsLimit > 0) body.HostConfig.PidsLimit = input.pidsLimit;
+  if (input.capAdd && input.capAdd.length > 0) body.HostConfig.CapAdd = [...input.capAdd];
   if (input.dns.servers.length > 0) body.HostConfig.Dns = [...input.dns.servers];
   if (input.dns.search.length > 0) body.HostConfig.DnsSearch = [...input.dns.search];
   if (input.dns.options.length > 0) body.HostConfig.DnsOptions = [...input.dns.options];

@@ -20,6 +20,7 @@ import type { KillOutcome, LaunchOutcome, RecoverMode, TaskSnapshot, TaskStatusC
 import { containerConfig, containerName, type ContainerCreateBody, type ContainerDns, LABEL_FRAMEWORK_ID, LABEL_TASK_ID, NO_CONTAINER_DNS } from './container-config.ts';
 import { containerOwnership, workDirInstance, type ListedContainer, type Ownership } from './ownership.ts';
 import { engineAuthConfig, registryAnswer, takePullAuth } from './registry-auth.ts';
+import { HostPathAllowList } from './host-path-allow.ts';
 import type { DockerConfig } from '../../../shared/docker-auth.ts';
 
 export const LABEL_RESOURCES = 'cairn.resources';
@@ -55,6 +56,10 @@ export interface DockerExecutorOptions {
   users?: { decide(requested: string | undefined): TaskUserDecision };
   /** Processes and threads one container may have (its pids limit); 0 or left out: none. */
   pidsMax?: number;
+  /** The host paths containers may mount (--host-path-allow); left out, none. */
+  hostPaths?: HostPathAllowList;
+  /** Capabilities added back to every container after all are dropped (--container-cap-add). */
+  capAdd?: readonly string[];
   defaultKillGraceMs?: number;
   /**
    * How long an ended container's log stream may take to end before its status goes out
@@ -162,6 +167,12 @@ export class DockerExecutor {
     if (agentId === '') return this.finish(t, 'TASK_FAILED', 'the agent has no id yet: containers are launched once it has registered', 'REASON_CONTAINER_LAUNCH_FAILED');
     const decided = this.opts.users?.decide(info.user);
     if (decided && !decided.ok) return this.finish(t, 'TASK_FAILED', decided.message, 'REASON_TASK_INVALID');
+    // Host paths only from the operator's allow-list; checked before anything is made for the task.
+    const hostPaths = this.opts.hostPaths ?? HostPathAllowList.none();
+    for (const [i, v] of info.container.volumes.entries()) {
+      const refused = hostPaths.refusal(v.hostPath);
+      if (refused) return this.finish(t, 'TASK_FAILED', `container.volumes[${i}].host_path: ${refused}`, 'REASON_TASK_INVALID');
+    }
     const runAs = decided?.runAs;
     // A root agent hands the sandbox to the task's user; one that is not root cannot.
     const owner = decided?.switchUser && runAs ? { uid: runAs.uid, gid: runAs.gid } : undefined;
@@ -191,6 +202,7 @@ export class DockerExecutor {
       ...(this.opts.runtime !== undefined ? { runtime: this.opts.runtime } : {}),
       ...(runAs ? { user: { uid: runAs.uid, gid: runAs.gid } } : {}),
       ...(this.opts.pidsMax ? { pidsLimit: this.opts.pidsMax } : {}),
+      ...(this.opts.capAdd ? { capAdd: this.opts.capAdd } : {}),
     });
     body.Labels[LABEL_RESOURCES] = info.resources;
     if (t.gpus.length > 0) body.Labels[LABEL_GPUS] = t.gpus.join(',');

@@ -40,6 +40,7 @@ import { checkKindRules } from './kind-rules.ts';
 import { readImagePullSecrets } from './pull-secrets.ts';
 import { isRoleName } from '../../sharing/quotas.ts';
 import { isClassSpelling } from '../../sharing/priority-classes.ts';
+import { hostPathProblem } from '../../../shared/host-paths.ts';
 
 export const CAIRN_JOB_API_VERSION = 'cairn/v1';
 export const MAX_JOB_NAME = 40;
@@ -153,6 +154,14 @@ class Reader {
     }
     return s;
   }
+
+  /** A volume's host path: absolute, normalised, and none that no agent ever mounts (shared/host-paths.ts). */
+  hostPath(value: unknown, field: string): string {
+    const s = this.absolutePath(value, field);
+    const wrong = hostPathProblem(s);
+    if (wrong) throw invalidJob(this.at(field), `${describe(s)} ${wrong}`);
+    return s;
+  }
 }
 
 function has(doc: Doc, key: string): boolean {
@@ -206,7 +215,7 @@ function readTemplate(r: Reader, value: unknown, field: string): TaskTemplate {
         const o = r.object(v, at, VOLUME_FIELDS);
         return {
           containerPath: r.absolutePath(o.containerPath, `${at}.containerPath`),
-          hostPath: r.absolutePath(o.hostPath, `${at}.hostPath`),
+          hostPath: r.hostPath(o.hostPath, `${at}.hostPath`),
           mode: has(o, 'mode') ? r.oneOf(o.mode, `${at}.mode`, ['RO', 'RW'] as const, 'volume mode') : 'RW',
         };
       })

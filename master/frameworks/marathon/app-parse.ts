@@ -20,6 +20,7 @@ import {
 } from './app-model.ts';
 import { invalid, type ValidationDetail } from './app-errors.ts';
 import { readPullConfig } from './pull-config.ts';
+import { hostPathProblem } from '../../../shared/host-paths.ts';
 
 export interface ParsedApp {
   app: AppDefinition;
@@ -381,6 +382,7 @@ function parseContainer(r: Reader, v: unknown, networks?: 'HOST' | 'BRIDGE'): Co
     const hostPath = r.str(o.hostPath, `${p}/hostPath`) ?? '';
     if (!containerPath.startsWith('/')) r.error(`${p}/containerPath`, 'must be an absolute path');
     if (!hostPath.startsWith('/')) r.error(`${p}/hostPath`, 'must be an absolute path (persistent and external volumes are not supported)');
+    else if (hostPathProblem(hostPath)) r.error(`${p}/hostPath`, `'${hostPath.slice(0, 200)}' ${hostPathProblem(hostPath)!}`);
     const mode = r.str(o.mode, `${p}/mode`) ?? 'RW';
     if (mode !== 'RO' && mode !== 'RW') r.error(`${p}/mode`, `'${mode}' is not one of RO, RW`);
     return { containerPath, hostPath, mode: mode as 'RO' | 'RW' };

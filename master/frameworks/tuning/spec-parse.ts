@@ -28,6 +28,7 @@ import { parseCpus, parseSizeMiB } from './quantities.ts';
 import { isRoleName } from '../../sharing/quotas.ts';
 import { isClassSpelling } from '../../sharing/priority-classes.ts';
 import { experimentNameOf, NAME_RULE } from './experiment-name.ts';
+import { hostPathProblem } from '../../../shared/host-paths.ts';
 
 export const MAX_DOCUMENT_CHARS = 1024 * 1024;
 /** Shipped files travel inside every trial's command line: a Linux argument holds 128 KiB. */
@@ -255,6 +256,8 @@ export function pathMapping(v: unknown, field: string): PathMapping {
     name = v.name;
   }
   if (typeof hostPath !== 'string' || !hostPath.startsWith('/')) throw badRequest(field, `must be an absolute path on the agents, as /data/mnist#mnist, got ${JSON.stringify(v)}`);
+  const hostPathWrong = hostPathProblem(hostPath);
+  if (hostPathWrong) throw badRequest(field, `'${hostPath.slice(0, 200)}' ${hostPathWrong}`);
   if (typeof name !== 'string' || !/^[A-Za-z0-9_.-]+$/.test(name) || name === '.' || name === '..') throw badRequest(field, `needs a plain name for the sandbox after '#', got ${JSON.stringify(name ?? null)}`);
   return { hostPath, name };
 }
