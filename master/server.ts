@@ -72,6 +72,11 @@ export interface MasterOptions extends Partial<Omit<MasterConfig, 'dataDir'>> {
    * included). Left out: a single master with its registry in local SQLite.
    */
   raft?: { id: number; members: ReadonlyMap<number, string>; secret: string; clusterId?: string; tickMs?: number; electionTicks?: number; join?: boolean; catchUpTimeoutMs?: number };
+  /**
+   * A single master: start from an empty registry although registry.sqlite is empty (0
+   * bytes) or unreadable (`--accept-empty-registry`); without it such a file refuses to start.
+   */
+  acceptEmptyRegistry?: boolean;
   /** Gossip membership (see membership.ts); left out, this master runs no gossip member. */
   gossip?: MasterGossipOptions;
   /** The built-in frameworks run while this master leads; default: all of them (builtin/all.ts). */
@@ -136,7 +141,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
   let registry: Registry;
   let raft: RaftCommandLog | undefined;
   if (opts.raft) {
-    ({ registry, raft } = RaftCommandLog.open({
+    ({ registry, raft } = await RaftCommandLog.open({
       id: opts.raft.id,
       members: opts.raft.members,
       dataDir: join(config.dataDir, 'raft'),
@@ -150,7 +155,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
       dial: tlsClient.connectOptions(),
     }, proposalPrefix));
   } else {
-    registry = LocalCommandLog.open(join(config.dataDir, 'registry'), proposalPrefix);
+    registry = LocalCommandLog.open(join(config.dataDir, 'registry'), proposalPrefix, { acceptEmpty: opts.acceptEmptyRegistry });
   }
 
   let core: Master | undefined;

@@ -42,6 +42,9 @@ export type CairnErrorCode =
   | 'CAIRN_RAFT_TRANSFERRING'
   | 'CAIRN_RAFT_OVERLOADED'
   | 'CAIRN_RAFT_CORRUPT_LOG'
+  | 'CAIRN_RAFT_STORAGE_LOST'
+  | 'CAIRN_REGISTRY_UNUSABLE'
+  | 'CAIRN_NOT_READY'
   // A job document (Cairn's own, a TFJob, a PyTorchJob, a Volcano Job, or flags) refused
   | 'CAIRN_INVALID_JOB'
   // Registry credentials: a Docker config.json refused, a stored credential (secret) not found

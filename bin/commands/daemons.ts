@@ -272,6 +272,7 @@ export async function runMaster(o: MasterOptions, io: CliIo): Promise<number> {
       ...(o.preemptionGraceMs !== undefined ? { preemptionGraceMs: o.preemptionGraceMs } : {}),
       ...dnsOptions(o),
       ...(o.raft ? { raft: { id: o.raft.id, members: o.raft.peers, secret: await readSecret(o.raft.secretFile), ...(o.raft.join ? { join: true } : {}) } } : {}),
+      ...(o.acceptEmptyRegistry ? { acceptEmptyRegistry: true } : {}),
       ...(o.gossip ? { gossip: await gossipOptions(o.gossip, DEFAULT_MASTER_GOSSIP_PORT) } : {}),
     });
   } catch (err) {

@@ -77,6 +77,8 @@ export interface MasterOptions extends DnsFlags {
    * `join`: it joins a running group (`--new-member`) instead of founding one.
    */
   raft?: { id: number; peers: Map<number, string>; secretFile: string | undefined; join?: boolean };
+  /** `--accept-empty-registry`: a single master starts although registry.sqlite is empty or unreadable. */
+  acceptEmptyRegistry?: boolean;
   pingIntervalMs?: number;
   maxMissedPings?: number;
   offerTimeoutMs?: number;

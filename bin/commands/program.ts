@@ -305,12 +305,13 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--id <n>', "this master's id in a replicated group (with --peers)").argParser(integerFlag(1, 1_000_000)))
     .addOption(new Option('--peers <list>', 'every master of the group, this one included: "1=http://h1:5050,2=http://h2:5050,3=http://h3:5050"').argParser(peersFlag))
     .option('--new-member', 'join a running group (added with `cairn masters add`) instead of founding one; only for a first start with an empty data dir')
+    .option('--accept-empty-registry', 'a single master: start from an empty registry although registry.sqlite is empty (0 bytes) or unreadable (an unreadable file is moved aside)')
     .option('--secret-file <path>', 'file holding the cluster secret that masters and gossip members authenticate each other with (at least 16 bytes); with it, the master runs a gossip member')
     .addOption(new Option('--priority-classes <list>', `the priority classes, highest first, comma-separated; the same on every master (default: ${DEFAULT_CLASS_NAMES.join(',')})`).argParser(classListFlag))
     .option('--default-priority-class <name>', 'the class of work that names none (default: the lowest)')
     .addOption(new Option('--preemption-grace <duration>', 'how long a preempted task has between SIGTERM and SIGKILL, e.g. 30s (default: 10s)').argParser(durationFlag(0, 3_600_000)));
   addLogOptions(addTlsOptions(addGossipOptions(addDnsOptions(master), DEFAULT_MASTER_GOSSIP_PORT)))
-    .action(async (o: { port: number; host: string; dataDir: string; credentials?: string; acls?: string; open?: Openable[]; pingInterval?: number; maxMissedPings?: number; offerTimeout?: number; id?: number; peers?: Map<number, string>; newMember?: boolean; priorityClasses?: string[]; defaultPriorityClass?: string; preemptionGrace?: number } & GossipFlagValues & DnsFlagValues & TlsFlagValues & LogFlagValues, cmd: Command) => {
+    .action(async (o: { port: number; host: string; dataDir: string; credentials?: string; acls?: string; open?: Openable[]; pingInterval?: number; maxMissedPings?: number; offerTimeout?: number; id?: number; peers?: Map<number, string>; newMember?: boolean; acceptEmptyRegistry?: boolean; priorityClasses?: string[]; defaultPriorityClass?: string; preemptionGrace?: number } & GossipFlagValues & DnsFlagValues & TlsFlagValues & LogFlagValues, cmd: Command) => {
       if ((o.id === undefined) !== (o.peers === undefined)) {
         return cmd.error("error: options '--id' and '--peers' go together", { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
       }
@@ -338,6 +339,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
           ...(o.acls ?? io.env.CAIRN_ACLS ? { acls: resolve((o.acls ?? io.env.CAIRN_ACLS)!) } : {}),
           ...(o.open ? { open: o.open } : {}),
           ...(o.id !== undefined && o.peers ? { raft: { id: o.id, peers: o.peers, secretFile: o.secretFile ? resolve(o.secretFile) : undefined, ...(o.newMember ? { join: true } : {}) } } : {}),
+          ...(o.acceptEmptyRegistry ? { acceptEmptyRegistry: true } : {}),
           ...(o.pingInterval !== undefined ? { pingIntervalMs: o.pingInterval } : {}),
           ...(o.maxMissedPings !== undefined ? { maxMissedPings: o.maxMissedPings } : {}),
           ...(o.offerTimeout !== undefined ? { offerTimeoutMs: o.offerTimeout } : {}),

@@ -19,6 +19,9 @@ import { sendHttpError as fail } from './http-errors.ts';
 import { stateView, taskDetailView } from './state-view.ts';
 import { taskFor } from './task-access.ts';
 
+/** Reads answered from the replicated registry (and so refused while this master has not caught up). */
+const READS = ['/api/v1/state', '/api/v1/tasks', '/api/v1/agents', '/api/v1/frameworks', '/master/', '/v2/', '/api/v1/jobs'];
+
 /** How long an agent may take to answer a log request (up to its headers, when followed). */
 const AGENT_ANSWER_TIMEOUT_MS = 10_000;
 
@@ -30,6 +33,18 @@ export function registerRestApi(app: FastifyInstance, ctx: MasterContext): void 
     const r = ctx.replication();
     if (r) void reply.header(APPLIED_INDEX_HEADER, String(r.applied));
     return payload;
+  });
+
+  // A master that has not caught up with the group (just started, or cut off since its start,
+  // or one whose storage was lost) would answer from a copy that may be empty: its reads are
+  // refused, naming why, until it has applied what a leader committed.
+  app.addHook('onRequest', async (req, reply) => {
+    if (req.method !== 'GET' && req.method !== 'HEAD') return;
+    const path = req.url.split('?')[0];
+    if (!READS.some((p) => path.startsWith(p))) return;
+    const r = ctx.replication();
+    if (!r || r.ready) return;
+    return reply.code(503).send({ code: 'CAIRN_NOT_READY', message: `this master is not ready to answer reads: ${r.notReady ?? 'not caught up'}` });
   });
 
   app.get('/health', async () => ({ status: 'ok', role: ctx.replication()?.role ?? 'leader' }));

@@ -4,7 +4,7 @@
 
 import { Registry, type CommandLog } from './registry.ts';
 import type { RegistryCommand } from './commands.ts';
-import { RegistryStore } from './store.ts';
+import { RegistryStore, type RegistryStoreOptions } from './store.ts';
 
 /** Commands between snapshots; bounds replay time at start. */
 const COMPACT_EVERY = 20_000;
@@ -20,8 +20,8 @@ export class LocalCommandLog implements CommandLog {
   ) {}
 
   /** Opens the store, rebuilds the registry from it, and attaches itself. */
-  static open(dataDir: string, proposalPrefix: string): Registry {
-    const store = new RegistryStore(dataDir);
+  static open(dataDir: string, proposalPrefix: string, options: RegistryStoreOptions = {}): Registry {
+    const store = new RegistryStore(dataDir, options);
     const loaded = store.load();
     const registry = new Registry(loaded.snapshot, proposalPrefix);
     for (const c of loaded.commands) registry.applyCommitted(c);

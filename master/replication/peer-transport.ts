@@ -16,6 +16,26 @@ import { CairnError } from '../../shared/errors.ts';
 import { RaftWire, type Dialing, type RaftSession } from '../../shared/raft/wire.ts';
 
 export const RAFT_PATH = '/api/v1/raft';
+
+/**
+ * What a master knows of its peers' storage incarnations (see RaftCommandLog). A peer that
+ * presents another incarnation than the one known for its id has lost its storage: its
+ * connections are refused, both ways, until it is removed and added back.
+ */
+export interface IncarnationGuard {
+  /** The incarnation known for `id` (told to it in the welcome), if any. */
+  known(id: NodeId): string | undefined;
+  /**
+   * `id` presented `incarnation`: false refuses its connection. `pin`: the handshake is
+   * known fresh (a welcome to our hello, or a hello followed by a passing frame), so a first
+   * incarnation may be recorded.
+   */
+  admit(id: NodeId, incarnation: string, pin: boolean): boolean;
+  /** Peer `peer` knows this master by incarnation `known`, not its own: its storage was lost. */
+  selfLost(peer: NodeId, known: string): void;
+}
+
+const ADMIT_ALL: IncarnationGuard = { known: () => undefined, admit: () => true, selfLost: () => undefined };
 const RECONNECT_MIN_MS = 50;
 const RECONNECT_MAX_MS = 500;
 /** A connection whose handshake has not completed by then is dropped (and redialled). */
@@ -41,6 +61,8 @@ export class PeerTransport {
   badFrames = 0;
   /** Of those, frames refused as replayed (a counter already seen, an old welcome). */
   replayedFrames = 0;
+  /** Connections refused because a member's storage incarnation changed (its storage was lost). */
+  lostStorageRefusals = 0;
 
   constructor(
     private readonly wire: RaftWire,
@@ -52,6 +74,9 @@ export class PeerTransport {
     private readonly selfId?: NodeId,
     /** TLS options of outgoing connections (CA, client certificate); wss:// peers need them. */
     private readonly dial: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {},
+    private readonly guard: IncarnationGuard = ADMIT_ALL,
+    /** This master's own incarnation, compared with what a peer knows of it. */
+    private readonly incarnation = '',
   ) {
     this.wss.on('connection', (socket: WebSocket, req: IncomingMessage) => {
       const remote = req.socket.remoteAddress ?? '?';
@@ -69,13 +94,19 @@ export class PeerTransport {
         if (this.refused.has(socket)) return;
         if (session === undefined) {
           try {
-            const accepted = this.wire.accept(frameBytes(data), this.selfId);
+            const accepted = this.wire.accept(frameBytes(data), this.selfId, (id) => this.guard.known(id));
             session = accepted.session;
             clearTimeout(handshake);
+            // The welcome goes out either way: it tells a peer that lost its storage so.
             socket.send(accepted.welcome);
+            if (session.peer !== 0 && !this.guard.admit(session.peer, session.peerIncarnation, false)) this.refuseLost(socket, remote);
           } catch (err) {
             this.refuse(socket, remote, err);
           }
+          return;
+        }
+        if (peer === undefined && session.peer !== 0 && !this.guard.admit(session.peer, session.peerIncarnation, true)) {
+          this.refuseLost(socket, remote);
           return;
         }
         const from = this.receive(socket, session, remote, data);
@@ -154,6 +185,14 @@ export class PeerTransport {
     socket.close(1008, replayed ? 'replayed frame' : 'bad frame');
   }
 
+  /** A connection of a member whose storage was lost (or of this one, to a peer that knew it before). */
+  private refuseLost(socket: WebSocket, remote: string): void {
+    this.refused.add(socket);
+    this.lostStorageRefusals++;
+    this.log.debug({ remote }, 'refused a connection: a member\'s storage incarnation differs from the one the group knows');
+    socket.close(1008, 'storage lost');
+  }
+
   /**
    * A peer that dials in has (re)started: if our own connection to it is waiting out a
    * reconnect back-off, dial now. Otherwise a restarted master would hear nothing from us
@@ -203,6 +242,15 @@ export class PeerTransport {
         return;
       }
       clearTimeout(handshake);
+      if (session.known !== '' && this.incarnation !== '' && session.known !== this.incarnation) {
+        this.guard.selfLost(p.id, session.known);
+        this.refuseLost(ws, p.url);
+        return;
+      }
+      if (!this.guard.admit(p.id, session.peerIncarnation, true)) {
+        this.refuseLost(ws, p.url);
+        return;
+      }
       if (p.socket === ws) p.session = session;
     });
     ws.on('error', () => undefined);
@@ -233,6 +281,46 @@ export class PeerTransport {
     for (const c of this.wss.clients) c.terminate();
     this.wss.close();
   }
+}
+
+/**
+ * Before a master with empty storage founds a group, asks each peer what incarnation it
+ * knows for `self` (a member of an existing group whose storage was lost is known by its old
+ * one). Peers that do not answer within `timeoutMs` are left out; resolves with the answers.
+ */
+export async function askPeersAboutSelf(
+  wire: RaftWire,
+  self: NodeId,
+  peers: ReadonlyMap<NodeId, string>,
+  timeoutMs: number,
+  dial: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {},
+): Promise<{ peer: NodeId; known: string }[]> {
+  const ask = (id: NodeId, url: string) => new Promise<{ peer: NodeId; known: string } | undefined>((resolve) => {
+    const ws = new WebSocket(url.replace(/^http/, 'ws') + RAFT_PATH, { perMessageDeflate: false, ...dial });
+    const done = (answer: { peer: NodeId; known: string } | undefined) => {
+      clearTimeout(timer);
+      ws.terminate();
+      resolve(answer);
+    };
+    const timer = setTimeout(() => done(undefined), timeoutMs);
+    let dialing: Dialing | undefined;
+    ws.on('open', () => {
+      const hello = wire.hello(self);
+      dialing = hello.dialing;
+      ws.send(hello.frame);
+    });
+    ws.on('message', (data: RawData) => {
+      try {
+        done(dialing ? { peer: id, known: dialing.welcome(frameBytes(data)).known } : undefined);
+      } catch {
+        done(undefined);
+      }
+    });
+    ws.on('error', () => done(undefined));
+    ws.on('close', () => done(undefined));
+  });
+  const answers = await Promise.all([...peers].filter(([id]) => id !== self).map(([id, url]) => ask(id, url)));
+  return answers.filter((a): a is { peer: NodeId; known: string } => a !== undefined);
 }
 
 function frameBytes(data: RawData): Buffer {

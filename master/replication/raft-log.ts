@@ -7,6 +7,7 @@
 // in the log with them (see members.ts), so the transport learns and forgets peers.
 
 import { mkdirSync } from 'node:fs';
+import { fileSize } from '../../shared/file-size.ts';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { componentLogger } from '../../shared/logger.ts';
@@ -24,7 +25,7 @@ import {
   addMasterProblem, decodeReplicaSnapshot, encodeReplicaSnapshot, planAddMaster, removeMasterProblem, renameField,
   urlsAfterChange, urlsFromSnapshot, type AddMasterRequest, type LocalMembership,
 } from './members.ts';
-import { PeerTransport } from './peer-transport.ts';
+import { askPeersAboutSelf, PeerTransport, type IncarnationGuard } from './peer-transport.ts';
 
 export interface RaftLogOptions {
   id: NodeId;
@@ -47,6 +48,8 @@ export interface RaftLogOptions {
   electionTicks?: number;
   /** Applied entries between snapshots of the registry. */
   snapshotEvery?: number;
+  /** How long a master with empty storage waits for its peers' answers before founding (default 2 s). */
+  askPeersTimeoutMs?: number;
   /** How long an added master may take to catch up before its promotion is given up (default 60 s). */
   catchUpTimeoutMs?: number;
   log: Logger;
@@ -67,6 +70,25 @@ export interface ReplicationStatus {
   badPeerFrames: number;
   /** Of those, frames refused as replayed (sent again on their connection, or an old welcome). */
   replayedPeerFrames: number;
+  /** This master's storage incarnation (a random id made with its Raft storage). */
+  incarnation: string;
+  /**
+   * Whether this master's copy may answer reads: it leads (with its own term's entry
+   * applied), or it has heard from a leader and applied what that leader had committed.
+   */
+  ready: boolean;
+  /** Why not, when not ready. */
+  notReady?: string;
+}
+
+
+function storageLost(opts: RaftLogOptions, what: string): CairnError {
+  return new CairnError(
+    'CAIRN_RAFT_STORAGE_LOST',
+    `${what}. A member that lost its log must not vote or found a new group: restore its data dir (${opts.dataDir}), ` +
+      `or remove it (cairn masters remove ${opts.id}), empty its data dir, start it with --new-member and add it again (cairn masters add)`,
+    'dataDir',
+  );
 }
 
 const encoder = new TextEncoder();
@@ -100,6 +122,14 @@ export class RaftCommandLog implements CommandLog {
   private readonly pendingChanges = new Map<number, PendingChange>();
   /** The operator's membership change this master (as leader) is carrying out, if any: one at a time. */
   private change: MastersView['change'] = null;
+  /** Each peer's storage incarnation as first seen (persisted; forgotten when it is removed or added). */
+  private readonly incarnations: Map<NodeId, string>;
+  /** Peers whose storage was lost, each logged once per incarnation seen. */
+  private readonly lostLogged = new Map<NodeId, string>();
+  /** Set when a peer knows this master by another incarnation: it keeps out of the group. */
+  private lost: { peer: NodeId; known: string } | undefined;
+  /** Latched once this master leads or has caught up with a leader's commit index. */
+  private caughtUp = false;
 
   private constructor(
     private readonly opts: RaftLogOptions,
@@ -117,7 +147,8 @@ export class RaftCommandLog implements CommandLog {
       { id: opts.id, random: cryptoRandom(), electionTicks: opts.electionTicks },
       storage,
     );
-    const wire = new RaftWire({ clusterId: opts.clusterId, secret: opts.secret });
+    this.incarnations = storage.peerIncarnations();
+    const wire = new RaftWire({ clusterId: opts.clusterId, secret: opts.secret, incarnation: storage.incarnation });
     this.transport = new PeerTransport(
       wire,
       (messages) => this.step(messages),
@@ -129,9 +160,12 @@ export class RaftCommandLog implements CommandLog {
       },
       opts.id,
       opts.dial,
+      this.guard(),
+      storage.incarnation,
     );
     this.setPeers();
     this.timer = setInterval(() => {
+      if (this.lost !== undefined) return;
       this.node.tick();
       this.schedule();
     }, opts.tickMs ?? 100);
@@ -139,15 +173,41 @@ export class RaftCommandLog implements CommandLog {
     this.schedule();
   }
 
-  /** Opens (or founds) this master's replica and returns the registry it feeds. */
-  static open(opts: RaftLogOptions, proposalPrefix: string): { registry: Registry; raft: RaftCommandLog } {
+  /**
+   * Opens (or founds) this master's replica and returns the registry it feeds. A master with
+   * no log that is not told it is new (`join`) founds the group only if it is a new group:
+   * a 0-byte raft.sqlite, or a peer that knows this master from an earlier start, means its
+   * storage was lost, and it refuses to start (CAIRN_RAFT_STORAGE_LOST) rather than vote or
+   * found a group again with nothing it acknowledged (as etcd refuses a member whose data dir
+   * is gone: it must be removed and added back).
+   */
+  static async open(opts: RaftLogOptions, proposalPrefix: string): Promise<{ registry: Registry; raft: RaftCommandLog }> {
     if (!opts.members.has(opts.id)) {
       throw new CairnError('CAIRN_BAD_FLAG', `this master's id ${opts.id} is not among the members`, 'peers');
     }
     mkdirSync(opts.dataDir, { recursive: true });
-    const storage = new SqliteRaftStorage(join(opts.dataDir, 'raft.sqlite'));
+    const path = join(opts.dataDir, 'raft.sqlite');
+    if (!opts.join && fileSize(path) === 0) {
+      throw storageLost(opts, `${path} is empty (0 bytes): this master's Raft log is gone`);
+    }
+    const storage = new SqliteRaftStorage(path);
     const fresh = storage.lastIndex() === 0 && storage.initialState().hardState.term === 0;
-    if (fresh && !opts.join) storage.bootstrap([...opts.members.keys()]);
+    if (fresh && !opts.join) {
+      let answers: { peer: NodeId; known: string }[];
+      try {
+        const wire = new RaftWire({ clusterId: opts.clusterId, secret: opts.secret, incarnation: storage.incarnation });
+        answers = await askPeersAboutSelf(wire, opts.id, opts.members, opts.askPeersTimeoutMs ?? 2_000, opts.dial);
+      } catch (err) {
+        storage.close();
+        throw err;
+      }
+      const knower = answers.find((a) => a.known !== '' && a.known !== storage.incarnation);
+      if (knower !== undefined) {
+        storage.close();
+        throw storageLost(opts, `${path} holds no Raft log, but master ${knower.peer} knows master ${opts.id} from an earlier start (its storage was lost or replaced)`);
+      }
+      storage.bootstrap([...opts.members.keys()]);
+    }
     if (fresh && opts.join) opts.log.info({ id: opts.id }, 'joining a running group: waiting for the leader to add this master');
     const registry = new Registry(decodeReplicaSnapshot(storage.snapshot().data).registry, proposalPrefix);
     const raft = new RaftCommandLog(opts, registry, storage);
@@ -181,6 +241,59 @@ export class RaftCommandLog implements CommandLog {
       members: [...s.config.voters, ...s.config.learners].map((id) => ({ id, url: this.members.get(id) ?? '', voter: voters.has(id) })),
       badPeerFrames: this.transport.badFrames,
       replayedPeerFrames: this.transport.replayedFrames,
+      incarnation: this.storage.incarnation,
+      ...this.readiness(s.role, s.leader, s.commit),
+    };
+  }
+
+  private readiness(role: Role, leader: NodeId, commit: number): { ready: boolean; notReady?: string } {
+    if (this.lost !== undefined) {
+      return { ready: false, notReady: `master ${this.lost.peer} knows this master by another storage incarnation: its Raft storage was lost; remove it (cairn masters remove ${this.opts.id}), then start it with --new-member and an empty data dir and add it again` };
+    }
+    if (!this.caughtUp) {
+      if (role === 'leader' && this.leadingFromTerm === undefined) this.caughtUp = true;
+      else if (role !== 'leader' && leader !== 0 && this.applied >= commit && this.node.status().config.voters.length + this.node.status().config.learners.length > 0) this.caughtUp = true;
+    }
+    if (this.caughtUp) return { ready: true };
+    return { ready: false, notReady: leader === 0 ? `no leader known yet (applied index ${this.applied})` : `catching up with the leader (applied index ${this.applied} of ${commit})` };
+  }
+
+  /** Judges peers' incarnations for the transport (see IncarnationGuard). */
+  private guard(): IncarnationGuard {
+    return {
+      known: (id) => this.incarnations.get(id),
+      admit: (id, incarnation, pin) => {
+        if (incarnation === '' || this.closed) return true;
+        const known = this.incarnations.get(id);
+        if (known === incarnation) return true;
+        if (known === undefined) {
+          if (pin && this.members.has(id)) {
+            this.incarnations.set(id, incarnation);
+            this.storage.setPeerIncarnation(id, incarnation);
+          }
+          return true;
+        }
+        if (this.lostLogged.get(id) !== incarnation) {
+          this.lostLogged.set(id, incarnation);
+          this.opts.log.error(
+            { peer: id, known, presented: incarnation },
+            `master ${id} presents another storage incarnation than the group knows: its storage was lost or replaced. ` +
+              `It is kept out (no votes, no acknowledgements) and no longer counted as matched; remove it (cairn masters remove ${id}) and add it again, started with --new-member`,
+          );
+        }
+        this.node.reportStorageLost(id);
+        this.schedule();
+        return false;
+      },
+      selfLost: (peer, known) => {
+        if (this.lost !== undefined) return;
+        this.lost = { peer, known };
+        this.opts.log.error(
+          { peer, known, incarnation: this.storage.incarnation },
+          `master ${peer} knows this master (${this.opts.id}) by another storage incarnation: this master's Raft storage was lost. ` +
+            `It keeps out of the group (no votes, no reads); remove it (cairn masters remove ${this.opts.id}), then start it with --new-member and an empty data dir and add it again`,
+        );
+      },
     };
   }
 
@@ -326,7 +439,7 @@ export class RaftCommandLog implements CommandLog {
   }
 
   private step(messages: Message[]): void {
-    if (this.closed) return;
+    if (this.closed || this.lost !== undefined) return;
     for (const m of messages) {
       if (m.to !== this.opts.id) continue;
       this.node.step(m);
@@ -353,11 +466,13 @@ export class RaftCommandLog implements CommandLog {
       // acknowledgements) speaks for what this write makes durable and waits for it.
       const early = rd.messages.filter((m) => m.type === 'append');
       const late = early.length === 0 ? rd.messages : rd.messages.filter((m) => m.type !== 'append');
-      if (early.length > 0) this.transport.send(early);
+      // A master whose storage was lost sends nothing: no votes, no acknowledgements.
+      const out = this.lost === undefined;
+      if (early.length > 0 && out) this.transport.send(early);
       if (rd.snapshot || rd.entries.length > 0 || rd.hardState) {
         this.storage.save({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState, mustSync: rd.mustSync });
       }
-      if (late.length > 0) this.transport.send(late);
+      if (late.length > 0 && out) this.transport.send(late);
       if (rd.snapshot) {
         const snap = decodeReplicaSnapshot(rd.snapshot.data);
         this.registry.restore(snap.registry ?? EMPTY_REGISTRY);
@@ -374,6 +489,11 @@ export class RaftCommandLog implements CommandLog {
         if (e.type === 'confChange') {
           const cc = decodeConfChange(e.data);
           this.node.applyConfChange(cc);
+          // A member removed, or added (again), is a new member next time: its incarnation is learnt afresh.
+          if ((cc.type === 'remove' || cc.type === 'addLearner') && cc.nodeId !== this.opts.id && this.incarnations.has(cc.nodeId)) {
+            this.incarnations.delete(cc.nodeId);
+            this.storage.setPeerIncarnation(cc.nodeId, undefined);
+          }
           this.members = urlsAfterChange(this.members, cc, this.opts.id);
           this.setPeers();
           continue;

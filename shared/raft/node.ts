@@ -169,6 +169,11 @@ export class RaftNode {
     this.raft.reportUnreachable(id);
   }
 
+  /** `id`'s storage was lost or replaced; see Raft.reportStorageLost. */
+  reportStorageLost(id: NodeId): void {
+    this.raft.reportStorageLost(id);
+  }
+
   /** The connection to `id` broke; see Raft.reportLeaderConnectionLost. */
   reportLeaderConnectionLost(id: NodeId): void {
     this.raft.reportLeaderConnectionLost(id);

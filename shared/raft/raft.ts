@@ -772,6 +772,21 @@ export class Raft {
   }
 
   /**
+   * `id` presented a storage other than the one the group knew (its data dir was lost or
+   * replaced): what it acknowledged is gone with it, so a leader forgets its match and
+   * treats it as a new, unmatched peer. Nothing it sends is let through until it is removed
+   * and added back; this only makes the leader's count honest.
+   */
+  reportStorageLost(id: NodeId): void {
+    const pr = this.tracker.progress.get(id);
+    if (this.role !== 'leader' || pr === undefined || id === this.id) return;
+    pr.match = 0;
+    pr.recentActive = false;
+    pr.becomeProbe();
+    pr.next = this.log.lastIndex() + 1;
+  }
+
+  /**
    * The transport saw its connection to `id` break (a crashed process resets its sockets).
    * If `id` is this follower's leader, the follower stops trusting it: its lease ends and it
    * campaigns within a few ticks instead of waiting out a whole election timeout. PreVote

@@ -13,7 +13,9 @@
 // with onLostCommitted: 'truncate' to accept the loss on this member).
 
 import Database from 'better-sqlite3';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
+import { fileSize } from '../file-size.ts';
 import { dirname } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { CairnError } from '../errors.ts';
@@ -102,6 +104,13 @@ export class SqliteRaftStorage extends HeldLog {
   private readonly db: Database.Database;
   readonly recovery: RecoveryReport = { truncatedFrom: undefined, droppedEntries: 0, reason: undefined, commitClamped: false };
   private syncing = true;
+  /**
+   * This store's incarnation: a random id made when the store was created, so that peers can
+   * tell a member that kept its storage from one whose storage was lost and made again.
+   */
+  readonly incarnation: string;
+  /** The file as found on open: absent (made now), 0 bytes (emptied), or holding a database. */
+  readonly found: 'absent' | 'empty' | 'existing';
   private readonly stmt: {
     insertEntry: Database.Statement;
     deleteFrom: Database.Statement;
@@ -117,6 +126,8 @@ export class SqliteRaftStorage extends HeldLog {
   constructor(path: string, options: SqliteRaftStorageOptions = {}) {
     super();
     mkdirSync(dirname(path), { recursive: true });
+    const size = fileSize(path);
+    this.found = size === undefined ? 'absent' : size === 0 ? 'empty' : 'existing';
     this.db = new Database(path);
     try {
       this.db.pragma('journal_mode = WAL');
@@ -126,7 +137,12 @@ export class SqliteRaftStorage extends HeldLog {
         CREATE TABLE IF NOT EXISTS log_base (id INTEGER PRIMARY KEY CHECK (id = 1), idx INTEGER NOT NULL, term INTEGER NOT NULL);
         CREATE TABLE IF NOT EXISTS snapshot (id INTEGER PRIMARY KEY CHECK (id = 1), idx INTEGER NOT NULL, term INTEGER NOT NULL, conf TEXT NOT NULL, data BLOB NOT NULL, crc INTEGER NOT NULL);
         CREATE TABLE IF NOT EXISTS entries (idx INTEGER PRIMARY KEY, term INTEGER NOT NULL, type INTEGER NOT NULL, data BLOB NOT NULL, crc INTEGER NOT NULL);
+        CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+        CREATE TABLE IF NOT EXISTS peer_incarnations (id INTEGER PRIMARY KEY, incarnation TEXT NOT NULL);
       `);
+      const inc = this.db.prepare("SELECT value FROM meta WHERE key = 'incarnation'").get() as { value: string } | undefined;
+      this.incarnation = inc?.value ?? randomBytes(16).toString('hex');
+      if (inc === undefined) this.db.prepare("INSERT INTO meta (key, value) VALUES ('incarnation', ?)").run(this.incarnation);
       this.stmt = {
         insertEntry: this.db.prepare('INSERT OR REPLACE INTO entries (idx, term, type, data, crc) VALUES (?, ?, ?, ?, ?)'),
         deleteFrom: this.db.prepare('DELETE FROM entries WHERE idx >= ?'),
@@ -306,7 +322,20 @@ export class SqliteRaftStorage extends HeldLog {
     this.dropUpTo(index, term);
   }
 
+  /** The incarnation of each peer as first seen here (a member known to have kept its storage). */
+  peerIncarnations(): Map<NodeId, string> {
+    const rows = this.db.prepare('SELECT id, incarnation FROM peer_incarnations').all() as { id: number; incarnation: string }[];
+    return new Map(rows.map((r) => [r.id, r.incarnation]));
+  }
+
+  /** Records `id`'s incarnation (undefined: forgets it, as when the member is removed). */
+  setPeerIncarnation(id: NodeId, incarnation: string | undefined): void {
+    if (incarnation === undefined) this.db.prepare('DELETE FROM peer_incarnations WHERE id = ?').run(id);
+    else this.db.prepare('INSERT OR REPLACE INTO peer_incarnations (id, incarnation) VALUES (?, ?)').run(id, incarnation);
+  }
+
   close(): void {
     if (this.db.open) this.db.close();
   }
 }
+

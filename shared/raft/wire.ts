@@ -46,6 +46,11 @@ export interface WireOptions {
   clusterId: string;
   /** The shared secret (the contents of --secret-file); at least 16 bytes. */
   secret: Uint8Array | string;
+  /**
+   * This member's storage incarnation (a random id made with its Raft storage), told to
+   * peers in the handshake so that they can tell a member whose storage was lost.
+   */
+  incarnation?: string;
 }
 
 const ENTRY_TYPE_CODE: Record<EntryType, number> = { normal: 0, confChange: 1 };
@@ -87,6 +92,7 @@ export class RaftWire {
   private readonly secret: Buffer;
   /** uint32be(len(cluster)) || cluster: what every MAC under the secret starts with after its tag. */
   private readonly clusterPrefix: Buffer;
+  private readonly incarnation: string;
 
   constructor(options: WireOptions) {
     if (typeof options.clusterId !== 'string' || options.clusterId.length === 0) {
@@ -96,6 +102,10 @@ export class RaftWire {
     if (secret.length < 16) {
       throw new CairnError('CAIRN_BAD_REQUEST', `the cluster secret must be at least 16 bytes, got ${secret.length}`, 'secret');
     }
+    if (options.incarnation !== undefined && (typeof options.incarnation !== 'string' || options.incarnation.length > 64)) {
+      throw new CairnError('CAIRN_BAD_REQUEST', 'an incarnation is a string of at most 64 characters', 'incarnation');
+    }
+    this.incarnation = options.incarnation ?? '';
     this.clusterId = options.clusterId;
     this.clusterIdBytes = Buffer.from(options.clusterId, 'utf8');
     this.secret = secret;
@@ -130,14 +140,14 @@ export class RaftWire {
   /** The dialer's side: the hello to send first, and what takes the listener's welcome. */
   hello(from: NodeId = 0): { frame: Uint8Array; dialing: Dialing } {
     const nonce = randomBytes(NONCE_BYTES);
-    const payload = HelloType.encode({ nonce, from }).finish();
+    const payload = HelloType.encode({ nonce, from, incarnation: this.incarnation }).finish();
     const frame = FrameType.encode({ kind: KIND_HELLO, clusterId: this.clusterId, payload, hmac: this.handshakeMac(HELLO_TAG, payload) }).finish();
     return { frame, dialing: new Dialing(nonce, (welcome) => this.completeDial(nonce, welcome)) };
   }
 
   private completeDial(dialerNonce: Buffer, frame: Uint8Array): RaftSession {
     const payload = this.openHandshake(frame, KIND_WELCOME, WELCOME_TAG);
-    let w: { dialerNonce: Uint8Array; nonce: Uint8Array; from: Uint64 };
+    let w: { dialerNonce: Uint8Array; nonce: Uint8Array; from: Uint64; incarnation?: string; known?: string };
     try {
       w = WelcomeType.decode(payload) as unknown as typeof w;
     } catch (err) {
@@ -153,16 +163,19 @@ export class RaftWire {
       this.sessionKey(dialerNonce, w.nonce, DIALER_TO_LISTENER),
       this.sessionKey(dialerNonce, w.nonce, LISTENER_TO_DIALER),
       peer,
+      incarnationField(w.incarnation, 'welcome.incarnation'),
+      incarnationField(w.known, 'welcome.known'),
     );
   }
 
   /**
    * The listener's side: checks the connection's first frame (a hello of this cluster, under
-   * the secret) and returns the welcome to send back and the connection's session.
+   * the secret) and returns the welcome to send back and the connection's session. `known`
+   * gives the incarnation this side knows for the dialer's id, told back in the welcome.
    */
-  accept(frame: Uint8Array, self: NodeId = 0): { welcome: Uint8Array; session: RaftSession } {
+  accept(frame: Uint8Array, self: NodeId = 0, known: (peer: NodeId) => string | undefined = () => undefined): { welcome: Uint8Array; session: RaftSession } {
     const payload = this.openHandshake(frame, KIND_HELLO, HELLO_TAG);
-    let h: { nonce: Uint8Array; from: Uint64 };
+    let h: { nonce: Uint8Array; from: Uint64; incarnation?: string };
     try {
       h = HelloType.decode(payload) as unknown as typeof h;
     } catch (err) {
@@ -170,18 +183,27 @@ export class RaftWire {
     }
     if (h.nonce.length !== NONCE_BYTES) throw bad('hello.nonce', `must be ${NONCE_BYTES} bytes, got ${h.nonce.length}`);
     const peer = num(h.from, 'hello.from');
+    const peerIncarnation = incarnationField(h.incarnation, 'hello.incarnation');
     // A hello sent again (captured, replayed) gets a fresh nonce here, so the keys differ from
     // the original connection's and none of its frames will pass.
     const nonce = randomBytes(NONCE_BYTES);
-    const wp = WelcomeType.encode({ dialerNonce: h.nonce, nonce, from: self }).finish();
+    const wp = WelcomeType.encode({ dialerNonce: h.nonce, nonce, from: self, incarnation: this.incarnation, known: peer !== 0 ? known(peer) ?? '' : '' }).finish();
     const welcome = FrameType.encode({ kind: KIND_WELCOME, clusterId: this.clusterId, payload: wp, hmac: this.handshakeMac(WELCOME_TAG, wp) }).finish();
     const session = new RaftSession(
       this.sessionKey(h.nonce, nonce, LISTENER_TO_DIALER),
       this.sessionKey(h.nonce, nonce, DIALER_TO_LISTENER),
       peer,
+      peerIncarnation,
+      '',
     );
     return { welcome, session };
   }
+}
+
+function incarnationField(v: string | undefined, field: string): string {
+  const s = v ?? '';
+  if (s.length > 64) throw bad(field, `must be at most 64 characters, got ${s.length}`);
+  return s;
 }
 
 /** A dialer waiting for the welcome to its hello. */
@@ -213,6 +235,10 @@ export class RaftSession {
     private readonly receiveKey: KeyObject,
     /** The other side's Raft id as it said in the handshake (0: none given). */
     readonly peer: NodeId,
+    /** The other side's storage incarnation as it said in the handshake ("": none given). */
+    readonly peerIncarnation: string = '',
+    /** On the dialer's side: the incarnation the listener knows for this side ("": none). */
+    readonly known: string = '',
   ) {}
 
   /** The counter of the last frame accepted (0: none yet). */
