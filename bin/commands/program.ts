@@ -7,6 +7,7 @@ import { resolve } from 'node:path';
 import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { formatDurationMs } from '../../agent/duration.ts';
 import { AGENT_DEFAULTS, MAX_GPU_SHARING, MAX_TASK_PIDS, RECOVER_MODES } from '../../agent/defaults.ts';
+import { ADDABLE_CAPABILITIES } from '../../agent/executors/docker/container-config.ts';
 import { CAIRN_VERSION } from '../../shared/version.ts';
 import { versionReport } from './version.ts';
 import { MAX_DRAIN_DEADLINE_MS } from '../../shared/drain-request.ts';
@@ -50,7 +51,7 @@ import { addTuneCommands } from './tune-program.ts';
 import { addSharingCommands } from './sharing-program.ts';
 import { addSecretCommands } from './secret-program.ts';
 import { addUiCommands } from './ui-program.ts';
-import { attributesFlag, checkMasterUrl, domainFlag, durationFlag, envFlag, gossipAddrFlag, integerFlag, ipv4Flag, joinFlag, mastersFlag, nameFlag, numberFlag, peersFlag, resolversFlag, resourcesFlag, roleFlag, userFlag } from './flags.ts';
+import { attributesFlag, checkMasterUrl, domainFlag, durationFlag, envFlag, gossipAddrFlag, integerFlag, ipv4Flag, joinFlag, listFlag, mastersFlag, nameFlag, numberFlag, peersFlag, resolversFlag, resourcesFlag, roleFlag, userFlag } from './flags.ts';
 
 /** Each handler runs one command and resolves with the process exit code. */
 export interface CommandHandlers {
@@ -374,6 +375,8 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--docker-socket <path>', "the Docker daemon's socket").default(AGENT_DEFAULTS.dockerSocket))
     .option('--docker-runtime <name>', "the OCI runtime containers start with, one the Docker daemon has registered (e.g. crun); default: the daemon's")
     .option('--docker-config <file>', "a Docker config.json whose \"auths\" pull images from private registries (as `docker login` writes it; Mesos' --docker_config); a task's own pull secret goes first")
+    .addOption(new Option('--host-path-allow <dirs>', "host directories containers may mount, comma-separated or repeated (default: none; never /, the Docker socket or the agent's own directories)").argParser(listFlag))
+    .addOption(new Option('--container-cap-add <caps>', `capabilities every container gets back after all are dropped, comma-separated or repeated (default: none; from ${ADDABLE_CAPABILITIES.join(', ')})`).argParser(listFlag))
     .addOption(new Option('--sandbox-gc-age <duration>', "how long a finished task's sandbox is kept, e.g. 7d, 12h, 30m").argParser(durationFlag()).default(AGENT_DEFAULTS.sandboxGcAgeMs, formatDurationMs(AGENT_DEFAULTS.sandboxGcAgeMs)))
     .option('--job-dirs <path>', "where training jobs' shared directories (CAIRN_JOB_DIR) are made; a shared filesystem mount shares them across hosts (default: <work-dir>/job-dirs)")
     .addOption(new Option('--sandbox-gc-disk-percent <percent>', 'above this much of the work dir\'s disk in use, finished sandboxes go sooner, oldest first').argParser(integerFlag(1, 100)).default(AGENT_DEFAULTS.sandboxGcDiskPercent))

@@ -250,6 +250,10 @@ describe('daemon commands: parsing', () => {
     const r3 = await parse(['agent', '--no-docker', '--docker-socket', '/run/d.sock', '--gpu-sharing', '4', '--docker-runtime', 'crun']);
     expect(r3.options).toMatchObject({ docker: false, dockerSocket: '/run/d.sock', gpuSharing: 4, dockerRuntime: 'crun' });
     for (const bad of ['0', '65', '1.5']) expect((await parse(['agent', '--gpu-sharing', bad])).code).toBe(2);
+    // Host paths and capabilities: comma-separated, or the flag again; checked when the agent compiles its options.
+    const rh = await parse(['agent', '--host-path-allow', '/srv/data,/mnt/sets', '--host-path-allow', '/scratch', '--container-cap-add', 'CHOWN']);
+    expect(rh.options).toMatchObject({ hostPathAllow: ['/srv/data', '/mnt/sets', '/scratch'], containerCapAdd: ['CHOWN'] });
+    expect((await parse(['agent'])).options).not.toHaveProperty('hostPathAllow');
     const r4 = await parse(['agent', '--default-task-user', 'builder', '--allow-root-tasks', '--task-pids-max', '64']);
     expect(r4.options).toMatchObject({ defaultTaskUser: 'builder', allowRootTasks: true, taskPidsMax: 64 });
     for (const bad of [['--default-task-user', 'a b'], ['--default-task-user', '-x'], ['--task-pids-max', '-1'], ['--task-pids-max', '5000000']]) expect((await parse(['agent', ...bad])).code).toBe(2);
