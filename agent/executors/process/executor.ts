@@ -170,6 +170,8 @@ interface TaskRecord {
   startedAtMs: number | undefined;
   /** Started by an earlier agent process: watched by polling, not by 'exit'. */
   recovered: boolean;
+  /** Killed, and its end is also watched for by polling (see startKill). */
+  pollEnd: boolean;
   killRequested: boolean;
   killGraceMs: number | undefined;
   /** Overrides the terminal message of a kill (e.g. a cleanup after restart). */
@@ -660,6 +662,7 @@ export class ProcessExecutor {
       launchedAtMs,
       startedAtMs: undefined,
       recovered: false,
+      pollEnd: false,
       killRequested: false,
       killGraceMs: undefined,
       killMessage: undefined,
@@ -715,6 +718,13 @@ export class ProcessExecutor {
 
   private startKill(rec: TaskRecord, graceMs: number): void {
     if (rec.recovered && rec.pid !== undefined && !isSameProcessAlive(rec.pid, rec.startTimeTicks)) return; // the poll will see the end
+    // A kill must end the task even if the report of its supervisor's exit never comes (the
+    // launcher once lost such reports under a burst, and the task then held its resources
+    // until the agent restarted). So a killed task is also watched by polling, as a
+    // recovered one is: once its supervisor is gone, its end is read from its sandbox.
+    // Already gone: there is nothing to signal, and the end is found on the next poll.
+    this.pollForEnd(rec);
+    if (rec.pid !== undefined && !isSameProcessAlive(rec.pid, rec.startTimeTicks)) return;
     this.signalGroup(rec, 'SIGTERM');
     if (rec.killTimer) clearTimeout(rec.killTimer);
     const startedAt = rec.startedAtMs;
@@ -771,6 +781,11 @@ export class ProcessExecutor {
     return status;
   }
 
+  private pollForEnd(rec: TaskRecord): void {
+    rec.pollEnd = true;
+    this.ensurePolling();
+  }
+
   private ensurePolling(): void {
     if (this.pollTimer || this.closed) return;
     this.pollTimer = setInterval(() => this.pollRecovered(), this.pollMs);
@@ -780,7 +795,7 @@ export class ProcessExecutor {
   private pollRecovered(): void {
     let watching = 0;
     for (const rec of this.tasks.values()) {
-      if (!rec.recovered || rec.ending || isTerminal(rec.state)) continue;
+      if ((!rec.recovered && !rec.pollEnd) || rec.ending || isTerminal(rec.state)) continue;
       if (rec.pid !== undefined && isSameProcessAlive(rec.pid, rec.startTimeTicks)) {
         watching++;
         continue;

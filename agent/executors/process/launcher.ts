@@ -44,7 +44,24 @@ $| = 1;
 my ($SYS_unshare, $SYS_mount) = @ARGV;
 my $chld = 0;
 $SIG{CHLD} = sub { $chld = 1 };
-sub reap { $chld = 0; while ((my $p = waitpid(-1, POSIX::WNOHANG())) > 0) { syswrite(STDOUT, "exit $p $?\n"); } }
+# Writes a whole line for the agent. The agent's end of stdout is a socket that fills while
+# the agent is busy (a burst of launches); a write blocked there is cut short by the next
+# SIGCHLD with EINTR and nothing written, as perl's deferred signal handlers are installed
+# without SA_RESTART. A single unchecked syswrite then lost "started" and "exit" lines, and
+# their tasks stayed STAGING or RUNNING for good. So: write until all of it is out.
+sub put {
+  my $s = shift;
+  while (length $s) {
+    my $w = syswrite(STDOUT, $s);
+    if (!defined $w) {
+      if ($!{EAGAIN}) { my $win = ''; vec($win, fileno(STDOUT), 1) = 1; select(undef, $win, undef, 1); next; }
+      next if $!{EINTR};
+      return;
+    }
+    substr($s, 0, $w) = '';
+  }
+}
+sub reap { $chld = 0; while ((my $p = waitpid(-1, POSIX::WNOHANG())) > 0) { put("exit $p $?\n"); } }
 sub fail { my ($code, $why) = @_; syswrite(STDERR, "cairn launcher: $why\n"); POSIX::_exit($code); }
 sub start_time { my $pid = shift; open(my $f, '<', "/proc/$pid/stat") or return 0; my $s = <$f>; close $f; $s =~ s/^.*\) //s; my @f = split / /, $s; return $f[19] // 0; }
 my $buf = '';
@@ -67,7 +84,7 @@ while (1) {
     my @env = splice(@rest, 0, $nenv);
     my ($file, $argv0, @args) = @rest;
     my $pid = fork();
-    if (!defined $pid) { my $e = "$!"; $e =~ s/\n/ /g; syswrite(STDOUT, "failed $id $e\n"); next; }
+    if (!defined $pid) { my $e = "$!"; $e =~ s/\n/ /g; put("failed $id $e\n"); next; }
     if ($pid == 0) {
       setpgrp(0, 0);
       $SIG{CHLD} = 'DEFAULT';
@@ -100,7 +117,7 @@ while (1) {
       POSIX::_exit(127);
     }
     setpgrp($pid, $pid);
-    syswrite(STDOUT, "started $id $pid " . start_time($pid) . "\n");
+    put("started $id $pid " . start_time($pid) . "\n");
   }
 }
 `;
