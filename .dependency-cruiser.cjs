@@ -11,7 +11,7 @@
 const CORE = [
   '^shared/raft/(?!(sqlite-storage|wire)[.]ts$)',
   '^shared/gossip/(?!(udp-node|wire)[.]ts$)',
-  '^shared/(random|resources|agent-messages|mesos-v1|errors|prometheus|docker-auth)[.]ts$',
+  '^shared/(random|resources|agent-messages|mesos-v1|errors|prometheus|docker-auth|host-paths)[.]ts$',
   // Packing tasks into an offer: arithmetic on Resources only; the restart back-off's arithmetic.
   '^shared/sdk/(offer-fit|restart-backoff)[.]ts$',
   '^master/registry/(state-machine|commands)[.]ts$',
