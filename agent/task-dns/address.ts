@@ -101,9 +101,10 @@ export async function claimAddress(workDir: string, given?: string, port = 53): 
   const label = addressLabel(workDir);
   let lastError = 'no candidate address';
   for (const address of candidateAddresses(workDir, localAddresses(), given)) {
-    const present = localAddresses().has(address);
+    // Looked at afresh for each candidate: another agent may have claimed one meanwhile.
+    const on = localAddresses().get(address);
     let added = false;
-    if (!present) {
+    if (on === undefined) {
       try {
         await ip(['addr', 'add', `${address}/32`, 'dev', 'lo', 'label', label]);
         added = true;
@@ -111,7 +112,7 @@ export async function claimAddress(workDir: string, given?: string, port = 53): 
         throw new Error(`cannot add ${address} to the loopback interface: ${(err as { stderr?: string }).stderr?.trim() || (err as Error).message}`);
       }
     }
-    const owned = added || localAddresses().get(address)?.startsWith(LABEL_PREFIX) === true;
+    const owned = added || on?.startsWith(LABEL_PREFIX) === true;
     let udp: dgram.Socket;
     try {
       udp = await bindUdp(address, port);

@@ -42,7 +42,6 @@ export interface ContainerDns {
 export class TaskDns {
   private readonly filesDir: string;
   private readonly files = new Map<string, string>();
-  private readonly hostSearch: string[];
   private mastersKey = '';
   private masters: Upstream[] = [];
 
@@ -50,11 +49,11 @@ export class TaskDns {
     private readonly opts: TaskDnsOptions,
     private readonly claimed: ClaimedAddress,
     private readonly server: TaskDnsServer,
-    hostSearch: string[],
+    /** The host's own search domains, after the task's. */
+    private readonly hostSearch: readonly string[],
     private readonly forwarders: Forwarder[],
   ) {
     this.filesDir = join(opts.workDir, 'task-dns');
-    this.hostSearch = hostSearch;
   }
 
   /** Starts the resolver; throws with the reason when it cannot (the caller warns and goes on without). */

@@ -38,10 +38,30 @@ import { readFileSync } from 'node:fs';
 import { constants } from 'node:os';
 import type { Logger } from 'pino';
 
+/**
+ * Perl: enters a mount namespace of its own (CLONE_NEWNS), makes / and below slave mounts
+ * (MS_SLAVE|MS_REC: the host's mounts still reach it, its own go nowhere) and binds `file` over
+ * /etc/resolv.conf (MS_BIND). Returns '' when done, else why not. Shared by the launcher's
+ * child and probeResolvMount, so the probe tries exactly what a launch does.
+ */
+const MOUNT_RESOLV_SUB = String.raw`
+sub mount_resolv {
+  my ($file, $sys_unshare, $sys_mount) = @_;
+  return "no mount system calls known here" unless defined $sys_unshare && $sys_unshare ne '';
+  # (syscall takes strings by reference: literals would be read-only.)
+  my ($none, $root, $target) = ('none', '/', '/etc/resolv.conf');
+  syscall($sys_unshare + 0, 0x20000) == 0 or return "cannot enter a mount namespace: $!";
+  syscall($sys_mount + 0, $none, $root, 0, 0x84000, 0) == 0 or return "cannot make / a slave mount: $!";
+  syscall($sys_mount + 0, $file, $target, 0, 0x1000, 0) == 0 or return "cannot mount $file on /etc/resolv.conf: $!";
+  return '';
+}
+`;
+
 export const LAUNCHER_SCRIPT = String.raw`
 use strict; no warnings; use POSIX ();
 $| = 1;
 my ($SYS_unshare, $SYS_mount) = @ARGV;
+${MOUNT_RESOLV_SUB}
 my $chld = 0;
 $SIG{CHLD} = sub { $chld = 1 };
 # Writes a whole line for the agent. The agent's end of stdout is a socket that fills while
@@ -95,12 +115,8 @@ while (1) {
         close($f);
       }
       if ($resolv ne '') {
-        # CLONE_NEWNS; then / and below MS_SLAVE|MS_REC; then the file MS_BIND over the host's.
-        (defined $SYS_unshare && syscall($SYS_unshare + 0, 0x20000) == 0) or fail(126, "cannot enter a mount namespace: $!");
-        # (syscall takes strings by reference: literals would be read-only.)
-        my ($none, $root, $target) = ('none', '/', '/etc/resolv.conf');
-        syscall($SYS_mount + 0, $none, $root, 0, 0x84000, 0) == 0 or fail(126, "cannot make / a slave mount: $!");
-        syscall($SYS_mount + 0, $resolv, $target, 0, 0x1000, 0) == 0 or fail(126, "cannot mount $resolv on /etc/resolv.conf: $!");
+        my $why = mount_resolv($resolv, $SYS_unshare, $SYS_mount);
+        fail(126, $why) if $why ne '';
       }
       if ($uid ne '') {
         $) = "$gid $gid";
@@ -138,12 +154,9 @@ export const MOUNT_SYSCALLS: Partial<Record<string, { unshare: number; mount: nu
 export function probeResolvMount(perl: string, file: string): string | undefined {
   const sys = MOUNT_SYSCALLS[process.arch];
   if (!sys) return `no mount system calls known for ${process.arch}`;
-  const script = String.raw`
-    syscall($ARGV[0] + 0, 0x20000) == 0 or die "unshare: $!\n";
-    my ($none, $root, $target) = ('none', '/', '/etc/resolv.conf');
-    syscall($ARGV[1] + 0, $none, $root, 0, 0x84000, 0) == 0 or die "mount --make-rslave /: $!\n";
-    syscall($ARGV[1] + 0, $ARGV[2], $target, 0, 0x1000, 0) == 0 or die "mount --bind on /etc/resolv.conf: $!\n";
-    open(my $f, '<', '/etc/resolv.conf') or die "read: $!\n"; local $/; print <$f>;`;
+  const script = `${MOUNT_RESOLV_SUB}
+    my $why = mount_resolv($ARGV[2], $ARGV[0], $ARGV[1]); die "$why\\n" if $why ne '';
+    open(my $f, '<', '/etc/resolv.conf') or die "read: $!\\n"; local $/; print <$f>;`;
   const r = spawnSync(perl, ['-e', script, String(sys.unshare), String(sys.mount), file], { encoding: 'utf8', timeout: 10_000 });
   if (r.error) return r.error.message;
   if (r.status !== 0) return (r.stderr || `exit ${r.status}`).trim();
