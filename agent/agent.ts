@@ -47,6 +47,7 @@ import { readDrainState, writeDrainState, type DrainState } from './drain.ts';
 import { HealthChecks } from './health/health-checks.ts';
 import { HealthStore, healthDir } from './health/store.ts';
 import { TaskDns } from './task-dns/task-dns.ts';
+import { monotonicMs } from '../shared/steady-clock.ts';
 
 /** The `draining` part of /health and the answer to a drain request. */
 export interface DrainReport extends DrainState {
@@ -483,8 +484,8 @@ class Agent {
 
   /** Waits (bounded) until the master has acknowledged every pending update. */
   private async waitForAcks(maxMs: number): Promise<void> {
-    const deadline = Date.now() + maxMs;
-    while (this.pending.size > 0 && this.registered && Date.now() < deadline) {
+    const deadline = monotonicMs() + maxMs;
+    while (this.pending.size > 0 && this.registered && monotonicMs() < deadline) {
       await new Promise((r) => setTimeout(r, 10));
     }
   }

@@ -20,6 +20,7 @@ import type { MasterMetrics } from './metrics.ts';
 import type { OfferBook } from './offers.ts';
 import type { AgentDrain, QuotaRecord, TaskRecord } from './registry/commands.ts';
 import type { Registry } from './registry/registry.ts';
+import { steadyClock, type Clock } from '../shared/steady-clock.ts';
 
 export interface MasterConfig extends LeaderConfig {
   dataDir: string;
@@ -48,6 +49,13 @@ interface Waiter {
 export class Master {
   readonly registry: Registry;
   readonly core: LeaderCore;
+  /**
+   * This leadership's clock: the wall clock as this master began to lead, advanced by the
+   * monotonic clock since (shared/steady-clock.ts). Every deadline, lease, offer time-out and
+   * liveness check of the core runs on it, so a step of the wall clock — forward or back —
+   * neither expires nor freezes them; the timestamps the core writes read as epoch times.
+   */
+  readonly now: Clock = steadyClock();
   private readonly links = new Map<ConnId, AgentLink>();
   private readonly connOf = new WeakMap<AgentLink, ConnId>();
   private readonly streams = new Map<string, EventStream>();
@@ -71,7 +79,7 @@ export class Master {
       config,
       registry: () => registry.state,
       random: cryptoRandom(),
-      nowMs: Date.now(),
+      nowMs: this.now(),
       gossip: gossip ? (id) => gossip.agentState(id) : undefined,
       taskDnsName: hooks.taskDnsName,
     });
@@ -217,7 +225,7 @@ export class Master {
       return;
     }
     const started = input.type === 'allocate' || input.type === 'tick' ? performance.now() : 0;
-    const effects = this.core.step(Date.now(), input);
+    const effects = this.core.step(this.now(), input);
     if (input.type === 'allocate') this.metrics.observeAllocation(performance.now() - started);
     this.execute(effects);
     this.armWake();
@@ -280,7 +288,7 @@ export class Master {
       this.wakeTimer = undefined;
       this.wakeAtMs = Infinity;
       this.step({ type: 'tick' });
-    }, Math.max(0, at - Date.now()));
+    }, Math.max(0, at - this.now()));
     this.wakeTimer.unref();
   }
 

@@ -6,6 +6,7 @@
 import type { Logger } from 'pino';
 import { HealthCheckState, type HealthEffect, type HealthTimings } from './health-state.ts';
 import type { ProbeOutcome } from './probes.ts';
+import { steadyClock } from '../../shared/steady-clock.ts';
 
 export interface TaskHealthCheckOptions {
   timings: HealthTimings;
@@ -28,7 +29,8 @@ export class TaskHealthCheck {
   private stopped = false;
 
   constructor(private readonly opts: TaskHealthCheckOptions) {
-    this.now = opts.now ?? Date.now;
+    // Steady, as in health-checks.ts.
+    this.now = opts.now ?? steadyClock();
     this.machine = new HealthCheckState(opts.timings, opts.taskStartedAtMs, this.now(), opts.what);
   }
 

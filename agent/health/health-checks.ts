@@ -12,6 +12,7 @@ import type { Logger } from 'pino';
 import { isTerminal, type TaskInfo } from '../../shared/agent-messages.ts';
 import type { TaskSnapshot, TaskStatusChange } from '../executors/process/executor.ts';
 import { TaskHealthCheck } from './checker.ts';
+import { steadyClock } from '../../shared/steady-clock.ts';
 import type { HealthTimings } from './health-state.ts';
 import { probeCommand, probeDockerExec, probeHttp, probeTcp, type CommandTarget, type ProbeOutcome } from './probes.ts';
 import { HealthStore, type StoredHealthCheck } from './store.ts';
@@ -51,7 +52,9 @@ export class HealthChecks {
   private stopped = false;
 
   constructor(private readonly opts: HealthChecksOptions) {
-    this.now = opts.now ?? Date.now;
+    // Grace periods, intervals and time-outs on a steady clock: a wall-clock step neither
+    // kills a healthy task early nor leaves a failing one unchecked for the step's length.
+    this.now = opts.now ?? steadyClock();
   }
 
   /** Notes a launched task's check; it starts when the task runs. A check the agent cannot place is logged, the task runs unchecked. */

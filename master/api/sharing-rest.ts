@@ -17,6 +17,7 @@ import { parseQuotaJson, quotaToJson, validRoleName } from '../sharing/quotas.ts
 import { usageView, type TaskUse } from '../sharing/usage-view.ts';
 import { agentAuthHeaders, agentBaseUrl } from './agents-rest.ts';
 import { sendHttpError as fail } from './http-errors.ts';
+import { monotonicMs } from '../../shared/steady-clock.ts';
 
 /** Usage samples are read from the agents at most this often, and waited for this long. */
 const USAGE_CACHE_MS = 5_000;
@@ -127,7 +128,7 @@ interface Samples {
 function usageSamples(ctx: MasterContext): () => Promise<Samples> {
   let cached: { at: number; samples: Promise<Samples> } | undefined;
   return () => {
-    const now = Date.now();
+    const now = monotonicMs();
     if (cached && now - cached.at < USAGE_CACHE_MS) return cached.samples;
     const agents = [...ctx.registry.state.agents.values()].filter((a) => a.reachable && ctx.registry.state.activeTasksOn(a.id).length > 0);
     const samples = Promise.all(agents.map((a) => agentUsage(ctx, a))).then((all) => {

@@ -13,6 +13,7 @@ import { leaderOrRedirect, type MasterContext } from '../context.ts';
 import { BUILTIN_PRINCIPAL } from '../auth/master-auth.ts';
 import { componentLogger } from '../../shared/logger.ts';
 import { BuiltinStore } from './store.ts';
+import { steadyClock, type Clock } from '../../shared/steady-clock.ts';
 
 /** What a built-in framework's instance gets from the leading master. */
 export interface BuiltinEnv {
@@ -26,6 +27,11 @@ export interface BuiltinEnv {
   /** The DNS zone tasks are named in (`cairn` by default), undefined when the master serves no DNS. */
   readonly domain: string | undefined;
   readonly log: Logger;
+  /**
+   * This leadership's clock (the leader core's, see master.ts): deadlines, back-offs and
+   * time-outs run on it, immune to wall-clock steps; its readings are epoch milliseconds.
+   */
+  readonly now: Clock;
   /** Another built-in framework's running instance on this master (tuning runs its distributed trials as jobs). */
   sibling<I extends BuiltinInstance>(name: string): I | undefined;
 }
@@ -100,6 +106,7 @@ export class BuiltinHost {
           ctx: this.ctx,
           domain: this.opts.domain,
           log,
+          now: this.ctx.core()?.now ?? steadyClock(),
           sibling: <I extends BuiltinInstance>(name: string) => this.running.get(name) as I | undefined,
           schedulerOptions: (frameworkInfo) => ({
             masterUrl: this.ctx.selfUrl(),

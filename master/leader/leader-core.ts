@@ -5,8 +5,8 @@
 // Pure, in the manner of etcd's raft: `step(nowMs, input)` is the one entry point and
 // returns effects (registry commands to make durable, frames for agents, events for
 // frameworks, answers to requests) for the shell to carry out in order. Time comes in as
-// `nowMs`, chance from the injected random source; nothing here reads a clock, sets a timer
-// or touches a socket. The shell calls `step(now, {type: 'tick'})` at `nextWakeMs()`.
+// `nowMs` (monotonic, in the epoch's range: see master.ts), chance from the injected random
+// source; nothing here reads a clock, sets a timer or touches a socket. The shell calls `step(now, {type: 'tick'})` at `nextWakeMs()`.
 //
 // What must hold: nothing that depends on a registry change (an ack to an agent, a launch,
 // an update to a framework, an answer) is emitted before the change is committed — the core
@@ -176,6 +176,10 @@ export class LeaderCore {
    * changed and no effect is lost.
    */
   step(nowMs: number, input: LeaderInput): LeaderEffect[] {
+    // `nowMs` is the shell's steady clock (shared/steady-clock.ts), never the wall clock: fed
+    // wall time, a step forward then back held every timer here at the high-water mark until
+    // the wall clock caught up (an hour's step froze failure detection for an hour). On a
+    // monotonic clock this keeps only a shell's same-millisecond reorderings from moving time back.
     if (nowMs > this.nowMs) this.nowMs = nowMs;
     this.out = [];
     if (this.stopped) return [];

@@ -26,6 +26,7 @@ import {
   urlsAfterChange, urlsFromSnapshot, type AddMasterRequest, type LocalMembership,
 } from './members.ts';
 import { askPeersAboutSelf, PeerTransport, type IncarnationGuard } from './peer-transport.ts';
+import { monotonicMs } from '../../shared/steady-clock.ts';
 
 export interface RaftLogOptions {
   id: NodeId;
@@ -397,14 +398,14 @@ export class RaftCommandLog implements CommandLog {
   /** The core refuses a promotion until the learner has caught up: ask again each tick, up to a limit. */
   private async promoteWhenCaughtUp(cc: ConfChange, url: string): Promise<void> {
     const limitMs = this.opts.catchUpTimeoutMs ?? 60_000;
-    const deadline = Date.now() + limitMs;
+    const deadline = monotonicMs() + limitMs;
     for (;;) {
       try {
         await this.proposeChange(cc);
         return;
       } catch (err) {
         if ((err as CairnError).code !== 'CAIRN_RAFT_LEARNER_BEHIND' || this.closed) throw err;
-        if (Date.now() >= deadline) {
+        if (monotonicMs() >= deadline) {
           throw new CairnError(
             'CAIRN_RAFT_LEARNER_BEHIND',
             `master ${cc.nodeId} has not caught up within ${Math.round(limitMs / 1000)} s ` +

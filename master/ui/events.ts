@@ -12,6 +12,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import type { MasterContext } from '../context.ts';
 import type { RegistryCommand } from '../registry/commands.ts';
+import { monotonicMs } from '../../shared/steady-clock.ts';
 
 export const THROTTLE_MS = 250;
 export const KEEPALIVE_MS = 15_000;
@@ -77,7 +78,7 @@ export class UiEventHub {
   private readonly clients = new Set<Client>();
   private pending = new Set<string>();
   private timer: NodeJS.Timeout | undefined;
-  private lastFlushAt = 0;
+  private lastFlushAt = -Infinity;
   private helloTimer: NodeJS.Timeout | undefined;
   private lastHello = '';
 
@@ -151,7 +152,7 @@ export class UiEventHub {
     if (this.timer) return;
     const throttle = this.opts.throttleMs ?? THROTTLE_MS;
     // Commands applied in one tick go out together; after a change, the next waits out the throttle.
-    const wait = Math.max(0, this.lastFlushAt + throttle - Date.now());
+    const wait = Math.max(0, this.lastFlushAt + throttle - monotonicMs());
     this.timer = setTimeout(() => this.flush(), wait);
   }
 
@@ -160,7 +161,7 @@ export class UiEventHub {
     if (this.pending.size === 0) return;
     const topics = [...this.pending].sort();
     this.pending = new Set();
-    this.lastFlushAt = Date.now();
+    this.lastFlushAt = monotonicMs();
     for (const c of this.clients) send(c.res, 'change', { topics });
   }
 

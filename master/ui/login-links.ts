@@ -18,6 +18,7 @@ import { CairnError } from '../../shared/errors.ts';
 import { auditLine } from '../auth/http-hooks.ts';
 import type { MasterContext } from '../context.ts';
 import { REDEEM_ROUTE } from './open-routes.ts';
+import { steadyClock } from '../../shared/steady-clock.ts';
 
 export const LINK_TTL_MS = 60_000;
 /** Links one principal may have waiting at once; more are refused (a runaway script, not a person). */
@@ -37,7 +38,8 @@ export class LoginLinks {
   /** Waiting links by principal. */
   private readonly waiting = new Map<string, number>();
 
-  constructor(private readonly now: () => number = Date.now) {}
+  // Expiry on a steady clock: a wall-clock step neither voids fresh links nor keeps old ones.
+  constructor(private readonly now: () => number = steadyClock()) {}
 
   get size(): number {
     this.sweep();

@@ -29,6 +29,7 @@ import type { MemberMeta, MemberRole, OutgoingPacket } from './messages.ts';
 import { GossipNode, type GossipNodeStats, type GossipOutput, type MemberView, type MembershipEvent } from './node.ts';
 import { ReplayGuard } from './replay-guard.ts';
 import { deriveGossipKeys, openPacket, RUN_BYTES, sealPacket, type GossipKeys } from './wire.ts';
+import { steadyClock } from '../steady-clock.ts';
 
 export interface StartGossipOptions {
   /** Unique in the cluster; a restarted member reuses its name. */
@@ -425,8 +426,7 @@ export async function startGossip(options: StartGossipOptions): Promise<GossipMe
     throw err;
   }
   // Monotonic, but in the epoch's range so times read like timestamps.
-  const origin = Date.now() - performance.now();
-  const clock = () => origin + performance.now();
+  const clock = steadyClock();
   let core: GossipNode;
   try {
     core = new GossipNode({

@@ -110,6 +110,12 @@ function isLive(r: ReplicaStatus): boolean {
 }
 
 /** A replica to place now: pending, and not waiting out its restart back-off. */
+/** A running deadline's active time is written at most this far apart (ACTIVE_CHECKPOINT_MAX_MS), a tenth of it when shorter, at least a second. */
+export const ACTIVE_CHECKPOINT_MAX_MS = 60_000;
+export function activeCheckpointMs(deadlineS: number): number {
+  return Math.min(ACTIVE_CHECKPOINT_MAX_MS, Math.max(1_000, deadlineS * 100));
+}
+
 function readyToPlace(r: ReplicaStatus, nowMs: number): boolean {
   return r.state === 'Pending' && (r.restartAtMs ?? 0) <= nowMs;
 }
@@ -120,6 +126,8 @@ export class JobEngine {
   private readonly taskIndex = new Map<string, { job: string; key: number }>();
   private readonly held = new Map<string, HeldOffer>();
   private gathering: { job: string; sinceMs: number } | undefined;
+  /** Per started job (name/uid): the time on this engine's clock its active time counts from (soft: see activeMsOf). */
+  private readonly activeFrom = new Map<string, number>();
   /** When each task still Starting was launched (soft: a resumed engine counts from 0). */
   private readonly launchedAt = new Map<string, number>();
   /** The time of the input being handled, for what placement records. */
@@ -237,8 +245,15 @@ export class JobEngine {
   tick(nowMs: number): void {
     for (const r of [...this.jobs.values()]) {
       const deadline = r.spec.activeDeadlineSeconds;
-      if (!isFinished(r) && deadline !== undefined && r.startedAtMs !== undefined && nowMs - r.startedAtMs >= deadline * 1000) {
-        this.finish(r, 'Failed', 'DeadlineExceeded', `ran longer than its activeDeadlineSeconds (${deadline} s)`, nowMs);
+      if (!isFinished(r) && deadline !== undefined && r.startedAtMs !== undefined) {
+        const activeMs = this.activeMsOf(r, nowMs);
+        if (activeMs >= deadline * 1000) {
+          this.finish(r, 'Failed', 'DeadlineExceeded', `ran longer than its activeDeadlineSeconds (${deadline} s)`, nowMs);
+        } else if (activeMs - (r.activeMs ?? 0) >= activeCheckpointMs(deadline)) {
+          // Durable now and then, so that a new leader goes on from about here.
+          r.activeMs = activeMs;
+          this.dirty(r);
+        }
       }
       const ttl = r.spec.ttlSecondsAfterFinished;
       if (isFinished(r) && ttl !== undefined && r.finishedAtMs !== undefined && nowMs >= r.finishedAtMs + ttl * 1000) this.dropJob(r);
@@ -433,6 +448,7 @@ export class JobEngine {
   private finish(r: JobRecord, phase: 'Succeeded' | 'Failed', reason: string, message: string, nowMs: number): void {
     setPhase(r, phase, reason, message, nowMs);
     r.finishedAtMs = nowMs;
+    this.activeFrom.delete(`${r.spec.name}/${r.uid}`);
     this.releaseGathering(r.spec.name);
     for (const rep of r.replicas) {
       if (rep.state === 'Pending') {
@@ -453,7 +469,23 @@ export class JobEngine {
     this.kill(rep.taskId, rep.agentId, laneOf(r.spec));
   }
 
+  /**
+   * How long a started job has been active, on this engine's clock: from when this engine
+   * started it, or — a job resumed from a record — from the activeMs its record holds as this
+   * engine first looks (a record of a version without activeMs: from startedAtMs).
+   */
+  private activeMsOf(r: JobRecord, nowMs: number): number {
+    const key = `${r.spec.name}/${r.uid}`;
+    let from = this.activeFrom.get(key);
+    if (from === undefined) {
+      from = nowMs - (r.activeMs ?? Math.max(0, nowMs - (r.startedAtMs ?? nowMs)));
+      this.activeFrom.set(key, from);
+    }
+    return nowMs - from;
+  }
+
   private dropJob(r: JobRecord): void {
+    this.activeFrom.delete(`${r.spec.name}/${r.uid}`);
     this.releaseGathering(r.spec.name);
     for (const rep of r.replicas) {
       if (rep.taskId !== undefined && isLive(rep)) {
@@ -567,7 +599,11 @@ export class JobEngine {
   private tryGang(r: JobRecord, nowMs: number): boolean {
     const placement = placeGang(this.gangMembers(r), this.offersFor(laneOf(r.spec)));
     if (!placement) return false;
-    r.startedAtMs ??= nowMs;
+    if (r.startedAtMs === undefined) {
+      r.startedAtMs = nowMs;
+      r.activeMs = 0;
+      this.activeFrom.set(`${r.spec.name}/${r.uid}`, nowMs);
+    }
     r.placedAtMs = nowMs;
     delete r.restartAtMs;
     r.gangAttempts = 0;

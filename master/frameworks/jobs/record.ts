@@ -16,8 +16,16 @@ export interface JobRecord {
   /** Restarts of a replica or of the whole job; the job fails once they exceed backoffLimit. */
   restarts: number;
   createdAtMs: number;
-  /** When its gang was first placed; activeDeadlineSeconds counts from here. */
+  /** When its gang was first placed (shown; activeDeadlineSeconds counts from here, by activeMs). */
   startedAtMs?: number;
+  /**
+   * How long it had been active (since startedAtMs) when last written, on the monotonic clock
+   * of the leader that wrote it: a new leader counts activeDeadlineSeconds on from this, not
+   * from startedAtMs on its own clock, so neither a wall-clock step nor masters whose clocks
+   * disagree fails a job early. Written at least every ACTIVE_CHECKPOINT_MAX_MS while a deadline
+   * runs (engine.ts): after a leader change a deadline fires at most that much late.
+   */
+  activeMs?: number;
   /** When the gang of the current attempt was placed; absent while it waits for one. */
   placedAtMs?: number;
   /** When the gang of the current attempt was all running (how long it ran decides whether the back-off starts over). */

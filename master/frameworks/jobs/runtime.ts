@@ -74,7 +74,7 @@ export class JobsRuntime implements BuiltinInstance {
 
   constructor(private readonly env: BuiltinEnv, opts: JobsRuntimeOptions = {}) {
     this.log = env.log;
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? env.now;
     this.queue = new DecisionQueue(() => this.flush(), (err) => this.log.error({ err }, 'the job engine could not carry out a decision'));
     const classes = env.ctx.priorityClasses;
     this.engine = new JobEngine({

@@ -260,7 +260,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
         const cairn = wantsCairn(req.query as Query);
         const svc = env.leading(req, reply);
         if (!svc) return reply;
-        const nowMs = Date.now();
+        const nowMs = svc.now();
         const queue = [];
         for (const s of records.apps()) {
           if (!mayView(req, s.owner)) continue;

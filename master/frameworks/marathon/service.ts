@@ -66,6 +66,11 @@ export class MarathonService implements BuiltinInstance {
   /** Changes from the REST API. */
   readonly changes: AppChanges;
 
+  /** This leadership's clock (BuiltinEnv.now): what launch delays are measured on. */
+  now(): number {
+    return this.env.now();
+  }
+
   constructor(private readonly env: BuiltinEnv) {
     this.records = new MarathonRecords(env.store);
     this.changes = new AppChanges({
@@ -212,7 +217,9 @@ export class MarathonService implements BuiltinInstance {
     const frameworkId = client?.frameworkId;
     if (!client || !frameworkId || !client.connected) return;
     const offers = this.pendingOffers.splice(0);
-    const nowMs = Date.now();
+    // Launch delays, pending and kill time-outs run on the leader's steady clock: a wall-clock
+    // step neither ends a delay early nor holds it for the step's length.
+    const nowMs = this.now();
     // Now and then (first thing after subscribing): an accept whose answer was lost may still
     // have launched its tasks after their records were dropped; they are adopted, not left uncounted.
     const adopt = nowMs - this.adoptedAtMs >= ADOPT_EVERY_MS;

@@ -72,7 +72,7 @@ export class TuningRuntime implements BuiltinInstance {
 
   constructor(private readonly env: BuiltinEnv, opts: TuningRuntimeOptions = {}) {
     this.log = env.log;
-    this.now = opts.now ?? Date.now;
+    this.now = opts.now ?? env.now;
     this.core = new TuningCore(opts.restartBackoff ? { restartBackoff: opts.restartBackoff } : {});
     this.queue = new DecisionQueue(() => this.flush(), (err) => this.log.error({ err }, 'the tuning framework could not carry out a decision'));
     this.jobStore = new BuiltinStore(env.ctx.registry, JOBS_FRAMEWORK_NAME);
