@@ -39,6 +39,7 @@ import { CheckpointStore, checkpointsDir } from './recovery/checkpoint.ts';
 import { Cgroups, type CgroupSupport } from './isolation/cgroups.ts';
 import type { NvidiaGpu } from './resources/nvidia-smi.ts';
 import { UsageSampler } from './usage/sampler.ts';
+import { DiskWatcher, dockerLayerBytes } from './isolation/disk-watcher.ts';
 import { usageReport } from './usage/usage.ts';
 import { SandboxGc } from './sandbox-gc.ts';
 import { agentIdentity, TaskUsers, UserDb } from './task-users.ts';
@@ -189,6 +190,8 @@ class Agent {
   private readonly executor: TaskExecutors;
   /** Health checks of running tasks; they see every status change before it goes out. */
   private readonly health: HealthChecks;
+  /** Measures tasks' disk use and kills those over their limit; sees every status change first. */
+  private readonly disk: DiskWatcher;
   private readonly link: MasterLink;
   private drainState: DrainState | undefined;
   private drainTimer: NodeJS.Timeout | undefined;
@@ -228,7 +231,7 @@ class Agent {
       agentEnv: cfg.taskBaseEnv,
       logger: componentLogger(log, 'health'),
     });
-    const onStatus = (change: TaskStatusChange) => this.statusUpdate(this.health.observe(change));
+    const onStatus = (change: TaskStatusChange) => this.statusUpdate(this.health.observe(this.disk.observe(change)));
     const processes = new ProcessExecutor({
       workDir: cfg.workDir,
       jobDirs: cfg.jobDirs,
@@ -266,6 +269,14 @@ class Agent {
         })
       : undefined;
     this.executor = new TaskExecutors(processes, containers, isolation.containers, onStatus);
+    this.disk = new DiskWatcher({
+      executor: this.executor,
+      intervalMs: cfg.diskWatchIntervalMs,
+      enforce: cfg.enforceDisk,
+      defaultLimitMiB: cfg.defaultTaskDiskMb,
+      containerLayer: async (taskId) => (containers?.has(taskId) ? dockerLayerBytes(containers.docker, taskId) : undefined),
+      logger: componentLogger(log, 'disk'),
+    });
     this.tlsClient = daemonTlsClient(cfg.tls);
     this.link = new MasterLink({
       url: cfg.masterWsUrl,
@@ -323,6 +334,7 @@ class Agent {
       intervalMs: this.cfg.usageIntervalMs,
       agentId: () => this.agentId,
       knownGpus: this.knownGpus,
+      disk: (taskId) => this.disk.usage(taskId),
       onSample: (u) => {
         if (this.registered) this.link.send({ usage: usageReport(u) });
       },
@@ -330,6 +342,9 @@ class Agent {
     });
     usage.start();
     this.owner.add('usage sampler', () => usage.stop());
+    if (!this.cfg.enforceDisk) this.log.warn("disk limits are off (--no-enforce-disk): a task may fill the work dir's disk");
+    this.disk.start();
+    this.owner.add('disk watcher', () => this.disk.stop());
 
     const gc = new SandboxGc({
       workDir: this.cfg.workDir,
@@ -351,7 +366,7 @@ class Agent {
       agentId: () => this.agentId,
       ...(this.cfg.credential ? { credential: this.cfg.credential } : {}),
       members: () => this.membership?.view(),
-      health: () => ({ isolation: { ...isolationReport(this.isolation.support), containers: this.isolation.containers }, taskUsers: this.users.report(), draining: this.drainReport() }),
+      health: () => ({ isolation: { ...isolationReport(this.isolation.support), containers: this.isolation.containers, disk: this.disk.report() }, taskUsers: this.users.report(), draining: this.drainReport() }),
       metrics: () => agentMetricsText({
         executors: () => ({ process: this.executor.processes.snapshots(), docker: this.executor.containers?.snapshots() ?? [] }),
         usage: () => usage.current(),
@@ -473,6 +488,7 @@ class Agent {
     this.leaveOnStop = opts.killTasks;
     // No check may kill a task while the agent goes away.
     this.health.stop();
+    void this.disk.stop();
     // Tasks first, while the connection can still carry their terminal updates.
     await this.executor.shutdown({ killTasks: opts.killTasks });
     if (opts.killTasks && this.executor.runningCount() === 0) this.isolation.cgroups?.removeAgentDirs();

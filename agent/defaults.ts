@@ -64,7 +64,20 @@ export const AGENT_DEFAULTS = Object.freeze({
    * stops at its own limit instead of leaving the host unable to start anything.
    */
   taskPidsMax: 4096,
+  /** A task's `disk` is a limit, as Mesos' --enforce_container_disk_quota makes it: one task must not fill the host's disk. */
+  enforceDisk: true,
+  /**
+   * How often tasks' sandboxes are measured against their disk limits: with the usage
+   * sampling, a third of Mesos' 15 s, since a task writing 500 MB/s goes that far past its
+   * limit each second before it is seen (agent/isolation/disk-watcher.ts).
+   */
+  diskWatchIntervalMs: 5_000,
+  /** A task that asks for no disk is measured, not limited, as in Mesos: the operator may give such tasks a limit. */
+  defaultTaskDiskMb: 0,
 });
+
+/** The largest --default-task-disk: 1 PiB in MiB. */
+export const MAX_TASK_DISK_MB = 1024 ** 3;
 
 /** The largest pid limit a task can be given: the kernel's own ceiling (PID_MAX_LIMIT on 64-bit). */
 export const MAX_TASK_PIDS = 4_194_304;

@@ -13,7 +13,7 @@ import { tryParseAddress } from '../shared/gossip/address.ts';
 import type { DaemonGossipOptions } from '../shared/gossip/cluster.ts';
 import type { TlsMaterial } from '../shared/tls.ts';
 import { CAIRN_VERSION } from '../shared/version.ts';
-import { AGENT_DEFAULTS, MAX_GPU_SHARING, MAX_TASK_PIDS, RECOVER_MODES } from './defaults.ts';
+import { AGENT_DEFAULTS, MAX_GPU_SHARING, MAX_TASK_DISK_MB, MAX_TASK_PIDS, RECOVER_MODES } from './defaults.ts';
 import { isValidUserName } from './task-users.ts';
 import { validateResourcesOverride } from './resources/discover.ts';
 import type { RecoverMode } from './executors/process/executor.ts';
@@ -119,6 +119,12 @@ export interface AgentOptions {
   taskPidsMax?: number;
   /** Answer GET /metrics without the credential (for a Prometheus that holds none). */
   openMetrics?: boolean;
+  /** Kill a task whose sandbox grows past its `disk` (agent/isolation/disk-watcher.ts); off, disk use is only reported. */
+  enforceDisk?: boolean;
+  /** How often tasks' disk use is measured. */
+  diskWatchIntervalMs?: number;
+  /** The disk limit (MiB) of a task that asks for no disk; 0: such tasks are not limited. */
+  defaultTaskDiskMb?: number;
   /**
    * Run the task resolver (agent/task-dns/): tasks' system resolver answers the cluster zone
    * and forwards the rest. Needs root; without it tasks keep the host's resolver.
@@ -191,6 +197,10 @@ export interface AgentConfig {
   /** 0: no limit. */
   taskPidsMax: number;
   openMetrics: boolean;
+  enforceDisk: boolean;
+  diskWatchIntervalMs: number;
+  /** 0: none. */
+  defaultTaskDiskMb: number;
   taskDns: boolean;
   taskDnsAddress: string | undefined;
   dnsResolvers: string[] | undefined;
@@ -389,10 +399,18 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     allowRootTasks: opts.allowRootTasks ?? AGENT_DEFAULTS.allowRootTasks,
     taskPidsMax: checkPidsMax(opts.taskPidsMax ?? AGENT_DEFAULTS.taskPidsMax),
     openMetrics: opts.openMetrics ?? false,
+    enforceDisk: opts.enforceDisk ?? AGENT_DEFAULTS.enforceDisk,
+    diskWatchIntervalMs: positiveMs(opts.diskWatchIntervalMs, AGENT_DEFAULTS.diskWatchIntervalMs, 'diskWatchIntervalMs'),
+    defaultTaskDiskMb: checkTaskDisk(opts.defaultTaskDiskMb ?? AGENT_DEFAULTS.defaultTaskDiskMb),
     taskDns: opts.taskDns ?? AGENT_DEFAULTS.taskDns,
     taskDnsAddress: checkTaskDnsAddress(opts.taskDnsAddress),
     dnsResolvers: checkResolvers(opts.dnsResolvers),
   };
+}
+
+function checkTaskDisk(n: number): number {
+  if (!Number.isInteger(n) || n < 0 || n > MAX_TASK_DISK_MB) throw new CairnError('CAIRN_BAD_FLAG', `must be a whole number of MB from 0 (no limit) to ${MAX_TASK_DISK_MB}, got ${n}`, 'defaultTaskDiskMb');
+  return n;
 }
 
 function checkTaskDnsAddress(address: string | undefined): string | undefined {

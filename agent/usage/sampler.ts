@@ -1,6 +1,6 @@
 // Samples what running tasks use, every `--usage-interval` (5 s by default): from each
 // task's cgroup where it has one, else from /proc (its process group); GPUs from
-// nvidia-smi when the host has any. Serves the latest sample; takes GPUs that nvidia-smi
+// nvidia-smi when the host has any; disk as the disk watcher last measured it. Serves the latest sample; takes GPUs that nvidia-smi
 // reports lost or failed out of service.
 
 import type { Logger } from 'pino';
@@ -25,6 +25,8 @@ export interface UsageSamplerOptions {
   queryGpus?: () => Promise<GpuUsageResult>;
   /** A GPU was found out of service for the first time. */
   onGpuUnhealthy?: (index: number, reason: string) => void;
+  /** The latest disk figures of a task (the disk watcher's), when there are any. */
+  disk?: (taskId: string) => { diskBytes: number; diskLimitBytes: number | undefined; diskComplete: boolean } | undefined;
   /** Each new sample, once taken (the agent sends the sums to the master). */
   onSample?: (usage: AgentUsage) => void;
   logger?: Logger;
@@ -100,6 +102,7 @@ export class UsageSampler {
         memoryBytes = rssBytes;
       }
       const prev = this.previous.get(s.taskId);
+      const disk = this.opts.disk?.(s.taskId);
       tasks.push({
         taskId: s.taskId,
         frameworkId: s.frameworkId,
@@ -112,6 +115,7 @@ export class UsageSampler {
         rssBytes,
         memoryLimitBytes: Math.floor(limits.mem * 1024 * 1024),
         gpus: s.gpuIndices.map((i) => byIndex.get(i) ?? { index: i, uuid: '', memoryUsedMiB: null, memoryTotalMiB: null, utilizationPercent: null }),
+        ...(disk ? { diskBytes: disk.diskBytes, diskLimitBytes: disk.diskLimitBytes ?? null, diskComplete: disk.diskComplete } : {}),
       });
       this.previous.set(s.taskId, { cpuSeconds, timestampMs: now });
     }

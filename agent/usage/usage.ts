@@ -23,6 +23,12 @@ export interface TaskUsage {
   memoryLimitBytes: number;
   /** The devices the task holds (whole-device figures). */
   gpus: GpuUsage[];
+  /** What the task's sandbox (and a container's own layer) takes on disk; absent before its first measurement (agent/isolation/disk-watcher.ts). */
+  diskBytes?: number;
+  /** The task's disk limit in bytes; null: none. */
+  diskLimitBytes?: number | null;
+  /** False when diskBytes is a lower bound (the measurement stopped early). */
+  diskComplete?: boolean;
 }
 
 export interface UsageTotals {

@@ -101,6 +101,7 @@ export type AgentFlagOptions = Pick<
   | 'workDir' | 'httpPort' | 'resources' | 'attributes' | 'hostname' | 'recover' | 'cgroups' | 'cgroupsRoot'
   | 'cgroupsCpuQuota' | 'usageIntervalMs' | 'gpuSharing' | 'docker' | 'dockerSocket' | 'dockerRuntime' | 'dockerConfig' | 'hostPathAllow' | 'containerCapAdd'
   | 'sandboxGcAgeMs' | 'sandboxGcDiskPercent' | 'jobDirs' | 'defaultTaskUser' | 'allowRootTasks' | 'taskPidsMax' | 'openMetrics'
+  | 'enforceDisk' | 'diskWatchIntervalMs' | 'defaultTaskDiskMb'
   | 'taskDns' | 'taskDnsAddress' | 'dnsResolvers'
 >;
 

@@ -6,7 +6,7 @@
 import { resolve } from 'node:path';
 import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { formatDurationMs } from '../../agent/duration.ts';
-import { AGENT_DEFAULTS, MAX_GPU_SHARING, MAX_TASK_PIDS, RECOVER_MODES } from '../../agent/defaults.ts';
+import { AGENT_DEFAULTS, MAX_GPU_SHARING, MAX_TASK_DISK_MB, MAX_TASK_PIDS, RECOVER_MODES } from '../../agent/defaults.ts';
 import { ADDABLE_CAPABILITIES } from '../../agent/executors/docker/container-config.ts';
 import { CAIRN_VERSION } from '../../shared/version.ts';
 import { versionReport } from './version.ts';
@@ -206,7 +206,7 @@ function tlsFlags(o: TlsFlagValues): { tls?: TlsFiles } {
 const CLIENT_COMMANDS = ['run', 'attach', 'agents', 'tasks', 'task', 'state', 'logs', 'kill', 'teardown', 'top', 'members', 'masters', 'drain'] as const;
 
 /** What commander parses `cairn agent`'s flags into: the agent's options, `--port` and `--sandbox-gc-age` by their flag's name. */
-type AgentFlagValues = Omit<AgentFlagOptions, 'httpPort' | 'sandboxGcAgeMs' | 'usageIntervalMs'> & { master?: string; port: number; sandboxGcAge: number; usageInterval: number; credential?: string };
+type AgentFlagValues = Omit<AgentFlagOptions, 'httpPort' | 'sandboxGcAgeMs' | 'usageIntervalMs' | 'diskWatchIntervalMs' | 'defaultTaskDiskMb'> & { master?: string; port: number; sandboxGcAge: number; usageInterval: number; diskWatchInterval: number; defaultTaskDisk: number; credential?: string };
 
 interface GossipFlagValues {
   secretFile?: string;
@@ -383,6 +383,9 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .addOption(new Option('--default-task-user <name>', "the user tasks run as when their framework names none (a root agent only)").argParser(userFlag).default(AGENT_DEFAULTS.defaultTaskUser))
     .option('--allow-root-tasks', 'let tasks run as root (uid 0); without it a task whose user is root fails', AGENT_DEFAULTS.allowRootTasks)
     .addOption(new Option('--task-pids-max <n>', "processes and threads one task may have at once (its cgroup's pids limit; 0: no limit)").argParser(integerFlag(0, MAX_TASK_PIDS)).default(AGENT_DEFAULTS.taskPidsMax))
+    .option('--no-enforce-disk', "do not kill tasks whose sandbox grows past their disk (disk use is still measured and reported)")
+    .addOption(new Option('--disk-watch-interval <duration>', "how often tasks' sandboxes are measured against their disk, e.g. 5s (a task can go past its disk by its write rate times this)").argParser(durationFlag(100, 3_600_000)).default(AGENT_DEFAULTS.diskWatchIntervalMs, formatDurationMs(AGENT_DEFAULTS.diskWatchIntervalMs)))
+    .addOption(new Option('--default-task-disk <MB>', 'the disk limit of a task that asks for no disk (0: such tasks are measured, not limited)').argParser(integerFlag(0, MAX_TASK_DISK_MB)).default(AGENT_DEFAULTS.defaultTaskDiskMb))
     .option('--open-metrics', "answer GET /metrics without the agent's credential (for a Prometheus that holds none), as the master's --open metrics")
     .option('--no-task-dns', "give tasks the host's resolver instead of the task resolver (cluster names then resolve in tasks only where the host's resolver knows the zone)")
     .addOption(new Option('--task-dns-address <ip>', 'the IPv4 address the task resolver answers on, port 53 (default: one of 169.254.53.0/24 on the loopback interface)').argParser(ipv4Flag))
@@ -394,7 +397,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
       // With members to join through and no master named anywhere, gossip says where the leader is.
       const gossipOnly = gossip !== undefined && gossip.join.length > 0 && o.master === undefined && !io.env.CAIRN_MASTER;
       // The flags are the agent's options by name, but for the two whose flag says it shorter.
-      const { master, port, sandboxGcAge, usageInterval, secretFile, credential, gossipPort, gossipAddr, join, gossipInterval, gossipEncrypt, tlsCert, tlsKey, tlsCa, tlsClientAuth, logFormat, logLevel, ...agentOptions } = o;
+      const { master, port, sandboxGcAge, usageInterval, diskWatchInterval, defaultTaskDisk, secretFile, credential, gossipPort, gossipAddr, join, gossipInterval, gossipEncrypt, tlsCert, tlsKey, tlsCa, tlsClientAuth, logFormat, logLevel, ...agentOptions } = o;
       result.exitCode = await h.agent(
         {
           ...agentOptions,
@@ -403,6 +406,8 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
           httpPort: port,
           sandboxGcAgeMs: sandboxGcAge,
           usageIntervalMs: usageInterval,
+          diskWatchIntervalMs: diskWatchInterval,
+          defaultTaskDiskMb: defaultTaskDisk,
           ...(credential !== undefined ? { credentialFile: resolve(credential) } : {}),
           ...(gossip ? { gossip } : {}),
           ...tlsFlags(o),

@@ -243,6 +243,7 @@ describe('daemon commands: parsing', () => {
       recover: 'reconnect', cgroups: true, cgroupsRoot: 'cairn', cgroupsCpuQuota: false, usageIntervalMs: 5000, sandboxGcAgeMs: 7 * 86_400_000, sandboxGcDiskPercent: 90,
       gpuSharing: 1, docker: true, dockerSocket: '/var/run/docker.sock',
       defaultTaskUser: 'nobody', allowRootTasks: false, taskPidsMax: 4096, taskDns: true,
+      enforceDisk: true, diskWatchIntervalMs: 5000, defaultTaskDiskMb: 0,
     });
     const r2 = await parse(['agent', '--recover', 'cleanup', '--no-cgroups', '--cgroups-root', 'ml/cairn', '--cgroups-cpu-quota', '--usage-interval', '1s', '--sandbox-gc-age', '12h', '--sandbox-gc-disk-percent', '80']);
     expect(r2.options).toMatchObject({ recover: 'cleanup', cgroups: false, cgroupsRoot: 'ml/cairn', cgroupsCpuQuota: true, usageIntervalMs: 1000, sandboxGcAgeMs: 12 * 3_600_000, sandboxGcDiskPercent: 80 });
@@ -257,6 +258,9 @@ describe('daemon commands: parsing', () => {
     const r4 = await parse(['agent', '--default-task-user', 'builder', '--allow-root-tasks', '--task-pids-max', '64']);
     expect(r4.options).toMatchObject({ defaultTaskUser: 'builder', allowRootTasks: true, taskPidsMax: 64 });
     for (const bad of [['--default-task-user', 'a b'], ['--default-task-user', '-x'], ['--task-pids-max', '-1'], ['--task-pids-max', '5000000']]) expect((await parse(['agent', ...bad])).code).toBe(2);
+    const rd = await parse(['agent', '--no-enforce-disk', '--disk-watch-interval', '15s', '--default-task-disk', '2048']);
+    expect(rd.options).toMatchObject({ enforceDisk: false, diskWatchIntervalMs: 15_000, defaultTaskDiskMb: 2048 });
+    for (const bad of [['--disk-watch-interval', '15'], ['--disk-watch-interval', '10ms'], ['--default-task-disk', '-1'], ['--default-task-disk', '1.5']]) expect((await parse(['agent', ...bad])).code, bad.join(' ')).toBe(2);
     const r5 = await parse(['agent', '--no-task-dns', '--task-dns-address', '169.254.53.53', '--dns-resolvers', '10.0.0.2,127.0.0.1:5353']);
     expect(r5.options).toMatchObject({ taskDns: false, taskDnsAddress: '169.254.53.53', dnsResolvers: ['10.0.0.2', '127.0.0.1:5353'] });
     for (const bad of [['--task-dns-address', 'resolver.local'], ['--task-dns-address', '::1'], ['--dns-resolvers', 'dns.example']]) {
