@@ -6,6 +6,10 @@
 // refused. A peer whose frame fails to decode or authenticate, or is replayed, is logged,
 // counted and dropped. Sending never blocks: a message for a peer that is not connected (or
 // whose handshake has not completed) is dropped, and Raft's own retries recover it.
+// Until a connection's first data frame has passed authentication (the dialer sends an opening
+// one right after the welcome), it is held to a few bytes and seconds, and only so many such
+// connections are let in (pre-auth-gate.ts); a dialer reads only the welcome on its own
+// connections, so it takes frames of a handshake's size there and nothing larger.
 
 import type { IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
@@ -13,7 +17,9 @@ import WebSocket, { WebSocketServer, type RawData } from 'ws';
 import type { Logger } from 'pino';
 import type { Message, NodeId } from '../../shared/raft/types.ts';
 import { CairnError } from '../../shared/errors.ts';
-import { RaftWire, type Dialing, type RaftSession } from '../../shared/raft/wire.ts';
+import { MAX_FRAME_BYTES, RaftWire, type Dialing, type RaftSession } from '../../shared/raft/wire.ts';
+import { RefusalLog } from '../../shared/refusal-log.ts';
+import { closeRefused, PreAuthGate, PRE_AUTH_LIMITS, type PreAuthLimits, type PreAuthSlot } from './pre-auth-gate.ts';
 
 export const RAFT_PATH = '/api/v1/raft';
 
@@ -40,6 +46,8 @@ const RECONNECT_MIN_MS = 50;
 const RECONNECT_MAX_MS = 500;
 /** A connection whose handshake has not completed by then is dropped (and redialled). */
 const HANDSHAKE_TIMEOUT_MS = 5_000;
+/** What a dialer takes on its own connection: the listener sends the welcome there, nothing else. */
+const DIALER_MAX_PAYLOAD = 64 * 1024;
 
 interface Peer {
   id: NodeId;
@@ -52,7 +60,10 @@ interface Peer {
 }
 
 export class PeerTransport {
-  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: 256 * 1024 * 1024 });
+  private readonly wss = new WebSocketServer({ noServer: true, maxPayload: MAX_FRAME_BYTES });
+  /** Connections refused or closed before authentication, by reason (logged at most once per interval). */
+  readonly preAuthRefusals: RefusalLog;
+  private readonly gate: PreAuthGate;
   private readonly peers = new Map<NodeId, Peer>();
   private closed = false;
   /** Connections being closed for a refused frame: what else they sent is not read. */
@@ -77,9 +88,13 @@ export class PeerTransport {
     private readonly guard: IncarnationGuard = ADMIT_ALL,
     /** This master's own incarnation, compared with what a peer knows of it. */
     private readonly incarnation = '',
+    preAuthLimits: PreAuthLimits = PRE_AUTH_LIMITS,
   ) {
-    this.wss.on('connection', (socket: WebSocket, req: IncomingMessage) => {
+    this.preAuthRefusals = new RefusalLog(log, 'refused a connection to the Raft endpoint before authentication');
+    this.gate = new PreAuthGate(this.preAuthRefusals, preAuthLimits);
+    this.wss.on('connection', (socket: WebSocket, req: IncomingMessage, slot: PreAuthSlot) => {
       const remote = req.socket.remoteAddress ?? '?';
+      slot.watch(socket);
       this.redialIfWaiting(req.url);
       // Which peer this is, as its hello says (else its first frame's sender), once it has
       // sent a frame that passes: a hello alone proves nothing (it may be an old one sent
@@ -88,15 +103,12 @@ export class PeerTransport {
       let peer: NodeId | undefined;
       // The first frame must be a hello; until then nothing else is read.
       let session: RaftSession | undefined;
-      const handshake = setTimeout(() => socket.terminate(), HANDSHAKE_TIMEOUT_MS);
-      handshake.unref();
       socket.on('message', (data: RawData) => {
         if (this.refused.has(socket)) return;
         if (session === undefined) {
           try {
             const accepted = this.wire.accept(frameBytes(data), this.selfId, (id) => this.guard.known(id));
             session = accepted.session;
-            clearTimeout(handshake);
             // The welcome goes out either way: it tells a peer that lost its storage so.
             socket.send(accepted.welcome);
             if (session.peer !== 0 && !this.guard.admit(session.peer, session.peerIncarnation, false)) this.refuseLost(socket, remote);
@@ -109,11 +121,13 @@ export class PeerTransport {
           this.refuseLost(socket, remote);
           return;
         }
-        const from = this.receive(socket, session, remote, data);
-        if (from !== undefined) peer = session.peer !== 0 ? session.peer : from;
+        const messages = this.receive(socket, session, remote, data);
+        if (messages === undefined) return;
+        // Made with this connection's keys, so not a replay: the connection is a member's.
+        slot.authenticated();
+        if (peer === undefined) peer = session.peer !== 0 ? session.peer : messages[0]?.from;
       });
       socket.on('close', () => {
-        clearTimeout(handshake);
         if (peer !== undefined && !this.closed) this.onConnectionLost(peer);
       });
       socket.on('error', () => undefined);
@@ -141,8 +155,15 @@ export class PeerTransport {
     return this.peers.get(id)?.url;
   }
 
+  /** Connections upgraded but not yet authenticated. */
+  get unauthenticatedConnections(): number {
+    return this.gate.pending;
+  }
+
   handleUpgrade(req: IncomingMessage, socket: Duplex, head: Buffer): void {
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req));
+    const slot = this.gate.admit(req.socket.remoteAddress ?? '?', socket);
+    if (slot === undefined) return;
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req, slot));
   }
 
   send(messages: readonly Message[]): void {
@@ -162,8 +183,8 @@ export class PeerTransport {
     }
   }
 
-  /** Hands the messages on; returns the sender, or undefined when the frame was refused. */
-  private receive(socket: WebSocket, session: RaftSession, remote: string, data: RawData): NodeId | undefined {
+  /** Hands the messages on and returns them; undefined when the frame was refused. */
+  private receive(socket: WebSocket, session: RaftSession, remote: string, data: RawData): Message[] | undefined {
     let messages: Message[];
     try {
       messages = session.decode(frameBytes(data));
@@ -171,8 +192,8 @@ export class PeerTransport {
       this.refuse(socket, remote, err);
       return undefined;
     }
-    this.onMessages(messages);
-    return messages[0]?.from;
+    if (messages.length > 0) this.onMessages(messages);
+    return messages;
   }
 
   /** A frame that failed to decode, authenticate, or was replayed: counted, logged, connection dropped. */
@@ -182,7 +203,7 @@ export class PeerTransport {
     const replayed = err instanceof CairnError && err.code === 'CAIRN_REPLAYED';
     if (replayed) this.replayedFrames++;
     this.log.warn({ remote, err: (err as Error).message, replayed }, 'refused a frame from a peer; dropping the connection');
-    socket.close(1008, replayed ? 'replayed frame' : 'bad frame');
+    closeRefused(socket, 1008, replayed ? 'replayed frame' : 'bad frame');
   }
 
   /** A connection of a member whose storage was lost (or of this one, to a peer that knew it before). */
@@ -190,7 +211,7 @@ export class PeerTransport {
     this.refused.add(socket);
     this.lostStorageRefusals++;
     this.log.debug({ remote }, 'refused a connection: a member\'s storage incarnation differs from the one the group knows');
-    socket.close(1008, 'storage lost');
+    closeRefused(socket, 1008, 'storage lost');
   }
 
   /**
@@ -213,7 +234,7 @@ export class PeerTransport {
     if (this.closed) return;
     p.timer = undefined;
     const query = this.selfId !== undefined ? `?from=${this.selfId}` : '';
-    const ws = new WebSocket(p.url.replace(/^http/, 'ws') + RAFT_PATH + query, { perMessageDeflate: false, ...this.dial });
+    const ws = new WebSocket(p.url.replace(/^http/, 'ws') + RAFT_PATH + query, { perMessageDeflate: false, maxPayload: DIALER_MAX_PAYLOAD, ...this.dial });
     p.socket = ws;
     p.session = undefined;
     let dialing: Dialing | undefined;
@@ -251,7 +272,11 @@ export class PeerTransport {
         this.refuseLost(ws, p.url);
         return;
       }
-      if (p.socket === ws) p.session = session;
+      if (p.socket !== ws) return;
+      // The first data frame, empty: it proves to the listener that this connection is a
+      // member's (a hello can be a captured one), which lifts its pre-authentication limits.
+      ws.send(session.opening());
+      p.session = session;
     });
     ws.on('error', () => undefined);
     let opened = false;
@@ -296,7 +321,7 @@ export async function askPeersAboutSelf(
   dial: { ca?: Buffer; cert?: Buffer; key?: Buffer } = {},
 ): Promise<{ peer: NodeId; known: string }[]> {
   const ask = (id: NodeId, url: string) => new Promise<{ peer: NodeId; known: string } | undefined>((resolve) => {
-    const ws = new WebSocket(url.replace(/^http/, 'ws') + RAFT_PATH, { perMessageDeflate: false, ...dial });
+    const ws = new WebSocket(url.replace(/^http/, 'ws') + RAFT_PATH, { perMessageDeflate: false, maxPayload: DIALER_MAX_PAYLOAD, ...dial });
     const done = (answer: { peer: NodeId; known: string } | undefined) => {
       clearTimeout(timer);
       ws.terminate();

@@ -253,7 +253,18 @@ export class RaftSession {
   }
 
   encode(messages: readonly Message[]): Uint8Array {
-    const payload = BatchType.encode({ messages: messages.map(toProto) }).finish();
+    return this.frame(BatchType.encode({ messages: messages.map(toProto) }).finish());
+  }
+
+  /**
+   * The dialer's first frame after the welcome: no messages, only proof that the connection
+   * is a member's (the listener holds a connection to few bytes until one of its frames passes).
+   */
+  opening(): Uint8Array {
+    return this.frame(BatchType.encode({ messages: [], opening: true }).finish());
+  }
+
+  private frame(payload: Uint8Array): Uint8Array {
     const counter = ++this.sent;
     return FrameType.encode({ kind: KIND_DATA, counter, payload, hmac: this.mac(this.sendKey, counter, payload) }).finish();
   }

@@ -31,12 +31,15 @@ export async function startMasterProcesses(cleanup: Cleanup, base: string, n = 3
   writeFileSync(secretFile, 'a-test-secret-of-enough-bytes\n');
   const ports = await Promise.all(Array.from({ length: n }, () => freePort()));
   const members: MasterMember[] = ports.map((p, i) => ({ id: i + 1, url: `http://127.0.0.1:${p}`, dataDir: join(base, `m${i + 1}`), proc: undefined }));
-  const peers = members.map((m) => `${m.id}=${m.url}`).join(',');
-  await Promise.all(members.map(async (m) => {
-    m.proc = cleanup.track(startCairn(['master', '--id', String(m.id), '--peers', peers, '--secret-file', secretFile, '--port', new URL(m.url).port, '--host', '127.0.0.1', '--data-dir', m.dataDir, '--dns-port', '0', '--ping-interval', '500ms'], m.url));
-    await m.proc.waitHealthy();
-  }));
+  await Promise.all(members.map((m) => startMemberProcess(cleanup, base, members, m)));
   return members;
+}
+
+/** Starts member `m` of a group made by startMasterProcesses (again, once it was killed), with the flags it had; resolves once healthy. */
+export async function startMemberProcess(cleanup: Cleanup, base: string, members: readonly MasterMember[], m: MasterMember): Promise<void> {
+  const peers = members.map((p) => `${p.id}=${p.url}`).join(',');
+  m.proc = cleanup.track(startCairn(['master', '--id', String(m.id), '--peers', peers, '--secret-file', join(base, 'secret'), '--port', new URL(m.url).port, '--host', '127.0.0.1', '--data-dir', m.dataDir, '--dns-port', '0', '--ping-interval', '500ms'], m.url));
+  await m.proc.waitHealthy();
 }
 
 /**
