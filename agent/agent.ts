@@ -43,6 +43,7 @@ import { DiskWatcher, dockerLayerBytes } from './isolation/disk-watcher.ts';
 import { usageReport } from './usage/usage.ts';
 import { SandboxGc } from './sandbox-gc.ts';
 import { agentIdentity, TaskUsers, UserDb } from './task-users.ts';
+import { formatUidRange, TaskUidTable, taskUidsPath } from './task-uids.ts';
 import { prepareWorkDir, reachForDefaultUser, SandboxReach } from './sandbox-reach.ts';
 import { readDrainState, writeDrainState, type DrainState } from './drain.ts';
 import { HealthChecks } from './health/health-checks.ts';
@@ -126,15 +127,33 @@ async function detectContainers(cfg: AgentConfig, log: Logger): Promise<Containe
  */
 function taskUsersFor(cfg: AgentConfig, log: Logger): TaskUsers {
   const agent = agentIdentity();
-  const users = new TaskUsers({ agent, defaultUser: cfg.defaultTaskUser, allowRoot: cfg.allowRootTasks }, new UserDb());
+  const policy = { agent, defaultUser: cfg.defaultTaskUser, allowRoot: cfg.allowRootTasks };
   if (agent.uid !== 0) {
     log.warn({ user: agent.user, uid: agent.uid }, 'the agent is not root: every task runs as its user, and tasks asking for another user fail');
-    return users;
+    return new TaskUsers(policy);
   }
+  const db = new UserDb();
+  const principals = principalUsersFor(cfg, db, log);
+  const users = new TaskUsers(policy, db, principals);
   const probe = users.decide('');
   if (!probe.ok) throw new CairnError('CAIRN_BAD_FLAG', probe.message, 'defaultTaskUser');
-  log.info({ defaultTaskUser: cfg.defaultTaskUser, uid: probe.runAs.uid, allowRootTasks: cfg.allowRootTasks }, "tasks run as their framework's user, or the default task user");
+  // A mapped user that cannot run tasks would fail every task of its principal: refused now.
+  for (const [principal, user] of principals.userMap) {
+    const mapped = users.decide('', principal);
+    if (!mapped.ok) throw new CairnError('CAIRN_BAD_FLAG', mapped.message, 'taskUserMap');
+    if (probe.runAs.uid === mapped.runAs.uid) throw new CairnError('CAIRN_BAD_FLAG', `--task-user-map gives principal '${principal}' the user '${user}', whose uid is the default task user's: tasks without a principal would share it`, 'taskUserMap');
+  }
+  log.info({ defaultTaskUser: cfg.defaultTaskUser, uid: probe.runAs.uid, allowRootTasks: cfg.allowRootTasks, taskUidRange: cfg.taskUidRange ? formatUidRange(cfg.taskUidRange) : 'none', taskUserMap: Object.fromEntries(principals.userMap) },
+    cfg.taskUidRange
+      ? "tasks run as their framework's user, else each principal's as a uid of its own (or its mapped user), else as the default task user"
+      : "tasks run as their framework's user, else each mapped principal's as its user, else as the default task user (--task-uid-range none: principals share it)");
   return users;
+}
+
+/** The principals' users on a root agent: the operator's map, and the uid table when a range is set. */
+function principalUsersFor(cfg: AgentConfig, db: UserDb, log: Logger): { userMap: Map<string, string>; uids?: TaskUidTable } {
+  if (!cfg.taskUidRange) return { userMap: cfg.taskUserMap };
+  return { userMap: cfg.taskUserMap, uids: new TaskUidTable(taskUidsPath(cfg.workDir), cfg.taskUidRange, (uid) => db.hasUid(uid), componentLogger(log, 'task-uids')) };
 }
 
 /** The one-line account of how tasks are isolated here, sent to the master and shown in its state. */

@@ -49,6 +49,13 @@ export const AGENT_DEFAULTS = Object.freeze({
    * owns no files, so a task reads and writes only what everyone may (and its own sandbox).
    */
   defaultTaskUser: 'nobody',
+  /**
+   * Where a root agent takes a uid of its own for each principal whose tasks name no user
+   * (agent/task-uids.ts): above systemd's container ranges and useradd's subordinate ids,
+   * below 2^31, where no account, subuid or container mapping is expected; its 268 million
+   * slots make two principals' hashes meet rarely.
+   */
+  taskUidRange: '1879048192-2147483646',
   /** A root task can do anything the agent can (read its credentials, kill its tasks): the operator opts in. */
   allowRootTasks: false,
   /**

@@ -14,7 +14,8 @@ import type { DaemonGossipOptions } from '../shared/gossip/cluster.ts';
 import type { TlsMaterial } from '../shared/tls.ts';
 import { CAIRN_VERSION } from '../shared/version.ts';
 import { AGENT_DEFAULTS, MAX_GPU_SHARING, MAX_TASK_DISK_MB, MAX_TASK_PIDS, RECOVER_MODES } from './defaults.ts';
-import { isValidUserName } from './task-users.ts';
+import { isValidUserName, parseTaskUserMap } from './task-users.ts';
+import { parseUidRange, type UidRange } from './task-uids.ts';
 import { validateResourcesOverride } from './resources/discover.ts';
 import type { RecoverMode } from './executors/process/executor.ts';
 import type { AgentCredential } from './credential.ts';
@@ -111,8 +112,15 @@ export interface AgentOptions {
    * certificate are also what the agent verifies and presents when it dials the masters.
    */
   tls?: TlsMaterial;
-  /** The user tasks run as when their framework names none (a root agent only). */
+  /** The user tasks without a principal run as when their framework names none (a root agent only). */
   defaultTaskUser?: string;
+  /**
+   * `FIRST-LAST`: the uids a root agent gives principals, one each, for tasks whose framework
+   * names no user (task-uids.ts); `none` turns it off (every such task runs as the default user).
+   */
+  taskUidRange?: string;
+  /** `PRINCIPAL=USER` entries: that principal's tasks run as that user instead of a uid from the range. */
+  taskUserMap?: string[];
   /** Let tasks run as root (uid 0). */
   allowRootTasks?: boolean;
   /** Processes and threads one task may have at once (its cgroup's pids limit); 0: no limit. */
@@ -193,6 +201,10 @@ export interface AgentConfig {
   gossip: AgentGossipOptions | undefined;
   tls: TlsMaterial | undefined;
   defaultTaskUser: string;
+  /** undefined: off. */
+  taskUidRange: UidRange | undefined;
+  /** principal → user name. */
+  taskUserMap: Map<string, string>;
   allowRootTasks: boolean;
   /** 0: no limit. */
   taskPidsMax: number;
@@ -396,6 +408,8 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     gossip,
     tls: opts.tls,
     defaultTaskUser: checkTaskUser(opts.defaultTaskUser ?? AGENT_DEFAULTS.defaultTaskUser),
+    taskUidRange: parseUidRange(opts.taskUidRange ?? AGENT_DEFAULTS.taskUidRange),
+    taskUserMap: parseTaskUserMap(opts.taskUserMap ?? []),
     allowRootTasks: opts.allowRootTasks ?? AGENT_DEFAULTS.allowRootTasks,
     taskPidsMax: checkPidsMax(opts.taskPidsMax ?? AGENT_DEFAULTS.taskPidsMax),
     openMetrics: opts.openMetrics ?? false,

@@ -28,7 +28,7 @@ import { chmodSync, lstatSync, mkdirSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { CairnError } from '../shared/errors.ts';
 import { sandboxesRoot } from './executors/process/sandbox.ts';
-import type { RunAs, TaskUserDecision } from './task-users.ts';
+import type { RunAs, TaskUserDecider, TaskUserDecision } from './task-users.ts';
 
 /** Mode of the directories every task user passes through and none may list. */
 export const PASS_THROUGH_MODE = 0o711;
@@ -168,10 +168,10 @@ export class SandboxReach {
   }
 
   /** A task-user decider whose users reach their sandboxes: one that cannot is refused, saying why. */
-  decider(users: { decide(requested: string | undefined): TaskUserDecision }): { decide(requested: string | undefined): TaskUserDecision } {
+  decider(users: TaskUserDecider): TaskUserDecider {
     return {
-      decide: (requested) => {
-        const decided = users.decide(requested);
+      decide: (requested, principal) => {
+        const decided = users.decide(requested, principal);
         if (!decided.ok || !decided.switchUser) return decided;
         const reach = this.ensure(decided.runAs);
         return reach.ok ? decided : { ok: false, message: reach.message };

@@ -299,6 +299,11 @@ fi
 
 mkdir -p "$ROOT/usr/local/bin" "$ROOT/etc/cairn" "$ROOT/etc/systemd/system" "$ROOT$WORK_DIR" "$ROOT$DATA_DIR"
 chmod 0755 "$ROOT/etc/cairn"
+# The master's data dir (the registry: every tenant's task environments; the Raft log; the
+# credentials) is its own: no task or local user enters it. Tasks pass through the agent's
+# work dir to their sandboxes (search only), and list nothing there.
+chmod 0700 "$ROOT$DATA_DIR"
+chmod 0711 "$ROOT$WORK_DIR"
 printf '#!/bin/sh\nexec %s /opt/cairn/bin/cairn.js "$@"\n' "$NODE_BIN" | write_if_changed "$ROOT/usr/local/bin/cairn" 0755 || true
 
 SECRET_DEST=/etc/cairn/secret
@@ -389,6 +394,8 @@ Restart=always
 RestartSec=2
 TimeoutStopSec=15
 LimitNOFILE=1048576
+# What the master writes (registry, Raft log, credentials) is 0600: it runs no tasks to inherit it.
+UMask=0077
 
 [Install]
 WantedBy=multi-user.target

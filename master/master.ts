@@ -39,6 +39,8 @@ export interface MasterHooks {
   readonly gossip?: AgentGossipView;
   /** A task's DNS name (task.framework.domain), given to its agent at launch; '' for none. */
   readonly taskDnsName?: (taskName: string, frameworkName: string) => string;
+  /** Whose a task is (builtin/task-owner.ts), given to its agent at launch; '' for no one's. */
+  readonly taskPrincipal?: (frameworkId: string, labels: { name: string; value: string }[]) => string;
 }
 
 interface Waiter {
@@ -82,6 +84,7 @@ export class Master {
       nowMs: this.now(),
       gossip: gossip ? (id) => gossip.agentState(id) : undefined,
       taskDnsName: hooks.taskDnsName,
+      taskPrincipal: hooks.taskPrincipal,
     });
     this.armWake();
   }

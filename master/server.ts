@@ -36,6 +36,8 @@ import type { Registry } from './registry/registry.ts';
 import { RAFT_PATH } from './replication/peer-transport.ts';
 import { RaftCommandLog } from './replication/raft-log.ts';
 import { registerUi, type UiHandle } from './ui/register.ts';
+import { privateDataDir } from './data-dir-modes.ts';
+import { taskOwner } from './builtin/task-owner.ts';
 
 export interface MasterOptions extends Partial<Omit<MasterConfig, 'dataDir'>> {
   dataDir: string;
@@ -137,6 +139,8 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
     ? undefined
     : compileDnsConfig({ port: opts.dnsPort, host: opts.dnsHost ?? host, domain: opts.domain, resolvers: opts.dnsResolvers, forwardTimeoutMs: opts.dnsForwardTimeoutMs, leaderIp: advertiseIp, leaderPort: port });
 
+  // Private before anything is written in it (data-dir-modes.ts).
+  privateDataDir(config.dataDir, log);
   const proposalPrefix = randomUUID().slice(0, 8);
   let registry: Registry;
   let raft: RaftCommandLog | undefined;
@@ -157,6 +161,8 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
   } else {
     registry = LocalCommandLog.open(join(config.dataDir, 'registry'), proposalPrefix, { acceptEmpty: opts.acceptEmptyRegistry });
   }
+  // The files SQLite has just made, under the process umask.
+  privateDataDir(config.dataDir, log, { quiet: true });
 
   let core: Master | undefined;
   let selfUrl = '';
@@ -206,6 +212,8 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
       core = new Master(config, log, registry, {
         gossip: { agentState: (id) => membership?.agentState(id) },
         taskDnsName: dnsConfig ? (task, framework) => taskDnsName(task, framework, dnsConfig.domain) : undefined,
+        // Whose each task is, for the agent's uid per principal; no one's where no one is authenticated.
+        taskPrincipal: (frameworkId, labels) => (opts.auth.enabled ? taskOwner(registry.state, { frameworkId, labels }) : ''),
       });
       if (membership) core.judgeAgents();
       log.info({ id: opts.raft?.id }, 'leading: allocator, offers and scheduler API are up');

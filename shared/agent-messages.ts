@@ -77,6 +77,11 @@ export interface TaskInfo {
    * default task user (or the agent's own user where it is not root).
    */
   user?: string;
+  /**
+   * Whose the task is (its framework's principal, or the owner of a built-in's app, job or
+   * experiment); '' or absent: no one's. A root agent gives each principal a uid of its own.
+   */
+  principal?: string;
   /** Absent (or null off the wire): the task has no health check. */
   healthCheck?: HealthCheckSpec | null;
 }

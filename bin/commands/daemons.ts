@@ -254,7 +254,10 @@ export async function runMaster(o: MasterOptions, io: CliIo): Promise<number> {
     io.stderr.write(`cairn master: ${describe(err)}\n`);
     return 1;
   }
-  await mkdir(o.dataDir, { recursive: true });
+  // Nothing a master writes is anyone else's to read (master/data-dir-modes.ts): files it
+  // makes are 0600 and dirs 0700 from the start. A master process runs no tasks to inherit it.
+  process.umask(0o077);
+  await mkdir(o.dataDir, { recursive: true, mode: 0o700 });
   const interrupted = nextInterrupt(io);
   let master;
   try {

@@ -100,7 +100,7 @@ export type AgentFlagOptions = Pick<
   AgentDaemonOptions,
   | 'workDir' | 'httpPort' | 'resources' | 'attributes' | 'hostname' | 'recover' | 'cgroups' | 'cgroupsRoot'
   | 'cgroupsCpuQuota' | 'usageIntervalMs' | 'gpuSharing' | 'docker' | 'dockerSocket' | 'dockerRuntime' | 'dockerConfig' | 'hostPathAllow' | 'containerCapAdd'
-  | 'sandboxGcAgeMs' | 'sandboxGcDiskPercent' | 'jobDirs' | 'defaultTaskUser' | 'allowRootTasks' | 'taskPidsMax' | 'openMetrics'
+  | 'sandboxGcAgeMs' | 'sandboxGcDiskPercent' | 'jobDirs' | 'defaultTaskUser' | 'taskUidRange' | 'taskUserMap' | 'allowRootTasks' | 'taskPidsMax' | 'openMetrics'
   | 'enforceDisk' | 'diskWatchIntervalMs' | 'defaultTaskDiskMb'
   | 'taskDns' | 'taskDnsAddress' | 'dnsResolvers'
 >;

@@ -9,7 +9,7 @@
 // use_priority_classes. A framework's name is a claim on DNS names (dns/zone.ts): the
 // built-ins' names are theirs alone (builtin/reserved-names.ts), and a name whose DNS label a
 // live framework of another principal holds is refused, so one tenant cannot answer for
-// another's tasks.
+// another's tasks. A task's labels that grant something are the built-ins' alone (task-labels.ts).
 
 import { CairnError } from '../../shared/errors.ts';
 import type { SchedulerCallParsed } from '../api/scheduler-calls.ts';
@@ -17,6 +17,7 @@ import type { Registry } from '../registry/registry.ts';
 import type { PriorityClasses } from '../sharing/priority-classes.ts';
 import { reservedNameKey } from '../builtin/reserved-names.ts';
 import { frameworkNameKey } from '../dns/names.ts';
+import { requireEntitledLabels } from './task-labels.ts';
 import type { Principal } from './credentials.ts';
 import { ANONYMOUS_PRINCIPAL, type MasterAuth } from './master-auth.ts';
 
@@ -47,6 +48,7 @@ export function authorizeSchedulerCall(auth: MasterAuth, registry: Registry, pri
   const existing = registry.state.frameworks.get(call.frameworkId);
   // An unknown framework is the core's to refuse, with its usual answer.
   if (existing) auth.requireOwner(principal, call.frameworkId, existing.principal, 'framework_id');
+  if (call.type === 'ACCEPT') requireEntitledLabels(auth, principal, call.tasks, classes);
   return call;
 }
 

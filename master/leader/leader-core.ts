@@ -44,6 +44,8 @@ export interface LeaderCoreOptions {
   gossip?: (agentId: string) => MemberState | undefined;
   /** A task's DNS name (task.framework.domain), given to its agent at launch; '' for none. */
   taskDnsName?: (taskName: string, frameworkName: string) => string;
+  /** Whose a task is (its framework's principal, or its app's or job's owner), given to its agent at launch; '' for no one's. */
+  taskPrincipal?: (frameworkId: string, labels: { name: string; value: string }[]) => string;
 }
 
 /** One agent connection as the core sees it. */
@@ -89,6 +91,7 @@ export class LeaderCore {
   private readonly liveness: LivenessPolicy;
   private readonly gossip: ((agentId: string) => MemberState | undefined) | undefined;
   private readonly taskDnsName: ((taskName: string, frameworkName: string) => string) | undefined;
+  private readonly taskPrincipal: LeaderCoreOptions['taskPrincipal'];
 
   private readonly conns = new Map<ConnId, AgentConn>();
   /** The connection each registered agent speaks over. */
@@ -140,6 +143,7 @@ export class LeaderCore {
     this.random = opts.random;
     this.gossip = opts.gossip;
     this.taskDnsName = opts.taskDnsName;
+    this.taskPrincipal = opts.taskPrincipal;
     this.nowMs = opts.nowMs;
     this.startedAtMs = opts.nowMs;
     this.liveness = livenessPolicy(this.config.pingIntervalMs, this.config.maxMissedPings);
@@ -1054,6 +1058,7 @@ export class LeaderCore {
       container: containers.get(t.taskId) ?? null,
       dnsName: this.taskDnsName?.(t.name, frameworkName) ?? '',
       user: state.frameworks.get(frameworkId)?.user ?? '',
+      principal: this.taskPrincipal?.(frameworkId, t.labels) ?? '',
       healthCheck: t.healthCheck ?? null,
     }));
     this.toAgent(agentId, { launch: { tasks: infos } });

@@ -187,6 +187,10 @@ describe('deploy/install.sh', () => {
     expect(flagValue(w, '--credentials')).toBe('/etc/cairn/credentials.json');
     expect(flagValue(w, '--acls')).toBe('/etc/cairn/acls.json');
     for (const f of ['credentials.json', 'acls.json']) expect(statSync(join(root, 'etc/cairn', f)).mode & 0o777).toBe(0o600);
+    // The master's data dir is its own (every tenant's task environments are in its registry); the agent's work dir is passed through, not listed.
+    expect(statSync(join(root, 'var/lib/cairn/master')).mode & 0o777).toBe(0o700);
+    expect(statSync(join(root, 'var/lib/cairn/agent')).mode & 0o777).toBe(0o711);
+    expect(unitValue(unit, 'UMask')).toBe('0077');
     // The agent unit written alongside still names the credential an agent will need.
     expect(flagValue(systemdWords(unitValue(readFileSync(join(root, 'etc/systemd/system/cairn-agent.service'), 'utf8'), 'ExecStart')), '--credential')).toBe('/etc/cairn/agent-credential.json');
     if (systemdAnalyze) {

@@ -1,8 +1,9 @@
 // Tasks as a user, their pids limit, and logs that never leave the sandbox, against a real
 // master and agents (separate processes, real tasks, real cgroups), as root:
-// - a task runs as `nobody` (the agent's default), owns its sandbox and cannot read a file
-//   only root may; a task whose framework asks for root fails, naming --allow-root-tasks,
-//   and runs as root on an agent started with that flag;
+// - a task whose framework names no user runs as its principal's own uid from the agent's
+//   range (no account: its HOME is its sandbox), owns its sandbox (0700) and cannot read a
+//   file only root may; a task whose framework asks for root fails, naming
+//   --allow-root-tasks, and runs as root on an agent started with that flag;
 // - a fork bomb stops at the task's pids limit, the agent stays up, the task can be killed,
 //   and nothing of it is left;
 // - a task that replaces its stdout with a symlink to a file outside its sandbox gets a
@@ -15,6 +16,8 @@ import { join } from 'node:path';
 import { agentCgroupName, parseCgroupMounts } from '../../agent/isolation/cgroups.ts';
 import { sandboxDir, sanitizeTaskId } from '../../agent/executors/process/sandbox.ts';
 import { UserDb } from '../../agent/task-users.ts';
+import { parseUidRange } from '../../agent/task-uids.ts';
+import { AGENT_DEFAULTS } from '../../agent/defaults.ts';
 import { agentAuthHeaders, authFetch } from '../harness/credentials.ts';
 import { Cleanup, startAgentProcess, startMasterProcess, waitFor, type CairnProcess } from '../harness/processes.ts';
 import { autoAck, RawScheduler, taskInfo, type RawEvent } from '../harness/raw-scheduler.ts';
@@ -118,28 +121,34 @@ async function agentLog(c: Cluster, taskId: string, stream: 'stdout' | 'stderr',
 }
 
 describe.skipIf(whyNot !== undefined)('tasks as a user (real processes)', () => {
-  it("runs a task as nobody, in a sandbox nobody owns, unable to read root's files; refuses root without --allow-root-tasks", async () => {
+  it("runs a task as its principal's own uid, in a sandbox only that uid enters, unable to read root's files", async () => {
     const secret = rootOnlyFile();
     const c = await cluster('');
     await launch(c, [
-      ['as-nobody', `id -un; id -u; stat -c '%U' .; cat ${secret.path}`],
+      ['as-principal', `id -u; stat -c '%u %a' .; printf '%s\\n' "$HOME"; cat ${secret.path}`],
     ]);
-    const end = await ended(c.s, 'as-nobody');
+    const end = await ended(c.s, 'as-principal');
     // cat was refused: the task failed.
     expect(end.state).toBe('TASK_FAILED');
     const out = await waitFor('stdout', async () => {
-      const r = await masterLog(c, 'as-nobody', 'stdout');
+      const r = await masterLog(c, 'as-principal', 'stdout');
       return r.status === 200 && JSON.parse(r.text).data !== '' ? (JSON.parse(r.text).data as string) : undefined;
     });
-    expect(out.split('\n').slice(0, 3)).toEqual(['nobody', String(nobody!.uid), 'nobody']);
+    const sandbox = sandboxDir(c.workDir, 'as-principal');
+    const [uidText, sandboxStat, home] = out.split('\n');
+    const uid = Number(uidText);
+    const range = parseUidRange(AGENT_DEFAULTS.taskUidRange)!;
+    expect(uid >= range.first && uid <= range.last, `uid ${uid} from the range`).toBe(true);
+    expect(sandboxStat).toBe(`${uid} 700`);
+    expect(home).toBe(sandbox);
     expect(out).not.toContain(secret.content);
-    expect(JSON.parse((await masterLog(c, 'as-nobody', 'stderr')).text).data).toMatch(/Permission denied/);
-    const sandbox = sandboxDir(c.workDir, 'as-nobody');
-    expect(statSync(sandbox).uid).toBe(nobody!.uid);
-    expect(statSync(join(sandbox, 'stdout')).uid).toBe(nobody!.uid);
+    expect(JSON.parse((await masterLog(c, 'as-principal', 'stderr')).text).data).toMatch(/Permission denied/);
+    expect(statSync(sandbox).uid).toBe(uid);
+    expect(statSync(join(sandbox, 'stdout')).uid).toBe(uid);
+    expect(statSync(join(sandbox, 'stdout')).mode & 0o777).toBe(0o600);
     // The agent says whom tasks run as.
     const health = await (await fetch(`${c.agent.url}/health`)).json();
-    expect(health.taskUsers).toEqual({ switchUsers: true, defaultTaskUser: 'nobody', allowRootTasks: false });
+    expect(health.taskUsers).toEqual({ switchUsers: true, defaultTaskUser: 'nobody', allowRootTasks: false, taskUidRange: AGENT_DEFAULTS.taskUidRange, principalsWithUids: 1 });
   });
 
   it('fails at once a task whose framework asks for root, on an agent without --allow-root-tasks', async () => {

@@ -15,7 +15,7 @@ import { Resources } from '../../../shared/resources.ts';
 import { GpuPool } from '../../resources/gpu-pool.ts';
 import { cgroupOfProcess, type CgroupRef } from '../../isolation/cgroups.ts';
 import { closeQuietly, logPath, openLogForAppend, openSandbox, readSandboxLog, sandboxDir, type LogStream } from '../process/sandbox.ts';
-import type { TaskUserDecision } from '../../task-users.ts';
+import type { TaskUserDecider } from '../../task-users.ts';
 import type { KillOutcome, LaunchOutcome, RecoverMode, TaskSnapshot, TaskStatusChange } from '../process/executor.ts';
 import { containerConfig, containerName, type ContainerCreateBody, type ContainerDns, LABEL_FRAMEWORK_ID, LABEL_TASK_ID, NO_CONTAINER_DNS } from './container-config.ts';
 import { containerOwnership, workDirInstance, type ListedContainer, type Ownership } from './ownership.ts';
@@ -53,7 +53,7 @@ export interface DockerExecutorOptions {
   /** The agent's registry credentials (--docker-config), for images whose launch brings none. */
   dockerConfig?: DockerConfig;
   /** Decides which user each container runs as (its numeric uid:gid); without, the image's user. */
-  users?: { decide(requested: string | undefined): TaskUserDecision };
+  users?: TaskUserDecider;
   /** Processes and threads one container may have (its pids limit); 0 or left out: none. */
   pidsMax?: number;
   /** The host paths containers may mount (--host-path-allow); left out, none. */
@@ -165,7 +165,7 @@ export class DockerExecutor {
     // A container is labelled with its agent's id; one launched with none would be any agent's.
     const agentId = this.opts.agentId();
     if (agentId === '') return this.finish(t, 'TASK_FAILED', 'the agent has no id yet: containers are launched once it has registered', 'REASON_CONTAINER_LAUNCH_FAILED');
-    const decided = this.opts.users?.decide(info.user);
+    const decided = this.opts.users?.decide(info.user, info.principal);
     if (decided && !decided.ok) return this.finish(t, 'TASK_FAILED', decided.message, 'REASON_TASK_INVALID');
     // Host paths only from the operator's allow-list; checked before anything is made for the task.
     const hostPaths = this.opts.hostPaths ?? HostPathAllowList.none();

@@ -34,7 +34,7 @@ import { ensureJobDir, jobDirFor } from '../../job-dirs.ts';
 import { terminalStatusFor, type TerminalStatus } from './exit-status.ts';
 import { isSameProcessAlive, processStartTime } from './proc.ts';
 import { Launcher, probeResolvMount } from './launcher.ts';
-import type { RunAs, TaskUserDecision } from '../../task-users.ts';
+import type { RunAs, TaskUserDecider } from '../../task-users.ts';
 import {
   LOG_STREAMS,
   MAX_LOG_READ_BYTES,
@@ -44,6 +44,7 @@ import {
   openLogForAppend,
   openSandboxLogs,
   readSandboxLog,
+  SANDBOX_MODE,
   sandboxDir,
   sanitizeTaskId,
   type LogStream,
@@ -115,7 +116,7 @@ export interface ProcessExecutorOptions {
   /** Puts each task in its own cgroup with its limits; without, tasks share the agent's. */
   cgroups?: Cgroups;
   /** Decides which user each task runs as (task-users.ts); without, tasks run as the agent's user. */
-  users?: { decide(requested: string | undefined): TaskUserDecision };
+  users?: TaskUserDecider;
   logger?: Logger;
 }
 
@@ -260,7 +261,7 @@ export class ProcessExecutor {
     // Whom it runs as, before anything is made for it.
     let switchTo: RunAs | undefined;
     if (this.opts.users) {
-      const decided = this.opts.users.decide(info.user);
+      const decided = this.opts.users.decide(info.user, info.principal);
       if (!decided.ok) return this.failLaunch(rec, decided.message, 'REASON_TASK_INVALID');
       rec.runAs = decided.runAs;
       if (decided.switchUser) switchTo = decided.runAs;
@@ -288,7 +289,7 @@ export class ProcessExecutor {
     };
     const owner = switchTo ? { uid: switchTo.uid, gid: switchTo.gid } : undefined;
     try {
-      const created = mkdirSync(rec.sandbox, { recursive: true }) !== undefined;
+      const created = mkdirSync(rec.sandbox, { recursive: true, mode: SANDBOX_MODE }) !== undefined;
       // An earlier run of the same task id must not speak for this one.
       if (!created) removeIfPresent(`${rec.sandbox}/${EXIT_STATUS_FILE}`);
       if (owner) chownSandbox(rec.sandbox, owner);
@@ -334,7 +335,8 @@ export class ProcessExecutor {
       taskEnv: info.command.environment ?? [],
       agentEnv: this.agentEnv,
       dns: { servers: [], ...this.opts.dns?.(), name: info.dnsName ?? '' },
-      ...(rec.runAs ? { user: { name: rec.runAs.user, home: rec.runAs.home } } : {}),
+      // A uid of a principal's own has no account and no home: its sandbox is its HOME.
+      ...(rec.runAs ? { user: { name: rec.runAs.user, home: rec.runAs.home || rec.sandbox } } : {}),
     });
     // The task's own CAIRN_JOB_DIR (a path the job chose) wins.
     if (jobDir !== undefined && env.CAIRN_JOB_DIR === undefined) env.CAIRN_JOB_DIR = jobDir;

@@ -2,14 +2,16 @@
 // `stderr` files. The path is a pure function of the task id, so logs stay readable after
 // the task ends and after the agent restarts.
 //
-// The sandbox belongs to the task's user, who may put anything in it: the agent (root) never
+// The sandbox belongs to the task's user and is private to it (0700, its logs 0600): another
+// principal's task, under another uid, can neither list nor read nor write it. The agent
+// (root) still reads the logs to serve them. The task's user may put anything in it: the agent (root) never
 // follows a symlink there, nor opens anything but a regular file. Log files are opened with
 // O_NOFOLLOW (and O_NONBLOCK, so a FIFO cannot hang a read), and a log read checks that what
 // it opened is a regular file with one name, in the sandbox; anything else is refused
 // (CAIRN_LOG_REFUSED) and nothing of it is read.
 
 import { createHash } from 'node:crypto';
-import { closeSync, constants, fchownSync, fstatSync, lchownSync, lstatSync, mkdirSync, openSync, unlinkSync } from 'node:fs';
+import { chmodSync, closeSync, constants, fchmodSync, fchownSync, fstatSync, lchownSync, lstatSync, mkdirSync, openSync, unlinkSync } from 'node:fs';
 import { lstat, open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CairnError } from '../../../shared/errors.ts';
@@ -20,6 +22,11 @@ export const LOG_STREAMS: readonly LogStream[] = ['stdout', 'stderr'];
 
 /** Largest single log read; callers page with nextOffset. */
 export const MAX_LOG_READ_BYTES = 1024 * 1024;
+
+/** A sandbox's mode where the agent gives it to the task's user: no one else enters it. */
+export const SANDBOX_MODE = 0o700;
+/** Its log files' mode: the task's user writes them, the agent (root) reads them. */
+export const LOG_MODE = 0o600;
 
 /** Longest directory name we produce; most filesystems allow 255 bytes. */
 const MAX_NAME = 200;
@@ -76,8 +83,9 @@ export interface SandboxOwner {
  */
 export function openSandbox(workDir: string, taskId: string, owner?: SandboxOwner): OpenedSandbox {
   const dir = sandboxDir(workDir, taskId);
-  mkdirSync(dir, { recursive: true });
-  if (owner) lchownSync(dir, owner.uid, owner.gid);
+  // Without an owner (an agent that is not root) a container's image user must still reach it.
+  mkdirSync(dir, { recursive: true, ...(owner ? { mode: SANDBOX_MODE } : {}) });
+  if (owner) chownSandbox(dir, owner);
   return { dir, ...openSandboxLogs(dir, owner) };
 }
 
@@ -91,10 +99,12 @@ export function openLogForAppend(path: string, owner?: SandboxOwner): number {
   for (let attempt = 0; ; attempt++) {
     let fd: number | undefined;
     try {
-      fd = openSync(path, APPEND_FLAGS, 0o644);
+      fd = openSync(path, APPEND_FLAGS, LOG_MODE);
       const st = fstatSync(fd);
       if (st.isFile() && st.nlink <= 1) {
         if (owner && (st.uid !== owner.uid || st.gid !== owner.gid)) fchownSync(fd, owner.uid, owner.gid);
+        // A log an earlier version left readable by everyone.
+        if ((st.mode & 0o077) !== 0) fchmodSync(fd, LOG_MODE);
         return fd;
       }
     } catch (err) {
@@ -124,11 +134,13 @@ export function openSandboxLogs(dir: string, owner?: SandboxOwner): { stdoutFd: 
   return { stdoutFd, stderrFd };
 }
 
-/** Gives an existing sandbox directory to the task's user (never following a symlink). */
+/** Gives an existing sandbox directory to the task's user, private to it (never following a symlink). */
 export function chownSandbox(dir: string, owner: SandboxOwner): void {
   const st = lstatSync(dir);
   if (!st.isDirectory()) throw new Error(`${dir} is not a directory`);
   if (st.uid !== owner.uid || st.gid !== owner.gid) lchownSync(dir, owner.uid, owner.gid);
+  // chmod follows symlinks, but lstat has just said this is a directory, which only root could swap.
+  if ((st.mode & 0o777) !== SANDBOX_MODE) chmodSync(dir, SANDBOX_MODE);
 }
 
 /** Closes an fd, ignoring errors (used on paths that already report a failure). */

@@ -33,6 +33,7 @@ import { marathonApp, queryBool, queryList, queryOne, wantsCairn, type Query } f
 import { hostPort, marathonInfo } from './info.ts';
 import { registerGroupRoutes } from './groups.ts';
 import { registerLeaderProxy } from './leader-proxy.ts';
+import { builtinLabelRefusal } from '../../auth/task-labels.ts';
 
 /** Cairn's error code beside Marathon's error body. */
 export const CAIRN_ERROR_CODE_HEADER = 'cairn-error-code';
@@ -57,6 +58,11 @@ function checkAppClass(parsed: ParsedApp, classes: PriorityClasses, may: (priori
   }
   // A class keeps the app's tasks from preemptors below it: its creator must be allowed it.
   if (cls !== undefined) may(classes.canonical(cls)!, `labels/${PRIORITY_CLASS_LABEL}`);
+  // The app's labels are its tasks': none may pass for a built-in's mark (auth/task-labels.ts).
+  for (const name of Object.keys(parsed.app.labels)) {
+    const refused = builtinLabelRefusal(name);
+    if (refused !== undefined) throw new CairnError('CAIRN_BAD_REQUEST', refused, `labels/${name}`);
+  }
   const p = parsed.app.labels[PREEMPTIBLE_LABEL];
   if (p !== undefined && p !== 'true' && p !== 'false') {
     throw new CairnError('CAIRN_BAD_REQUEST', `must be true or false, got '${p.slice(0, 64)}'`, `labels/${PREEMPTIBLE_LABEL}`);

@@ -1,0 +1,51 @@
+// Task labels that grant something are honoured only from the framework entitled to them.
+// The built-in frameworks mark their tasks with what they run them for, and Cairn acts on
+// those marks: `cairn.job` gives a task its job's directory (CAIRN_JOB_DIR, the job's
+// checkpoints) and `cairn.marathon.app`, `cairn.job` and `cairn.experiment` say whose a
+// built-in's task is (builtin/task-owner.ts: the uid it runs as, who may view and kill it). A
+// tenant's framework that set them could borrow another tenant's job dir or identity, so a
+// task of any framework but the built-ins carrying one is refused, naming the label; the
+// Marathon API refuses them on apps, whose labels its tasks carry. A task's
+// `cairn.priority-class` ranks it above its framework against preemptors: a class above the
+// default needs use_priority_classes for the framework's principal, as at SUBSCRIBE.
+
+import { CairnError } from '../../shared/errors.ts';
+import type { TaskSpec } from '../api/scheduler-calls.ts';
+import { PRIORITY_CLASS_LABEL, type PriorityClasses } from '../sharing/priority-classes.ts';
+import type { Principal } from './credentials.ts';
+import type { MasterAuth } from './master-auth.ts';
+
+/** The built-ins' own task labels, with the framework each belongs to. */
+export const BUILTIN_TASK_LABELS: ReadonlyMap<string, string> = new Map([
+  ['cairn.job', 'jobs'],
+  ['cairn.job.group', 'jobs'],
+  ['cairn.job.index', 'jobs'],
+  ['cairn.marathon.app', 'marathon'],
+  ['cairn.experiment', 'tuning'],
+  ['cairn.trial', 'tuning'],
+]);
+
+/** Why a label named `name` may not be set by anyone but its built-in framework; undefined when it may (pure). */
+export function builtinLabelRefusal(name: string): string | undefined {
+  const owner = BUILTIN_TASK_LABELS.get(name);
+  if (owner === undefined) return undefined;
+  return `label '${name}' belongs to the built-in ${owner} framework (it names the job, app or experiment a task runs for: its directory and its owner), and no other framework or app may set it`;
+}
+
+/**
+ * Refuses (CAIRN_FORBIDDEN, naming the label's field) an ACCEPT whose tasks carry a built-in's
+ * label or a class their framework's principal may not use. The built-ins themselves pass.
+ */
+export function requireEntitledLabels(auth: MasterAuth, principal: Principal, tasks: readonly TaskSpec[], classes: PriorityClasses): void {
+  if (!auth.enabled || principal.internal) return;
+  tasks.forEach((t, i) => {
+    t.labels.forEach((l, k) => {
+      const field = `accept.operations.launch.task_infos[${i}].labels.labels[${k}]`;
+      const refused = builtinLabelRefusal(l.name);
+      if (refused !== undefined) throw new CairnError('CAIRN_FORBIDDEN', `task '${t.taskId.slice(0, 64)}': ${refused}`, `${field}.key`);
+      if (l.name !== PRIORITY_CLASS_LABEL) return;
+      const cls = classes.canonical(l.value);
+      if (cls !== undefined && cls !== classes.defaultClass) auth.require(principal, 'use_priority_classes', cls, `${field}.value`);
+    });
+  });
+}
