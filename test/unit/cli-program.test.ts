@@ -188,8 +188,8 @@ describe('daemon commands: parsing', () => {
     const r2 = await parse(['up', '--data-dir', '/tmp/x', '--port', '0', '--agent-port', '6000', '--resources', 'cpus:2;mem:1024;ports:[31000-31010]']);
     expect(r2.options).toEqual({ dataDir: '/tmp/x', port: 0, agentPort: 6000, masters: 1, resources: 'cpus:2;mem:1024;ports:[31000-31010]' });
     expect((await parse(['up', '--masters', '3'])).options.masters).toBe(3);
-    const open = await parse(['up', '--open', 'scheduler', '--acls', '/etc/cairn/a.json']);
-    expect(open.options).toMatchObject({ open: ['scheduler'], acls: '/etc/cairn/a.json' });
+    const open = await parse(['up', '--open', 'scheduler', '--acls', '/etc/cairn/a.json', '--gossip-port', '7946']);
+    expect(open.options).toMatchObject({ open: ['scheduler'], acls: '/etc/cairn/a.json', gossipPort: 7946 });
     const bad = await parse(['up', '--open', 'scheduler,frameworks']);
     expect(bad.code).toBe(2);
     expect(bad.err).toMatch(/--open.*'frameworks' cannot be opened \(known: metrics, dns-api, scheduler\)/s);
@@ -207,6 +207,7 @@ describe('daemon commands: parsing', () => {
   it.each([
     [['up', '--port', '70000'], '--port'],
     [['up', '--agent-port', 'x'], '--agent-port'],
+    [['up', '--gossip-port', '65536'], '--gossip-port'],
     [['up', '--resources', 'cpus:two'], '--resources'],
     [['master', '--ping-interval', '0s'], '--ping-interval'],
     [['master', '--ping-interval', '500'], '--ping-interval'],
@@ -242,7 +243,7 @@ describe('daemon commands: parsing', () => {
       masterUrl: 'http://m:5050', workDir: '/w', resources: 'cpus:1', attributes: 'rack:r1;zone:a', httpPort: 0, hostname: 'h1',
       recover: 'reconnect', cgroups: true, cgroupsRoot: 'cairn', cgroupsCpuQuota: false, usageIntervalMs: 5000, sandboxGcAgeMs: 7 * 86_400_000, sandboxGcDiskPercent: 90,
       gpuSharing: 1, docker: true, dockerSocket: '/var/run/docker.sock',
-      defaultTaskUser: 'nobody', allowRootTasks: false, taskPidsMax: 4096, taskDns: true,
+      defaultTaskUser: 'nobody', taskUidRange: '1879048192-2147483646', allowRootTasks: false, taskPidsMax: 4096, taskDns: true,
       enforceDisk: true, diskWatchIntervalMs: 5000, defaultTaskDiskMb: 0,
     });
     const r2 = await parse(['agent', '--recover', 'cleanup', '--no-cgroups', '--cgroups-root', 'ml/cairn', '--cgroups-cpu-quota', '--usage-interval', '1s', '--sandbox-gc-age', '12h', '--sandbox-gc-disk-percent', '80']);
@@ -258,6 +259,9 @@ describe('daemon commands: parsing', () => {
     const r4 = await parse(['agent', '--default-task-user', 'builder', '--allow-root-tasks', '--task-pids-max', '64']);
     expect(r4.options).toMatchObject({ defaultTaskUser: 'builder', allowRootTasks: true, taskPidsMax: 64 });
     for (const bad of [['--default-task-user', 'a b'], ['--default-task-user', '-x'], ['--task-pids-max', '-1'], ['--task-pids-max', '5000000']]) expect((await parse(['agent', ...bad])).code).toBe(2);
+    // A uid per principal: the range (checked when the agent compiles its options) and the operator's map.
+    const ru = await parse(['agent', '--task-uid-range', 'none', '--task-user-map', 'alice=svc-alice,bob=svc-bob', '--task-user-map', 'carol=svc-carol']);
+    expect(ru.options).toMatchObject({ taskUidRange: 'none', taskUserMap: ['alice=svc-alice', 'bob=svc-bob', 'carol=svc-carol'] });
     const rd = await parse(['agent', '--no-enforce-disk', '--disk-watch-interval', '15s', '--default-task-disk', '2048']);
     expect(rd.options).toMatchObject({ enforceDisk: false, diskWatchIntervalMs: 15_000, defaultTaskDiskMb: 2048 });
     for (const bad of [['--disk-watch-interval', '15'], ['--disk-watch-interval', '10ms'], ['--default-task-disk', '-1'], ['--default-task-disk', '1.5']]) expect((await parse(['agent', ...bad])).code, bad.join(' ')).toBe(2);
