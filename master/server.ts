@@ -221,12 +221,14 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
     // Built-in frameworks call this master's own API, so they start once it listens.
     if (listening) builtins.lead();
   };
-  const follow = () => {
+  const follow = (stopping = false) => {
     void builtins.follow();
     if (core) {
       core.stop();
       core = undefined;
-      log.info({ id: opts.raft?.id, leader: ctx.leaderUrl() }, 'no longer leading: agents and frameworks go to the new leader');
+      // A master that stops hands nothing over by itself: no failover to announce.
+      if (stopping) log.info({ id: opts.raft?.id }, 'no longer leading: this master is stopping');
+      else log.info({ id: opts.raft?.id, leader: ctx.leaderUrl() }, 'no longer leading: agents and frameworks go to the new leader');
     }
   };
   // Set once the routes are registered (below); told of every role change for its event stream.
@@ -271,7 +273,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
     else socket.destroy();
   });
   const closeAll = () => {
-    follow();
+    follow(true);
     agents.close();
     registry.close();
   };

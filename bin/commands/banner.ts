@@ -21,6 +21,8 @@ export interface BannerInfo {
   credentials?: string;
   /** Where `cairn up` saved the admin token for the CLI. */
   cliToken?: string;
+  /** Why `cairn up` did not save it for some of its URLs (another cluster's token is there). */
+  cliTokenKept?: string;
   /** The file of the agent's own credential (agent). */
   agentCredential?: string;
   /** Whether the agent runs gossip (agent, master). */
@@ -49,6 +51,7 @@ export function renderBanner(b: BannerInfo): string {
   if (b.workDir) rows.push(['work dir', b.workDir]);
   if (b.credentials) rows.push(['credentials', b.credentials]);
   if (b.cliToken) rows.push(['CLI token', `saved in ${b.cliToken}`]);
+  if (b.cliTokenKept) rows.push([b.cliToken ? '' : 'CLI token', b.cliTokenKept]);
   if (b.agentCredential) rows.push(['credential', b.agentCredential]);
   rows.push(['logs', `${b.logs.format} at ${b.logs.level}, on stderr (--log-format, --log-level)`]);
   const width = Math.max(...rows.map(([k]) => k.length));

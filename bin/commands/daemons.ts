@@ -14,9 +14,11 @@ import { startMaster } from '../../master/server.ts';
 import { startAgent } from '../../agent/agent.ts';
 import { MasterClient } from '../../shared/sdk/master-client.ts';
 import { loadTls, schemeOf, TlsClient, type TlsMaterial } from '../../shared/tls.ts';
-import { saveToken } from '../../shared/sdk/credentials.ts';
+import { saveToken, type SavedTokens } from '../../shared/sdk/credentials.ts';
+import { clusterIdOf, readClusterId } from './cluster-id.ts';
+import { takenPortMessage, type PortFlag } from './port-taken.ts';
 import { MasterAuth } from '../../master/auth/master-auth.ts';
-import { bootstrapCredentials } from '../../master/auth/credentials.ts';
+import { bootstrapCredentials, type BootstrapCredentials } from '../../master/auth/credentials.ts';
 import { aclsAndOpen, agentCredentialFromFlags, bootstrapFor, masterAuthFromFlags, newSecret } from './auth-flags.ts';
 import type { DaemonGossipOptions } from '../../shared/gossip/cluster.ts';
 import { gossipConfigForPeriod } from '../../shared/gossip/config.ts';
@@ -25,6 +27,8 @@ import { DEFAULT_AGENT_GOSSIP_PORT, DEFAULT_MASTER_GOSSIP_PORT, type AgentOption
 
 /** How long `cairn up` waits for its agent to register before printing the URL anyway. */
 const REGISTRATION_WAIT_MS = 15_000;
+/** How long `cairn up` waits for its master to answer before it gives up saving the CLI token. */
+const ANSWER_WAIT_MS = 15_000;
 
 /**
  * Logs go to stderr, so stdout carries only what a script may read (the master URL): text
@@ -112,23 +116,29 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
   const members = new Map(Array.from({ length: count }, (_, i) => [i + 1, `${schemeOf(tls)}://127.0.0.1:${o.port + i}`] as [number, string]));
   // The secret also authenticates gossip, which `up` always runs (on loopback, on free ports).
   const secret = await groupSecret(join(o.dataDir, 'secret'));
-  const gossip = (joinThrough: string[]): DaemonGossipOptions => ({ port: 0, host: '127.0.0.1', secret, join: joinThrough, ...(o.gossipEncrypt ? { encrypt: true } : {}) });
+  // --gossip-port is the first master's, for agents of this host to --join; the rest take free ports.
+  const gossip = (joinThrough: string[], port = 0): DaemonGossipOptions => ({ port, host: '127.0.0.1', secret, join: joinThrough, ...(o.gossipEncrypt ? { encrypt: true } : {}) });
   const masters: Awaited<ReturnType<typeof startMaster>>[] = [];
-  let bootstrap;
+  let bootstrap: BootstrapCredentials;
   let auth: MasterAuth;
-  let tokenFile: string;
+  let cluster: string;
   try {
-    // One credentials file for every master of the group; the user's token goes where every
-    // `cairn` command finds it, so the embedded default needs no flag and is open only as --open says.
+    // One credentials file for every master of the group. The user's token is saved for the
+    // CLI only once the master answers (below): a master that never listens takes no one's place.
     bootstrap = o.credentials !== undefined ? bootstrapCredentials(o.credentials, newSecret) : bootstrapFor(o.dataDir);
     auth = MasterAuth.on({ credentials: bootstrap.credentials, ...aclsAndOpen(o) });
-    const saved = saveToken([...members.values()], { principal: bootstrap.admin.principal, token: bootstrap.admin.secret }, io.env);
-    tokenFile = saved;
-    log.info({ credentials: bootstrap.path, token: saved }, 'credentials: the admin token is saved for the CLI');
+    cluster = clusterIdOf(o.dataDir);
   } catch (err) {
     io.stderr.write(`cairn up: cannot set up credentials: ${describe(err)}\n`);
     return 1;
   }
+  const portFlags: PortFlag[] = [
+    ...[...members.keys()].map((id) => ({ port: o.port + id - 1, flag: count > 1 ? `--port (the first of the ${count} consecutive ports --masters ${count} listens on)` : '--port' })),
+    ...(o.dnsPort ? [{ port: o.dnsPort, flag: '--dns-port' }] : []),
+    ...(o.gossipPort ? [{ port: o.gossipPort, flag: '--gossip-port' }] : []),
+    ...(o.agentPort ? [{ port: o.agentPort, flag: '--agent-port' }] : []),
+  ];
+  const startFailure = (what: string, err: unknown) => `cairn up: ${what} did not start: ${takenPortMessage(err, portFlags) ?? describe(err)}\n`;
   try {
     for (const [id] of members) {
       const dataDir = join(o.dataDir, count > 1 ? `master-${id}` : 'master');
@@ -143,11 +153,11 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
         // One DNS server is enough on one host; the others would only contend for its port.
         ...(id === 1 ? dnsOptions(o) : { dnsPort: null }),
         ...(count > 1 ? { raft: { id, members, secret } } : {}),
-        gossip: gossip(masters.length > 0 ? [masters[0].gossip!.member.address] : []),
+        gossip: masters.length > 0 ? gossip([masters[0].gossip!.member.address]) : gossip([], o.gossipPort),
       }));
     }
   } catch (err) {
-    io.stderr.write(`cairn up: a master did not start: ${describe(err)}\n`);
+    io.stderr.write(startFailure('a master', err));
     for (const m of masters) await m.stop();
     return 1;
   }
@@ -167,12 +177,20 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
       ...(o.dnsResolvers !== undefined ? { dnsResolvers: o.dnsResolvers } : {}),
     });
   } catch (err) {
-    io.stderr.write(`cairn up: the agent did not start: ${describe(err)}\n`);
+    io.stderr.write(startFailure('the agent', err));
     for (const m of masters) await m.stop();
     return 1;
   }
 
-  const registered = await Promise.race([waitForAgent(master.url, bootstrap.admin.secret, agent.agentId, tls), interrupted.then(() => false)]);
+  const client = new MasterClient(master.url, { timeoutMs: 2000, token: bootstrap.admin.secret, tls: new TlsClient(tls) });
+  const answered = await Promise.race([pollState(client, () => true, ANSWER_WAIT_MS), interrupted.then(() => false)]);
+  const tokens = answered ? saveCliToken(io, log, [...members.values()], bootstrap, { cluster, dataDir: o.dataDir }) : undefined;
+  if (!answered) log.warn({ master: master.url }, `the master did not answer within ${ANSWER_WAIT_MS} ms: the admin token is not saved for the CLI`);
+  const id = agent.agentId;
+  const registered = answered && await Promise.race([
+    pollState(client, (state) => state.agents.some((a) => a.reachable && (id() === undefined || a.id === id())), REGISTRATION_WAIT_MS),
+    interrupted.then(() => false),
+  ]);
   if (registered === false) log.warn('the agent has not registered with the master yet');
   io.stdout.write(`${master.url}\n`);
   printBanner(io, {
@@ -180,9 +198,11 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
     masters: masters.map((m) => m.url),
     agent: { url: agent.httpUrl, ...(agent.agentId() !== undefined ? { id: agent.agentId() } : {}) },
     ...(master.dns ? { dns: master.dns } : {}),
+    ...(o.gossipPort ? { gossip: `${master.gossip!.member.address}  (agents of this host: --join ${master.gossip!.member.address} --secret-file ${join(o.dataDir, 'secret')})` } : {}),
     dataDir: o.dataDir,
     credentials: bootstrap.path,
-    cliToken: tokenFile,
+    ...(tokens && tokens.saved.length > 0 ? { cliToken: tokens.path } : {}),
+    ...(tokens && tokens.kept.length > 0 ? { cliTokenKept: `not saved for ${tokens.kept.map((k) => k.url).join(', ')}: ${tokens.path} holds another cluster's there (see the warning)` } : {}),
     logs,
   });
 
@@ -206,21 +226,46 @@ async function groupSecret(path: string): Promise<string> {
   }
 }
 
-/** Polls the master until it lists the agent as reachable; false after the wait. */
-async function waitForAgent(masterUrl: string, token: string, agentId: () => string | undefined, tls: TlsMaterial | undefined): Promise<boolean> {
-  const client = new MasterClient(masterUrl, { timeoutMs: 2000, token, tls: new TlsClient(tls) });
-  const deadline = Date.now() + REGISTRATION_WAIT_MS;
+/** Polls the master's state (with the admin token) until `until` holds; false after `waitMs`. */
+async function pollState(client: MasterClient, until: (state: Awaited<ReturnType<MasterClient['state']>>) => boolean, waitMs: number): Promise<boolean> {
+  const deadline = Date.now() + waitMs;
   while (Date.now() < deadline) {
     try {
-      const id = agentId();
-      const state = await client.state();
-      if (state.agents.some((a) => a.reachable && (id === undefined || a.id === id))) return true;
+      if (until(await client.state())) return true;
     } catch {
       // The master is starting; ask again.
     }
     await new Promise((r) => setTimeout(r, 100));
   }
   return false;
+}
+
+/**
+ * Saves the admin token for the CLI, beside this cluster's id, for every master URL whose
+ * entry no other cluster holds (credentials.ts mayReplace); for the others, says where the
+ * kept token is and how to use this cluster's instead.
+ */
+function saveCliToken(io: CliIo, log: Logger, urls: readonly string[], bootstrap: BootstrapCredentials, own: { cluster: string; dataDir: string }): SavedTokens | undefined {
+  let tokens: SavedTokens;
+  try {
+    tokens = saveToken(urls, { principal: bootstrap.admin.principal, token: bootstrap.admin.secret, ...own }, io.env, readClusterId);
+  } catch (err) {
+    log.warn({ err: describe(err) }, 'the admin token is not saved for the CLI');
+    return undefined;
+  }
+  if (tokens.saved.length > 0) log.info({ credentials: bootstrap.path, token: tokens.path, urls: tokens.saved }, 'credentials: the admin token is saved for the CLI');
+  if (tokens.kept.length > 0) {
+    const urlsKept = tokens.kept.map((k) => k.url).join(', ');
+    const heldBy = tokens.kept[0]!.held.dataDir ? `the cluster of data dir ${tokens.kept[0]!.held.dataDir}` : 'another cluster';
+    const jq = `jq -r '.credentials[] | select(.principal == "${bootstrap.admin.principal}") | .secret' ${bootstrap.path}`;
+    log.warn(
+      { file: tokens.path, urls: tokens.kept.map((k) => k.url), heldBy: tokens.kept[0]!.held.dataDir },
+      `the CLI credentials file ${tokens.path} holds the token of ${heldBy} for ${urlsKept}, kept as it is: this cluster's token is not saved there. ` +
+        `Give it to the CLI with --token or CAIRN_TOKEN (it is principal '${bootstrap.admin.principal}''s secret in ${bootstrap.path}; e.g. export CAIRN_TOKEN=$(${jq})), ` +
+        `or remove the entry for ${urlsKept} from ${tokens.path} and start cairn up again`,
+    );
+  }
+  return tokens;
 }
 
 /** The gossip flags as options, with the secret read from its file. */

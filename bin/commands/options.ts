@@ -57,6 +57,8 @@ export interface UpOptions extends DnsFlags {
   resources?: string;
   /** `--gossip-encrypt`: the gossip between the daemons is encrypted. */
   gossipEncrypt?: boolean;
+  /** `--gossip-port`: the first master's gossip port (UDP and TCP); left out, any free port. */
+  gossipPort?: number;
   /** A credentials file to use instead of the bootstrap one made in the data dir. */
   credentials?: string;
   /** --acls: who may do what; left out, every user principal may do everything. */

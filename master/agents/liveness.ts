@@ -7,7 +7,8 @@
 // - Gossip declared the agent dead (or it left): no waiting for the window. Without a
 //   connection it is unreachable at once; with one, a ping goes out to confirm, and silence
 //   for `confirmMs` makes it unreachable (an answer means gossip was wrong — a UDP-only fault —
-//   and the socket's word stands).
+//   and the socket's word stands). An agent that left said goodbye itself (an orderly stop,
+//   authenticated like all gossip): its verdict is `orderly`, logged as a stop, not a fault.
 // - Gossip still sees the agent alive but the WebSocket is silent or gone: the agent runs and
 //   is reachable, only its connection broke. A silent socket is closed so the agent reconnects,
 //   and it gets `aliveGraceMs` beyond the window to do so before it is marked.
@@ -43,7 +44,7 @@ export type LivenessVerdict =
   | { readonly action: 'confirm' }
   /** Close the silent socket (the agent will reconnect); not unreachable yet. */
   | { readonly action: 'disconnect' }
-  | { readonly action: 'unreachable'; readonly reason: string };
+  | { readonly action: 'unreachable'; readonly reason: string; readonly orderly?: true };
 
 const KEEP: LivenessVerdict = { action: 'keep' };
 
@@ -57,11 +58,12 @@ export function judgeAgent(f: AgentLivenessFacts, p: LivenessPolicy): LivenessVe
   const pingsMissed = f.connected && f.missedPings >= p.maxMissedPings;
   if (f.gossip === 'dead' || f.gossip === 'left') {
     const said = f.gossip === 'dead' ? 'gossip declared it dead' : 'it left the gossip cluster';
-    if (!f.connected) return { action: 'unreachable', reason: `${said} and it has no connection` };
-    if (pingsMissed) return { action: 'unreachable', reason: `${said} and it missed ${f.missedPings} pings` };
+    const orderly = f.gossip === 'left' ? { orderly: true as const } : {};
+    if (!f.connected) return { action: 'unreachable', reason: `${said} and it has no connection`, ...orderly };
+    if (pingsMissed) return { action: 'unreachable', reason: `${said} and it missed ${f.missedPings} pings`, ...orderly };
     if (f.confirmSentAtMs === undefined) return { action: 'confirm' };
     if (f.lastHeardMs >= f.confirmSentAtMs) return KEEP; // it answered: the socket's word stands
-    if (f.nowMs - f.confirmSentAtMs >= p.confirmMs) return { action: 'unreachable', reason: `${said} and it did not answer a ping within ${p.confirmMs} ms` };
+    if (f.nowMs - f.confirmSentAtMs >= p.confirmMs) return { action: 'unreachable', reason: `${said} and it did not answer a ping within ${p.confirmMs} ms`, ...orderly };
     return KEEP;
   }
   const silentTooLong = f.connected ? pingsMissed : f.nowMs - f.lastHeardMs >= windowMs;

@@ -634,16 +634,18 @@ export class LeaderCore {
           this.links.delete(agentId);
         }
         this.confirmations.delete(agentId);
-        this.markUnreachable(agentId, verdict.reason);
+        this.markUnreachable(agentId, verdict.reason, verdict.orderly === true);
       }
     }
   }
 
-  private markUnreachable(agentId: string, reason: string): void {
+  private markUnreachable(agentId: string, reason: string, orderly = false): void {
     const state = this.state();
     const agent = state.agents.get(agentId);
     if (!agent?.reachable) return;
-    this.log('warn', 'agent unreachable', { agentId, host: agent.hostname, reason });
+    // An agent that said goodbye stopped as its operator asked: the same state, but no fault to warn of.
+    if (orderly) this.log('info', 'agent stopped: it left the cluster (unreachable until it registers again)', { agentId, host: agent.hostname, reason });
+    else this.log('warn', 'agent unreachable', { agentId, host: agent.hostname, reason });
     this.recoverOffers((o) => o.agentId === agentId, true);
     if (this.allocator.hasAgent(agentId)) this.allocator.setAgentActive(agentId, false);
     const n = state.activeTasksOn(agentId).length;

@@ -2,6 +2,8 @@
 // user's credentials file (`$CAIRN_CONFIG_DIR/credentials`, by default
 // `~/.config/cairn/credentials`), which maps master URLs to tokens. `cairn up` writes its
 // bootstrap token there for every master it starts, so `cairn run` needs no flag.
+// Each entry names the cluster it is for: a token saved for a URL is replaced only by the
+// same cluster's, so a second `cairn up` on that URL never takes the first one's away.
 
 import { chmodSync, mkdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -11,6 +13,10 @@ import { CairnError } from '../errors.ts';
 export interface SavedCredential {
   principal: string;
   token: string;
+  /** The id of the cluster the token is for (`cairn up` keeps it in its data dir); absent in older entries. */
+  cluster?: string;
+  /** That cluster's data dir, where its id is kept: a dir that no longer holds it means the cluster is gone. */
+  dataDir?: string;
 }
 
 interface CredentialsFile {
@@ -63,15 +69,53 @@ export function findToken(masterUrls: string, env: Env): string | undefined {
   return undefined;
 }
 
-/** Saves a token for each of these masters (mode 0600; other masters' entries kept). */
-export function saveToken(masterUrls: readonly string[], credential: SavedCredential, env: Env): string {
+/**
+ * Whether `next` may take the place of the entry `saved` for one URL: an empty place, the
+ * very same token (an entry written before clusters were named), the same cluster, or a
+ * cluster that is gone (its data dir no longer holds its id, as `clusterAt` reads it).
+ * Another cluster's token, or one whose cluster is unknown, is kept.
+ */
+export function mayReplace(saved: SavedCredential | undefined, next: SavedCredential, clusterAt: (dataDir: string) => string | undefined): boolean {
+  if (saved === undefined || typeof saved.token !== 'string' || saved.token === '') return true;
+  if (saved.token === next.token) return true;
+  if (typeof saved.cluster !== 'string' || saved.cluster === '') return false;
+  if (saved.cluster === next.cluster) return true;
+  return typeof saved.dataDir === 'string' && saved.dataDir !== '' && clusterAt(saved.dataDir) !== saved.cluster;
+}
+
+export interface SavedTokens {
+  /** The credentials file. */
+  path: string;
+  /** The URLs (origins) the token was saved for. */
+  saved: string[];
+  /** The URLs whose entry another cluster's token holds, kept as it was. */
+  kept: { url: string; held: SavedCredential }[];
+}
+
+/**
+ * Saves a token for each of these masters where `mayReplace` allows (mode 0600; other
+ * masters' entries kept); the file is not written when no entry changes.
+ */
+export function saveToken(masterUrls: readonly string[], credential: SavedCredential, env: Env, clusterAt: (dataDir: string) => string | undefined = () => undefined): SavedTokens {
   const path = clientCredentialsPath(env);
   const doc = read(path);
-  for (const u of masterUrls) doc.masters[key(u)] = credential;
+  const saved: string[] = [];
+  const kept: SavedTokens['kept'] = [];
+  for (const u of masterUrls) {
+    const k = key(u);
+    const held = doc.masters[k];
+    if (mayReplace(held, credential, clusterAt)) {
+      doc.masters[k] = credential;
+      saved.push(k);
+    } else {
+      kept.push({ url: k, held: held! });
+    }
+  }
+  if (saved.length === 0) return { path, saved, kept };
   mkdirSync(dirname(path), { recursive: true, mode: 0o700 });
   const tmp = `${path}.${process.pid}.tmp`;
   writeFileSync(tmp, `${JSON.stringify(doc, null, 2)}\n`, { mode: 0o600 });
   chmodSync(tmp, 0o600);
   renameSync(tmp, path);
-  return path;
+  return { path, saved, kept };
 }

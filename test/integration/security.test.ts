@@ -288,7 +288,8 @@ describe('the embedded default', () => {
     const masterUrl = `http://127.0.0.1:${port}`;
     const up = cleanup.track(startCairn(['up', '--port', String(port), '--agent-port', String(await freePort()), '--data-dir', join(home, 'data'), '--dns-port', '0', '--resources', 'cpus:1;mem:512'], masterUrl, env));
     await up.waitHealthy();
-    const saved = JSON.parse((await import('node:fs')).readFileSync(join(home, 'config', 'credentials'), 'utf8'));
+    // Saved once the master answers, a moment after it listens.
+    const saved = await waitFor('the token saved', async () => JSON.parse((await import('node:fs')).readFileSync(join(home, 'config', 'credentials'), 'utf8')));
     expect(Object.keys(saved.masters)).toEqual([masterUrl]);
     expect((await fetch(`${masterUrl}/api/v1/state`)).status).toBe(401);
     const r = await runCairn(['run', '--master', masterUrl, '--', 'sh', '-c', 'echo embedded-ok'], env, 60_000);

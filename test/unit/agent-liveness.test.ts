@@ -51,6 +51,14 @@ describe('judgeAgent when gossip declares the agent dead', () => {
     expect(judgeAgent(facts({ gossip: 'dead', lastHeardMs: T - 5_000, confirmSentAtMs: T - 6_000 }), policy)).toEqual({ action: 'keep' });
   });
 
+  it('calls an agent that left (its own goodbye) an orderly stop, and one declared dead not', () => {
+    expect(judgeAgent(facts({ gossip: 'left', connected: false }), policy))
+      .toEqual({ action: 'unreachable', reason: 'it left the gossip cluster and it has no connection', orderly: true });
+    expect(judgeAgent(facts({ gossip: 'left', lastHeardMs: T - 1_800, confirmSentAtMs: T - 1_000 }), policy)).toMatchObject({ action: 'unreachable', orderly: true });
+    expect(judgeAgent(facts({ gossip: 'dead', connected: false }), policy)).not.toHaveProperty('orderly');
+    expect(judgeAgent(facts({ connected: false, lastHeardMs: T - 5_000 }), policy)).not.toHaveProperty('orderly');
+  });
+
   it('gives no grace to an agent that also missed its pings', () => {
     expect(judgeAgent(facts({ gossip: 'dead', missedPings: 5, confirmSentAtMs: T - 100 }), policy).action).toBe('unreachable');
   });
