@@ -49,7 +49,7 @@ export function registerSchedulerApi(app: FastifyInstance, ctx: MasterContext): 
     reply.hijack();
     const res = reply.raw;
     const streamId = randomUUID();
-    const stream = new EventStream(streamId, res);
+    const stream = new EventStream(streamId, res, master.log, { name: call.framework.name, principal: req.principal?.name, ip: req.ip });
     // Headers are only set here; they go out with the first event (SUBSCRIBED), which is
     // sent once the subscription is durable. Until then an error can still become a 4xx.
     res.statusCode = 200;
@@ -58,7 +58,7 @@ export function registerSchedulerApi(app: FastifyInstance, ctx: MasterContext): 
     res.setHeader('cache-control', 'no-cache');
     res.socket?.setNoDelay(true);
     try {
-      await master.subscribe(call.framework, stream);
+      stream.frameworkId = await master.subscribe(call.framework, stream);
     } catch (err) {
       master.metrics.badRequests++;
       const { status, body } = toHttpError(err);

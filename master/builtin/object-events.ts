@@ -1,9 +1,12 @@
 // A built-in framework's object (a job, an experiment) followed as server-sent events: what
 // there is so far at once, then what each applied change adds, until the object's story is
 // over (or it is gone), with keep-alives so proxies keep the stream open and nothing left
-// listening once the client goes. The caller says what to send; this holds the stream.
+// listening once the client goes. The caller says what to send; this holds the stream. A
+// client that stops reading is cut off past a bounded backlog (shared/bounded-stream.ts).
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
+import { boundedWriter } from '../../shared/bounded-stream.ts';
+import type { Logger } from '../../shared/logger.ts';
 
 /** How often a stream says it is alive, so proxies keep it open. */
 const KEEPALIVE_MS = 15_000;
@@ -19,16 +22,20 @@ export interface ObjectStory {
   next(send: SendEvent): boolean;
 }
 
-export function serveObjectEvents(req: FastifyRequest, reply: FastifyReply, story: ObjectStory): void {
+/** `log`: where a stream cut for its backlog is logged. */
+export function serveObjectEvents(req: FastifyRequest, reply: FastifyReply, story: ObjectStory, log: Logger): void {
   reply.hijack();
   const res = reply.raw;
   res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', connection: 'keep-alive' });
-  const send: SendEvent = (event, data) => res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  const write = boundedWriter(res, log, () => ({ path: req.url.split('?')[0], principal: req.principal?.name, ip: req.ip }));
+  const send: SendEvent = (event, data) => {
+    write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+  };
   if (story.first(send)) {
     res.end();
     return;
   }
-  const ping = setInterval(() => res.write(': keep-alive\n\n'), KEEPALIVE_MS);
+  const ping = setInterval(() => write(': keep-alive\n\n'), KEEPALIVE_MS);
   let off = () => {};
   const stop = () => {
     off();

@@ -12,6 +12,7 @@ import type { FastifyInstance } from 'fastify';
 import type { ServerResponse } from 'node:http';
 import type { MasterContext } from '../context.ts';
 import type { RegistryCommand } from '../registry/commands.ts';
+import { boundedWriter } from '../../shared/bounded-stream.ts';
 import { monotonicMs } from '../../shared/steady-clock.ts';
 
 export const THROTTLE_MS = 250;
@@ -71,6 +72,8 @@ export function helloOf(ctx: MasterContext): Hello {
 
 interface Client {
   res: ServerResponse;
+  /** Writes to the stream; a client that stops reading is cut off past a bounded backlog. */
+  write: (chunk: string) => boolean;
   ping: NodeJS.Timeout;
 }
 
@@ -118,8 +121,9 @@ export class UiEventHub {
     });
     const hello = helloOf(this.ctx);
     if (this.clients.size === 0) this.lastHello = JSON.stringify(hello);
-    send(res, 'hello', hello);
-    const client: Client = { res, ping: setInterval(() => res.write(': keep-alive\n\n'), this.opts.keepAliveMs ?? KEEPALIVE_MS) };
+    const write = boundedWriter(res, this.ctx.audit, () => ({ path: '/api/v1/events', ip: res.req?.socket.remoteAddress }));
+    send(write, 'hello', hello);
+    const client: Client = { res, write, ping: setInterval(() => write(': keep-alive\n\n'), this.opts.keepAliveMs ?? KEEPALIVE_MS) };
     this.clients.add(client);
     const leave = () => {
       clearInterval(client.ping);
@@ -162,7 +166,7 @@ export class UiEventHub {
     const topics = [...this.pending].sort();
     this.pending = new Set();
     this.lastFlushAt = monotonicMs();
-    for (const c of this.clients) send(c.res, 'change', { topics });
+    for (const c of this.clients) send(c.write, 'change', { topics });
   }
 
   private checkHello(): void {
@@ -171,14 +175,14 @@ export class UiEventHub {
     const text = JSON.stringify(hello);
     if (text === this.lastHello) return;
     this.lastHello = text;
-    for (const c of this.clients) send(c.res, 'hello', hello);
+    for (const c of this.clients) send(c.write, 'hello', hello);
     this.pending.add('masters');
     this.schedule();
   }
 }
 
-function send(res: ServerResponse, event: string, data: unknown): void {
-  if (!res.writableEnded) res.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+function send(write: Client['write'], event: string, data: unknown): void {
+  write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
 }
 
 export function registerEventsRoute(app: FastifyInstance, hub: UiEventHub): void {

@@ -18,6 +18,7 @@ export class RawScheduler {
   frameworkId = '';
   status = 0;
   private req: http.ClientRequest | undefined;
+  private res: http.IncomingMessage | undefined;
   private waiters: (() => void)[] = [];
   private readonly listeners: ((e: RawEvent) => void)[] = [];
 
@@ -38,6 +39,7 @@ export class RawScheduler {
           return;
         }
         this.streamId = String(res.headers['mesos-stream-id'] ?? '');
+        this.res = res;
         let buf = Buffer.alloc(0);
         res.on('data', (chunk: Buffer) => {
           buf = Buffer.concat([buf, chunk]);
@@ -111,6 +113,12 @@ export class RawScheduler {
 
   offers(from = 0): any[] {
     return this.events.slice(from).filter((e) => e.type === 'OFFERS').flatMap((e) => e.offers.offers);
+  }
+
+  /** Reads nothing more of the event stream, socket included, as a hung framework would: what the master sends piles up. */
+  stopReading(): void {
+    this.res?.pause();
+    this.res?.socket.pause();
   }
 
   close(): void {

@@ -156,6 +156,6 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
         emit(send, r);
         return over(send, r);
       },
-    });
+    }, env.ctx.audit);
   });
 }

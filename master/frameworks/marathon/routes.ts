@@ -23,6 +23,7 @@ import { normaliseAppId, parseApp, type ParsedApp } from './app-parse.ts';
 import { PREEMPTIBLE_LABEL, PRIORITY_CLASS_LABEL, type PriorityClasses } from '../../sharing/priority-classes.ts';
 import type { StoredApp } from './app-model.ts';
 import { sseFrame } from './event-bus.ts';
+import { boundedWriter } from '../../../shared/bounded-stream.ts';
 import { matchesLabelSelector } from './label-selector.ts';
 import { requirePullSecret } from './pull-config.ts';
 import { secretAccess } from '../../secrets/secret-access.ts';
@@ -296,14 +297,16 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       }
       // Whether this caller may view an owner's apps, decided once per owner for the stream.
       const viewable = new Map<string | undefined, boolean>();
+      // A subscriber that stops reading is cut off past a bounded backlog, naming it.
+      const write = boundedWriter(res, env.ctx.audit, () => ({ path: '/v2/events', principal: req.principal?.name, ip: req.ip }));
       const off = svc.bus.subscribe((e, owner) => {
         if (wanted && !wanted.has(e.eventType)) return;
         let ok = viewable.get(owner);
         if (ok === undefined) viewable.set(owner, (ok = mayView(req, owner)));
-        if (ok) res.write(sseFrame(e));
+        if (ok) write(sseFrame(e));
       });
       // A comment now and then keeps proxies from closing an idle stream.
-      const keepAlive = setInterval(() => res.write(': keep-alive\n\n'), 15_000);
+      const keepAlive = setInterval(() => write(': keep-alive\n\n'), 15_000);
       const done = () => {
         clearInterval(keepAlive);
         off();

@@ -135,7 +135,7 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
         emit(send, r);
         return over(send, r);
       },
-    });
+    }, env.ctx.audit);
   });
 
   app.post<{ Params: { name: string } }>('/api/v1/experiments/:name/stop', async (req, reply) => {
