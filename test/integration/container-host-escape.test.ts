@@ -16,6 +16,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { Cleanup, startAgentProcess, startMasterProcess, waitFor } from '../harness/processes.ts';
 import { autoAck, RawScheduler, taskInfo } from '../harness/raw-scheduler.ts';
 import { buildSetuidImage, dockerUnavailable, setuidImageUnbuildable } from '../harness/docker.ts';
+import { parseUidRange } from '../../agent/task-uids.ts';
+import { AGENT_DEFAULTS } from '../../agent/defaults.ts';
 import { marathon } from '../harness/marathon.ts';
 import { authFetch } from '../harness/credentials.ts';
 
@@ -127,7 +129,7 @@ describe.skipIf(!!why)('a setuid-root image and a host mount', () => {
     // A path the master cannot judge, outside the agent's allow-list: TASK_FAILED at launch,
     // REASON_TASK_INVALID, naming the path and the flag. Beside it, the allowed directory
     // mounts; the setuid program cannot become root there, and the root-only file stays
-    // unread (the task runs as the agent's default user, nobody).
+    // unread (the task runs as its principal's own non-root uid, from the agent's range).
     const inside = 'id -u; /suid/escalate "id -u; cat /h/secret"; echo "escalate=$?"; cat /h/secret; echo "cat=$?"; echo "after=$(id -u)"; ls /h';
     const launched = await accept([boxed('outside', outside, 'true'), boxed('inside', allowed, inside)]);
     expect(launched.status, launched.body).toBe(202);
@@ -140,7 +142,10 @@ describe.skipIf(!!why)('a setuid-root image and a host mount', () => {
     await waitFor('inside ended', () => updatesOf(s, 'inside').some((u) => ['TASK_FINISHED', 'TASK_FAILED'].includes(u.state)), 30_000);
     const out = (await (await authFetch(`${master.url}/api/v1/tasks/inside/logs?stream=stdout`)).json()) as { data: string };
     const err = (await (await authFetch(`${master.url}/api/v1/tasks/inside/logs?stream=stderr`)).json()) as { data: string };
-    expect(out.data).toBe('65534\nescalate=1\ncat=1\nafter=65534\nsecret\n');
+    const uid = Number(out.data.split('\n')[0]);
+    const range = parseUidRange(AGENT_DEFAULTS.taskUidRange)!;
+    expect(uid >= range.first && uid <= range.last, `uid ${uid} from the range`).toBe(true);
+    expect(out.data).toBe(`${uid}\nescalate=1\ncat=1\nafter=${uid}\nsecret\n`);
     expect(err.data).toMatch(/escalate: setuid\(0\): Operation not permitted/);
     expect(out.data + err.data).not.toContain(SECRET);
     expect(updatesOf(s, 'inside').at(-1).state).toBe('TASK_FINISHED');
