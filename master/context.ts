@@ -10,6 +10,7 @@ import type { Master } from './master.ts';
 import type { Registry } from './registry/registry.ts';
 import type { ReplicationStatus } from './replication/raft-log.ts';
 import type { PriorityClasses } from './sharing/priority-classes.ts';
+import type { QuotaGate } from './builtin/quota-gate.ts';
 
 export interface MasterContext {
   readonly registry: Registry;
@@ -29,6 +30,8 @@ export interface MasterContext {
   replication(): ReplicationStatus | undefined;
   /** The cluster's priority classes (a master setting, the same on every master of a group). */
   readonly priorityClasses: PriorityClasses;
+  /** Per-principal quotas on stored objects, and the task environment cap (`quotas.limits`). */
+  readonly quotas: QuotaGate;
 }
 
 export const APPLIED_INDEX_HEADER = 'cairn-applied-index';

@@ -38,6 +38,8 @@ import { RaftCommandLog } from './replication/raft-log.ts';
 import { registerUi, type UiHandle } from './ui/register.ts';
 import { privateDataDir } from './data-dir-modes.ts';
 import { taskOwner } from './builtin/task-owner.ts';
+import { QuotaGate } from './builtin/quota-gate.ts';
+import { compileObjectLimits, type ObjectLimits } from './sharing/object-limits.ts';
 
 export interface MasterOptions extends Partial<Omit<MasterConfig, 'dataDir'>> {
   dataDir: string;
@@ -83,6 +85,8 @@ export interface MasterOptions extends Partial<Omit<MasterConfig, 'dataDir'>> {
   gossip?: MasterGossipOptions;
   /** The built-in frameworks run while this master leads; default: all of them (builtin/all.ts). */
   builtins?: readonly BuiltinFramework[];
+  /** Per-principal object quotas and the task environment cap; each left out takes its default (sharing/object-limits.ts). */
+  objectLimits?: Partial<ObjectLimits>;
 }
 
 export interface MasterHandle {
@@ -123,6 +127,7 @@ export async function startMaster(opts: MasterOptions): Promise<MasterHandle> {
 
 async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
   const config = compileMasterConfig(opts);
+  const objectLimits = compileObjectLimits(opts.objectLimits);
   const scheme = schemeOf(opts.tls);
   const ownRaftUrl = opts.raft?.members.get(opts.raft.id);
   if (ownRaftUrl !== undefined && new URL(ownRaftUrl).protocol !== `${scheme}:`) {
@@ -203,6 +208,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
     selfUrl: () => selfUrl,
     replication: () => raft?.status(),
     priorityClasses: config.priorityClasses,
+    quotas: new QuotaGate(() => registry.state, objectLimits),
   };
   const dns = dnsConfig ? new DnsService(dnsConfig, registry, componentLogger(log, 'dns')) : undefined;
   const builtins = new BuiltinHost(opts.builtins ?? BUILTIN_FRAMEWORKS, ctx, { domain: dnsConfig?.domain, log });

@@ -49,7 +49,9 @@ export type CairnErrorCode =
   | 'CAIRN_INVALID_JOB'
   // Registry credentials: a Docker config.json refused, a stored credential (secret) not found
   | 'CAIRN_BAD_DOCKER_CONFIG'
-  | 'CAIRN_UNKNOWN_SECRET';
+  | 'CAIRN_UNKNOWN_SECRET'
+  // A principal's objects past its quota (count or bytes: master/sharing/object-quota.ts)
+  | 'CAIRN_QUOTA_EXCEEDED';
 
 export class CairnError extends Error {
   readonly code: CairnErrorCode;

@@ -318,6 +318,7 @@ export async function runMaster(o: MasterOptions, io: CliIo): Promise<number> {
       ...(o.offerTimeoutMs !== undefined ? { offerTimeoutMs: o.offerTimeoutMs } : {}),
       ...(o.priorityClasses !== undefined ? { priorityClasses: o.priorityClasses } : {}),
       ...(o.preemptionGraceMs !== undefined ? { preemptionGraceMs: o.preemptionGraceMs } : {}),
+      ...(o.objectLimits ? { objectLimits: o.objectLimits } : {}),
       ...dnsOptions(o),
       ...(o.raft ? { raft: { id: o.raft.id, members: o.raft.peers, secret: await readSecret(o.raft.secretFile), ...(o.raft.join ? { join: true } : {}) } } : {}),
       ...(o.acceptEmptyRegistry ? { acceptEmptyRegistry: true } : {}),

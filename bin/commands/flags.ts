@@ -19,6 +19,20 @@ export function integerFlag(min: number, max: number): (value: string) => number
   };
 }
 
+const BYTE_UNITS: Record<string, number> = { '': 1, k: 1024, ki: 1024, kib: 1024, m: 1024 ** 2, mi: 1024 ** 2, mib: 1024 ** 2, g: 1024 ** 3, gi: 1024 ** 3, gib: 1024 ** 3 };
+
+/** A size in bytes: a whole number, with a binary unit or none (`65536`, `128KiB`, `64MiB`, `1GiB`), within [min, max]. */
+export function bytesFlag(min: number, max: number): (value: string) => number {
+  return (value) => {
+    const m = /^(\d+)\s*([a-z]*)$/i.exec(value.trim());
+    const unit = m ? BYTE_UNITS[m[2]!.toLowerCase()] : undefined;
+    if (!m || unit === undefined) throw new InvalidArgumentError('must be a size: a whole number of bytes, or with KiB, MiB or GiB (e.g. 128KiB).');
+    const n = Number(m[1]) * unit;
+    if (n < min || n > max) throw new InvalidArgumentError(`must be from ${min} to ${max} bytes.`);
+    return n;
+  };
+}
+
 /**
  * A duration flag (`500ms`, `45s`, `30m`, `12h`, `7d`), in milliseconds, within [minMs, maxMs].
  * The unit is required: a bare number is refused, and commander's message names the flag.

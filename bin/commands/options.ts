@@ -6,6 +6,7 @@ import type { TlsFiles } from '../../shared/tls.ts';
 import type { Openable } from '../../master/auth/master-auth.ts';
 import type { LogFormat, LogLevelName } from '../../shared/logger.ts';
 import type { PriorityClasses } from '../../master/sharing/priority-classes.ts';
+import type { ObjectLimits } from '../../master/sharing/object-limits.ts';
 
 export const DEFAULT_MASTER_URL = 'http://127.0.0.1:5050';
 
@@ -88,6 +89,8 @@ export interface MasterOptions extends DnsFlags {
   priorityClasses?: PriorityClasses;
   /** `--preemption-grace`. */
   preemptionGraceMs?: number;
+  /** `--max-objects-per-principal`, `--max-object-bytes-per-principal`, `--max-task-env`. */
+  objectLimits?: Partial<ObjectLimits>;
   gossip?: GossipFlags;
   /** --credentials: the principals; left out, a bootstrap file in the data dir (made once). */
   credentials?: string;

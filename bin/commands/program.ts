@@ -51,7 +51,8 @@ import { addTuneCommands } from './tune-program.ts';
 import { addSharingCommands } from './sharing-program.ts';
 import { addSecretCommands } from './secret-program.ts';
 import { addUiCommands } from './ui-program.ts';
-import { attributesFlag, checkMasterUrl, domainFlag, durationFlag, envFlag, gossipAddrFlag, integerFlag, ipv4Flag, joinFlag, listFlag, mastersFlag, nameFlag, numberFlag, peersFlag, resolversFlag, resourcesFlag, roleFlag, userFlag } from './flags.ts';
+import { attributesFlag, bytesFlag, checkMasterUrl, domainFlag, durationFlag, envFlag, gossipAddrFlag, integerFlag, ipv4Flag, joinFlag, listFlag, mastersFlag, nameFlag, numberFlag, peersFlag, resolversFlag, resourcesFlag, roleFlag, userFlag } from './flags.ts';
+import { DEFAULT_OBJECT_LIMITS, type ObjectLimits } from '../../master/sharing/object-limits.ts';
 
 /** Each handler runs one command and resolves with the process exit code. */
 export interface CommandHandlers {
@@ -102,6 +103,16 @@ const PORT = integerFlag(0, 65535);
 /** `-o json|yaml|wide` of the listing commands. */
 function outputOption(): Option {
   return new Option('-o, --output <format>', OUTPUT_HELP).choices(OUTPUT_FORMATS);
+}
+
+/** The master's object quotas and task environment cap, those given. */
+function objectLimitFlags(o: { maxObjectsPerPrincipal?: number; maxObjectBytesPerPrincipal?: number; maxTaskEnv?: number }): { objectLimits?: Partial<ObjectLimits> } {
+  const limits: Partial<ObjectLimits> = {
+    ...(o.maxObjectsPerPrincipal !== undefined ? { maxObjectsPerPrincipal: o.maxObjectsPerPrincipal } : {}),
+    ...(o.maxObjectBytesPerPrincipal !== undefined ? { maxObjectBytesPerPrincipal: o.maxObjectBytesPerPrincipal } : {}),
+    ...(o.maxTaskEnv !== undefined ? { maxTaskEnvBytes: o.maxTaskEnv } : {}),
+  };
+  return Object.keys(limits).length > 0 ? { objectLimits: limits } : {};
 }
 
 /** `--priority-classes a,b,c`: names checked here, the default with --default-priority-class. */
@@ -311,9 +322,12 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
     .option('--secret-file <path>', 'file holding the cluster secret that masters and gossip members authenticate each other with (at least 16 bytes); with it, the master runs a gossip member')
     .addOption(new Option('--priority-classes <list>', `the priority classes, highest first, comma-separated; the same on every master (default: ${DEFAULT_CLASS_NAMES.join(',')})`).argParser(classListFlag))
     .option('--default-priority-class <name>', 'the class of work that names none (default: the lowest)')
-    .addOption(new Option('--preemption-grace <duration>', 'how long a preempted task has between SIGTERM and SIGKILL, e.g. 30s (default: 10s)').argParser(durationFlag(0, 3_600_000)));
+    .addOption(new Option('--preemption-grace <duration>', 'how long a preempted task has between SIGTERM and SIGKILL, e.g. 30s (default: 10s)').argParser(durationFlag(0, 3_600_000)))
+    .addOption(new Option('--max-objects-per-principal <n>', `apps, jobs, experiments and secrets one principal may own at once (default: ${DEFAULT_OBJECT_LIMITS.maxObjectsPerPrincipal})`).argParser(integerFlag(1, 10_000_000)))
+    .addOption(new Option('--max-object-bytes-per-principal <size>', `bytes of JSON one principal's objects may hold, an app's kept versions included, e.g. 64MiB (default: ${DEFAULT_OBJECT_LIMITS.maxObjectBytesPerPrincipal / 1024 ** 2}MiB)`).argParser(bytesFlag(1024, 2 ** 40)))
+    .addOption(new Option('--max-task-env <size>', `the largest environment one task may carry, NAME=value pairs together, e.g. 256KiB (default: ${DEFAULT_OBJECT_LIMITS.maxTaskEnvBytes / 1024}KiB)`).argParser(bytesFlag(1024, 1024 ** 2)));
   addLogOptions(addTlsOptions(addGossipOptions(addDnsOptions(master), DEFAULT_MASTER_GOSSIP_PORT)))
-    .action(async (o: { port: number; host: string; dataDir: string; credentials?: string; acls?: string; open?: Openable[]; pingInterval?: number; maxMissedPings?: number; offerTimeout?: number; id?: number; peers?: Map<number, string>; newMember?: boolean; acceptEmptyRegistry?: boolean; priorityClasses?: string[]; defaultPriorityClass?: string; preemptionGrace?: number } & GossipFlagValues & DnsFlagValues & TlsFlagValues & LogFlagValues, cmd: Command) => {
+    .action(async (o: { port: number; host: string; dataDir: string; credentials?: string; acls?: string; open?: Openable[]; pingInterval?: number; maxMissedPings?: number; offerTimeout?: number; id?: number; peers?: Map<number, string>; newMember?: boolean; acceptEmptyRegistry?: boolean; priorityClasses?: string[]; defaultPriorityClass?: string; preemptionGrace?: number; maxObjectsPerPrincipal?: number; maxObjectBytesPerPrincipal?: number; maxTaskEnv?: number } & GossipFlagValues & DnsFlagValues & TlsFlagValues & LogFlagValues, cmd: Command) => {
       if ((o.id === undefined) !== (o.peers === undefined)) {
         return cmd.error("error: options '--id' and '--peers' go together", { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
       }
@@ -347,6 +361,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
           ...(o.offerTimeout !== undefined ? { offerTimeoutMs: o.offerTimeout } : {}),
           ...(classes ? { priorityClasses: classes } : {}),
           ...(o.preemptionGrace !== undefined ? { preemptionGraceMs: o.preemptionGrace } : {}),
+          ...objectLimitFlags(o),
           ...(gossip ? { gossip } : {}),
           ...dnsFlags(o),
           ...tlsFlags(o),

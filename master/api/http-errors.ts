@@ -9,6 +9,8 @@ const STATUS: Partial<Record<CairnErrorCode, number>> = {
   CAIRN_UNAUTHENTICATED: 401,
   CAIRN_FORBIDDEN: 403,
   CAIRN_CROSS_SITE: 403,
+  // As Kubernetes answers a create past a ResourceQuota: forbidden, not throttled.
+  CAIRN_QUOTA_EXCEEDED: 403,
   CAIRN_UNKNOWN_TASK: 404,
   CAIRN_UNKNOWN_AGENT: 404,
   CAIRN_UNKNOWN_QUOTA: 404,

@@ -9,6 +9,7 @@ import type { CommandSpec } from '../registry/commands.ts';
 import { checkSecretName, MAX_PULL_SECRETS } from '../secrets/pull-auth.ts';
 import { hostPathProblem } from '../../shared/host-paths.ts';
 import type { ContainerSpec, HealthCheckSpec, PortMapping } from '../../shared/agent-messages.ts';
+import { DEFAULT_OBJECT_LIMITS, envBytes, envTooLarge, type ObjectLimits } from '../sharing/object-limits.ts';
 
 export interface FrameworkSpec {
   id?: string;
@@ -35,9 +36,23 @@ export interface TaskSpec {
   healthCheck?: HealthCheckSpec;
 }
 
+/**
+ * A task of an ACCEPT refused on its own, as Mesos answers an invalid task: TASK_ERROR with
+ * REASON_TASK_INVALID naming what is wrong, while the ACCEPT's other tasks launch. One
+ * framework's tasks for many owners share an ACCEPT (the services framework's do): one bad
+ * task must not stall the rest.
+ */
+export interface RefusedTask {
+  taskId: string;
+  agentId?: string;
+  /** The field at fault, e.g. `accept.operations[0].launch.task_infos[1].labels.labels[0].value`. */
+  field: string;
+  message: string;
+}
+
 export type SchedulerCallParsed =
   | { type: 'SUBSCRIBE'; framework: FrameworkSpec }
-  | { type: 'ACCEPT'; frameworkId: string; offerIds: string[]; tasks: TaskSpec[]; refuseMs: number | undefined }
+  | { type: 'ACCEPT'; frameworkId: string; offerIds: string[]; tasks: TaskSpec[]; refused?: RefusedTask[]; refuseMs: number | undefined }
   | { type: 'DECLINE'; frameworkId: string; offerIds: string[]; refuseMs: number | undefined }
   | { type: 'REVIVE'; frameworkId: string }
   | { type: 'SUPPRESS'; frameworkId: string }
@@ -55,7 +70,9 @@ export type SchedulerCallParsed =
 /** The most tasks one REQUEST may ask room for. */
 export const MAX_REQUEST_MEMBERS = 10_000;
 
-const ID_PATTERN = /^[A-Za-z0-9._:@-]{1,255}$/;
+/** Mesos' bound on an id (a task's names its sandbox directory: NAME_MAX). */
+export const MAX_ID_LENGTH = 255;
+const ID_PATTERN = new RegExp(`^[A-Za-z0-9._:@-]{1,${MAX_ID_LENGTH}}$`);
 
 /**
  * The longest strings a client may send, in characters. The registry keeps them, every
@@ -173,7 +190,7 @@ function parseFramework(info: Json, field: string): FrameworkSpec {
 }
 
 /** `inContainer`: a container's command may name no program at all, leaving it to its image (Mesos' Docker containerizer does). */
-function parseCommand(value: unknown, field: string, inContainer: boolean): CommandSpec {
+function parseCommand(value: unknown, field: string, inContainer: boolean, limits: ObjectLimits): CommandSpec {
   const c = obj(value, field)!;
   const shell = c.shell === undefined ? true : c.shell;
   if (typeof shell !== 'boolean') throw badRequest(`${field}.shell`, 'must be a boolean');
@@ -190,10 +207,12 @@ function parseCommand(value: unknown, field: string, inContainer: boolean): Comm
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw badRequest(`${field}.environment.variables[${i}].name`, `'${name}' is not a valid variable name`);
     return { name, value: str(e.value, `${field}.environment.variables[${i}].value`, '', MAX_LENGTH.command) };
   });
+  const tooLarge = envTooLarge(envBytes(environment.map((v) => [v.name, v.value] as const)), limits);
+  if (tooLarge) throw badRequest(`${field}.environment.variables`, tooLarge);
   return { shell, value: value_, arguments: args, environment };
 }
 
-function parseTask(value: unknown, field: string): TaskSpec {
+function parseTask(value: unknown, field: string, limits: ObjectLimits): TaskSpec {
   const t = obj(value, field)!;
   if (t.executor !== undefined) throw badRequest(`${field}.executor`, 'custom executors are not supported; give a command');
   const resources = Resources.fromMesos(t.resources, `${field}.resources`);
@@ -215,7 +234,7 @@ function parseTask(value: unknown, field: string): TaskSpec {
     name: str(t.name, `${field}.name`),
     agentId: idValue(t.agent_id, `${field}.agent_id`),
     resources,
-    command: parseCommand(t.command, `${field}.command`, container !== undefined),
+    command: parseCommand(t.command, `${field}.command`, container !== undefined, limits),
     labels,
     killGraceMs: graceNs === undefined ? 0 : Math.round(graceNs / 1e6),
     ...(container ? { container } : {}),
@@ -282,7 +301,27 @@ function parseContainer(value: unknown, resources: Resources, field: string): Co
 
 const CALL_TYPES = ['SUBSCRIBE', 'ACCEPT', 'DECLINE', 'REVIVE', 'SUPPRESS', 'KILL', 'ACKNOWLEDGE', 'RECONCILE', 'TEARDOWN', 'REQUEST'];
 
-export function parseSchedulerCall(raw: unknown): SchedulerCallParsed {
+/**
+ * The id a refused task is answered under: its `task_id.value` when that is a string at all
+ * (an over-long or ill-formed one is echoed back, as Mesos does); undefined when nothing
+ * names the task, and the whole ACCEPT is refused.
+ */
+function refusedTaskOf(t: unknown, err: unknown, field: string): RefusedTask | undefined {
+  if (!(err instanceof CairnError)) return undefined;
+  const o = t as { task_id?: { value?: unknown }; agent_id?: { value?: unknown } } | null;
+  const taskId = typeof o === 'object' && o !== null ? o.task_id?.value : undefined;
+  if (typeof taskId !== 'string' || taskId === '') return undefined;
+  const agentId = o!.agent_id?.value;
+  return {
+    taskId,
+    ...(typeof agentId === 'string' && ID_PATTERN.test(agentId) ? { agentId } : {}),
+    field: err.field ?? field,
+    message: err.message,
+  };
+}
+
+/** `limits`: the master's cap on a task's environment (sharing/object-limits.ts). */
+export function parseSchedulerCall(raw: unknown, limits: ObjectLimits = DEFAULT_OBJECT_LIMITS): SchedulerCallParsed {
   const body = obj(stripNulls(raw), 'body')!;
   const type = str(body.type, 'type', undefined, MAX_LENGTH.word);
   if (!CALL_TYPES.includes(type)) {
@@ -307,16 +346,24 @@ export function parseSchedulerCall(raw: unknown): SchedulerCallParsed {
       const offerIds = arr(a.offer_ids, 'accept.offer_ids').map((o, i) => idValue(o, `accept.offer_ids[${i}]`));
       if (offerIds.length === 0) throw badRequest('accept.offer_ids', 'needs at least one offer id');
       const tasks: TaskSpec[] = [];
+      const refused: RefusedTask[] = [];
       arr(a.operations, 'accept.operations').forEach((op, i) => {
         const o = obj(op, `accept.operations[${i}]`)!;
         const opType = str(o.type, `accept.operations[${i}].type`, undefined, MAX_LENGTH.word);
         if (opType !== 'LAUNCH') throw badRequest(`accept.operations[${i}].type`, `operation '${opType}' is not supported (supported: LAUNCH)`);
         const launch = obj(o.launch, `accept.operations[${i}].launch`)!;
-        arr(launch.task_infos, `accept.operations[${i}].launch.task_infos`).forEach((t, j) =>
-          tasks.push(parseTask(t, `accept.operations[${i}].launch.task_infos[${j}]`)),
-        );
+        arr(launch.task_infos, `accept.operations[${i}].launch.task_infos`).forEach((t, j) => {
+          const field = `accept.operations[${i}].launch.task_infos[${j}]`;
+          try {
+            tasks.push(parseTask(t, field, limits));
+          } catch (err) {
+            const r = refusedTaskOf(t, err, field);
+            if (!r) throw err;
+            refused.push(r);
+          }
+        });
       });
-      return { type, frameworkId, offerIds, tasks, refuseMs: refuseMs(a.filters, 'accept.filters') };
+      return { type, frameworkId, offerIds, tasks, ...(refused.length > 0 ? { refused } : {}), refuseMs: refuseMs(a.filters, 'accept.filters') };
     }
     case 'DECLINE': {
       const d = obj(body.decline, 'decline')!;

@@ -25,7 +25,7 @@ export function registerSchedulerApi(app: FastifyInstance, ctx: MasterContext): 
     }
     let call;
     try {
-      call = secrets.requireForCall(req.principal, authorizeSchedulerCall(ctx.auth, ctx.registry, req.principal, parseSchedulerCall(req.body), ctx.priorityClasses));
+      call = secrets.requireForCall(req.principal, authorizeSchedulerCall(ctx.auth, ctx.registry, req.principal, parseSchedulerCall(req.body, ctx.quotas.limits), ctx.priorityClasses));
     } catch (err) {
       master.metrics.badRequests++;
       const { status, body } = toHttpError(err);

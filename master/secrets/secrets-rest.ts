@@ -12,6 +12,7 @@ import { CairnError } from '../../shared/errors.ts';
 import { sendHttpError as fail } from '../api/http-errors.ts';
 import { leaderOrRedirect, type MasterContext } from '../context.ts';
 import { checkSecretName, secretAccess } from './secret-access.ts';
+import { objectKey } from '../sharing/object-quota.ts';
 
 export function registerSecretRoutes(app: FastifyInstance, ctx: MasterContext): void {
   const access = secretAccess(ctx);
@@ -33,7 +34,10 @@ export function registerSecretRoutes(app: FastifyInstance, ctx: MasterContext): 
       if (existing && existing.owner !== owner) throw theirs(name, existing.owner);
       const master = leaderOrRedirect(ctx, req, reply);
       if (!master) return reply;
-      await ctx.registry.submit({ type: 'secret_set', secret: { name, owner, dockerConfig: config, createdAtMs: Date.now() } });
+      const secret = { name, owner, dockerConfig: config, createdAtMs: Date.now() };
+      // A secret counts towards its owner's objects (sharing/object-quota.ts), as an app does.
+      const bytes = ctx.quotas.sizeOf(secret);
+      await ctx.quotas.admit({ owner, key: objectKey.secret(name), bytesAfter: () => bytes, what: `secret '${name}'`, field: 'name' }, () => ctx.registry.submit({ type: 'secret_set', secret }));
       // Another principal may have stored the name first (the log kept theirs).
       const stored = secrets().get(name);
       if (stored?.owner !== owner) throw theirs(name, stored?.owner ?? '');

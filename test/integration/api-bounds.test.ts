@@ -83,25 +83,27 @@ describe('bounds on client input', () => {
     await agent.connect();
     const { scheduler: s } = await subscribe({});
     const offer = (await s.next((e) => e.type === 'OFFERS')).offers.offers[0];
-    const t = 'accept.operations[0].launch.task_infos[0]';
-    const base = taskInfo('t1', agent.agentId, { cpus: 0.1, mem: 16 }, 'true');
-    for (const [task, field] of [
-      [{ ...base, name: 'x'.repeat(100_000) }, `${t}.name`],
-      [{ ...base, task_id: { value: 'x'.repeat(100_000) } }, `${t}.task_id.value`],
-      [{ ...base, command: { shell: true, value: 'x'.repeat(65 * 1024) } }, `${t}.command.value`],
-      [{ ...base, command: { shell: true, value: 'true', environment: { variables: [{ name: 'V', value: 'v'.repeat(65 * 1024) }] } } }, `${t}.command.environment.variables[0].value`],
-      [{ ...base, labels: { labels: [{ key: 'k'.repeat(100_000), value: '' }] } }, `${t}.labels.labels[0].key`],
-    ] as const) {
-      const r = await s.call({ type: 'ACCEPT', accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: [task] } }] } });
-      expect(r.status).toBe(400);
-      expect(JSON.parse(r.body)).toMatchObject({ code: 'CAIRN_BAD_REQUEST', field });
-    }
-    expect(agent.launched).toHaveLength(0);
-    expect(master.master.registry.state.tasks.size).toBe(0);
-    // The offer is still good for a launch within the bounds.
-    const ok = await s.call({ type: 'ACCEPT', accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: [{ ...base, name: 'n'.repeat(1024) }] } }] } });
+    const t = (i: number) => `accept.operations[0].launch.task_infos[${i}]`;
+    const base = (id: string) => taskInfo(id, agent.agentId, { cpus: 0.1, mem: 16 }, 'true');
+    const bad = [
+      [{ ...base('b0'), name: 'x'.repeat(100_000) }, `${t(0)}.name`],
+      [{ ...base('b1'), task_id: { value: 'x'.repeat(100_000) } }, `${t(1)}.task_id.value`],
+      [{ ...base('b2'), command: { shell: true, value: 'x'.repeat(65 * 1024) } }, `${t(2)}.command.value`],
+      [{ ...base('b3'), command: { shell: true, value: 'true', environment: { variables: [{ name: 'V', value: 'v'.repeat(65 * 1024) }] } } }, `${t(3)}.command.environment.variables[0].value`],
+      [{ ...base('b4'), labels: { labels: [{ key: 'k'.repeat(100_000), value: '' }] } }, `${t(4)}.labels.labels[0].key`],
+    ] as const;
+    // Each over-long task is refused on its own (TASK_ERROR naming its field, as Mesos answers an
+    // invalid task), and the task within the bounds in the same ACCEPT launches.
+    const ok = await s.call({ type: 'ACCEPT', accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: [...bad.map(([task]) => task), { ...base('ok'), name: 'n'.repeat(1024) }] } }] } });
     expect(ok.status).toBe(202);
+    for (const [task, field] of bad) {
+      const e = await s.next((x) => x.type === 'UPDATE' && x.update.status.task_id.value === task.task_id.value);
+      expect(e.update.status).toMatchObject({ state: 'TASK_ERROR', reason: 'REASON_TASK_INVALID' });
+      expect(e.update.status.message).toMatch(new RegExp(`^${field.replace(/[[\].]/g, '\\$&')}: `));
+    }
     await waitFor('the launch reached the agent', () => agent.launched.length === 1);
+    expect(agent.launched[0]!.taskId).toBe('ok');
+    expect([...master.master.registry.state.tasks.keys()]).toEqual(['ok']);
   });
 
   it('refuses an agent registration with an over-long hostname, naming the field; stores nothing', async () => {

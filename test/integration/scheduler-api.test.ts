@@ -108,13 +108,6 @@ describe('scheduler API', () => {
     expect(tooMuch.status).toBe(400);
     expect(JSON.parse(tooMuch.body)).toMatchObject({ code: 'CAIRN_INSUFFICIENT_RESOURCES', field: 'accept.operations.launch.task_infos[0].resources' });
 
-    const badResources = await s.call({
-      type: 'ACCEPT',
-      accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: [{ ...taskInfo('x', a.agentId, { cpus: 1, mem: 1 }, 'true'), resources: [{ name: 'cpus', type: 'SCALAR', scalar: { value: -1 } }] }] } }] },
-    });
-    expect(badResources.status).toBe(400);
-    expect(JSON.parse(badResources.body).field).toBe('accept.operations[0].launch.task_infos[0].resources[0].scalar.value');
-
     const noStream = await post(JSON.stringify({ type: 'REVIVE', framework_id: { value: s.frameworkId } }), { 'mesos-stream-id': 'nope' });
     expect(noStream.status).toBe(400);
     expect((await noStream.json()).field).toBe('Mesos-Stream-Id');
@@ -133,6 +126,20 @@ describe('scheduler API', () => {
     });
     expect(late.status).toBe(400);
     expect(JSON.parse(late.body)).toMatchObject({ code: 'CAIRN_OFFER_RESCINDED', field: 'accept.offer_ids[0]' });
+    expect(master.master.registry.state.tasks.size).toBe(0);
+
+    // A task that is wrong in itself is refused on its own, as Mesos does: TASK_ERROR naming the
+    // field; the ACCEPT is taken (the offer's resources go back) and nothing launches.
+    const fresh = (await s.next((e) => e.type === 'OFFERS' && e.offers.offers.some((o: any) => o.id.value !== offer.id.value), 10_000)).offers.offers[0];
+    const badResources = await s.call({
+      type: 'ACCEPT',
+      accept: { offer_ids: [fresh.id], operations: [{ type: 'LAUNCH', launch: { task_infos: [{ ...taskInfo('x', a.agentId, { cpus: 1, mem: 1 }, 'true'), resources: [{ name: 'cpus', type: 'SCALAR', scalar: { value: -1 } }] }] } }] },
+    });
+    expect(badResources.status).toBe(202);
+    const error = await s.next((e) => e.type === 'UPDATE' && e.update.status.task_id.value === 'x');
+    expect(error.update.status).toMatchObject({ state: 'TASK_ERROR', reason: 'REASON_TASK_INVALID' });
+    expect(error.update.status.message).toMatch(/^accept\.operations\[0\]\.launch\.task_infos\[0\]\.resources\[0\]\.scalar\.value: /);
+    expect(a.launched).toHaveLength(0);
     expect(master.master.registry.state.tasks.size).toBe(0);
   });
 

@@ -12,20 +12,13 @@ import type { AddressInfo } from 'node:net';
 import { rmSync } from 'node:fs';
 import pino from 'pino';
 import { startMaster, type MasterHandle } from '../../master/server.ts';
-import { MasterAuth } from '../../master/auth/master-auth.ts';
-import { parseCredentials } from '../../master/auth/credentials.ts';
-import { parseAcls } from '../../master/auth/acls.ts';
 import { MAX_LINKS_PER_PRINCIPAL } from '../../master/ui/login-links.ts';
 import { FakeAgent } from '../harness/fake-agent.ts';
 import { RawScheduler } from '../harness/raw-scheduler.ts';
 import { tempDir, waitFor } from '../harness/processes.ts';
 import { marathon } from '../harness/marathon.ts';
+import { strictTenantAuth, TENANT_AGENT as AGENT, tenantBearer as bearer, tenantSecret as secret, type Tenant as User } from '../harness/tenants.ts';
 
-const USERS = ['admin', 'alice', 'bob'] as const;
-type User = (typeof USERS)[number];
-const secret = (name: string) => `${name}-secret-0123456789abcdef`;
-const bearer = (u: User) => ({ authorization: `Bearer ${secret(u)}` });
-const AGENT = { principal: 'agent-1', secret: secret('agent-1'), agent: true };
 const PRODUCTION = { labels: [{ key: 'cairn.priority-class', value: 'production' }] };
 
 let master: MasterHandle;
@@ -69,14 +62,7 @@ const EXPERIMENT = (name: string, priorityClassName: string) => ({
 
 beforeAll(async () => {
   dir = tempDir();
-  const credentials = parseCredentials(JSON.stringify({ credentials: [...USERS.map((u) => ({ principal: u, secret: secret(u) })), AGENT] }), 'test');
-  const acls = parseAcls(JSON.stringify({
-    permissive: false,
-    register_frameworks: [{ principals: { values: ['admin', 'alice', 'bob'] }, roles: { values: ['*'] } }],
-    run_tasks: [{ principals: { type: 'ANY' }, users: { type: 'ANY' } }],
-    view_tasks: [{ principals: { values: ['admin'] }, framework_principals: { type: 'ANY' } }],
-    use_priority_classes: [{ principals: { values: ['alice'] }, priority_classes: { values: ['production'] } }],
-  }), 'acls');
+  const auth = strictTenantAuth({ use_priority_classes: [{ principals: { values: ['alice'] }, priority_classes: { values: ['production'] } }] });
   // The agent's usage API, as the real agent answers it: a sample of every task it was given.
   usageServer = createServer((req, res) => {
     if (req.url !== '/api/v1/usage' || req.headers.authorization !== `Bearer ${AGENT.secret}`) {
@@ -90,7 +76,7 @@ beforeAll(async () => {
     }));
   });
   await new Promise<void>((resolve) => usageServer.listen(0, '127.0.0.1', resolve));
-  master = await startMaster({ auth: MasterAuth.on({ credentials, acls }), dataDir: dir, port: 0, host: '127.0.0.1', dnsPort: null, logger: pino({ level: 'silent' }) });
+  master = await startMaster({ auth, dataDir: dir, port: 0, host: '127.0.0.1', dnsPort: null, logger: pino({ level: 'silent' }) });
   agent = new FakeAgent({ masterUrl: master.url, hostname: 'h1', resources: 'cpus:8;mem:16384;disk:100000;ports:[31000-32000]', headers: { authorization: `Bearer ${AGENT.secret}` }, httpPort: (usageServer.address() as AddressInfo).port });
   await agent.connect();
 }, 60_000);

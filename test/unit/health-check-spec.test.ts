@@ -32,14 +32,11 @@ function parsed(healthCheck: unknown, extra: Record<string, unknown> = {}): Heal
   return c.tasks[0]!.healthCheck;
 }
 
+/** A bad check refuses its task alone (TASK_ERROR naming the field), not the ACCEPT. */
 function refused(healthCheck: unknown, extra: Record<string, unknown> = {}): { field: string | undefined; message: string } {
-  try {
-    parsed(healthCheck, extra);
-  } catch (err) {
-    expect(err).toBeInstanceOf(CairnError);
-    return { field: (err as CairnError).field, message: (err as Error).message };
-  }
-  throw new Error('accepted');
+  const c = parseSchedulerCall(launch({ ...base, ...extra, health_check: healthCheck }));
+  if (c.type !== 'ACCEPT' || c.refused?.length !== 1) throw new Error('accepted');
+  return { field: c.refused[0]!.field, message: c.refused[0]!.message };
 }
 
 const bridge = { container: { type: 'DOCKER', docker: { image: 'img', network: 'BRIDGE', port_mappings: [{ container_port: 8080 }, { container_port: 9090, host_port: 31000 }] } } };

@@ -2,7 +2,8 @@
 // the field.
 
 import { describe, expect, it } from 'vitest';
-import { MAX_LENGTH, parseSchedulerCall } from '../../master/api/scheduler-calls.ts';
+import { MAX_LENGTH, parseSchedulerCall, type RefusedTask } from '../../master/api/scheduler-calls.ts';
+import { compileObjectLimits, DEFAULT_OBJECT_LIMITS } from '../../master/sharing/object-limits.ts';
 import { checkJsonDepth, jsonDepth, MAX_JSON_DEPTH } from '../../master/api/json-body.ts';
 import { CairnError } from '../../shared/errors.ts';
 
@@ -21,14 +22,22 @@ const base = {
   command: { value: 'echo hi', shell: true },
 };
 
+/** The field a call is refused for: the whole call's, or that of an ACCEPT's task refused on its own. */
 function fieldOf(body: unknown): string | undefined {
   try {
-    parseSchedulerCall(body);
+    const c = parseSchedulerCall(body);
+    return c.type === 'ACCEPT' ? c.refused?.[0]?.field : undefined;
   } catch (err) {
     expect(err).toBeInstanceOf(CairnError);
     return (err as CairnError).field;
   }
-  return undefined;
+}
+
+/** The one task of an ACCEPT refused on its own; fails when the ACCEPT is taken or refused whole. */
+function refusedTask(body: unknown, limits = DEFAULT_OBJECT_LIMITS): RefusedTask {
+  const c = parseSchedulerCall(body, limits);
+  if (c.type !== 'ACCEPT' || c.refused?.length !== 1) throw new Error('no task refused');
+  return c.refused[0]!;
 }
 
 describe('scheduler call validation', () => {
@@ -124,7 +133,10 @@ describe('scheduler call validation', () => {
       [{ ...base, container: { type: 'DOCKER', docker: { image: long(100_000) } } }, `${t}.container.docker.image`],
       [{ ...base, container: { type: 'DOCKER', docker: { image: 'x' }, volumes: [{ host_path: `/${long(MAX_LENGTH.path)}`, container_path: '/d' }] } }, `${t}.container.volumes[0].host_path`],
     ] as const) {
-      expect(problem(launch(task))).toMatchObject({ code: 'CAIRN_BAD_REQUEST', field });
+      // The task is refused on its own (TASK_ERROR naming the field), not the ACCEPT.
+      const r = refusedTask(launch(task));
+      expect(r.field).toBe(field);
+      expect(r.message).toMatch(/too long|entries|at most|not a valid id/);
     }
     expect(problem({ type: long(100_000) })).toMatchObject({ field: 'type' });
     expect(problem({ type: 'ACKNOWLEDGE', framework_id: { value: 'fw' }, acknowledge: { agent_id: { value: 'a' }, task_id: { value: 't' }, uuid: long(1_000_000) } })).toMatchObject({ field: 'acknowledge.uuid' });
@@ -143,5 +155,48 @@ describe('JSON body depth', () => {
     expect(() => checkJsonDepth('['.repeat(MAX_JSON_DEPTH) + ']'.repeat(MAX_JSON_DEPTH))).not.toThrow();
     expect(() => checkJsonDepth('['.repeat(100_000))).toThrow(expect.objectContaining({ code: 'CAIRN_BAD_REQUEST', field: 'body' }));
     expect(() => checkJsonDepth('['.repeat(MAX_JSON_DEPTH + 1) + ']'.repeat(MAX_JSON_DEPTH + 1))).toThrow(/more than 64 deep/);
+  });
+});
+
+describe('one bad task of an ACCEPT', () => {
+  const accept = (tasks: unknown[]) => ({
+    type: 'ACCEPT', framework_id: { value: 'fw' },
+    accept: { offer_ids: [{ value: 'o1' }], operations: [{ type: 'LAUNCH', launch: { task_infos: tasks } }] },
+  });
+
+  it('refuses only that task, naming its field, and keeps the others (an app id of 5,000 characters made a label past 4,096)', () => {
+    const long = 'a'.repeat(5000);
+    const c = parseSchedulerCall(accept([
+      { ...base, task_id: { value: 'alice.1' } },
+      { ...base, task_id: { value: 'bob.1' }, labels: { labels: [{ key: 'cairn.marathon.app', value: `/${long}` }] } },
+      { ...base, task_id: { value: 'alice.2' } },
+    ]));
+    expect(c.type).toBe('ACCEPT');
+    if (c.type !== 'ACCEPT') return;
+    expect(c.tasks.map((t) => t.taskId)).toEqual(['alice.1', 'alice.2']);
+    expect(c.refused).toEqual([{
+      taskId: 'bob.1', agentId: 'a1',
+      field: 'accept.operations[0].launch.task_infos[1].labels.labels[0].value',
+      message: expect.stringMatching(/labels\.labels\[0\]\.value.*5001 characters, at most 4096/),
+    }]);
+  });
+
+  it('answers an over-long task id under that id, and refuses the whole ACCEPT only when nothing names the task', () => {
+    const id = `${'x'.repeat(5000)}.uuid`;
+    expect(refusedTask(accept([{ ...base, task_id: { value: id } }]))).toMatchObject({ taskId: id, field: 'accept.operations[0].launch.task_infos[0].task_id.value' });
+    expect(() => parseSchedulerCall(accept([{ ...base, task_id: { value: 7 } }]))).toThrow(/task_id\.value/);
+    expect(() => parseSchedulerCall(accept(['not a task']))).toThrow(/task_infos\[0\]/);
+  });
+
+  it("caps a task's environment at the master's --max-task-env, counting NAME=value with its terminator", () => {
+    const env = (bytes: number) => ({ ...base, command: { value: 'true', shell: true, environment: { variables: [{ name: 'V', value: 'x'.repeat(bytes - 3) }] } } });
+    const limits = compileObjectLimits({ maxTaskEnvBytes: 4096 });
+    expect(parseSchedulerCall(accept([env(4096)]), limits)).not.toHaveProperty('refused');
+    const r = refusedTask(accept([env(4097)]), limits);
+    expect(r.field).toBe('accept.operations[0].launch.task_infos[0].command.environment.variables');
+    expect(r.message).toMatch(/4097 bytes; a task carries at most 4096 \(the master's --max-task-env\)/);
+    // The default: 128 KiB, two 64 KiB values past it.
+    const big = { ...base, command: { value: 'true', shell: true, environment: { variables: [{ name: 'A', value: 'x'.repeat(65536) }, { name: 'B', value: 'x'.repeat(65536) }] } } };
+    expect(refusedTask(accept([big])).message).toMatch(/at most 131072/);
   });
 });

@@ -20,6 +20,7 @@ import { secretAccess, type SecretAccess } from '../../secrets/secret-access.ts'
 import { invalidJob } from './field-paths.ts';
 import type { JobSpec } from './model.ts';
 import type { PriorityClasses } from '../../sharing/priority-classes.ts';
+import { checkJobEnv, jobAdmission } from './job-limits.ts';
 
 
 /**
@@ -64,6 +65,7 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
       let parsed;
       try {
         parsed = parseJobDocument(req.body, req.headers['content-type']);
+        checkJobEnv(parsed, env.ctx.quotas.limits);
         resolveClass(parsed.spec, env.ctx.priorityClasses);
         // The rule a framework subscribing in the job's role meets: its tasks run in that role.
         access.requireCreate(req.principal, parsed.spec.role, 'role');
@@ -77,7 +79,13 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
       }
       const engine = env.leading(req, reply);
       if (!engine) return reply;
-      const r = await engine.submit(parsed.spec, parsed.ignored, access.ownerFor(req.principal));
+      const owner = access.ownerFor(req.principal);
+      let r;
+      try {
+        r = await env.ctx.quotas.admit(jobAdmission(env.ctx.quotas, owner, parsed), () => engine.submit(parsed.spec, parsed.ignored, owner));
+      } catch (err) {
+        return sendHttpError(reply, err);
+      }
       if (r === 'exists') {
         return reply.code(409).send({ code: 'CAIRN_JOB_EXISTS', message: `a job named '${parsed.spec.name}' is still live: delete it or wait for it to finish`, field: 'name' });
       }

@@ -19,6 +19,12 @@ import {
 import { deploymentPlanJson } from './views.ts';
 import { marathonApp } from './marathon-shape.ts';
 
+/**
+ * Marathon's `--max_versions` default: an app keeps its 50 latest versions (and the one its
+ * config dates from); each is a whole copy of the definition, and a scale writes one too.
+ */
+export const MAX_APP_VERSIONS = 50;
+
 export interface DeploymentStarted {
   deploymentId: string;
   version: string;
@@ -76,7 +82,7 @@ export class AppChanges {
     const cancelledRecords = cancelled.map((id) => this.host.records.deployment(id)).filter((d): d is DeploymentRecord => d !== undefined);
     const deployment: DeploymentRecord = { id: randomUUID(), appId, version, action, previous, target: stored };
     const puts: BuiltinPut[] = stored
-      ? MarathonRecords.appChange(stored, deployment, cancelled)
+      ? [...MarathonRecords.appChange(stored, deployment, cancelled), ...this.oldVersions(stored)]
       : [
           { key: appKey(appId), value: null },
           { key: failureKey(appId), value: null },
@@ -91,6 +97,13 @@ export class AppChanges {
     this.host.bus.publish('deployment_info', { plan, currentStep: plan.steps[0] });
     this.host.changed();
     return { deploymentId: deployment.id, version, stored };
+  }
+
+  /** Removals of the versions past MAX_APP_VERSIONS once `stored`'s is written, oldest first. */
+  private oldVersions(stored: StoredApp): BuiltinPut[] {
+    const kept = this.host.records.versions(stored.app.id).filter((v) => v !== stored.version && v !== stored.configVersion);
+    const over = kept.length + 1 + (stored.configVersion !== stored.version ? 1 : 0) - MAX_APP_VERSIONS;
+    return kept.slice(0, Math.max(0, over)).map((v) => ({ key: versionKey(stored.app.id, v), value: null }));
   }
 
   /** `owner`: the creating principal ('' on a master that authenticates no one: none kept). */

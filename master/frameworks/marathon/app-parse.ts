@@ -21,6 +21,8 @@ import {
 import { invalid, type ValidationDetail } from './app-errors.ts';
 import { readPullConfig } from './pull-config.ts';
 import { hostPathProblem } from '../../../shared/host-paths.ts';
+import { DEFAULT_OBJECT_LIMITS, type ObjectLimits } from '../../sharing/object-limits.ts';
+import { checkAppId, checkAppLimits, MAX_APP_INSTANCES } from './app-limits.ts';
 
 export interface ParsedApp {
   app: AppDefinition;
@@ -140,10 +142,10 @@ class Reader {
 
 /**
  * Parses one app. `raw` is the decoded JSON body; `idFromPath` is the id in the URL of a
- * PUT (used when the body has none; a different one in the body is an error).
- * Throws a 422 MarathonError listing every problem.
+ * PUT (used when the body has none; a different one in the body is an error); `limits`: the
+ * master's cap on a task's environment. Throws a 422 MarathonError listing every problem.
  */
-export function parseApp(raw: unknown, idFromPath?: string): ParsedApp {
+export function parseApp(raw: unknown, idFromPath?: string, limits: ObjectLimits = DEFAULT_OBJECT_LIMITS): ParsedApp {
   const r = new Reader();
   if (typeof raw !== 'object' || raw === null || Array.isArray(raw)) {
     throw invalid([{ path: '/', errors: ['an app must be a JSON object'] }]);
@@ -157,7 +159,10 @@ export function parseApp(raw: unknown, idFromPath?: string): ParsedApp {
     const normalised = normaliseAppId(givenId ?? idFromPath!);
     if (normalised === undefined) {
       r.error('/id', `'${givenId ?? idFromPath}' is not a valid app id: path segments of lower-case letters, digits, '-' and '.', not starting or ending with '-'`);
-    } else id = normalised;
+    } else {
+      id = normalised;
+      checkAppId(id, (path, message) => r.error(path, message));
+    }
     if (normalised !== undefined && idFromPath !== undefined && givenId !== undefined && normaliseAppId(idFromPath) !== normalised) {
       r.error('/id', `'${givenId}' differs from the app id in the path '${idFromPath}'`);
     }
@@ -173,7 +178,7 @@ export function parseApp(raw: unknown, idFromPath?: string): ParsedApp {
   const disk = r.num(o.disk, '/disk', APP_DEFAULTS.disk, { min: 0 });
   const gpus = r.num(o.gpus, '/gpus', APP_DEFAULTS.gpus, { min: 0, integer: true });
   if (cpus === 0 && mem === 0 && r.details.every((d) => d.path !== '/cpus' && d.path !== '/mem')) r.error('/cpus', 'an app needs some cpus or mem');
-  const instances = r.num(o.instances, '/instances', APP_DEFAULTS.instances, { min: 0, integer: true });
+  const instances = r.num(o.instances, '/instances', APP_DEFAULTS.instances, { min: 0, max: MAX_APP_INSTANCES, integer: true });
   const env = r.strMap(o.env, '/env');
   for (const k of Object.keys(env)) if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(k)) r.error(`/env/${k}`, 'is not a valid variable name');
   const labels = r.strMap(o.labels, '/labels');
@@ -258,15 +263,16 @@ export function parseApp(raw: unknown, idFromPath?: string): ParsedApp {
   if (typeof o.user === 'string') r.ignored.push('/user');
 
   if (r.details.length > 0) throw invalid(r.details);
-  return {
-    app: {
-      id, cmd, args, user: r.str(o.user, '/user') ?? null, cpus, mem, disk, gpus, instances, env, labels, container,
-      portDefinitions, requirePorts, constraints, healthChecks, upgradeStrategy, backoffSeconds, backoffFactor,
-      maxLaunchDelaySeconds, killSelection: ks as AppDefinition['killSelection'], taskKillGracePeriodSeconds: tkg,
-      unreachableStrategy, unknown,
-    },
-    ignored: r.ignored,
+  const app: AppDefinition = {
+    id, cmd, args, user: r.str(o.user, '/user') ?? null, cpus, mem, disk, gpus, instances, env, labels, container,
+    portDefinitions, requirePorts, constraints, healthChecks, upgradeStrategy, backoffSeconds, backoffFactor,
+    maxLaunchDelaySeconds, killSelection: ks as AppDefinition['killSelection'], taskKillGracePeriodSeconds: tkg,
+    unreachableStrategy, unknown,
   };
+  // What its tasks would carry, checked on the whole app: its environment is built from several fields.
+  checkAppLimits(app, limits, (path, message) => r.error(path, message));
+  if (r.details.length > 0) throw invalid(r.details);
+  return { app, ignored: r.ignored };
 }
 
 function parsePortDefinition(r: Reader, v: unknown, path: string): PortDefinition {

@@ -35,6 +35,7 @@ import { hostPort, marathonInfo } from './info.ts';
 import { registerGroupRoutes } from './groups.ts';
 import { registerLeaderProxy } from './leader-proxy.ts';
 import { builtinLabelRefusal } from '../../auth/task-labels.ts';
+import { appAdmission } from './app-quota.ts';
 
 /** Cairn's error code beside Marathon's error body. */
 export const CAIRN_ERROR_CODE_HEADER = 'cairn-error-code';
@@ -210,7 +211,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
     app.post('/v2/apps', async (req, reply) => {
       try {
         const raw = readJson(req);
-        const parsed = parseApp(raw);
+        const parsed = parseApp(raw, undefined, env.ctx.quotas.limits);
         checkAppClass(parsed, env.ctx.priorityClasses, (c, field) => access.requireClass(req.principal, c, env.ctx.priorityClasses.defaultClass, field));
         requirePullSecret(parsed.app, secrets, req.principal);
         // Services subscribe in the default role: an app is created in it.
@@ -218,7 +219,8 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
         const svc = env.leading(req, reply);
         if (!svc) return reply;
         const q = req.query as Query;
-        const r = await svc.changes.createApp(parsed, queryBool(q, 'force', false), req.ip, req.url, access.ownerFor(req.principal));
+        const owner = access.ownerFor(req.principal);
+        const r = await env.ctx.quotas.admit(appAdmission(env.ctx.quotas, owner, parsed.app, undefined), () => svc.changes.createApp(parsed, queryBool(q, 'force', false), req.ip, req.url, owner));
         const body = { ...renderApp(r.stored!, { tasks: true, failure: false }, wantsCairn(q)), deployments: [{ id: r.deploymentId }] };
         return reply.code(201).header('location', `/v2/apps${parsed.app.id}`).header('marathon-deployment-id', r.deploymentId).send(withIgnored(reply, q, body, parsed));
       } catch (err) {
@@ -369,7 +371,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       // PUT in Marathon 1.x is a partial update unless partialUpdate=false; PATCH always is.
       const merge = existing && (partial || queryBool(q, 'partialUpdate', true)) && typeof raw === 'object' && raw !== null && !Array.isArray(raw);
       const body = merge ? { ...appToJson(existing.app), ...(raw as Record<string, unknown>) } : raw;
-      const parsed = parseApp(body, appId);
+      const parsed = parseApp(body, appId, env.ctx.quotas.limits);
       checkAppClass(parsed, env.ctx.priorityClasses, (c, field) => access.requireClass(req.principal, c, env.ctx.priorityClasses.defaultClass, field));
       requirePullSecret(parsed.app, secrets, req.principal);
       // Changing (scaling too) is what tearing the app down could do; a new one is a creation.
@@ -380,7 +382,8 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       authorize(existing);
       const svc = env.leading(req, reply);
       if (!svc) return reply;
-      const r = await svc.changes.putApp(parsed, queryBool(q, 'force', false), req.ip, req.url, access.ownerFor(req.principal), authorize);
+      const owner = access.ownerFor(req.principal);
+      const r = await env.ctx.quotas.admit(appAdmission(env.ctx.quotas, owner, parsed.app, existing), () => svc.changes.putApp(parsed, queryBool(q, 'force', false), req.ip, req.url, owner, authorize));
       return reply.code(r.created ? 201 : 200).header('marathon-deployment-id', r.deploymentId).send(withIgnored(reply, q, { deploymentId: r.deploymentId, version: r.version }, parsed));
     };
     app.put('/v2/apps/*', async (req, reply) => {

@@ -14,8 +14,9 @@ import { acceptYamlBodies } from '../../builtin/yaml-bodies.ts';
 import { badRequest } from '../../../shared/errors.ts';
 import { experimentKey, EXPERIMENT_KEY_PREFIX, isSettled, trialKeyPrefix, type ExperimentRecord, type TrialRecord } from './record.ts';
 import { freshSeed, type TuningRuntime } from './runtime.ts';
-import { parseExperimentDocument } from './spec-parse.ts';
+import { MAX_TRIAL_COUNT, parseExperimentDocument } from './spec-parse.ts';
 import { experimentSummary, experimentView, trialView } from './views.ts';
+import { checkTrialEnv, experimentAdmission } from './experiment-limits.ts';
 
 
 function notFound(reply: FastifyReply, name: string): FastifyReply {
@@ -55,6 +56,7 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
           const priorityClass = env.ctx.priorityClasses.stored(parsed.spec.priorityClass, 'spec.priorityClassName');
           parsed = { ...parsed, spec: { ...parsed.spec, priorityClass } };
         }
+        checkTrialEnv(parsed.spec, env.ctx.quotas.limits);
         access.requireCreate(req.principal, parsed.spec.role, 'spec.role');
         // Its trials' jobs and frameworks then carry the class: checked here, against its owner.
         access.requireClass(req.principal, parsed.spec.priorityClass, env.ctx.priorityClasses.defaultClass, 'spec.priorityClassName');
@@ -65,7 +67,14 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
       }
       const runtime = env.leading(req, reply);
       if (!runtime) return reply;
-      const r = await runtime.submit(parsed.spec, parsed.ignored, access.ownerFor(req.principal));
+      const owner = access.ownerFor(req.principal);
+      const spec = parsed.spec;
+      let r;
+      try {
+        r = await env.ctx.quotas.admit(experimentAdmission(env.ctx.quotas, owner, spec), () => runtime.submit(spec, parsed.ignored, owner));
+      } catch (err) {
+        return sendHttpError(reply, err);
+      }
       if (r === 'exists') {
         return reply.code(409).send({ code: 'CAIRN_EXPERIMENT_EXISTS', message: `an experiment named '${parsed.spec.name}' is still running: stop or delete it first`, field: 'metadata.name' });
       }
@@ -179,7 +188,7 @@ function resumeLimits(body: unknown): { maxTrialCount?: number; maxFailedTrialCo
   const out: { maxTrialCount?: number; maxFailedTrialCount?: number } = {};
   for (const [k, v] of Object.entries(body as Record<string, unknown>)) {
     if (k !== 'maxTrialCount' && k !== 'maxFailedTrialCount') throw badRequest(k, 'is not a resume setting (maxTrialCount, maxFailedTrialCount)');
-    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0) throw badRequest(k, `must be a whole number, got ${JSON.stringify(v)}`);
+    if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < 0 || v > MAX_TRIAL_COUNT) throw badRequest(k, `must be a whole number from 0 to ${MAX_TRIAL_COUNT}, got ${JSON.stringify(v)}`);
     out[k] = v;
   }
   return out;

@@ -31,6 +31,10 @@ import { experimentNameOf, NAME_RULE } from './experiment-name.ts';
 import { hostPathProblem } from '../../../shared/host-paths.ts';
 
 export const MAX_DOCUMENT_CHARS = 1024 * 1024;
+/** Each trial is a replicated record kept with its experiment: 20 times the paper's longest search. */
+export const MAX_TRIAL_COUNT = 100_000;
+/** Each running trial is a task (a job's replicas, for a distributed one): a job's bound on replicas. */
+export const MAX_PARALLEL_TRIALS = 10_000;
 /** Shipped files travel inside every trial's command line: a Linux argument holds 128 KiB. */
 export const MAX_SHIPPED_BYTES = 64 * 1024;
 
@@ -83,9 +87,9 @@ export function parseExperimentDocument(body: unknown, contentType?: string, def
   const space = spaceOf(s);
   const algorithm = algorithmOf(s.algorithm, 'spec.algorithm', ALGORITHM_NAMES, ALGORITHM_ALIASES, 'random');
   const early = s.earlyStopping === undefined || s.earlyStopping === null ? undefined : algorithmOf(s.earlyStopping, 'spec.earlyStopping', EARLY_STOPPING_NAMES, EARLY_STOPPING_ALIASES, undefined);
-  const parallelTrialCount = count(s.parallelTrialCount, 'spec.parallelTrialCount', 3, 1);
-  const maxTrialCount = count(s.maxTrialCount, 'spec.maxTrialCount', 12, 1);
-  const maxFailedTrialCount = count(s.maxFailedTrialCount, 'spec.maxFailedTrialCount', 3, 0);
+  const parallelTrialCount = count(s.parallelTrialCount, 'spec.parallelTrialCount', 3, 1, MAX_PARALLEL_TRIALS);
+  const maxTrialCount = count(s.maxTrialCount, 'spec.maxTrialCount', 12, 1, MAX_TRIAL_COUNT);
+  const maxFailedTrialCount = count(s.maxFailedTrialCount, 'spec.maxFailedTrialCount', 3, 0, MAX_TRIAL_COUNT);
   const seed = s.seed === undefined ? defaults.seed : count(s.seed, 'spec.seed', 0, 0);
   const role = s.role === undefined ? '*' : s.role;
   if (typeof role !== 'string' || !isRoleName(role)) throw badRequest('spec.role', `is not a role name: ${JSON.stringify(role)}`);
@@ -172,9 +176,10 @@ function algorithmOf(v: unknown, field: string, names: readonly string[], aliase
   return { name, settings };
 }
 
-function count(v: unknown, field: string, fallback: number, min: number): number {
+function count(v: unknown, field: string, fallback: number, min: number, max = Number.MAX_SAFE_INTEGER): number {
   if (v === undefined || v === null) return fallback;
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min) throw badRequest(field, `must be an integer >= ${min}, got ${JSON.stringify(v)}`);
+  if (v > max) throw badRequest(field, `must be at most ${max}, got ${v}`);
   return v;
 }
 

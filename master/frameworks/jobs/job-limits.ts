@@ -1,0 +1,31 @@
+// A job's bounds that depend on the master's settings, checked once its document is parsed:
+// each replica's own environment against the scheduler API's per-variable bounds and the
+// master's cap on a task's environment (sharing/object-limits.ts), naming the field where
+// the user wrote it; and what storing the job adds to its owner's quota (builtin/quota-gate.ts).
+// The variables a kind adds (TF_CONFIG, MASTER_ADDR...) come on top and are checked at launch.
+
+import type { Admission, QuotaGate } from '../../builtin/quota-gate.ts';
+import { MAX_LENGTH } from '../../api/scheduler-calls.ts';
+import { envBytes, envTooLarge, type ObjectLimits } from '../../sharing/object-limits.ts';
+import { objectKey } from '../../sharing/object-quota.ts';
+import { invalidJob } from './field-paths.ts';
+import type { ParsedJob } from './spec-parse.ts';
+
+/** Throws CAIRN_INVALID_JOB naming the template's env (or the variable) that is too large. */
+export function checkJobEnv(parsed: ParsedJob, limits: ObjectLimits): void {
+  parsed.spec.groups.forEach((g, i) => {
+    const field = `groups[${i}].template.env`;
+    for (const [name, value] of Object.entries(g.template.env)) {
+      if (name.length > MAX_LENGTH.envName) throw invalidJob(parsed.locate(field), `the variable name '${name.slice(0, 40)}…' is ${name.length} characters, at most ${MAX_LENGTH.envName}`);
+      if (value.length > MAX_LENGTH.command) throw invalidJob(parsed.locate(`${field}.${name}`), `is ${value.length} characters, at most ${MAX_LENGTH.command}`);
+    }
+    const tooLarge = envTooLarge(envBytes(Object.entries(g.template.env)), limits);
+    if (tooLarge) throw invalidJob(parsed.locate(field), tooLarge);
+  });
+}
+
+/** Storing the job: a new object, or one replacing a finished job of its name. */
+export function jobAdmission(gate: QuotaGate, owner: string, parsed: ParsedJob): Admission {
+  const bytes = gate.sizeOf(parsed.spec);
+  return { owner, key: objectKey.job(parsed.spec.name), bytesAfter: () => bytes, what: `job '${parsed.spec.name}'`, field: 'name' };
+}

@@ -1,0 +1,19 @@
+// What creating or changing an app adds to its owner's stored objects (builtin/quota-gate.ts):
+// a change writes the app's record and one more version of its definition, each a copy of it,
+// and replaces the record it had.
+
+import type { Admission, QuotaGate } from '../../builtin/quota-gate.ts';
+import { objectKey } from '../../sharing/object-quota.ts';
+import type { AppDefinition, StoredApp } from './app-model.ts';
+
+/** `existing`: the app as stored now, when the change replaces it; its owner stays the owner charged. */
+export function appAdmission(gate: QuotaGate, owner: string, app: AppDefinition, existing: StoredApp | undefined): Admission {
+  const size = gate.sizeOf(app);
+  return {
+    owner: existing ? existing.owner ?? '' : owner,
+    key: objectKey.app(app.id),
+    bytesAfter: (current) => (current ?? 0) - (existing ? gate.sizeOf(existing) : 0) + 2 * size,
+    what: `app '${app.id}'`,
+    field: 'id',
+  };
+}
