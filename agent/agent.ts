@@ -143,8 +143,8 @@ function taskUsersFor(cfg: AgentConfig, log: Logger): TaskUsers {
     if (!mapped.ok) throw new CairnError('CAIRN_BAD_FLAG', mapped.message, 'taskUserMap');
     if (probe.runAs.uid === mapped.runAs.uid) throw new CairnError('CAIRN_BAD_FLAG', `--task-user-map gives principal '${principal}' the user '${user}', whose uid is the default task user's: tasks without a principal would share it`, 'taskUserMap');
   }
-  log.info({ defaultTaskUser: cfg.defaultTaskUser, uid: probe.runAs.uid, allowRootTasks: cfg.allowRootTasks, taskUidRange: cfg.taskUidRange ? formatUidRange(cfg.taskUidRange) : 'none', taskUserMap: Object.fromEntries(principals.userMap) },
-    cfg.taskUidRange
+  log.info({ defaultTaskUser: cfg.defaultTaskUser, uid: probe.runAs.uid, allowRootTasks: cfg.allowRootTasks, taskUidRange: cfg.taskUids ? formatUidRange(cfg.taskUids) : 'none', taskUserMap: Object.fromEntries(principals.userMap) },
+    cfg.taskUids
       ? "tasks run as their framework's user, else each principal's as a uid of its own (or its mapped user), else as the default task user"
       : "tasks run as their framework's user, else each mapped principal's as its user, else as the default task user (--task-uid-range none: principals share it)");
   return users;
@@ -152,8 +152,8 @@ function taskUsersFor(cfg: AgentConfig, log: Logger): TaskUsers {
 
 /** The principals' users on a root agent: the operator's map, and the uid table when a range is set. */
 function principalUsersFor(cfg: AgentConfig, db: UserDb, log: Logger): { userMap: Map<string, string>; uids?: TaskUidTable } {
-  if (!cfg.taskUidRange) return { userMap: cfg.taskUserMap };
-  return { userMap: cfg.taskUserMap, uids: new TaskUidTable(taskUidsPath(cfg.workDir), cfg.taskUidRange, (uid) => db.hasUid(uid), componentLogger(log, 'task-uids')) };
+  if (!cfg.taskUids) return { userMap: cfg.taskUserMap };
+  return { userMap: cfg.taskUserMap, uids: new TaskUidTable(taskUidsPath(cfg.workDir), cfg.taskUids, (uid) => db.hasUid(uid), componentLogger(log, 'task-uids')) };
 }
 
 /** The one-line account of how tasks are isolated here, sent to the master and shown in its state. */

@@ -201,8 +201,10 @@ export interface AgentConfig {
   gossip: AgentGossipOptions | undefined;
   tls: TlsMaterial | undefined;
   defaultTaskUser: string;
-  /** undefined: off. */
-  taskUidRange: UidRange | undefined;
+  /** As given (checked): `FIRST-LAST` or `none`. */
+  taskUidRange: string;
+  /** The range it names; undefined: off. */
+  taskUids: UidRange | undefined;
   /** principal → user name. */
   taskUserMap: Map<string, string>;
   allowRootTasks: boolean;
@@ -408,7 +410,8 @@ export function compileAgentOptions(opts: AgentOptions): AgentConfig {
     gossip,
     tls: opts.tls,
     defaultTaskUser: checkTaskUser(opts.defaultTaskUser ?? AGENT_DEFAULTS.defaultTaskUser),
-    taskUidRange: parseUidRange(opts.taskUidRange ?? AGENT_DEFAULTS.taskUidRange),
+    taskUidRange: opts.taskUidRange ?? AGENT_DEFAULTS.taskUidRange,
+    taskUids: parseUidRange(opts.taskUidRange ?? AGENT_DEFAULTS.taskUidRange),
     taskUserMap: parseTaskUserMap(opts.taskUserMap ?? []),
     allowRootTasks: opts.allowRootTasks ?? AGENT_DEFAULTS.allowRootTasks,
     taskPidsMax: checkPidsMax(opts.taskPidsMax ?? AGENT_DEFAULTS.taskPidsMax),
