@@ -48,6 +48,8 @@ export interface RefusedTask {
   /** The field at fault, e.g. `accept.operations[0].launch.task_infos[1].labels.labels[0].value`. */
   field: string;
   message: string;
+  /** Mesos' reason: REASON_TASK_INVALID (the default) or REASON_TASK_UNAUTHORIZED. */
+  reason?: 'REASON_TASK_INVALID' | 'REASON_TASK_UNAUTHORIZED';
 }
 
 export type SchedulerCallParsed =

@@ -17,7 +17,7 @@ import type { Registry } from '../registry/registry.ts';
 import type { PriorityClasses } from '../sharing/priority-classes.ts';
 import { reservedNameKey } from '../builtin/reserved-names.ts';
 import { frameworkNameKey } from '../dns/names.ts';
-import { requireEntitledLabels } from './task-labels.ts';
+import { withEntitledLabels } from './task-labels.ts';
 import type { Principal } from './credentials.ts';
 import { ANONYMOUS_PRINCIPAL, type MasterAuth } from './master-auth.ts';
 
@@ -48,8 +48,7 @@ export function authorizeSchedulerCall(auth: MasterAuth, registry: Registry, pri
   const existing = registry.state.frameworks.get(call.frameworkId);
   // An unknown framework is the core's to refuse, with its usual answer.
   if (existing) auth.requireOwner(principal, call.frameworkId, existing.principal, 'framework_id');
-  if (call.type === 'ACCEPT') requireEntitledLabels(auth, principal, call.tasks, classes);
-  return call;
+  return call.type === 'ACCEPT' ? withEntitledLabels(auth, principal, call, classes) : call;
 }
 
 /** Refuses a name reserved for the built-ins, or one whose DNS label another principal's live framework holds. */

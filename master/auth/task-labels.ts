@@ -10,10 +10,12 @@
 // default needs use_priority_classes for the framework's principal, as at SUBSCRIBE.
 
 import { CairnError } from '../../shared/errors.ts';
-import type { TaskSpec } from '../api/scheduler-calls.ts';
+import type { RefusedTask, SchedulerCallParsed, TaskSpec } from '../api/scheduler-calls.ts';
 import { PRIORITY_CLASS_LABEL, type PriorityClasses } from '../sharing/priority-classes.ts';
 import type { Principal } from './credentials.ts';
 import type { MasterAuth } from './master-auth.ts';
+
+type AcceptCall = Extract<SchedulerCallParsed, { type: 'ACCEPT' }>;
 
 /** The built-ins' own task labels, with the framework each belongs to. */
 export const BUILTIN_TASK_LABELS: ReadonlyMap<string, string> = new Map([
@@ -33,19 +35,37 @@ export function builtinLabelRefusal(name: string): string | undefined {
 }
 
 /**
- * Refuses (CAIRN_FORBIDDEN, naming the label's field) an ACCEPT whose tasks carry a built-in's
- * label or a class their framework's principal may not use. The built-ins themselves pass.
+ * The ACCEPT with each task that carries a built-in's label, or a class its framework's
+ * principal may not use, moved to the refused: as Mesos answers an unauthorized task, it ends
+ * TASK_ERROR with REASON_TASK_UNAUTHORIZED naming the label's field, and the ACCEPT's other
+ * tasks launch. The built-ins themselves pass.
  */
-export function requireEntitledLabels(auth: MasterAuth, principal: Principal, tasks: readonly TaskSpec[], classes: PriorityClasses): void {
-  if (!auth.enabled || principal.internal) return;
-  tasks.forEach((t, i) => {
-    t.labels.forEach((l, k) => {
-      const field = `accept.operations.launch.task_infos[${i}].labels.labels[${k}]`;
-      const refused = builtinLabelRefusal(l.name);
-      if (refused !== undefined) throw new CairnError('CAIRN_FORBIDDEN', `task '${t.taskId.slice(0, 64)}': ${refused}`, `${field}.key`);
-      if (l.name !== PRIORITY_CLASS_LABEL) return;
-      const cls = classes.canonical(l.value);
-      if (cls !== undefined && cls !== classes.defaultClass) auth.require(principal, 'use_priority_classes', cls, `${field}.value`);
-    });
+export function withEntitledLabels(auth: MasterAuth, principal: Principal, call: AcceptCall, classes: PriorityClasses): AcceptCall {
+  if (!auth.enabled || principal.internal) return call;
+  const tasks: TaskSpec[] = [];
+  const refused: RefusedTask[] = [...(call.refused ?? [])];
+  call.tasks.forEach((t, i) => {
+    const why = labelRefusal(auth, principal, t, `accept.operations.launch.task_infos[${i}].labels.labels`, classes);
+    if (why === undefined) tasks.push(t);
+    else refused.push({ taskId: t.taskId, agentId: t.agentId, field: why.field, message: `task '${t.taskId.slice(0, 64)}': ${why.message}`, reason: 'REASON_TASK_UNAUTHORIZED' });
   });
+  return refused.length === (call.refused ?? []).length ? call : { ...call, tasks, refused };
+}
+
+/** Why one task's labels are not its framework's to set, naming the field; undefined when they are. */
+function labelRefusal(auth: MasterAuth, principal: Principal, t: TaskSpec, field: string, classes: PriorityClasses): { field: string; message: string } | undefined {
+  for (const [k, l] of t.labels.entries()) {
+    const refused = builtinLabelRefusal(l.name);
+    if (refused !== undefined) return { field: `${field}[${k}].key`, message: refused };
+    if (l.name !== PRIORITY_CLASS_LABEL) continue;
+    const cls = classes.canonical(l.value);
+    if (cls === undefined || cls === classes.defaultClass) continue;
+    try {
+      auth.require(principal, 'use_priority_classes', cls, `${field}[${k}].value`);
+    } catch (err) {
+      if (!(err instanceof CairnError)) throw err;
+      return { field: err.field ?? `${field}[${k}].value`, message: err.message };
+    }
+  }
+  return undefined;
 }

@@ -980,7 +980,7 @@ export class LeaderCore {
     this.requestAllocation();
     // Tasks refused on their own at the edge (scheduler-calls.ts): each is answered TASK_ERROR, as
     // Mesos answers an invalid task, and the rest of the ACCEPT goes ahead.
-    for (const r of call.refused ?? []) this.toFramework(call.frameworkId, statusEvent(r.taskId, r.agentId ?? agentId, 'TASK_ERROR', r.message, 'REASON_TASK_INVALID', this.nowMs));
+    for (const r of call.refused ?? []) this.toFramework(call.frameworkId, statusEvent(r.taskId, r.agentId ?? agentId, 'TASK_ERROR', r.message, r.reason ?? 'REASON_TASK_INVALID', this.nowMs));
     if (call.tasks.length === 0) return;
     this.metrics.tasksLaunched += call.tasks.length;
     // The launch goes to the agent once every task of it is durable, in one frame.
