@@ -27,12 +27,12 @@ export async function freePort(): Promise<number> {
   });
 }
 
-/** Whether `port` can be bound on loopback right now. */
-function portIsFree(port: number): Promise<boolean> {
+/** Whether `port` can be bound on `host` (loopback by default) right now. */
+function portIsFree(port: number, host = '127.0.0.1'): Promise<boolean> {
   return new Promise((resolve) => {
     const srv = createServer();
     srv.once('error', () => resolve(false));
-    srv.listen(port, '127.0.0.1', () => srv.close(() => resolve(true)));
+    srv.listen(port, host, () => srv.close(() => resolve(true)));
   });
 }
 
@@ -46,6 +46,32 @@ export async function freePortRun(n: number): Promise<number> {
     if (ok) return first;
   }
   throw new Error(`no ${n} consecutive free ports found`);
+}
+
+/** The first port of the kernel's ephemeral range, where outgoing connections take theirs. */
+function ephemeralLow(): number {
+  try {
+    return Number(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0]) || 32768;
+  } catch {
+    return 32768;
+  }
+}
+
+/**
+ * The first of `n` consecutive ports that no one holds on any interface, for an agent's
+ * `ports:[FIRST-LAST]` whose tasks listen on them: at random below the ephemeral range (as
+ * Mesos' 31000-32000 is, so that no outgoing connection holds one later), and each checked,
+ * so that tasks of another cluster or another program on the host are never in the way.
+ */
+export async function freePortRange(n: number): Promise<number> {
+  const high = ephemeralLow() - n;
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const first = 10_000 + Math.floor(Math.random() * (high - 10_000));
+    let ok = true;
+    for (let p = first; p < first + n && ok; p++) ok = await portIsFree(p, '0.0.0.0');
+    if (ok) return first;
+  }
+  throw new Error(`no ${n} consecutive free ports found below ${high + n}`);
 }
 
 export function tempDir(prefix = 'cairn-test-'): string {
@@ -230,7 +256,9 @@ export class Cleanup {
 export async function startMasterProcess(cleanup: Cleanup, opts: { dataDir?: string; port?: number; extra?: string[]; env?: Record<string, string> } = {}): Promise<CairnProcess> {
   const port = opts.port ?? (await freePort());
   const dataDir = opts.dataDir ?? cleanup.dir('cairn-master-');
-  const p = cleanup.track(startCairn(['master', '--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir, ...(opts.extra ?? [])], `http://127.0.0.1:${port}`, opts.env));
+  // DNS on a port from the OS unless the test names one: never the host's 53 or 8053.
+  const dns = opts.extra?.includes('--dns-port') ? [] : ['--dns-port', '0'];
+  const p = cleanup.track(startCairn(['master', '--port', String(port), '--host', '127.0.0.1', '--data-dir', dataDir, ...dns, ...(opts.extra ?? [])], `http://127.0.0.1:${port}`, opts.env));
   await p.waitHealthy();
   return p;
 }

@@ -28,7 +28,7 @@ export interface TaskBurstResult {
 
 export async function runTaskBurst(opts: { tasks: number; perAccept: number; timeoutMs: number }): Promise<TaskBurstResult> {
   const dir = tempDir('cairn-burst-');
-  const master = await startMaster({ auth: MasterAuth.off(), dataDir: `${dir}/master`, port: 0, host: '127.0.0.1', logger: silentLogger(), allocationIntervalMs: 100, defaultRefuseMs: 0 });
+  const master = await startMaster({ auth: MasterAuth.off(), dataDir: `${dir}/master`, port: 0, host: '127.0.0.1', dnsPort: null, logger: silentLogger(), allocationIntervalMs: 100, defaultRefuseMs: 0 });
   const agent = await startAgent({
     masterUrl: master.url,
     workDir: `${dir}/agent`,

@@ -27,7 +27,7 @@ beforeAll(async () => {
   const agentPort = await freePort();
   masterUrl = `http://127.0.0.1:${port}`;
   agentUrl = `http://127.0.0.1:${agentPort}`;
-  up = cleanup.track(startCairn(['up', '--port', String(port), '--agent-port', String(agentPort), '--data-dir', cleanup.dir('cairn-kubectl-'), '--resources', 'cpus:2;mem:1024'], masterUrl));
+  up = cleanup.track(startCairn(['up', '--port', String(port), '--agent-port', String(agentPort), '--data-dir', cleanup.dir('cairn-kubectl-'), '--dns-port', '0', '--resources', 'cpus:2;mem:1024'], masterUrl));
   await up.waitHealthy();
   await waitFor('agent registered', async () => {
     const st = await state();

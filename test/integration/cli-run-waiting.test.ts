@@ -4,7 +4,6 @@
 // outside CI when no Docker daemon answers).
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import Docker from 'dockerode';
 import { Cleanup, freePort, runCairn, startCairn, waitFor, type CairnProcess } from '../harness/processes.ts';
 import { authFetch } from '../harness/credentials.ts';
 import { dockerUnavailable, ensureTestImage, TEST_IMAGE } from '../harness/docker.ts';
@@ -51,7 +50,7 @@ beforeAll(async () => {
   const port = await freePort();
   const agentPort = await freePort();
   masterUrl = `http://127.0.0.1:${port}`;
-  up = cleanup.track(startCairn(['up', '--port', String(port), '--agent-port', String(agentPort), '--data-dir', cleanup.dir('cairn-run-waiting-'), '--resources', 'cpus:2;mem:1024;ports:[31000-31010]'], masterUrl));
+  up = cleanup.track(startCairn(['up', '--port', String(port), '--agent-port', String(agentPort), '--data-dir', cleanup.dir('cairn-run-waiting-'), '--dns-port', '0', '--resources', 'cpus:2;mem:1024;ports:[31000-31010]'], masterUrl));
   await up.waitHealthy();
   await waitFor('agent registered', async () => {
     const st = await state();
@@ -61,13 +60,9 @@ beforeAll(async () => {
 
 afterAll(async () => {
   // Containers of --image tasks outlive an agent killed with SIGKILL: stop them politely first.
+  // Any left are removed by cleanup.run, found by this agent's work dir instance: never
+  // another cluster's container, whatever its task is called.
   await up?.kill('SIGINT');
-  if (!noDocker) {
-    const docker = new Docker();
-    for (const c of await docker.listContainers({ all: true, filters: { label: ['cairn.task-id'] } }).catch(() => [])) {
-      if (String(c.Labels?.['cairn.task-id'] ?? '').startsWith('in-a-box-')) await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
-    }
-  }
   await cleanup.run();
 }, 60_000);
 

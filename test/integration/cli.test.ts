@@ -17,7 +17,7 @@ beforeAll(async () => {
   const port = await freePort();
   const agentPort = await freePort();
   masterUrl = `http://127.0.0.1:${port}`;
-  up = cleanup.track(startCairn(['up', '--port', String(port), '--agent-port', String(agentPort), '--data-dir', cleanup.dir('cairn-up-'), '--resources', 'cpus:2;mem:1024'], masterUrl));
+  up = cleanup.track(startCairn(['up', '--port', String(port), '--agent-port', String(agentPort), '--data-dir', cleanup.dir('cairn-up-'), '--dns-port', '0', '--resources', 'cpus:2;mem:1024'], masterUrl));
   await up.waitHealthy();
   await waitFor('agent registered', async () => {
     const st = await (await authFetch(`${masterUrl}/api/v1/state`)).json();

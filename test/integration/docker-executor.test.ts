@@ -4,6 +4,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Docker from 'dockerode';
+import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { TaskInfo } from '../../shared/agent-protocol.ts';
@@ -14,7 +15,7 @@ import { workDirInstance } from '../../agent/executors/docker/ownership.ts';
 import { dockerRuntimeMissing, dockerUnavailable, ensureTestImage, TEST_IMAGE } from '../harness/docker.ts';
 import { startAgent } from '../../agent/agent.ts';
 import { silentLogger } from '../../shared/logger.ts';
-import { tempDir, waitFor } from '../harness/processes.ts';
+import { freePort, freePortRun, tempDir, waitFor } from '../harness/processes.ts';
 import { HostPathAllowList } from '../../agent/executors/docker/host-path-allow.ts';
 import { authFetch } from '../harness/credentials.ts';
 
@@ -25,6 +26,15 @@ if (why) console.warn(`skipping Docker executor tests: ${why}`);
 const noCrun = why ? undefined : await dockerRuntimeMissing('crun');
 if (noCrun && process.env.CI) throw new Error(`CI must run the crun tests: ${noCrun}`);
 if (noCrun) console.warn(`skipping the crun runtime tests: ${noCrun}`);
+
+/**
+ * This run's framework id and task ids: containers are found and removed by them, so a run
+ * touches no container of another run, another cluster or another program (and its
+ * container names, made from task ids, never collide with theirs).
+ */
+const RUN = randomBytes(4).toString('hex');
+const FRAMEWORK = `fw-docker-${RUN}`;
+const T = (name: string): string => `${name}-${RUN}`;
 
 let workDir: string;
 /** Where the volumes tests mount come from: the one directory the executors allow (never inside the work dir). */
@@ -44,7 +54,7 @@ function executor(agentId = 'agent-docker-test', cpuQuota = false, runtime?: str
 function task(id: string, command: string, opts: { resources?: string; network?: 'host' | 'bridge'; mappings?: { hostPort: number; containerPort: number }[]; volumes?: { hostPath: string; containerPath: string; readOnly: boolean }[]; image?: string; pull?: 'never' | 'if-not-present' | 'always' } = {}): DockerTaskInfo {
   const t: TaskInfo = {
     taskId: id,
-    frameworkId: 'fw-docker',
+    frameworkId: FRAMEWORK,
     name: id,
     resources: opts.resources ?? 'cpus:0.5;mem:64',
     command: { shell: true, value: command, arguments: [], environment: [{ name: 'GREETING', value: 'hello' }] },
@@ -64,7 +74,7 @@ async function cleanUp(): Promise<void> {
   for (const e of executors) await e.shutdown({ killTasks: true, timeoutMs: 5000 });
   executors = [];
   const docker = new Docker();
-  for (const c of await docker.listContainers({ all: true, filters: { label: ['cairn.framework-id=fw-docker'] } })) {
+  for (const c of await docker.listContainers({ all: true, filters: { label: [`cairn.framework-id=${FRAMEWORK}`] } })) {
     await docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
   }
   if (workDir) rmSync(workDir, { recursive: true, force: true });
@@ -86,73 +96,75 @@ describe.skipIf(!!why)('Docker executor', () => {
     const e = executor();
     const vol = join(volumesDir, 'vol');
     mkdirSync(vol);
-    e.launch(task('c-env', 'echo "$GREETING port=$PORT ports=$PORTS task=$CAIRN_TASK_ID sandbox=$MESOS_SANDBOX"; echo written > /data/out.txt; echo to-stderr >&2', {
-      resources: 'cpus:0.5;mem:64;ports:[34000-34001]',
+    const port = await freePortRun(2);
+    e.launch(task(T('c-env'), 'echo "$GREETING port=$PORT ports=$PORTS task=$CAIRN_TASK_ID sandbox=$MESOS_SANDBOX"; echo written > /data/out.txt; echo to-stderr >&2', {
+      resources: `cpus:0.5;mem:64;ports:[${port}-${port + 1}]`,
       network: 'bridge',
       mappings: [{ hostPort: 0, containerPort: 8080 }],
       volumes: [{ hostPath: vol, containerPath: '/data', readOnly: false }],
     }));
-    await waitFor('finished', () => final('c-env')?.state === 'TASK_FINISHED', 30_000);
-    expect(statuses.filter((s) => s.taskId === 'c-env').map((s) => s.state)).toEqual(['TASK_RUNNING', 'TASK_FINISHED']);
+    await waitFor('finished', () => final(T('c-env'))?.state === 'TASK_FINISHED', 30_000);
+    expect(statuses.filter((s) => s.taskId === T('c-env')).map((s) => s.state)).toEqual(['TASK_RUNNING', 'TASK_FINISHED']);
     expect(readFileSync(join(vol, 'out.txt'), 'utf8')).toBe('written\n');
-    const out = await e.readLog('c-env', 'stdout', 0, 1 << 20);
-    expect(out.data).toBe('hello port=34000 ports=34000,34001 task=c-env sandbox=/mnt/mesos/sandbox\n');
-    expect((await e.readLog('c-env', 'stderr', 0, 1 << 20)).data).toBe('to-stderr\n');
+    const out = await e.readLog(T('c-env'), 'stdout', 0, 1 << 20);
+    expect(out.data).toBe(`hello port=${port} ports=${port},${port + 1} task=${T('c-env')} sandbox=/mnt/mesos/sandbox\n`);
+    expect((await e.readLog(T('c-env'), 'stderr', 0, 1 << 20)).data).toBe('to-stderr\n');
   });
 
   it('binds the mapped host port and applies the resource limits', async () => {
     statuses = [];
     const e = executor('agent-docker-test', true);
-    e.launch(task('c-limits', 'sleep 30', { resources: 'cpus:0.25;mem:48;ports:[34010-34010]', network: 'bridge', mappings: [{ hostPort: 34010, containerPort: 80 }] }));
-    await waitFor('running', () => final('c-limits')?.state === 'TASK_RUNNING', 30_000);
-    const c = (await new Docker().listContainers({ filters: { label: ['cairn.task-id=c-limits'] } }))[0];
+    const port = await freePort();
+    e.launch(task(T('c-limits'), 'sleep 30', { resources: `cpus:0.25;mem:48;ports:[${port}-${port}]`, network: 'bridge', mappings: [{ hostPort: port, containerPort: 80 }] }));
+    await waitFor('running', () => final(T('c-limits'))?.state === 'TASK_RUNNING', 30_000);
+    const c = (await new Docker().listContainers({ filters: { label: [`cairn.task-id=${T('c-limits')}`] } }))[0];
     const info = await new Docker().getContainer(c.Id).inspect();
     expect(info.HostConfig.Memory).toBe(48 * 1024 * 1024);
     expect(info.HostConfig.CpuQuota).toBe(25_000);
     expect(info.HostConfig.CpuShares).toBe(256);
-    expect(info.HostConfig.PortBindings).toEqual({ '80/tcp': [{ HostIp: '', HostPort: '34010' }] });
-    expect(info.Config.Labels['cairn.framework-id']).toBe('fw-docker');
-    expect(e.kill('c-limits', 1000)).toBe('killing');
-    await waitFor('killed', () => final('c-limits')?.state === 'TASK_KILLED', 30_000);
+    expect(info.HostConfig.PortBindings).toEqual({ '80/tcp': [{ HostIp: '', HostPort: String(port) }] });
+    expect(info.Config.Labels['cairn.framework-id']).toBe(FRAMEWORK);
+    expect(e.kill(T('c-limits'), 1000)).toBe('killing');
+    await waitFor('killed', () => final(T('c-limits'))?.state === 'TASK_KILLED', 30_000);
   });
 
   it('reports a container that allocates past its memory limit as TASK_FAILED with the memory reason', async () => {
     statuses = [];
     const e = executor();
-    e.launch(task('c-oom', 'dd if=/dev/zero of=/dev/null bs=64M count=1', { resources: 'cpus:0.5;mem:16' }));
-    await waitFor('failed', () => final('c-oom') && final('c-oom')!.state !== 'TASK_RUNNING', 30_000);
-    expect(final('c-oom')).toMatchObject({ state: 'TASK_FAILED', reason: 'REASON_CONTAINER_LIMITATION_MEMORY' });
-    expect(final('c-oom')!.message).toMatch(/memory limit/);
+    e.launch(task(T('c-oom'), 'dd if=/dev/zero of=/dev/null bs=64M count=1', { resources: 'cpus:0.5;mem:16' }));
+    await waitFor('failed', () => final(T('c-oom')) && final(T('c-oom'))!.state !== 'TASK_RUNNING', 30_000);
+    expect(final(T('c-oom'))).toMatchObject({ state: 'TASK_FAILED', reason: 'REASON_CONTAINER_LIMITATION_MEMORY' });
+    expect(final(T('c-oom'))!.message).toMatch(/memory limit/);
   });
 
   it('replaces a container an earlier attempt left under the task\'s name', async () => {
     statuses = [];
     const e = executor();
     // As an earlier attempt of this agent leaves it: with this work dir's instance.
-    const stale = await new Docker().createContainer({ name: DockerExecutor.containerName('c-stale'), Image: TEST_IMAGE, Cmd: ['true'], Labels: { 'cairn.framework-id': 'fw-docker', 'cairn.task-id': 'c-stale', 'cairn.agent-id': 'agent-docker-test', 'cairn.agent-instance': workDirInstance(workDir) } });
-    e.launch(task('c-stale', 'echo fresh'));
-    await waitFor('finished', () => final('c-stale')?.state === 'TASK_FINISHED', 30_000);
-    expect((await e.readLog('c-stale', 'stdout', 0, 1 << 20)).data).toBe('fresh\n');
+    const stale = await new Docker().createContainer({ name: DockerExecutor.containerName(T('c-stale')), Image: TEST_IMAGE, Cmd: ['true'], Labels: { 'cairn.framework-id': FRAMEWORK, 'cairn.task-id': T('c-stale'), 'cairn.agent-id': 'agent-docker-test', 'cairn.agent-instance': workDirInstance(workDir) } });
+    e.launch(task(T('c-stale'), 'echo fresh'));
+    await waitFor('finished', () => final(T('c-stale'))?.state === 'TASK_FINISHED', 30_000);
+    expect((await e.readLog(T('c-stale'), 'stdout', 0, 1 << 20)).data).toBe('fresh\n');
     await expect(stale.inspect()).rejects.toMatchObject({ statusCode: 404 });
   });
 
   it('fails clearly when the image cannot be had', async () => {
     statuses = [];
     const e = executor();
-    e.launch(task('c-noimage', 'true', { image: 'cairn-test/missing:1', pull: 'never' }));
-    await waitFor('failed', () => final('c-noimage')?.state === 'TASK_FAILED', 30_000);
-    expect(final('c-noimage')!.message).toMatch(/cairn-test\/missing:1 is not present and the pull policy is never/);
-    e.launch(task('c-nopull', 'true', { image: 'cairn-test/missing:2', pull: 'if-not-present' }));
-    await waitFor('failed', () => final('c-nopull')?.state === 'TASK_FAILED', 60_000);
-    expect(final('c-nopull')!.message).toMatch(/cannot pull image cairn-test\/missing:2/);
+    e.launch(task(T('c-noimage'), 'true', { image: 'cairn-test/missing:1', pull: 'never' }));
+    await waitFor('failed', () => final(T('c-noimage'))?.state === 'TASK_FAILED', 30_000);
+    expect(final(T('c-noimage'))!.message).toMatch(/cairn-test\/missing:1 is not present and the pull policy is never/);
+    e.launch(task(T('c-nopull'), 'true', { image: 'cairn-test/missing:2', pull: 'if-not-present' }));
+    await waitFor('failed', () => final(T('c-nopull'))?.state === 'TASK_FAILED', 60_000);
+    expect(final(T('c-nopull'))!.message).toMatch(/cannot pull image cairn-test\/missing:2/);
   });
 
   it('finds its running containers again after a restart, and reports one that ended meanwhile with its exit code', async () => {
     statuses = [];
     const first = executor('agent-recover');
-    first.launch(task('c-keep', 'i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done'));
-    first.launch(task('c-exit', 'sleep 1; exit 7'));
-    await waitFor('both running', () => final('c-keep')?.state === 'TASK_RUNNING' && final('c-exit')?.state === 'TASK_RUNNING', 30_000);
+    first.launch(task(T('c-keep'), 'i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done'));
+    first.launch(task(T('c-exit'), 'sleep 1; exit 7'));
+    await waitFor('both running', () => final(T('c-keep'))?.state === 'TASK_RUNNING' && final(T('c-exit'))?.state === 'TASK_RUNNING', 30_000);
     // The agent goes away without stopping its containers.
     await first.shutdown({ killTasks: false });
     statuses = [];
@@ -160,13 +172,13 @@ describe.skipIf(!!why)('Docker executor', () => {
 
     const second = executor('agent-recover');
     const running = await second.recover();
-    expect(running.map((t) => t.taskId)).toEqual(['c-keep']);
-    await waitFor('exit reported', () => final('c-exit')?.state === 'TASK_FAILED', 15_000);
-    expect(final('c-exit')).toMatchObject({ hasExitCode: true, exitCode: 7 });
-    const before = (await second.readLog('c-keep', 'stdout', 0, 1 << 20)).data.length;
-    await waitFor('log grows', async () => (await second.readLog('c-keep', 'stdout', 0, 1 << 20)).data.length > before + 20, 10_000);
-    second.kill('c-keep', 1000);
-    await waitFor('killed', () => final('c-keep')?.state === 'TASK_KILLED', 30_000);
+    expect(running.map((t) => t.taskId)).toEqual([T('c-keep')]);
+    await waitFor('exit reported', () => final(T('c-exit'))?.state === 'TASK_FAILED', 15_000);
+    expect(final(T('c-exit'))).toMatchObject({ hasExitCode: true, exitCode: 7 });
+    const before = (await second.readLog(T('c-keep'), 'stdout', 0, 1 << 20)).data.length;
+    await waitFor('log grows', async () => (await second.readLog(T('c-keep'), 'stdout', 0, 1 << 20)).data.length > before + 20, 10_000);
+    second.kill(T('c-keep'), 1000);
+    await waitFor('killed', () => final(T('c-keep'))?.state === 'TASK_KILLED', 30_000);
   });
 });
 
@@ -180,23 +192,23 @@ describe.skipIf(!!why || !!noCrun)('Docker executor under the crun runtime (--do
   it('starts the container with crun: its env, its limits, a clean kill', async () => {
     statuses = [];
     const e = executor('agent-crun-test', false, 'crun');
-    e.launch(task('crun-env', 'echo "$GREETING from $CAIRN_TASK_ID"; sleep 30', { resources: 'cpus:0.25;mem:48' }));
-    await waitFor('running', () => final('crun-env')?.state === 'TASK_RUNNING', 30_000);
-    const c = (await new Docker().listContainers({ filters: { label: ['cairn.task-id=crun-env'] } }))[0];
+    e.launch(task(T('crun-env'), 'echo "$GREETING from $CAIRN_TASK_ID"; sleep 30', { resources: 'cpus:0.25;mem:48' }));
+    await waitFor('running', () => final(T('crun-env'))?.state === 'TASK_RUNNING', 30_000);
+    const c = (await new Docker().listContainers({ filters: { label: [`cairn.task-id=${T('crun-env')}`] } }))[0];
     const info = await new Docker().getContainer(c.Id).inspect();
     expect(info.HostConfig.Runtime).toBe('crun');
     expect(info.HostConfig.Memory).toBe(48 * 1024 * 1024);
-    await waitFor('logged', async () => (await e.readLog('crun-env', 'stdout', 0, 1 << 20)).data === 'hello from crun-env\n', 10_000);
-    expect(e.kill('crun-env', 1000)).toBe('killing');
-    await waitFor('killed', () => final('crun-env')?.state === 'TASK_KILLED', 30_000);
+    await waitFor('logged', async () => (await e.readLog(T('crun-env'), 'stdout', 0, 1 << 20)).data === `hello from ${T('crun-env')}\n`, 10_000);
+    expect(e.kill(T('crun-env'), 1000)).toBe('killing');
+    await waitFor('killed', () => final(T('crun-env'))?.state === 'TASK_KILLED', 30_000);
   });
 
   it('reports an OOM kill under crun as TASK_FAILED with the memory reason', async () => {
     statuses = [];
     const e = executor('agent-crun-test', false, 'crun');
-    e.launch(task('crun-oom', 'dd if=/dev/zero of=/dev/null bs=64M count=1', { resources: 'cpus:0.5;mem:16' }));
-    await waitFor('failed', () => final('crun-oom') && final('crun-oom')!.state !== 'TASK_RUNNING', 30_000);
-    expect(final('crun-oom')).toMatchObject({ state: 'TASK_FAILED', reason: 'REASON_CONTAINER_LIMITATION_MEMORY' });
+    e.launch(task(T('crun-oom'), 'dd if=/dev/zero of=/dev/null bs=64M count=1', { resources: 'cpus:0.5;mem:16' }));
+    await waitFor('failed', () => final(T('crun-oom')) && final(T('crun-oom'))!.state !== 'TASK_RUNNING', 30_000);
+    expect(final(T('crun-oom'))).toMatchObject({ state: 'TASK_FAILED', reason: 'REASON_CONTAINER_LIMITATION_MEMORY' });
   });
 
   it('an agent names its runtime in /health, and refuses to start with one the daemon lacks, naming the flag', async () => {

@@ -8,6 +8,7 @@
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Docker from 'dockerode';
+import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import pino from 'pino';
@@ -28,9 +29,18 @@ const why = await dockerUnavailable();
 if (why && process.env.CI) throw new Error(`CI must run the Docker tests: ${why}`);
 if (why) console.warn(`skipping the stray container tests: ${why}`);
 
-/** Every container these tests make carries this framework id, so that cleanup finds them all. */
-const FRAMEWORK = 'fw-stray-test';
-const AGENT_ID = 'stray-test-agent-S1';
+/**
+ * This run's own: every container these tests make carries its framework id (cleanup finds
+ * them all by it and removes nothing else), and its task ids and container names end in RUN,
+ * so that containers of another cluster or another run on the host are neither counted nor
+ * touched.
+ */
+const RUN = randomBytes(4).toString('hex');
+const FRAMEWORK = `fw-stray-test-${RUN}`;
+const AGENT_ID = `stray-test-agent-${RUN}-S1`;
+const T = (name: string): string => `${name}-${RUN}`;
+/** Log records about this run's containers only. */
+const isOurs = (r: Record<string, any>): boolean => String(r.taskId ?? '').endsWith(`-${RUN}`);
 const docker = new Docker();
 const dirs: string[] = [];
 
@@ -92,14 +102,14 @@ describe.skipIf(!!why)('containers an agent did not launch', () => {
     // The agent will have this id (stored before it starts): strays can claim it too.
     await writeAgentId(workDir, AGENT_ID);
     const strays = {
-      emptyId: await stray('cairn-stray-empty-id', { 'cairn.task-id': 'stray-empty', 'cairn.agent-id': '' }),
-      otherAgent: await stray('cairn-stray-other-agent', { 'cairn.task-id': 'stray-other', 'cairn.agent-id': 'some-other-agent-S9' }),
+      emptyId: await stray(T('cairn-stray-empty-id'), { 'cairn.task-id': T('stray-empty'), 'cairn.agent-id': '' }),
+      otherAgent: await stray(T('cairn-stray-other-agent'), { 'cairn.task-id': T('stray-other'), 'cairn.agent-id': 'some-other-agent-S9' }),
       // This agent's id, but launched from another work dir: another install on the host.
-      otherWorkDir: await stray('cairn-stray-other-dir', { 'cairn.task-id': 'stray-dir', 'cairn.agent-id': AGENT_ID, 'cairn.agent-instance': 'f'.repeat(32) }),
+      otherWorkDir: await stray(T('cairn-stray-other-dir'), { 'cairn.task-id': T('stray-dir'), 'cairn.agent-id': AGENT_ID, 'cairn.agent-instance': 'f'.repeat(32) }),
       // This agent's id and no instance (an older Cairn), its sandbox somewhere else.
-      otherSandbox: await stray('cairn-stray-other-sandbox', { 'cairn.task-id': 'stray-sandbox', 'cairn.agent-id': AGENT_ID }, [`${join(elsewhere, 'sb')}:/mnt/mesos/sandbox:rw`]),
+      otherSandbox: await stray(T('cairn-stray-other-sandbox'), { 'cairn.task-id': T('stray-sandbox'), 'cairn.agent-id': AGENT_ID }, [`${join(elsewhere, 'sb')}:/mnt/mesos/sandbox:rw`]),
       // In the way of a task this agent will be asked to launch, under the name it would use.
-      inTheWay: await stray(DockerExecutor.containerName('wanted'), { 'cairn.task-id': 'wanted', 'cairn.agent-id': '' }),
+      inTheWay: await stray(DockerExecutor.containerName(T('wanted')), { 'cairn.task-id': T('wanted'), 'cairn.agent-id': '' }),
     };
 
     let master: MasterHandle | undefined;
@@ -113,13 +123,13 @@ describe.skipIf(!!why)('containers an agent did not launch', () => {
       await waitFor('the agent registered', () => master!.master.registry.state.agents.has(AGENT_ID) || undefined, 30_000);
 
       // None of them was taken for this agent's: the agent reports no task, each was logged once.
-      const leftAlone = () => records.filter((r) => r.msg === "a container with Cairn's labels is not this agent's: left alone");
-      expect(leftAlone().map((r) => r.taskId).sort()).toEqual(['stray-dir', 'stray-empty', 'stray-other', 'stray-sandbox', 'wanted']);
-      expect(leftAlone().find((r) => r.taskId === 'stray-empty')!.why).toBe('it carries no agent id');
-      expect(leftAlone().find((r) => r.taskId === 'stray-other')!.why).toBe('it belongs to agent some-other-agent-S9');
-      expect(leftAlone().find((r) => r.taskId === 'stray-sandbox')!.why).toMatch(/is not in this agent's work dir/);
+      const leftAlone = () => records.filter((r) => r.msg === "a container with Cairn's labels is not this agent's: left alone" && isOurs(r));
+      expect(leftAlone().map((r) => r.taskId).sort()).toEqual([T('stray-dir'), T('stray-empty'), T('stray-other'), T('stray-sandbox'), T('wanted')]);
+      expect(leftAlone().find((r) => r.taskId === T('stray-empty'))!.why).toBe('it carries no agent id');
+      expect(leftAlone().find((r) => r.taskId === T('stray-other'))!.why).toBe('it belongs to agent some-other-agent-S9');
+      expect(leftAlone().find((r) => r.taskId === T('stray-sandbox'))!.why).toMatch(/is not in this agent's work dir/);
       expect(master.master.registry.state.tasks.size).toBe(0);
-      expect(existsSync(join(workDir, 'sandboxes', 'stray-empty'))).toBe(false);
+      expect(existsSync(join(workDir, 'sandboxes', T('stray-empty')))).toBe(false);
 
       // The agent launches: a container task runs to its end.
       const s = new RawScheduler(master.url);
@@ -132,19 +142,19 @@ describe.skipIf(!!why)('containers an agent did not launch', () => {
         accept: {
           offer_ids: [offer.id], filters: { refuse_seconds: 0 },
           operations: [{ type: 'LAUNCH', launch: { task_infos: [
-            taskInfo('fresh', AGENT_ID, { cpus: 0.1, mem: 32 }, 'echo launched fine', { container }),
-            taskInfo('wanted', AGENT_ID, { cpus: 0.1, mem: 32 }, 'echo should not run', { container }),
+            taskInfo(T('fresh'), AGENT_ID, { cpus: 0.1, mem: 32 }, 'echo launched fine', { container }),
+            taskInfo(T('wanted'), AGENT_ID, { cpus: 0.1, mem: 32 }, 'echo should not run', { container }),
           ] } }],
         },
       });
       expect(accepted.status).toBe(202);
       const final = (id: string) => s.next((e) => e.type === 'UPDATE' && e.update.status.task_id.value === id && ['TASK_FINISHED', 'TASK_FAILED', 'TASK_KILLED', 'TASK_LOST', 'TASK_ERROR'].includes(e.update.status.state), 60_000);
-      expect((await final('fresh')).update.status.state).toBe('TASK_FINISHED');
-      await waitFor('the output in the sandbox', () => readFileSync(join(workDir, 'sandboxes', 'fresh', 'stdout'), 'utf8') === 'launched fine\n' || undefined, 10_000);
+      expect((await final(T('fresh'))).update.status.state).toBe('TASK_FINISHED');
+      await waitFor('the output in the sandbox', () => readFileSync(join(workDir, 'sandboxes', T('fresh'), 'stdout'), 'utf8') === 'launched fine\n' || undefined, 10_000);
       // A container that is not this agent's, in the way of a launch, fails that launch and stays.
-      const wanted = (await final('wanted')).update.status;
+      const wanted = (await final(T('wanted'))).update.status;
       expect(wanted.state).toBe('TASK_FAILED');
-      expect(wanted.message).toMatch(/a container named cairn-wanted that is not this agent's is in the way \(it carries no agent id\)/);
+      expect(wanted.message).toMatch(new RegExp(`a container named cairn-${T('wanted')} that is not this agent's is in the way \\(it carries no agent id\\)`));
 
       // A restart of the agent: still none of them is adopted.
       await agent.stop({ killTasks: false });
@@ -152,7 +162,7 @@ describe.skipIf(!!why)('containers an agent did not launch', () => {
       records.length = 0;
       agent = await start();
       expect(leftAlone()).toHaveLength(5);
-      expect(master.master.registry.state.tasks.get('stray-empty')).toBeUndefined();
+      expect(master.master.registry.state.tasks.get(T('stray-empty'))).toBeUndefined();
 
       // A fresh agent (no id yet: the case where a container labelled with an empty id used to
       // be taken for its own, and its logs written into a sandbox that was not there).
@@ -161,15 +171,15 @@ describe.skipIf(!!why)('containers an agent did not launch', () => {
       const second = await startAgent({ masterUrl: master.url, workDir: freshDir, httpPort: 0, ip: '127.0.0.1', hostname: 'stray-host-2', resources: 'cpus:1;mem:256', cgroups: false, logger: fresh.logger });
       try {
         await waitFor('the fresh agent registered', () => (second.agentId() !== undefined && master!.master.registry.state.agents.has(second.agentId()!)) || undefined, 30_000);
-        expect(fresh.records.filter((r) => r.msg === "a container with Cairn's labels is not this agent's: left alone").map((r) => r.taskId).sort())
-          .toEqual(['stray-dir', 'stray-empty', 'stray-other', 'stray-sandbox', 'wanted']);
+        expect(fresh.records.filter((r) => r.msg === "a container with Cairn's labels is not this agent's: left alone" && isOurs(r)).map((r) => r.taskId).sort())
+          .toEqual([T('stray-dir'), T('stray-empty'), T('stray-other'), T('stray-sandbox'), T('wanted')]);
         // No sandbox was made for any of them (the sandboxes' root itself is made at start).
         const sandboxes = join(freshDir, 'sandboxes');
         expect(existsSync(sandboxes) ? readdirSync(sandboxes) : []).toEqual([]);
       } finally {
         await second.stop({ killTasks: true });
       }
-      expect(master.master.registry.state.tasks.get('stray-empty')).toBeUndefined();
+      expect(master.master.registry.state.tasks.get(T('stray-empty'))).toBeUndefined();
 
       // Every stray is still there and running, untouched.
       for (const c of Object.values(strays)) expect((await c.inspect()).State.Running).toBe(true);
@@ -197,23 +207,23 @@ describe.skipIf(!!why)('containers an agent did not launch', () => {
     try {
       // Its own container, whose sandbox is removed while the agent is away: followed again into a new one.
       const first = executor();
-      first.launch(dockerTask('io-keep', 'i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done'));
-      await waitFor('running', () => final('io-keep')?.state === 'TASK_RUNNING' || undefined, 30_000);
+      first.launch(dockerTask(T('io-keep'), 'i=0; while true; do echo tick $i; i=$((i+1)); sleep 0.2; done'));
+      await waitFor('running', () => final(T('io-keep'))?.state === 'TASK_RUNNING' || undefined, 30_000);
       await first.shutdown({ killTasks: false });
       rmSync(join(workDir, 'sandboxes'), { recursive: true, force: true });
       const second = executor();
-      expect((await second.recover()).map((t) => t.taskId)).toEqual(['io-keep']);
-      await waitFor('the log written again', async () => (await second.readLog('io-keep', 'stdout', 0, 1 << 20)).data.includes('tick') || undefined, 15_000);
+      expect((await second.recover()).map((t) => t.taskId)).toEqual([T('io-keep')]);
+      await waitFor('the log written again', async () => (await second.readLog(T('io-keep'), 'stdout', 0, 1 << 20)).data.includes('tick') || undefined, 15_000);
 
       // The container removed from under the executor: that task fails, the executor goes on.
-      const [c] = await docker.listContainers({ filters: { label: ['cairn.task-id=io-keep'] } });
+      const [c] = await docker.listContainers({ filters: { label: [`cairn.task-id=${T('io-keep')}`] } });
       // It carries the id of the work dir it was launched from, and its agent's id.
       expect(c.Labels).toMatchObject({ 'cairn.agent-instance': workDirInstance(workDir), 'cairn.agent-id': AGENT_ID });
       await docker.getContainer(c.Id).remove({ force: true });
-      await waitFor('the task ended', () => final('io-keep')?.state === 'TASK_FAILED' || final('io-keep')?.state === 'TASK_KILLED' || undefined, 30_000);
-      second.launch(dockerTask('io-next', 'echo still launching'));
-      await waitFor('the next task finished', () => final('io-next')?.state === 'TASK_FINISHED' || undefined, 30_000);
-      expect((await second.readLog('io-next', 'stdout', 0, 1 << 20)).data).toBe('still launching\n');
+      await waitFor('the task ended', () => final(T('io-keep'))?.state === 'TASK_FAILED' || final(T('io-keep'))?.state === 'TASK_KILLED' || undefined, 30_000);
+      second.launch(dockerTask(T('io-next'), 'echo still launching'));
+      await waitFor('the next task finished', () => final(T('io-next'))?.state === 'TASK_FINISHED' || undefined, 30_000);
+      expect((await second.readLog(T('io-next'), 'stdout', 0, 1 << 20)).data).toBe('still launching\n');
       expect(records.filter((r) => r.level >= 50)).toEqual([]);
     } finally {
       for (const e of executors) await e.shutdown({ killTasks: true, timeoutMs: 5000 });

@@ -19,7 +19,7 @@ const agents: FakeAgent[] = [];
 const schedulers: RawScheduler[] = [];
 
 function start(): Promise<MasterHandle> {
-  return startMaster({ auth: MasterAuth.off(), dataDir: dir, port: 0, host: '127.0.0.1', logger: silentLogger(), allocationIntervalMs: 50 });
+  return startMaster({ auth: MasterAuth.off(), dataDir: dir, port: 0, host: '127.0.0.1', dnsPort: null, logger: silentLogger(), allocationIntervalMs: 50 });
 }
 
 beforeEach(async () => {

@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { authFetch } from '../harness/credentials.ts';
 import { startGossipCluster } from '../harness/gossip-cluster.ts';
 import { jobsApi, pytorchJobYaml, replicaOf } from '../harness/jobs-api.ts';
-import { Cleanup, runCairn, waitFor, type CairnProcess } from '../harness/processes.ts';
+import { Cleanup, freePortRange, runCairn, waitFor, type CairnProcess } from '../harness/processes.ts';
 import type { JobView } from '../../master/frameworks/jobs/record.ts';
 
 const PYTHON = '/usr/bin/python3';
@@ -37,12 +37,15 @@ let master: CairnProcess;
 /** Every agent's --job-dirs: CAIRN_JOB_DIR is <jobDirs>/<job> wherever a replica runs. */
 let jobDirs: string;
 
-/** 4 cpus and 6 GiB each (declared): a 4-rank torch job spreads over both. */
-const AGENT_RESOURCES = ['cpus:4;mem:6144;disk:2000;ports:[32000-32099]', 'cpus:4;mem:6144;disk:2000;ports:[32100-32199]'];
+/** 4 cpus and 6 GiB each (declared): a 4-rank torch job spreads over both. Replicas listen on their ports: free ones, found at start. */
+async function agentResources(): Promise<string[]> {
+  const first = await freePortRange(200);
+  return [0, 1].map((i) => `cpus:4;mem:6144;disk:2000;ports:[${first + i * 100}-${first + i * 100 + 99}]`);
+}
 
 beforeAll(async () => {
   if (skip) return;
-  ({ master, jobDirs } = await startGossipCluster(cleanup, 'jobs-ml', AGENT_RESOURCES));
+  ({ master, jobDirs } = await startGossipCluster(cleanup, 'jobs-ml', await agentResources()));
 }, 120_000);
 
 afterAll(async () => {

@@ -18,7 +18,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { dockerUnavailable } from '../harness/docker.ts';
-import { Cleanup, freePort, getJson, runCairn, startCairn, waitFor, type CairnProcess } from '../harness/processes.ts';
+import { Cleanup, freePort, freePortRange, getJson, runCairn, startCairn, waitFor, type CairnProcess } from '../harness/processes.ts';
 import { startGossipCluster } from '../harness/gossip-cluster.ts';
 import { jobsApi, pytorchJobYaml, replicaOf } from '../harness/jobs-api.ts';
 import { ensureResolverImage, RESOLVER_IMAGE } from '../harness/resolver-image.ts';
@@ -47,7 +47,9 @@ let upstream: StandInDns;
 beforeAll(async () => {
   if (skip) return;
   upstream = await StandInDns.start({ [OUTSIDE]: OUTSIDE_IP });
-  const resources = [0, 1].map((i) => `cpus:4;mem:6144;disk:2000;ports:[${33000 + i * 100}-${33099 + i * 100}]`);
+  // The programs listen on their replicas' ports: a range free on this host, found now.
+  const first = await freePortRange(200);
+  const resources = [0, 1].map((i) => `cpus:4;mem:6144;disk:2000;ports:[${first + i * 100}-${first + i * 100 + 99}]`);
   ({ master } = await startGossipCluster(cleanup, 'stock', resources, ['--dns-resolvers', upstream.address]));
 }, 120_000);
 
@@ -142,8 +144,10 @@ describe.skipIf(skip)('stock programs find their peers through the system resolv
   it('on `cairn up` (a private data dir), the same DDP program from `cairn job submit` flags', async () => {
     const port = await freePort();
     const url = `http://127.0.0.1:${port}`;
-    // Only what keeps this test apart from others: its ports and its own data dir (0700, as mktemp makes it).
-    const up = cleanup.track(startCairn(['up', '--port', String(port), '--agent-port', '0', '--dns-port', '0', '--data-dir', cleanup.dir('cairn-stock-up-')], url));
+    // Only what keeps this test apart from others: its ports (the tasks' too: the replicas
+    // listen on theirs) and its own data dir (0700, as mktemp makes it).
+    const taskPorts = await freePortRange(10);
+    const up = cleanup.track(startCairn(['up', '--port', String(port), '--agent-port', '0', '--dns-port', '0', '--data-dir', cleanup.dir('cairn-stock-up-'), '--resources', `ports:[${taskPorts}-${taskPorts + 9}]`], url));
     await up.waitHealthy();
     await waitFor('the agent registered', async () => ((await getJson(`${url}/api/v1/state`)).agents?.[0]?.connected ? true : undefined), 30_000);
     const submitted = await runCairn(['job', 'submit', '--master', url, '--kind', 'pytorch', '--replicas', '2', '--cpus', '0.25', '--mem', '512', '--name', 'ddp-up', '--', PYTHON, stock('ddp.py')]);
