@@ -128,6 +128,8 @@ export class LeaderCore {
   /** Agents gossip declared dead, and when a ping went out to confirm it. */
   private readonly confirmations = new Map<string, number>();
   private readonly pending = new Map<ProposalId, Pending>();
+  /** When this core first sent each update still unacknowledged (by uuid), on its clock; pruned at each re-send round. */
+  private forwardedAt = new Map<string, number>();
   private nextProposal = 1;
   private nextPingRoundMs: number;
   private nextAllocationMs: number;
@@ -1113,6 +1115,7 @@ export class LeaderCore {
     for (const e of events) {
       const t = e.task;
       this.toFramework(t.frameworkId, updateEvent(t, e.update));
+      this.forwardedAt.set(e.update.uuid, this.nowMs);
       const wasHolding = !isTerminal(e.previousState) && e.previousState !== 'TASK_UNREACHABLE';
       if (!isTerminal(e.update.state)) continue;
       this.pendingKills.delete(t.id);
@@ -1141,9 +1144,18 @@ export class LeaderCore {
   private resendUnacknowledged(): void {
     if (this.sessions.size === 0) return;
     const before = this.nowMs - this.config.updateRetryMs;
+    // Made when this core first sent it, on this core's clock — not the update's atMs: that is
+    // the clock of whichever leader wrote it, hours apart from this one's after a wall-clock
+    // step, and an update from the future would not be re-sent until the clocks met. One this
+    // core never sent (an earlier leader's) is due at once.
+    const sent = new Map<string, number>();
     for (const t of this.state().tasks.values()) {
-      if (t.unacked && t.unacked.atMs <= before && this.sessions.has(t.frameworkId)) this.toFramework(t.frameworkId, updateEvent(t, t.unacked));
+      if (!t.unacked) continue;
+      const at = this.forwardedAt.get(t.unacked.uuid) ?? -Infinity;
+      sent.set(t.unacked.uuid, at);
+      if (at <= before && this.sessions.has(t.frameworkId)) this.toFramework(t.frameworkId, updateEvent(t, t.unacked));
     }
+    this.forwardedAt = sent;
   }
 
   // ------------------------------------------------------------------ operators

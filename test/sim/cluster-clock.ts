@@ -43,3 +43,21 @@ export class SimClock {
     return this.queue.length;
   }
 }
+
+/** Where simulated wall clocks start: a real date (2023-11-14), so that no step takes one below the epoch. */
+export const SIM_EPOCH_MS = 1_700_000_000_000;
+
+/**
+ * A simulated host's wall clock: an epoch time that runs with the simulated (monotonic) time,
+ * plus an offset that clock-step faults move by hours, either way.
+ */
+export class SimWallClock {
+  /** The step in effect (0: the true time). */
+  offsetMs = 0;
+
+  constructor(private readonly clock: SimClock) {}
+
+  nowMs(): number {
+    return SIM_EPOCH_MS + this.clock.nowMs + this.offsetMs;
+  }
+}

@@ -4,7 +4,10 @@
 // with its id after a lost stream or a leader change), reconciles every task, gathers offers
 // for gangs, launches, kills and declines through datagrams that may be lost, duplicated or
 // late, and asks about launches it never heard of. A crash throws away everything but the
-// store: the next instance resumes from the records, as a new leader's does.
+// store: the next instance resumes from the records, as a new leader's does. Its engine runs
+// on a steady clock anchored, at each start, on its host's wall clock, which clock-step faults
+// move by hours: no job may fail DeadlineExceeded before it has run its activeDeadlineSeconds
+// of simulated (monotonic) time.
 
 import { isTerminal } from '../../shared/agent-messages.ts';
 import type { SchedulerEvent } from '../../shared/mesos-v1.ts';
@@ -16,6 +19,8 @@ import type { SchedulerCall } from '../../master/leader/messages.ts';
 import { DEFAULT_ENGINE_OPTIONS, JobEngine, type Effects } from '../../master/frameworks/jobs/engine.ts';
 import type { JobSpec } from '../../master/frameworks/jobs/model.ts';
 import { isFinished, type JobRecord } from '../../master/frameworks/jobs/record.ts';
+import { steadyClock, type Clock } from '../../shared/steady-clock.ts';
+import { SimWallClock } from './cluster-clock.ts';
 import type { FrameworkWorld } from './cluster-framework.ts';
 import { NOT_LEADER_CLOSE, sendSchedulerCall, type StreamConn } from './cluster-master.ts';
 
@@ -41,6 +46,12 @@ export class SimJobs {
   private generation = 0;
   private pendingKills: { taskId: string }[] = [];
   readonly stats = { subscriptions: 0, launches: 0, crashes: 0, gangs: 0 };
+  /** The wall clock of the master it runs on; its engine's clock is anchored on it at each start. */
+  readonly wall: SimWallClock;
+  private now: Clock;
+  /** When (simulated time) each job (name/uid) was first started, from its records. */
+  private readonly startedAt = new Map<string, number>();
+  readonly violations: string[] = [];
 
   constructor(
     private readonly world: FrameworkWorld,
@@ -48,11 +59,13 @@ export class SimJobs {
     private readonly totals: () => Resources[],
     jobs: { atMs: number; spec: JobSpec }[],
   ) {
+    this.wall = new SimWallClock(world.clock);
+    this.now = () => world.clock.nowMs;
     this.boot();
     for (const j of jobs) {
       this.world.clock.after(j.atMs, () => {
         this.engine.setClusterTotals(this.totals());
-        this.engine.submit(j.spec, [], `u${this.rng.range(0, 1e6)}`, this.world.clock.nowMs);
+        this.engine.submit(j.spec, [], `u${this.rng.range(0, 1e6)}`, this.now());
         this.flush();
       });
     }
@@ -79,6 +92,9 @@ export class SimJobs {
 
   private boot(): void {
     const gen = ++this.generation;
+    // As BuiltinEnv.now: the leader's steady clock, read from its wall clock once, at start.
+    const clock = this.world.clock;
+    this.now = steadyClock(this.wall.nowMs(), () => clock.nowMs);
     // Restarts back off as in production, scaled down so a run's restarts fit its liveness phase.
     this.engine = new JobEngine({ ...DEFAULT_ENGINE_OPTIONS, domain: 'cairn', restartBackoff: { initialMs: 1_000, factor: 2, maxMs: 8_000, resetAfterMs: 60_000 } });
     this.engine.load([...this.store.values()].map((r) => structuredClone(r)));
@@ -88,7 +104,7 @@ export class SimJobs {
     const tick = () => {
       if (gen !== this.generation) return;
       this.engine.setClusterTotals(this.totals());
-      this.engine.tick(this.world.clock.nowMs);
+      this.engine.tick(this.now());
       if (++ticks % (RECONCILE_STARTING_MS / TICK_MS) === 0) this.reconcileStarting();
       this.flush();
       this.world.clock.after(TICK_MS, tick);
@@ -134,7 +150,7 @@ export class SimJobs {
   }
 
   private onEvent(event: SchedulerEvent): void {
-    const now = this.world.clock.nowMs;
+    const now = this.now();
     switch (event.type) {
       case 'SUBSCRIBED':
         this.frameworkId = event.subscribed.framework_id.value;
@@ -164,8 +180,18 @@ export class SimJobs {
     }
   }
 
+  /** A job failed DeadlineExceeded has run its activeDeadlineSeconds, on the simulated clock. */
+  private checkDeadline(r: JobRecord): void {
+    const key = `${r.spec.name}/${r.uid}`;
+    if (r.startedAtMs !== undefined && !this.startedAt.has(key)) this.startedAt.set(key, this.world.clock.nowMs);
+    const deadlineS = r.spec.activeDeadlineSeconds;
+    if (deadlineS === undefined || r.phase !== 'Failed' || r.conditions.at(-1)?.reason !== 'DeadlineExceeded') return;
+    const ranMs = this.world.clock.nowMs - (this.startedAt.get(key) ?? this.world.clock.nowMs);
+    if (ranMs < deadlineS * 1000) this.violations.push(`job ${r.spec.name} failed DeadlineExceeded after ${ranMs} ms, before its activeDeadlineSeconds (${deadlineS} s)`);
+  }
+
   private reconcileStarting(): void {
-    const stale = this.engine.startingSince(this.world.clock.nowMs, RECONCILE_STARTING_MS);
+    const stale = this.engine.startingSince(this.now(), RECONCILE_STARTING_MS);
     if (stale.length > 0 && this.frameworkId) this.call({ type: 'RECONCILE', frameworkId: this.frameworkId, taskIds: stale.map((t) => t.taskId) });
   }
 
@@ -174,13 +200,16 @@ export class SimJobs {
     const e: Effects = this.engine.takeEffects();
     for (const [name, r] of e.writes) {
       if (r === null) this.store.delete(name);
-      else this.store.set(name, structuredClone(r));
+      else {
+        this.store.set(name, structuredClone(r));
+        this.checkDeadline(r);
+      }
     }
     this.pendingKills.push(...e.kills);
     if (!this.subscribed || !this.frameworkId) {
       const ids = e.launches.flatMap((l) => l.tasks.map((t) => t.taskId));
       if (ids.length > 0) this.world.clock.after(1, () => {
-        this.engine.launchFailed(ids, 'not subscribed', this.world.clock.nowMs);
+        this.engine.launchFailed(ids, 'not subscribed', this.now());
         this.flush();
       });
       return;

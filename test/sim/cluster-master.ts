@@ -8,8 +8,10 @@ import type { AgentToMaster, MasterToAgent } from '../../shared/agent-messages.t
 import { CairnError } from '../../shared/errors.ts';
 import type { SchedulerEvent } from '../../shared/mesos-v1.ts';
 import { RaftNode } from '../../shared/raft/node.ts';
+import { decodeConfChange } from '../../shared/raft/confchange.ts';
 import { MemoryStorage } from '../../shared/raft/memory-storage.ts';
-import type { Message, NodeId } from '../../shared/raft/types.ts';
+import { steadyClock, type Clock } from '../../shared/steady-clock.ts';
+import type { ConfChange, Message, NodeId } from '../../shared/raft/types.ts';
 import { SeededRandom } from '../../shared/random.ts';
 import type { FrameworkSpec } from '../../master/api/scheduler-calls.ts';
 import type { LeaderConfig } from '../../master/leader/config.ts';
@@ -17,7 +19,7 @@ import { LeaderCore } from '../../master/leader/leader-core.ts';
 import type { LeaderEffect, LeaderInput, OperatorCall, SchedulerCall } from '../../master/leader/messages.ts';
 import type { RegistryCommand } from '../../master/registry/commands.ts';
 import { RegistryStateMachine, type RegistryEvent } from '../../master/registry/state-machine.ts';
-import type { SimClock } from './cluster-clock.ts';
+import { SimWallClock, type SimClock } from './cluster-clock.ts';
 import type { SimConn, SimNet } from './cluster-net.ts';
 
 export type AgentConn = SimConn<AgentToMaster, MasterToAgent>;
@@ -47,7 +49,9 @@ export type PlantedBug =
   /** Acknowledge an agent's status update before it is durable (a leader crash then loses it). */
   | 'ack-before-commit'
   /** Send every status update to the framework a second time, a while later. */
-  | 'update-twice';
+  | 'update-twice'
+  /** Feed the leader core the wall clock, as master.ts did before its steady clock (a step freezes or rushes its timers). */
+  | 'leader-on-wall-clock';
 
 export interface MasterWorld {
   readonly clock: SimClock;
@@ -58,6 +62,19 @@ export interface MasterWorld {
   sendRaft(from: NodeId, m: Message): void;
   /** Told of every command a master applies (for invariants), with the time. */
   applied(masterId: NodeId, command: RegistryCommand, events: RegistryEvent[]): void;
+  /** Told of every entry a master applies, at its index: what one master applied there, every master must. */
+  appliedEntry(masterId: NodeId, index: number, term: number, data: Uint8Array): void;
+}
+
+/**
+ * What a master keeps on disk besides its log (raft.sqlite's meta tables): its storage's
+ * incarnation, made with the storage, and the incarnation it first saw of each peer. A wiped
+ * data dir loses all three together.
+ */
+export interface MasterDisk {
+  readonly storage: MemoryStorage;
+  readonly incarnation: string;
+  readonly peers: Map<NodeId, string>;
 }
 
 interface Entry {
@@ -70,6 +87,14 @@ interface Entry {
 export class SimMaster {
   up = true;
   node: RaftNode;
+  /** This host's wall clock: clock-step faults move it; only the leader's clock is read from it, once per leadership. */
+  readonly wall: SimWallClock;
+  /** Set when a peer knows this master by another incarnation: it keeps out (no ticks, no messages), as raft-log.ts does. */
+  keptOut = false;
+  /** When (simulated time) this master's current leadership began. */
+  ledSinceMs = 0;
+  /** The leadership's steady clock (master.ts), made in lead(). */
+  private leaderNow: Clock = () => this.world.clock.nowMs;
   state = new RegistryStateMachine();
   core: LeaderCore | undefined;
   /** Leadership epochs of this master, so a proposal of an old core is never answered to a new one. */
@@ -84,12 +109,17 @@ export class SimMaster {
 
   constructor(
     readonly id: NodeId,
-    readonly storage: MemoryStorage,
+    public disk: MasterDisk,
     private readonly world: MasterWorld,
     private readonly rng: SeededRandom,
   ) {
+    this.wall = new SimWallClock(world.clock);
     this.node = this.newNode();
     this.world.clock.after(RAFT_TICK_MS, () => this.raftTick());
+  }
+
+  get storage(): MemoryStorage {
+    return this.disk.storage;
   }
 
   private newNode(): RaftNode {
@@ -104,13 +134,17 @@ export class SimMaster {
 
   private raftTick(): void {
     if (!this.up) return;
+    if (this.keptOut) {
+      this.world.clock.after(RAFT_TICK_MS, () => this.raftTick());
+      return;
+    }
     this.node.tick();
     this.process();
     this.world.clock.after(RAFT_TICK_MS, () => this.raftTick());
   }
 
   raftMessage(m: Message): void {
-    if (!this.up) return;
+    if (!this.up || this.keptOut) return;
     this.node.step(m);
     this.process();
   }
@@ -134,10 +168,19 @@ export class SimMaster {
         if (rd.snapshot) this.storage.applySnapshot(rd.snapshot);
         this.storage.append(rd.entries);
         if (rd.hardState) this.storage.setHardState(rd.hardState);
-        for (const m of rd.messages) this.world.sendRaft(this.id, m);
+        // A master whose storage was lost sends nothing: no votes, no acknowledgements.
+        if (!this.keptOut) for (const m of rd.messages) this.world.sendRaft(this.id, m);
         const answers: LeaderInput[] = [];
         for (const e of rd.committedEntries) {
           this.appliedTerm = e.term;
+          this.world.appliedEntry(this.id, e.index, e.term, e.data);
+          if (e.type === 'confChange') {
+            const cc = decodeConfChange(e.data);
+            this.node.applyConfChange(cc);
+            // A member removed, or added again, is learnt afresh (raft-log.ts).
+            if ((cc.type === 'remove' || cc.type === 'addLearner') && cc.nodeId !== this.id) this.disk.peers.delete(cc.nodeId);
+            continue;
+          }
           if (e.type !== 'normal' || e.data.length === 0) continue;
           const entry = JSON.parse(new TextDecoder().decode(e.data)) as Entry;
           const events = this.state.apply(entry.c);
@@ -173,7 +216,12 @@ export class SimMaster {
     if (this.core) return;
     this.epoch++;
     this.stats.leaderships++;
-    this.core = new LeaderCore({ config: this.world.config, registry: () => this.state, random: this.rng.fork(), nowMs: this.world.clock.nowMs });
+    this.ledSinceMs = this.world.clock.nowMs;
+    // As master.ts: the core runs on a steady clock anchored at this host's wall clock now —
+    // or, the planted bug, on the wall clock itself.
+    const clock = this.world.clock;
+    this.leaderNow = this.world.plant === 'leader-on-wall-clock' ? () => this.wall.nowMs() : steadyClock(this.wall.nowMs(), () => clock.nowMs);
+    this.core = new LeaderCore({ config: this.world.config, registry: () => this.state, random: this.rng.fork(), nowMs: this.leaderNow() });
     this.wakeAtMs = Infinity;
     this.armWake();
   }
@@ -207,11 +255,68 @@ export class SimMaster {
   restart(): void {
     if (this.up) return;
     this.up = true;
+    this.keptOut = false;
     this.state = new RegistryStateMachine();
     this.appliedTerm = 0;
     this.leadingFromTerm = undefined;
     this.node = this.newNode();
     this.world.clock.after(RAFT_TICK_MS, () => this.raftTick());
+  }
+
+  // ------------------------------------------------------------------ lost storage (raft-log.ts's guard)
+
+  /**
+   * Judges a connection from or to `id` presenting `incarnation`, as the transport's handshake
+   * does: a member's first incarnation is pinned; another one means that member's storage was
+   * lost — refused, and a leader stops counting it as matched.
+   */
+  admit(id: NodeId, incarnation: string): boolean {
+    const known = this.disk.peers.get(id);
+    if (known === incarnation) return true;
+    if (known === undefined) {
+      const cs = this.node.status().config;
+      if (cs.voters.includes(id) || cs.learners.includes(id)) this.disk.peers.set(id, incarnation);
+      return true;
+    }
+    if (this.up && !this.keptOut) {
+      this.node.reportStorageLost(id);
+      this.process();
+    }
+    return false;
+  }
+
+  /** The incarnation this master knows `id` by; undefined before it has seen one. */
+  knownIncarnation(id: NodeId): string | undefined {
+    return this.disk.peers.get(id);
+  }
+
+  /** A peer knows this master by another incarnation (told in the welcome): it keeps out until re-added. */
+  selfLost(): void {
+    this.keptOut = true;
+  }
+
+  /** The data dir is lost: the process dies, and its storage is made again, empty, with a new incarnation. */
+  wipe(incarnation: string): void {
+    this.crash();
+    this.disk = { storage: new MemoryStorage(), incarnation, peers: new Map() };
+  }
+
+  /** Starts on empty storage: founding a group of `voters` (no --new-member), or joining one (undefined: --new-member). */
+  startEmpty(voters: readonly NodeId[] | undefined): void {
+    if (voters) this.storage.bootstrap(voters);
+    this.restart();
+  }
+
+  /** An operator's membership change, proposed on this (leading) master; false when Raft refuses it now. */
+  proposeConfChange(cc: ConfChange): boolean {
+    if (!this.up || this.keptOut || this.node.role !== 'leader') return false;
+    try {
+      this.node.proposeConfChange(cc);
+    } catch {
+      return false;
+    }
+    this.process();
+    return true;
   }
 
   // ------------------------------------------------------------------ the leader's shell
@@ -295,7 +400,7 @@ export class SimMaster {
   private step(input: LeaderInput): void {
     const core = this.core;
     if (!core) return;
-    const effects = core.step(this.world.clock.nowMs, input);
+    const effects = core.step(this.leaderNow(), input);
     this.execute(effects);
     this.armWake();
   }
@@ -387,7 +492,8 @@ export class SimMaster {
     if (at >= this.wakeAtMs) return;
     this.wakeAtMs = at;
     const epoch = this.epoch;
-    this.world.clock.at(at, () => {
+    // As master.ts: a timer for the time left until `at` on the core's clock.
+    this.world.clock.after(Math.max(0, at - this.leaderNow()), () => {
       if (this.epoch !== epoch || this.wakeAtMs !== at) return;
       this.wakeAtMs = Infinity;
       this.step({ type: 'tick' });

@@ -2,9 +2,11 @@
 // the leader core, all production code), agents and frameworks on a simulated network and
 // clock, one seed for everything. A safety phase injects faults — leader and master
 // crashes, Raft partitions, agent crashes, lost hosts and silent partitions, framework
-// disconnects, lost, duplicated and late datagrams — with the invariants checked at every
-// step; then a liveness phase with the faults off, in which every framework must finish its
-// work and the cluster settle into a state that agents, registry and frameworks agree on.
+// disconnects, lost, duplicated and late datagrams, a master whose data dir is wiped (and
+// later re-added as an operator would), wall clocks stepped by hours — with the invariants
+// checked at every step; then a liveness phase with the faults off, in which every framework
+// must finish its work and the cluster settle into a state that agents, registry and
+// frameworks agree on, every master a caught-up voter again.
 //
 // `npm run sim -- cluster --seeds N`; a failing seed says `reproduce with --seed N`, and
 // `--seed N --trace ID` prints what happened to one task or agent on the way. The jobs,
@@ -28,6 +30,8 @@ import { SimSharing, type SharingOptions, type SharingStats } from './cluster-sh
 import { servicesWorkload } from './services-workload.ts';
 import { Resources } from '../../shared/resources.ts';
 import { SimMaster, type MasterWorld, type PlantedBug } from './cluster-master.ts';
+import { ClusterHistory, livenessBoundMs } from './cluster-history.ts';
+import { MemberReAdd, WIPE_REFUSED_START } from './cluster-wipe.ts';
 import { CALM, SimNet, type NetConditions } from './cluster-net.ts';
 import { forbidNondeterminism } from './determinism.ts';
 
@@ -53,6 +57,10 @@ export interface ClusterSimOptions {
   sharing?: SharingOptions;
   /** Settings of the leader that differ from the simulation's. */
   config?: Partial<LeaderConfig>;
+  /** Wall-clock steps among the faults (default: whenever there are faults). */
+  clockSteps?: boolean;
+  /** Wiped masters among the faults (default: whenever there are faults). */
+  wipes?: boolean;
 }
 
 /** The leader's settings in the simulation: the daemon's, with short periods so a run is brief. */
@@ -92,6 +100,10 @@ class ClusterSim implements MasterWorld, AgentWorld, FrameworkWorld {
   private readonly ackCommittedAt = new Map<string, number>();
   readonly violations: string[] = [];
   readonly stats = { launches: 0, updates: 0, faults: {} as Record<string, number> };
+  /** Committed entries, leaders per term and silent agents, for the invariants (cluster-history.ts). */
+  readonly history = new ClusterHistory();
+  /** Wiped masters on their way back into the group, one at a time. */
+  reAdd: MemberReAdd | undefined;
 
   constructor(
     readonly rng: SeededRandom,
@@ -106,11 +118,32 @@ class ClusterSim implements MasterWorld, AgentWorld, FrameworkWorld {
   }
 
   sendRaft(from: NodeId, m: Message): void {
+    const src = this.masterList.find((x) => x.id === from);
+    // The sender's incarnation travels with its connection: a message sent before a wipe is the old storage's.
+    const sentBy = src?.disk.incarnation ?? '';
     this.net.datagram(() => {
       const to = this.masterList.find((x) => x.id === m.to);
-      if (!to || this.raftCut.has(from) !== this.raftCut.has(m.to)) return;
+      if (!to || !src || this.raftCut.has(from) !== this.raftCut.has(m.to)) return;
+      // The peer handshake (peer-transport.ts): each side judges the other's storage
+      // incarnation; the one known by another is told so in the welcome and keeps out.
+      const admitted = to.admit(from, sentBy);
+      if (!src.admit(m.to, to.disk.incarnation) || !admitted) {
+        const knownOfSrc = to.knownIncarnation(from);
+        if (knownOfSrc !== undefined && knownOfSrc !== sentBy && sentBy === src.disk.incarnation) src.selfLost();
+        const knownOfTo = src.knownIncarnation(m.to);
+        if (knownOfTo !== undefined && knownOfTo !== to.disk.incarnation) to.selfLost();
+        return;
+      }
+      if (this.reAdd?.unadmitted(from, sentBy) && (m.type === 'voteResponse' || m.type === 'preVoteResponse' || m.type === 'appendResponse' || m.type === 'heartbeatResponse') && !('reject' in m && m.reject)) {
+        this.violations.push(`master ${from}, whose storage was wiped and which was not re-added, had its ${m.type} accepted by master ${m.to}`);
+      }
       to.raftMessage(m);
     });
+  }
+
+  appliedEntry(masterId: NodeId, index: number, term: number, data: Uint8Array): void {
+    const v = this.history.applied(masterId, index, term, data);
+    if (v) this.violations.push(v);
   }
 
   /** Set to a task or agent id to print what happens to it (debugging a failing seed). */
@@ -144,6 +177,8 @@ class ClusterSim implements MasterWorld, AgentWorld, FrameworkWorld {
 
   lifetimeOf(taskId: string, rng: SeededRandom): { endsAtMs: number; succeeds: boolean } | undefined {
     if (this.sharing) return this.sharing.lifetimeOf(taskId, this.clock.nowMs);
+    // The jobs workload's job with a deadline runs until its deadline ends it.
+    if (this.jobs && taskId.startsWith('deadline.')) return { endsAtMs: Infinity, succeeds: false };
     if (!this.services || !taskId.startsWith('svc_')) return undefined;
     if (this.servicesFail && rng.chance(0.1)) return { endsAtMs: this.clock.nowMs + rng.range(500, 10_000), succeeds: false };
     return { endsAtMs: Infinity, succeeds: false };
@@ -200,7 +235,7 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
     for (const id of ids) {
       const storage = new MemoryStorage();
       storage.bootstrap(ids);
-      sim.masterList.push(new SimMaster(id, storage, sim, rng.fork()));
+      sim.masterList.push(new SimMaster(id, { storage, incarnation: `${id}.0`, peers: new Map() }, sim, rng.fork()));
     }
     const agentCount = faultRng.range(3, 6);
     if (opts.sharing) {
@@ -220,6 +255,11 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
     // Without faults the network still delays, but loses and duplicates nothing.
     sim.net.conditions = faults ? conditions : { ...CALM, maxDelayMs: conditions.maxDelayMs };
     let nextFaultMs = faults ? faultRng.range(1_000, 3_000) : Infinity;
+    // Wipes and clock steps draw from a stream of their own, so the other faults of a seed
+    // come as they did before these existed.
+    const extraRng = new SeededRandom((seed * 2_654_435_761) >>> 0);
+    const extra = faults && (opts.clockSteps !== false || opts.wipes !== false);
+    let nextExtraMs = extra ? extraRng.range(2_000, 6_000) : Infinity;
     const heals: { atMs: number; fn: () => void }[] = [];
     for (let t = 0; t < safetyMs; t += STEP_MS) {
       stepTo(sim, t + STEP_MS);
@@ -229,6 +269,10 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
         injectFault(sim, faultRng, heals);
         nextFaultMs = sim.clock.nowMs + faultRng.range(300, 2_500);
       }
+      if (sim.clock.nowMs >= nextExtraMs) {
+        injectStorageOrClockFault(sim, extraRng, heals, { wipes: opts.wipes !== false, clockSteps: opts.clockSteps !== false });
+        nextExtraMs = sim.clock.nowMs + extraRng.range(1_500, 6_000);
+      }
     }
 
     // Liveness: every fault healed, the network calm; the work must finish and settle.
@@ -236,7 +280,10 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
     for (const h of heals) h.fn();
     sim.net.conditions = CALM;
     sim.raftCut.clear();
-    for (const m of sim.masterList) m.restart();
+    // A wiped master comes back only through its re-add (started by its heal above).
+    for (const m of sim.masterList) if (!sim.reAdd?.holdsDown(m.id)) m.restart();
+    for (const m of sim.masterList) m.wall.offsetMs = 0;
+    if (sim.jobs) sim.jobs.wall.offsetMs = 0;
     for (const a of sim.agents) {
       a.heal();
       a.restart();
@@ -260,6 +307,8 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
           (sim.jobs ? `jobs ${sim.jobs.records().map((r) => `${r.spec.name} ${r.phase} (${r.message})`).join(', ')}, ${sim.jobs.subscribed ? 'subscribed' : 'not subscribed'}; ` : '') +
           (sim.services && leader ? `services: ${sim.services.problems(leader).join('; ') || 'settled'} (${sim.services.describe(leader)}); ` : '') +
           (sim.sharing ? `${sim.sharing.describe()}; ` : '') +
+          (sim.reAdd ? `re-adding master ${sim.reAdd.describe()}; ` : '') +
+          `masters ${sim.masterList.map((m) => `${m.id} ${m.up ? (m.keptOut ? 'kept out' : m.node.role) : 'down'} applied ${m.node.status().applied}`).join(', ')}; ` +
           `agents ${sim.agents.map((a) => `${a.hostname} ${a.up ? '' : 'down '}${a.registered ? 'registered' : 'unregistered'}${a.conn ? ` on ${a.conn.id}${a.conn.usable ? '' : ' (closed)'}${a.conn.blackholed ? ' (cut)' : ''}` : ' unconnected'} ${a.pending.size} pending`).join(', ')}; ` +
           `problems: ${leader ? checkSettled(leader, sim.agents, sim.frameworks).slice(0, 5).join('; ') || 'none' : 'no leader'})`,
       );
@@ -315,12 +364,16 @@ function stepTo(sim: ClusterSim, untilMs: number): void {
   while (sim.clock.runNext(untilMs)) {
     if (sim.violations.length > 0) throw new Error(sim.violations.join('; '));
   }
+  const raft = sim.history.checkLeaders(sim.masterList, sim.clock.nowMs);
+  if (raft.length > 0) throw new Error(raft.join('; '));
+  const live = sim.history.checkLiveness(sim.leaders(), sim.agents, sim.clock.nowMs, livenessBoundMs(sim.config));
+  if (live.length > 0) throw new Error(live.join('; '));
   for (const m of sim.leaders()) {
     const v = checkStep(m);
     if (v.length > 0) throw new Error(v.join('; '));
   }
   if (sim.jobs) {
-    const v = checkReplicasOnce(sim.agents);
+    const v = [...sim.jobs.violations, ...checkReplicasOnce(sim.agents)];
     if (v.length > 0) throw new Error(v.join('; '));
   }
   if (sim.services) {
@@ -348,6 +401,10 @@ function settled(sim: ClusterSim): boolean {
   if (sim.jobs && !(sim.jobs.done && sim.jobs.subscribed)) return false;
   if (sim.services && sim.services.problems(leader).length > 0) return false;
   if (sim.sharing && !sim.sharing.done) return false;
+  // Every master back as a caught-up voter: a wiped one re-added, none kept out.
+  if (sim.reAdd) return false;
+  const cs = leader.node.status();
+  if (sim.masterList.some((m) => !m.up || m.keptOut || !cs.config.voters.includes(m.id) || m.node.status().applied < cs.commit)) return false;
   if (!sim.agents.every((a) => a.registered && a.pending.size === 0)) return false;
   for (const t of leader.state.tasks.values()) if (t.unacked) return false;
   return checkSettled(leader, sim.agents, sim.frameworks).length === 0;
@@ -355,7 +412,7 @@ function settled(sim: ClusterSim): boolean {
 
 function injectFault(sim: ClusterSim, rng: SeededRandom, heals: { atMs: number; fn: () => void }[]): void {
   const later = (minMs: number, maxMs: number, fn: () => void) => heals.push({ atMs: sim.clock.nowMs + rng.range(minMs, maxMs), fn });
-  const upMasters = sim.masterList.filter((m) => m.up && !sim.raftCut.has(m.id));
+  const upMasters = sim.masterList.filter((m) => m.up && !m.keptOut && !sim.raftCut.has(m.id));
   if (sim.jobs && rng.chance(0.15)) {
     sim.countFault('jobs-framework-crash');
     sim.jobs.crash();
@@ -414,6 +471,39 @@ function injectFault(sim: ClusterSim, rng: SeededRandom, heals: { atMs: number; 
       return;
     }
   }
+}
+
+/**
+ * The faults of their own stream: a master's data dir wiped — it restarts with its usual
+ * peers, and refuses to start when a peer knows it (or, no peer answering in time, founds
+ * alone and is kept out) until the operator removes it and adds it back started with
+ * --new-member; or a host's wall clock stepped an hour or two either way (sometimes set
+ * right again later), the monotonic clock running on.
+ */
+function injectStorageOrClockFault(sim: ClusterSim, rng: SeededRandom, heals: { atMs: number; fn: () => void }[], kinds: { wipes: boolean; clockSteps: boolean }): void {
+  const later = (minMs: number, maxMs: number, fn: () => void) => heals.push({ atMs: sim.clock.nowMs + rng.range(minMs, maxMs), fn });
+  const allIn = sim.masterList.every((m) => m.up && !m.keptOut && !sim.raftCut.has(m.id));
+  // Only a master every other has seen: one a master added since has never heard from is not
+  // recognised when its storage is lost (incarnations are learnt on first sight, not
+  // replicated — docs/architecture.md, known gaps), and its empty log's votes would count there.
+  const known = sim.masterList.filter((m) => sim.masterList.every((p) => p === m || p.knownIncarnation(m.id) === m.disk.incarnation));
+  if (rng.chance(0.35) && kinds.wipes && allIn && !sim.reAdd && known.length > 0) {
+    sim.countFault('master-wipe');
+    const m = rng.pick(known);
+    sim.reAdd = new MemberReAdd(sim, m, rng.fork(), () => {
+      sim.reAdd = undefined;
+    });
+    later(300, 2_000, () => sim.reAdd?.restartWithPeers(rng.chance(WIPE_REFUSED_START)));
+    later(2_500, 6_000, () => sim.reAdd?.begin());
+    return;
+  }
+  if (!kinds.clockSteps) return;
+  sim.countFault('clock-step');
+  const hosts = [...sim.masterList.map((m) => m.wall), ...(sim.jobs ? [sim.jobs.wall] : [])];
+  const wall = rng.pick(hosts);
+  const stepMs = (rng.chance(0.5) ? 1 : -1) * rng.range(3_600_000, 7_200_000);
+  wall.offsetMs += stepMs;
+  if (rng.chance(0.5)) later(500, 5_000, () => (wall.offsetMs -= stepMs));
 }
 
 export async function run(opts: { seeds: number; seed?: number; trace?: string }): Promise<unknown> {

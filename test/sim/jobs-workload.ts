@@ -1,7 +1,8 @@
 // The jobs the whole-cluster simulation submits when it runs the jobs framework: two gangs
 // that each need 3/4 of the cluster's cpus (so they must run one after the other), a small
 // batch job whose failures restart the whole job, a ps-lite gang (a scheduler or server that
-// ends restarts the gang), and one job larger than any agent (Unschedulable). Drawn from the
+// ends restarts the gang), one job larger than any agent (Unschedulable), and one that runs
+// until its activeDeadlineSeconds fails it. Drawn from the
 // seed: sizes follow the number of agents, submission times are spread over the first 20 s.
 
 import type { SeededRandom } from '../../shared/random.ts';
@@ -25,6 +26,8 @@ export function jobsWorkload(rng: SeededRandom, agentCount: number): { atMs: num
     job('small', 'batch', [group('worker', 3, 0.25, 'Never')], { failurePolicies: [{ event: 'TaskFailed', action: 'RestartJob' }] }),
     job('ps', 'pslite', [group('scheduler', 1, 0.25), group('server', 1, 0.25), group('worker', 2, 0.25)], { backoffLimit: 10 }),
     job('huge', 'batch', [group('worker', 2, 3)]),
+    // Its task runs until the deadline ends it (cluster.sim.ts lifetimeOf).
+    job('deadline', 'batch', [group('worker', 1, 0.25)], { activeDeadlineSeconds: 20 }),
   ];
   return specs.map((spec) => ({ atMs: rng.range(0, 20_000), spec }));
 }

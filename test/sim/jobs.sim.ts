@@ -1,7 +1,8 @@
 // The whole-cluster simulation with the jobs framework: the production job engine placing
-// gangs through leader crashes, partitions, agent losses and its own crashes, with the
-// invariant "no replica index of a job runs twice at once" checked at every step, and every
-// job ended (succeeded or failed) once the faults stop.
+// gangs through leader crashes, partitions, agent losses, its own crashes, wiped masters and
+// wall-clock steps of the masters it runs on, with the invariants "no replica index of a job runs twice
+// at once" and "no job fails DeadlineExceeded early" checked at every step, and every job
+// ended (succeeded or failed) once the faults stop.
 //
 // `npm run sim -- jobs --seeds N`; a failing seed says `reproduce with --seed N`.
 

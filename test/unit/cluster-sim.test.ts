@@ -1,8 +1,9 @@
 // A fixed set of seeds of the whole-cluster simulation (test/sim/cluster.sim.ts): three
 // masters running the production Raft core, registry and leader core, agents and frameworks
 // on a simulated network, with leader crashes, partitions, agent crashes and lost hosts,
-// framework disconnects and lossy datagrams, the invariants checked at every step and a
-// settled state checked after the faults. More seeds: `npm run sim -- cluster --seeds N`.
+// framework disconnects and lossy datagrams, wiped masters and wall-clock steps, the
+// invariants checked at every step and a settled state checked after the faults. More seeds:
+// `npm run sim -- cluster --seeds N`.
 
 import { describe, expect, it } from 'vitest';
 import { runSeed } from '../sim/cluster.sim.ts';
@@ -16,6 +17,7 @@ const REGRESSIONS: Record<number, string> = {
   82: 'an agent that never heard the id it was given registered anew; the old one stayed unreachable for ever',
   3: 'updates beyond the uuids a command carried went out with an empty uuid and could never be acknowledged',
   428: 'a write-off decided while the agent was registering again committed after the registration: a connected agent stayed unreachable, and its re-sent update reached the framework again after being acknowledged',
+  104: 'an update left unacknowledged by a leader whose wall clock had been stepped hours ahead was not re-sent by the next leader until its own clock reached that time (the re-send compared the update\'s recorded time with its own clock)',
 };
 
 const BATCHES = 3;
@@ -58,6 +60,22 @@ describe('cluster simulation', () => {
     expect(failing.message).toMatch(/the registry says \w+, its agent .* says TASK_(FINISHED|FAILED|KILLED)|never acknowledged/);
   });
 
+  it('wipes masters and steps wall clocks: every wiped master comes back a voter, no entry lost, liveness within its bound', () => {
+    const faults: Record<string, number> = {};
+    for (let seed = 200; seed < 206; seed++) {
+      for (const [k, v] of Object.entries(runSeed(seed).faults)) faults[k] = (faults[k] ?? 0) + v;
+    }
+    expect(faults['master-wipe']).toBeGreaterThan(0);
+    expect(faults['wiped-master-refused-to-start']).toBeGreaterThan(0);
+    expect(faults['clock-step']).toBeGreaterThan(3);
+  });
+
+  it('catches a planted bug: the leader core fed the wall clock, whose steps freeze or rush its timers', () => {
+    const failing = firstFailing('leader-on-wall-clock');
+    expect(failing.seed, 'no seed in 1..20 caught the bug').toBeDefined();
+    expect(failing.message).toMatch(/reproduce with --seed \d+ \(planted bug: leader-on-wall-clock\)/);
+  });
+
   it('catches a planted bug: a status update forwarded to the framework twice', () => {
     const failing = firstFailing('update-twice');
     expect(failing.seed).toBeDefined();
@@ -65,7 +83,7 @@ describe('cluster simulation', () => {
   });
 });
 
-function firstFailing(plant: 'ack-before-commit' | 'update-twice'): { seed?: number; message: string } {
+function firstFailing(plant: 'ack-before-commit' | 'update-twice' | 'leader-on-wall-clock'): { seed?: number; message: string } {
   for (let seed = 1; seed <= 20; seed++) {
     try {
       runSeed(seed, { plant });

@@ -2,7 +2,8 @@
 // issue 22): a leader that resumes a job counts its active time on from what the record
 // holds (activeMs, written while the deadline runs), not from startedAtMs on its own clock —
 // so a new leader whose wall clock is two hours ahead fails no job early, and one two hours
-// behind does not hold the deadline back by two hours.
+// behind does not hold the deadline back by two hours; nor does it wait two hours for a
+// back-off or a placement try an earlier leader timed.
 
 import { describe, expect, it } from 'vitest';
 import { Resources } from '../../shared/resources.ts';
@@ -74,6 +75,21 @@ describe('activeDeadlineSeconds across leaders whose clocks differ', () => {
       expect(615_000 - (100 + DEADLINE_S * 1000)).toBeLessThanOrEqual(ACTIVE_CHECKPOINT_MAX_MS + 5_000);
     });
   }
+
+  it('a new leader whose clock is two hours behind does not make an inherited job wait two hours', () => {
+    const first = engine();
+    first.submit(spec(), [], 'u', 2 * HOUR);
+    const queued = structuredClone(first.takeEffects().writes.get('d')!);
+    expect(queued.phase).toBe('Queued');
+    // Its next placement try was due at the first leader's 2 h; the second reads 10 s.
+    const e = engine();
+    e.load([queued]);
+    // At most the longest placement back-off (8 s here) away, not two hours.
+    e.tick(10_000);
+    e.offers([{ id: 'o1', agentId: 'a1', hostname: 'h1', ip: '10.0.0.1', resources: Resources.parse('cpus:4;mem:1024'), role: '*' }], 10_000 + OPTS.backoffMaxMs);
+    expect(e.takeEffects().launches.length).toBe(1);
+    expect(e.get('d')!.startedAtMs).toBe(10_000 + OPTS.backoffMaxMs);
+  });
 
   it('a record of a version without activeMs still counts from startedAtMs', () => {
     const r = runFirstLeader(10_100);

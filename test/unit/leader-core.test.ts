@@ -245,4 +245,28 @@ describe('leader core', () => {
     expect(h.state.agents.get(agentId)!.reachable).toBe(false);
     expect(h.out.some((e) => e.type === 'close_agent' && e.conn === 1)).toBe(true);
   });
+
+  it('re-sends an earlier leader\'s unacknowledged update though that leader\'s clock ran two hours ahead (cluster seed 104)', () => {
+    // The first leader's wall clock had been stepped +2 h when it began to lead.
+    const h = new Harness();
+    h.nowMs += 2 * 3_600_000;
+    const agentId = h.agent(1);
+    const fw = h.subscribe();
+    const offer = offersIn(h.allocate())[0];
+    h.step(launchCall(fw, offer.id.value, agentId, 't1'));
+    h.settle();
+    h.step({ type: 'agent_frame', conn: 1, frame: { statusUpdate: { uuid: new Uint8Array(16).fill(4), taskId: 't1', frameworkId: fw, state: 'TASK_RUNNING', message: '', hasExitCode: false, exitCode: 0, timestampMs: 0, reason: '' } } });
+    h.commit();
+    expect(h.state.tasks.get('t1')!.unacked?.state).toBe('TASK_RUNNING');
+    // The next leader's clock reads true time: the update's recorded time lies two hours ahead.
+    let now = 1_000;
+    const next = new LeaderCore({ config: DEFAULT_LEADER_CONFIG, registry: () => h.state, random: new SeededRandom(8), nowMs: now });
+    for (const e of next.step(now, { type: 'subscribe', request: 2, stream: 's2', spec: { id: fw, name: 'fw', user: 'u', role: '*', principal: '', failoverTimeoutS: 3_600, capabilities: [] } })) {
+      if (e.type === 'propose') next.step(now, { type: 'committed', proposal: e.proposal, events: h.state.apply(e.command) });
+    }
+    // Unacknowledged still (the framework missed it again): re-sent a retry period later, not two hours later.
+    now += DEFAULT_LEADER_CONFIG.updateRetryMs + 1;
+    const resent = next.step(now, { type: 'tick' }).filter((e) => e.type === 'to_framework' && e.event.type === 'UPDATE');
+    expect(resent.length).toBe(1);
+  });
 });

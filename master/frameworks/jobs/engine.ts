@@ -126,6 +126,8 @@ export class JobEngine {
   private readonly taskIndex = new Map<string, { job: string; key: number }>();
   private readonly held = new Map<string, HeldOffer>();
   private gathering: { job: string; sinceMs: number } | undefined;
+  /** Set by load(): the back-off instants of the records are still on the clock of the leader that wrote them (see rebase). */
+  private unbased = false;
   /** Per started job (name/uid): the time on this engine's clock its active time counts from (soft: see activeMsOf). */
   private readonly activeFrom = new Map<string, number>();
   /** When each task still Starting was launched (soft: a resumed engine counts from 0). */
@@ -146,6 +148,25 @@ export class JobEngine {
         if (rep.taskId !== undefined && isLive(rep)) this.taskIndex.set(rep.taskId, { job: r.spec.name, key });
       });
       for (const taskId of r.killing) this.kill(taskId, this.agentOf(r, taskId), laneOf(r.spec));
+    }
+    this.unbased = records.length > 0;
+  }
+
+  /**
+   * A resumed engine's first look at the waits it inherited (restart back-offs, gang retries):
+   * their instants are on the clock of the leader that wrote them, which may read hours apart
+   * from this one's (a wall-clock step before it began to lead, masters whose clocks
+   * disagree). None is left further ahead than the longest wait it can stand for: a wait cut
+   * short is a retry a little early; one left alone could hold a job for hours.
+   */
+  private rebase(nowMs: number): void {
+    if (!this.unbased) return;
+    this.unbased = false;
+    for (const r of this.jobs.values()) {
+      const longest = nowMs + this.backoffOf(r).maxMs;
+      if (r.restartAtMs !== undefined) r.restartAtMs = Math.min(r.restartAtMs, longest);
+      for (const rep of r.replicas) if (rep.restartAtMs !== undefined) rep.restartAtMs = Math.min(rep.restartAtMs, longest);
+      r.nextTryAtMs = Math.min(r.nextTryAtMs, nowMs + this.opts.backoffMaxMs);
     }
   }
 
@@ -510,6 +531,7 @@ export class JobEngine {
   // ---- placement --------------------------------------------------------------------
 
   private schedule(nowMs: number): void {
+    this.rebase(nowMs);
     this.nowMs = nowMs;
     this.placePending(nowMs);
     for (let guard = 0; guard < this.jobs.size + 1; guard++) {
