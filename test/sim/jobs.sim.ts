@@ -9,7 +9,9 @@
 import { runSeed, type SeedResult } from './cluster.sim.ts';
 
 export function runJobsSeed(seed: number, trace?: string): SeedResult {
-  return runSeed(seed, { jobs: true, ...(trace !== undefined ? { trace } : {}) });
+  // Three minutes to settle: a gang restarted up to its backoffLimit, 8 s back-offs apiece,
+  // can end only after two (seed 157 settled at 120.7 s, its ps gang's eleventh restart).
+  return runSeed(seed, { jobs: true, livenessMs: 180_000, ...(trace !== undefined ? { trace } : {}) });
 }
 
 export async function run(opts: { seeds: number; seed?: number; trace?: string }): Promise<unknown> {
