@@ -93,9 +93,12 @@ class StandInMaster {
   }
 }
 
+// Every task is a tenant's, as under an authenticating master: a root agent runs it under its
+// principal's own uid from the task uid range, in a 0700 sandbox of that uid (the isolation
+// between tenants is on the path this bench times).
 function task(id: string, cmd: string, container: boolean): TaskInfo {
   return {
-    taskId: id, frameworkId: 'bench', name: id, resources: 'cpus:0.01;mem:32', command: { shell: true, value: cmd, arguments: [], environment: [] }, killGraceMs: 0, labels: [],
+    taskId: id, frameworkId: 'bench', name: id, principal: 'bench-tenant', resources: 'cpus:0.01;mem:32', command: { shell: true, value: cmd, arguments: [], environment: [] }, killGraceMs: 0, labels: [],
     ...(container ? { container: { type: 'docker' as const, docker: { image: TEST_IMAGE, network: 'host' as const, portMappings: [], pullPolicy: 'never' as const }, volumes: [] } } : {}),
   };
 }

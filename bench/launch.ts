@@ -84,10 +84,13 @@ async function throughput(agentCount: number, taskCount: number, auth = false): 
 }
 
 async function realTaskLatency(samples: number): Promise<{ samples: number; medianMs: number; p90Ms: number; minMs: number }> {
+  // An authenticating master, as a shared cluster runs: each task carries its framework's
+  // principal, and a root agent runs it under that principal's own uid in a 0700 sandbox.
   const dir = tempDir('cairn-bench-');
-  const handle = await startMaster({ auth: MasterAuth.off(), dataDir: `${dir}/master`, port: 0, host: '127.0.0.1', logger: silentLogger(), allocationIntervalMs: 1000, defaultRefuseMs: 0 });
-  const agent = await startAgent({ masterUrl: handle.url, workDir: `${dir}/agent`, httpPort: 0, hostname: 'localhost', resources: 'cpus:2;mem:2048', logger: silentLogger() });
-  const s = new RawScheduler(handle.url);
+  const credentials = parseCredentials(JSON.stringify({ credentials: [{ ...TEST_USER }, { ...TEST_AGENT, agent: true }] }));
+  const handle = await startMaster({ auth: MasterAuth.on({ credentials }), dataDir: `${dir}/master`, port: 0, host: '127.0.0.1', logger: silentLogger(), allocationIntervalMs: 1000, defaultRefuseMs: 0 });
+  const agent = await startAgent({ masterUrl: handle.url, workDir: `${dir}/agent`, httpPort: 0, hostname: 'localhost', resources: 'cpus:2;mem:2048', logger: silentLogger(), credential: { principal: TEST_AGENT.principal, secret: TEST_AGENT.secret } });
+  const s = new RawScheduler(handle.url, authHeaders());
   await s.subscribe({ user: '', name: 'latency-bench' });
   const latencies: number[] = [];
   for (let i = 0; i < samples; i++) {
