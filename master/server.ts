@@ -40,6 +40,7 @@ import { privateDataDir } from './data-dir-modes.ts';
 import { taskOwner } from './builtin/task-owner.ts';
 import { QuotaGate } from './builtin/quota-gate.ts';
 import { compileObjectLimits, type ObjectLimits } from './sharing/object-limits.ts';
+import type { CompactionLimits } from './registry/compaction-policy.ts';
 
 export interface MasterOptions extends Partial<Omit<MasterConfig, 'dataDir'>> {
   dataDir: string;
@@ -81,6 +82,8 @@ export interface MasterOptions extends Partial<Omit<MasterConfig, 'dataDir'>> {
    * bytes) or unreadable (`--accept-empty-registry`); without it such a file refuses to start.
    */
   acceptEmptyRegistry?: boolean;
+  /** When the registry's log (a single master's, or the Raft log) is folded into a snapshot; defaults in registry/compaction-policy.ts. */
+  compaction?: Partial<CompactionLimits>;
   /** Gossip membership (see membership.ts); left out, this master runs no gossip member. */
   gossip?: MasterGossipOptions;
   /** The built-in frameworks run while this master leads; default: all of them (builtin/all.ts). */
@@ -160,11 +163,12 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
       electionTicks: opts.raft.electionTicks,
       join: opts.raft.join,
       catchUpTimeoutMs: opts.raft.catchUpTimeoutMs,
+      compaction: opts.compaction,
       log: componentLogger(log, 'raft'),
       dial: tlsClient.connectOptions(),
     }, proposalPrefix));
   } else {
-    registry = LocalCommandLog.open(join(config.dataDir, 'registry'), proposalPrefix, { acceptEmpty: opts.acceptEmptyRegistry });
+    registry = LocalCommandLog.open(join(config.dataDir, 'registry'), proposalPrefix, { acceptEmpty: opts.acceptEmptyRegistry, compaction: opts.compaction, log: componentLogger(log, 'registry') });
   }
   // The files SQLite has just made, under the process umask.
   privateDataDir(config.dataDir, log, { quiet: true });

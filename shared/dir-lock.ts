@@ -6,11 +6,15 @@
 // into place, which fails when a lock is there). A lock whose holder is gone — same host,
 // and no live process with that pid and start time — is stale and taken over; any other
 // holder makes the second process stop with CAIRN_DIR_LOCKED naming it.
+// On a full disk the holder cannot be written (a file's first byte needs a block, a name
+// does not): the lock is then the empty file, and the name it was written aside under
+// (`cairn.lock.<pid>.<token>`, the same inode) stays beside it to say who holds it. So a
+// daemon starts on a full disk, to serve what it can, and the lock still means what it says.
 
 import { randomBytes } from 'node:crypto';
-import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readFileSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, linkSync, mkdirSync, openSync, readdirSync, readFileSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { hostname } from 'node:os';
-import { basename, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { CairnError } from './errors.ts';
 
 export const LOCK_FILE = 'cairn.lock';
@@ -78,6 +82,28 @@ function commandLine(): string {
   return line.length > 300 ? `${line.slice(0, 297)}...` : line;
 }
 
+/** The name a lock was written aside under, kept when the disk had no room for its holder: the holder of an empty lock. */
+function asideHolder(path: string): DirLockHolder | undefined {
+  let ino: number;
+  try {
+    ino = statSync(path).ino;
+  } catch {
+    return undefined;
+  }
+  const prefix = `${basename(path)}.`;
+  for (const name of readdirSync(dirname(path))) {
+    const m = name.startsWith(prefix) ? /^(\d+)\.([0-9a-f]+)$/.exec(name.slice(prefix.length)) : null;
+    if (m === null) continue;
+    try {
+      if (statSync(join(dirname(path), name)).ino !== ino) continue;
+    } catch {
+      continue;
+    }
+    return { role: 'unknown', pid: Number(m[1]), host: hostname(), sinceMs: 0, command: '(written on a full disk)', token: m[2] };
+  }
+  return undefined;
+}
+
 function readHolder(path: string): DirLockHolder | undefined {
   let text: string;
   try {
@@ -85,6 +111,10 @@ function readHolder(path: string): DirLockHolder | undefined {
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code === 'ENOENT') return undefined;
     throw err;
+  }
+  if (text === '') {
+    const aside = asideHolder(path);
+    if (aside !== undefined) return aside;
   }
   try {
     const h = JSON.parse(text) as Partial<DirLockHolder>;
@@ -118,9 +148,15 @@ export function lockDir(dir: string, role: string, field = 'dataDir'): DirLock {
   };
   const aside = join(dir, `${LOCK_FILE}.${process.pid}.${holder.token}`);
   const fd = openSync(aside, 'wx', 0o644);
+  // Set when the disk had no room for the holder: the aside name then stays, naming it.
+  let nameOnly = false;
   try {
     writeSync(fd, `${JSON.stringify(holder)}\n`);
     fsyncSync(fd);
+  } catch (err) {
+    const code = (err as NodeJS.ErrnoException).code;
+    if (code !== 'ENOSPC' && code !== 'EDQUOT') throw err;
+    nameOnly = true;
   } finally {
     closeSync(fd);
   }
@@ -145,15 +181,14 @@ export function lockDir(dir: string, role: string, field = 'dataDir'): DirLock {
         } catch (err) {
           if ((err as NodeJS.ErrnoException).code !== 'ENOENT') throw err;
         }
+        removeQuietly(join(dir, `${LOCK_FILE}.${current.pid}.${current.token}`));
       }
     }
-  } finally {
-    try {
-      unlinkSync(aside);
-    } catch {
-      // already gone
-    }
+  } catch (err) {
+    removeQuietly(aside);
+    throw err;
   }
+  if (!nameOnly) removeQuietly(aside);
   let released = false;
   return {
     dir,
@@ -166,8 +201,17 @@ export function lockDir(dir: string, role: string, field = 'dataDir'): DirLock {
       } catch {
         // the directory went away with the lock
       }
+      if (nameOnly) removeQuietly(aside);
     },
   };
+}
+
+function removeQuietly(path: string): void {
+  try {
+    unlinkSync(path);
+  } catch {
+    // already gone
+  }
 }
 
 /** The holder of `dir`'s lock, if any (live or stale). */

@@ -44,6 +44,8 @@ export type CairnErrorCode =
   | 'CAIRN_RAFT_CORRUPT_LOG'
   | 'CAIRN_RAFT_STORAGE_LOST'
   | 'CAIRN_REGISTRY_UNUSABLE'
+  // The data dir cannot take a write (disk full, quota, I/O error): writes refused, reads served
+  | 'CAIRN_STORAGE_FULL'
   | 'CAIRN_NOT_READY'
   // A job document (Cairn's own, a TFJob, a PyTorchJob, a Volcano Job, or flags) refused
   | 'CAIRN_INVALID_JOB'

@@ -24,6 +24,8 @@ const STATUS: Partial<Record<CairnErrorCode, number>> = {
   CAIRN_RAFT_LEARNER_BEHIND: 409,
   CAIRN_RAFT_TRANSFERRING: 503,
   CAIRN_NOT_READY: 503,
+  // WebDAV's Insufficient Storage (RFC 4918): the server cannot store what the request needs.
+  CAIRN_STORAGE_FULL: 507,
   CAIRN_RAFT_OFF: 404,
 };
 

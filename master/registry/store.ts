@@ -2,11 +2,16 @@
 // WAL mode with synchronous=FULL, so a committed transaction survives a crash or power
 // loss. Commands are written in groups: everything submitted within one turn of the event
 // loop goes into one transaction (one fsync), which is what keeps launch throughput high.
+// The store counts the bytes of its log and snapshot (compaction-policy.ts decides from
+// them), and gives the space a compaction frees back to the file system (durable-sqlite.ts).
+// A write the disk refuses throws and changes nothing, in memory as on disk.
 
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { mkdirSync, renameSync } from 'node:fs';
 import { fileSize } from '../../shared/file-size.ts';
 import { CairnError } from '../../shared/errors.ts';
+import { adoptIncrementalVacuum, openDurable, reclaim } from '../../shared/durable-sqlite.ts';
+import type { LogSize } from './compaction-policy.ts';
 import { join } from 'node:path';
 import type { RegistryCommand } from './commands.ts';
 import type { RegistrySnapshot } from './state-machine.ts';
@@ -35,20 +40,23 @@ export class RegistryStore {
   private readonly db: Database.Database;
   private readonly insert: Database.Statement;
   private seq = 0;
-  private commandsSinceSnapshot = 0;
+  private readonly size: LogSize = { entries: 0, bytes: 0, snapshotBytes: 0 };
+  /** The file, for messages. */
+  readonly path: string;
+  /** False when the file predates auto vacuum and could not be rewritten yet (a full disk): it does not shrink until a later start. */
+  readonly shrinks: boolean;
 
   constructor(dataDir: string, options: RegistryStoreOptions = {}) {
     mkdirSync(dataDir, { recursive: true });
     const path = join(dataDir, 'registry.sqlite');
+    this.path = path;
     const size = fileSize(path);
     // A brand-new data dir (no file) starts empty; a file that is there but empty or
     // unreadable is a registry that was lost, and starting empty would invent a new cluster.
     if (size === 0 && !options.acceptEmpty) throw unusable(path, 'is empty (0 bytes)');
     let db: Database.Database | undefined;
     try {
-      db = new Database(path);
-      db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = FULL');
+      db = openDurable(path);
       if (size !== undefined && size > 0) {
         const tables = db.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name IN ('commands', 'snapshot')").all();
         if (tables.length < 2) throw unusable(path, 'holds no registry (its tables are missing)');
@@ -61,9 +69,7 @@ export class RegistryStore {
         throw unusable(path, `is unreadable (${(err as Error).message}): truncated or not a registry`);
       }
       if (size !== undefined && size > 0) renameSync(path, `${path}.unusable-${Date.now()}`);
-      db = new Database(path);
-      db.pragma('journal_mode = WAL');
-      db.pragma('synchronous = FULL');
+      db = openDurable(path);
     }
     this.db = db;
     this.db.exec(`
@@ -71,6 +77,7 @@ export class RegistryStore {
       CREATE TABLE IF NOT EXISTS snapshot (id INTEGER PRIMARY KEY CHECK (id = 1), seq INTEGER NOT NULL, body TEXT NOT NULL);
     `);
     this.insert = this.db.prepare('INSERT INTO commands (seq, body) VALUES (?, ?)');
+    this.shrinks = adoptIncrementalVacuum(this.db);
   }
 
   load(): LoadedRegistry {
@@ -78,7 +85,9 @@ export class RegistryStore {
     const from = snap?.seq ?? 0;
     const rows = this.db.prepare('SELECT seq, body FROM commands WHERE seq > ? ORDER BY seq').all(from) as { seq: number; body: string }[];
     this.seq = rows.length > 0 ? rows[rows.length - 1].seq : from;
-    this.commandsSinceSnapshot = rows.length;
+    this.size.entries = rows.length;
+    this.size.bytes = rows.reduce((n, r) => n + Buffer.byteLength(r.body), 0);
+    this.size.snapshotBytes = snap ? Buffer.byteLength(snap.body) : 0;
     return {
       snapshot: snap ? (JSON.parse(snap.body) as RegistrySnapshot) : undefined,
       commands: rows.map((r) => JSON.parse(r.body) as RegistryCommand),
@@ -86,27 +95,37 @@ export class RegistryStore {
     };
   }
 
-  /** Appends commands in one durable transaction. */
+  /** Appends commands in one durable transaction; throws (changing nothing) when the disk refuses it. */
   append(commands: readonly RegistryCommand[]): void {
-    const tx = this.db.transaction((cmds: readonly RegistryCommand[]) => {
-      for (const c of cmds) this.insert.run(++this.seq, JSON.stringify(c));
-    });
-    tx(commands);
-    this.commandsSinceSnapshot += commands.length;
+    const bodies = commands.map((c) => JSON.stringify(c));
+    const first = this.seq + 1;
+    this.db.transaction(() => {
+      bodies.forEach((body, i) => this.insert.run(first + i, body));
+    })();
+    this.seq += bodies.length;
+    this.size.entries += bodies.length;
+    this.size.bytes += bodies.reduce((n, b) => n + Buffer.byteLength(b), 0);
   }
 
-  get pendingCompaction(): number {
-    return this.commandsSinceSnapshot;
+  /** The log since the snapshot, and the snapshot, in commands and bytes. */
+  logSize(): Readonly<LogSize> {
+    return this.size;
   }
 
-  /** Replaces the log up to now with a snapshot of the state it produced. */
-  compact(snapshot: RegistrySnapshot): void {
+  /**
+   * Replaces the log up to now with a snapshot of the state it produced (`body`, its JSON),
+   * then gives the freed space back to the file system. Throws when the disk refuses the
+   * snapshot (the log stays as it was); the space is given back at the next compaction if
+   * only that step was refused.
+   */
+  compact(body: string): void {
     const seq = this.seq;
     this.db.transaction(() => {
-      this.db.prepare('INSERT OR REPLACE INTO snapshot (id, seq, body) VALUES (1, ?, ?)').run(seq, JSON.stringify(snapshot));
+      this.db.prepare('INSERT OR REPLACE INTO snapshot (id, seq, body) VALUES (1, ?, ?)').run(seq, body);
       this.db.prepare('DELETE FROM commands WHERE seq <= ?').run(seq);
     })();
-    this.commandsSinceSnapshot = 0;
+    Object.assign(this.size, { entries: 0, bytes: 0, snapshotBytes: Buffer.byteLength(body) });
+    reclaim(this.db);
   }
 
   close(): void {

@@ -5,6 +5,15 @@
 // its own entry comes back committed. Membership changes (an operator adding, replacing or
 // removing a master) go through here too, one server at a time; the URLs of members travel
 // in the log with them (see members.ts), so the transport learns and forgets peers.
+//
+// A disk that refuses a write (full, over quota, failing) does not stop the master. The
+// Ready whose write failed is held: nothing that speaks for it is sent (no vote, no
+// acknowledgement, no heartbeat), nothing of it is applied, and it is written again every
+// tick until the disk takes it. Meanwhile the proposals waiting here are told
+// CAIRN_STORAGE_FULL (507) and new ones refused with it; reads are answered from the state
+// in memory. A leader that cannot write falls silent, so the members that can write elect
+// another; once the disk has room the held Ready is written and the member carries on where
+// it was, without a restart.
 
 import { mkdirSync } from 'node:fs';
 import { fileSize } from '../../shared/file-size.ts';
@@ -13,7 +22,7 @@ import type { Logger } from 'pino';
 import { componentLogger } from '../../shared/logger.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { cryptoRandom } from '../../shared/crypto-random.ts';
-import { RaftNode } from '../../shared/raft/node.ts';
+import { RaftNode, type Ready } from '../../shared/raft/node.ts';
 import { decodeConfChange } from '../../shared/raft/confchange.ts';
 import { SqliteRaftStorage } from '../../shared/raft/sqlite-storage.ts';
 import type { ConfChange, Message, NodeId, Role } from '../../shared/raft/types.ts';
@@ -27,6 +36,8 @@ import {
 } from './members.ts';
 import { askPeersAboutSelf, PeerTransport, type IncarnationGuard } from './peer-transport.ts';
 import { monotonicMs } from '../../shared/steady-clock.ts';
+import { isStorageRefusal, storageFull } from '../../shared/storage-full.ts';
+import { DEFAULT_COMPACTION, logOutgrown, ShrinkPacer, snapshotShrinks, type CompactionLimits, type LogSize } from '../registry/compaction-policy.ts';
 
 export interface RaftLogOptions {
   id: NodeId;
@@ -47,8 +58,10 @@ export interface RaftLogOptions {
   /** One tick; elections time out after electionTicks of them (default 100 ms × 10). */
   tickMs?: number;
   electionTicks?: number;
-  /** Applied entries between snapshots of the registry. */
+  /** Applied entries between snapshots of the registry (default: compaction's maxEntries, 10,000 when neither is given). */
   snapshotEvery?: number;
+  /** When the log is folded into a snapshot (registry/compaction-policy.ts); snapshotEvery, when given, is its maxEntries. */
+  compaction?: Partial<CompactionLimits>;
   /** How long a master with empty storage waits for its peers' answers before founding (default 2 s). */
   askPeersTimeoutMs?: number;
   /** How long an added master may take to catch up before its promotion is given up (default 60 s). */
@@ -80,6 +93,8 @@ export interface ReplicationStatus {
   ready: boolean;
   /** Why not, when not ready. */
   notReady?: string;
+  /** Set while this master's disk refuses writes: what it said. Writes are refused (507) meanwhile. */
+  storageRefusing?: string;
 }
 
 
@@ -95,6 +110,10 @@ function storageLost(opts: RaftLogOptions, what: string): CairnError {
 const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const EMPTY_REGISTRY = { agents: [], frameworks: [], tasks: [] };
+
+/** The log a master keeps behind its snapshot for followers a little behind: at most so many entries, and bytes. */
+const TAIL_ENTRIES = 1000;
+const TAIL_BYTES = 8 * 1024 * 1024;
 
 /** A membership change proposed here, waiting to come back applied. */
 interface PendingChange {
@@ -116,8 +135,16 @@ export class RaftCommandLog implements CommandLog {
   private scheduled = false;
   private closed = false;
   private applied = 0;
-  private sinceSnapshot = 0;
-  private readonly snapshotEvery: number;
+  /** Entries and bytes applied since the last snapshot, and the snapshot's bytes. */
+  private readonly sinceSnapshot: LogSize = { entries: 0, bytes: 0, snapshotBytes: 0 };
+  private readonly limits: CompactionLimits;
+  private readonly pacer: ShrinkPacer;
+  /** The Ready whose write the disk refused, with what it holds back: written again each tick. */
+  private held: { rd: Ready; late: readonly Message[] } | undefined;
+  /** The disk's last refusal, until a write succeeds again. */
+  private refusing: Error | undefined;
+  /** Peers' incarnations learnt (or forgotten) while the disk refused them: written once it takes writes. */
+  private readonly unsavedIncarnations = new Map<NodeId, string | undefined>();
   /** Every member's URL as of the applied index (this master's own always included). */
   private members: Map<NodeId, string>;
   private readonly pendingChanges = new Map<number, PendingChange>();
@@ -140,7 +167,9 @@ export class RaftCommandLog implements CommandLog {
     this.storage = storage;
     const snap = storage.snapshot();
     this.members = urlsFromSnapshot(decodeReplicaSnapshot(snap.data).urls, opts.members, snap.metadata.confState, opts.id);
-    this.snapshotEvery = opts.snapshotEvery ?? 10_000;
+    this.limits = { ...DEFAULT_COMPACTION, maxEntries: 10_000, ...opts.compaction, ...(opts.snapshotEvery !== undefined ? { maxEntries: opts.snapshotEvery } : {}) };
+    this.pacer = new ShrinkPacer(this.limits.checkEveryMs, monotonicMs());
+    this.sinceSnapshot.snapshotBytes = snap.data.length;
     this.applied = storage.snapshot().metadata.index;
     this.appliedTerm = storage.snapshot().metadata.term;
     this.node = new RaftNode(
@@ -169,6 +198,7 @@ export class RaftCommandLog implements CommandLog {
       if (this.lost !== undefined) return;
       this.node.tick();
       this.schedule();
+      this.shrinkIfWorth();
     }, opts.tickMs ?? 100);
     this.timer.unref();
     this.schedule();
@@ -218,6 +248,9 @@ export class RaftCommandLog implements CommandLog {
 
   propose(proposalId: string, command: RegistryCommand): void {
     if (this.closed) throw new Error('registry is closed');
+    // Behind a Ready the disk refused, a proposal could only wait; once nothing is held, the
+    // next write finds out whether the disk has room again.
+    if (this.held !== undefined) throw storageFull(this.opts.dataDir, this.refusing, 'the change was not recorded');
     this.node.propose(encoder.encode(JSON.stringify({ p: proposalId, c: command })));
     this.schedule();
   }
@@ -244,6 +277,7 @@ export class RaftCommandLog implements CommandLog {
       replayedPeerFrames: this.transport.replayedFrames,
       incarnation: this.storage.incarnation,
       ...this.readiness(s.role, s.leader, s.commit),
+      ...(this.refusing !== undefined ? { storageRefusing: this.refusing.message } : {}),
     };
   }
 
@@ -270,7 +304,7 @@ export class RaftCommandLog implements CommandLog {
         if (known === undefined) {
           if (pin && this.members.has(id)) {
             this.incarnations.set(id, incarnation);
-            this.storage.setPeerIncarnation(id, incarnation);
+            this.saveIncarnation(id, incarnation);
           }
           return true;
         }
@@ -459,26 +493,35 @@ export class RaftCommandLog implements CommandLog {
 
   /** The Ready loop: persist, then send (a leader's appends first), then apply, then advance. */
   private process(): void {
-    while (!this.closed && this.node.hasReady()) {
-      const rd = this.node.ready();
-      // A leader's appends promise nothing about its own disk (its copy counts towards a
-      // quorum only once persisted() says so), so they go out before its fsync and the
-      // followers write in parallel with it (Raft thesis §10.2.1). Everything else (votes,
-      // acknowledgements) speaks for what this write makes durable and waits for it.
-      const early = rd.messages.filter((m) => m.type === 'append');
-      const late = early.length === 0 ? rd.messages : rd.messages.filter((m) => m.type !== 'append');
-      // A master whose storage was lost sends nothing: no votes, no acknowledgements.
-      const out = this.lost === undefined;
-      if (early.length > 0 && out) this.transport.send(early);
-      if (rd.snapshot || rd.entries.length > 0 || rd.hardState) {
-        this.storage.save({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState, mustSync: rd.mustSync });
+    while (!this.closed) {
+      let rd: Ready;
+      let late: readonly Message[];
+      if (this.held !== undefined) {
+        ({ rd, late } = this.held);
+      } else {
+        if (!this.node.hasReady()) break;
+        rd = this.node.ready();
+        // A leader's appends promise nothing about its own disk (its copy counts towards a
+        // quorum only once persisted() says so), so they go out before its fsync and the
+        // followers write in parallel with it (Raft thesis §10.2.1). Everything else (votes,
+        // acknowledgements) speaks for what this write makes durable and waits for it.
+        const early = rd.messages.filter((m) => m.type === 'append');
+        late = early.length === 0 ? rd.messages : rd.messages.filter((m) => m.type !== 'append');
+        // A master whose storage was lost sends nothing: no votes, no acknowledgements.
+        if (early.length > 0 && this.lost === undefined) this.transport.send(early);
       }
-      if (late.length > 0 && out) this.transport.send(late);
+      if (!this.persist(rd)) {
+        this.held = { rd, late };
+        return;
+      }
+      this.held = undefined;
+      if (late.length > 0 && this.lost === undefined) this.transport.send(late);
       if (rd.snapshot) {
         const snap = decodeReplicaSnapshot(rd.snapshot.data);
         this.registry.restore(snap.registry ?? EMPTY_REGISTRY);
         this.applied = rd.snapshot.metadata.index;
         this.appliedTerm = rd.snapshot.metadata.term;
+        Object.assign(this.sinceSnapshot, { entries: 0, bytes: 0, snapshotBytes: rd.snapshot.data.length });
         this.members = urlsFromSnapshot(snap.urls, this.opts.members, rd.snapshot.metadata.confState, this.opts.id);
         this.setPeers();
         this.failChanges(new CairnError('CAIRN_NOT_LEADER', 'a snapshot from another leader replaced the log; check the membership'), this.applied);
@@ -493,7 +536,7 @@ export class RaftCommandLog implements CommandLog {
           // A member removed, or added (again), is a new member next time: its incarnation is learnt afresh.
           if ((cc.type === 'remove' || cc.type === 'addLearner') && cc.nodeId !== this.opts.id && this.incarnations.has(cc.nodeId)) {
             this.incarnations.delete(cc.nodeId);
-            this.storage.setPeerIncarnation(cc.nodeId, undefined);
+            this.saveIncarnation(cc.nodeId, undefined);
           }
           this.members = urlsAfterChange(this.members, cc, this.opts.id);
           this.setPeers();
@@ -502,7 +545,8 @@ export class RaftCommandLog implements CommandLog {
         if (e.data.length === 0) continue; // a new leader's empty entry
         const { p, c } = JSON.parse(decoder.decode(e.data)) as { p: string; c: RegistryCommand };
         this.registry.applyCommitted(c, p);
-        this.sinceSnapshot++;
+        this.sinceSnapshot.entries++;
+        this.sinceSnapshot.bytes += e.data.length;
       }
       if (rd.softState) {
         if (rd.softState.role !== 'leader') {
@@ -523,17 +567,101 @@ export class RaftCommandLog implements CommandLog {
         for (const l of this.roleListeners) l('leader', this.node.leader);
       }
       this.node.advance();
-      if (this.sinceSnapshot >= this.snapshotEvery) this.snapshot();
+      if (logOutgrown(this.sinceSnapshot, this.limits)) this.snapshot(this.snapshotData());
     }
   }
 
-  private snapshot(): void {
-    this.sinceSnapshot = 0;
+  /**
+   * Writes a Ready's snapshot, entries and hard state (and peers' incarnations learnt while
+   * the disk refused them); false when the disk refused it, which is then reported once.
+   */
+  private persist(rd: Ready): boolean {
+    try {
+      if (rd.snapshot || rd.entries.length > 0 || rd.hardState) {
+        this.storage.save({ snapshot: rd.snapshot, entries: rd.entries, hardState: rd.hardState, mustSync: rd.mustSync });
+      }
+      for (const [id, incarnation] of this.unsavedIncarnations) {
+        this.storage.setPeerIncarnation(id, incarnation);
+        this.unsavedIncarnations.delete(id);
+      }
+    } catch (err) {
+      if (!isStorageRefusal(err)) throw err;
+      this.refused(err as Error);
+      return false;
+    }
+    if (this.refusing !== undefined) {
+      this.refusing = undefined;
+      this.opts.log.info({ dataDir: this.opts.dataDir }, 'the data dir takes writes again: this master votes, acknowledges and takes changes again');
+    }
+    return true;
+  }
+
+  private refused(err: Error): void {
+    if (this.refusing === undefined) {
+      this.opts.log.warn(
+        { dataDir: this.opts.dataDir, err: err.message },
+        'the data dir refuses writes (disk full?): this master sends no votes or acknowledgements and refuses changes with 507 until it has room; reads are served',
+      );
+      // What waits here cannot be confirmed by this master now; a quorum that can write may still commit it.
+      const unknown = storageFull(this.opts.dataDir, err, 'this master cannot confirm the change; it may still be applied by the masters that can write');
+      this.registry.failPending(unknown);
+      this.failChanges(unknown);
+    }
+    this.refusing = err;
+  }
+
+  /** Records a peer's incarnation now, or with the next write the disk takes. */
+  private saveIncarnation(id: NodeId, incarnation: string | undefined): void {
+    this.unsavedIncarnations.delete(id);
+    try {
+      this.storage.setPeerIncarnation(id, incarnation);
+    } catch (err) {
+      if (!isStorageRefusal(err)) throw err;
+      this.unsavedIncarnations.set(id, incarnation);
+    }
+  }
+
+  private snapshotData(): Uint8Array {
+    return encodeReplicaSnapshot(this.registry.state.snapshot(), this.members);
+  }
+
+  /** Measures the state now and then: after deletions a snapshot of it may shrink the store. */
+  private shrinkIfWorth(): void {
+    const started = monotonicMs();
+    if (this.closed || this.held !== undefined || !this.pacer.due(started, this.sinceSnapshot)) return;
+    const data = this.snapshotData();
+    this.pacer.measured(monotonicMs(), monotonicMs() - started);
+    if (snapshotShrinks(this.sinceSnapshot, data.length)) this.snapshot(data);
+  }
+
+  /** Snapshots the applied state (`data`) and drops the log behind it but a short tail; a refusal of the disk leaves both for later. */
+  private snapshot(data: Uint8Array): void {
+    if (this.applied <= this.storage.snapshot().metadata.index) return;
     const conf = this.node.status().config;
-    this.storage.createSnapshot(this.applied, conf, encodeReplicaSnapshot(this.registry.state.snapshot(), this.members));
-    // Keep a tail so that followers a little behind catch up from the log, not a snapshot.
-    const keepFrom = this.applied - 1000;
-    if (keepFrom > this.storage.firstIndex()) this.storage.compact(keepFrom);
+    try {
+      this.storage.createSnapshot(this.applied, conf, data);
+      Object.assign(this.sinceSnapshot, { entries: 0, bytes: 0, snapshotBytes: data.length });
+      // Keep a tail so that followers a little behind catch up from the log, not a snapshot.
+      const keepFrom = this.tailStart();
+      if (keepFrom > this.storage.firstIndex()) this.storage.compact(keepFrom);
+    } catch (err) {
+      if (!isStorageRefusal(err)) throw err;
+      this.refused(err as Error);
+    }
+  }
+
+  /** The last index to drop: the tail after it holds at most TAIL_ENTRIES entries and TAIL_BYTES. */
+  private tailStart(): number {
+    const first = this.storage.firstIndex();
+    const from = Math.max(first, this.applied - TAIL_ENTRIES + 1);
+    if (from > this.applied) return this.applied;
+    const tail = this.storage.entries(from, this.applied + 1, Number.MAX_SAFE_INTEGER) ?? [];
+    let bytes = 0;
+    for (let i = tail.length - 1; i >= 0; i--) {
+      bytes += tail[i].data.length;
+      if (bytes > TAIL_BYTES) return tail[i].index;
+    }
+    return from - 1;
   }
 
   close(): void {

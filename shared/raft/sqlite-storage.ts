@@ -12,13 +12,15 @@
 // (CAIRN_RAFT_CORRUPT_LOG) so an operator decides (wipe the member and re-add it, or open
 // with onLostCommitted: 'truncate' to accept the loss on this member).
 
-import Database from 'better-sqlite3';
+import type Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { fileSize } from '../file-size.ts';
 import { dirname } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { CairnError } from '../errors.ts';
+import { adoptIncrementalVacuum, openDurable, reclaim } from '../durable-sqlite.ts';
+import { isStorageRefusal } from '../storage-full.ts';
 import { bootstrapSnapshot, HeldLog } from './held-log.ts';
 import type { ConfState, Entry, HardState, NodeId, Snapshot } from './types.ts';
 
@@ -111,6 +113,8 @@ export class SqliteRaftStorage extends HeldLog {
   readonly incarnation: string;
   /** The file as found on open: absent (made now), 0 bytes (emptied), or holding a database. */
   readonly found: 'absent' | 'empty' | 'existing';
+  /** False when the file predates auto vacuum and the disk had no room to rewrite it: it shrinks only from a later start. */
+  readonly shrinks: boolean = true;
   private readonly stmt: {
     insertEntry: Database.Statement;
     deleteFrom: Database.Statement;
@@ -128,10 +132,8 @@ export class SqliteRaftStorage extends HeldLog {
     mkdirSync(dirname(path), { recursive: true });
     const size = fileSize(path);
     this.found = size === undefined ? 'absent' : size === 0 ? 'empty' : 'existing';
-    this.db = new Database(path);
+    this.db = openDurable(path);
     try {
-      this.db.pragma('journal_mode = WAL');
-      this.db.pragma('synchronous = FULL');
       this.db.exec(`
         CREATE TABLE IF NOT EXISTS hard_state (id INTEGER PRIMARY KEY CHECK (id = 1), term INTEGER NOT NULL, vote INTEGER NOT NULL, commit_index INTEGER NOT NULL, crc INTEGER NOT NULL);
         CREATE TABLE IF NOT EXISTS log_base (id INTEGER PRIMARY KEY CHECK (id = 1), idx INTEGER NOT NULL, term INTEGER NOT NULL);
@@ -154,6 +156,7 @@ export class SqliteRaftStorage extends HeldLog {
         getSnapshot: this.db.prepare('SELECT idx, term, conf, data, crc FROM snapshot WHERE id = 1'),
       };
       this.load(options.onLostCommitted ?? 'refuse');
+      this.shrinks = adoptIncrementalVacuum(this.db);
     } catch (err) {
       this.db.close();
       throw err;
@@ -292,6 +295,7 @@ export class SqliteRaftStorage extends HeldLog {
     if (w.snapshot !== undefined && w.snapshot.metadata.index > this.snap.metadata.index) {
       this.snap = w.snapshot;
       this.restartAfter(base.index, base.term);
+      this.reclaimSpace();
     }
     this.replaceTail(keep, appended);
     if (w.hardState !== undefined) this.hard = w.hardState;
@@ -320,6 +324,16 @@ export class SqliteRaftStorage extends HeldLog {
       this.stmt.putBase.run(index, term);
     })();
     this.dropUpTo(index, term);
+    this.reclaimSpace();
+  }
+
+  /** Gives the pages dropped entries and snapshots held back to the file system; a disk that refuses it now is asked again at the next compaction. */
+  private reclaimSpace(): void {
+    try {
+      reclaim(this.db);
+    } catch (err) {
+      if (!isStorageRefusal(err)) throw err;
+    }
   }
 
   /** The incarnation of each peer as first seen here (a member known to have kept its storage). */
