@@ -32,6 +32,9 @@ const CORE = [
   '^agent/health/health-state[.]ts$',
   // Sharing: priority classes, quotas, the victim selector and the usage view.
   '^master/sharing/',
+  // Sharing's shapes both the master and the command line use: role names, priority classes,
+  // object limits and the sharing endpoints' answers.
+  '^shared/sharing/',
 ];
 
 

@@ -7,7 +7,7 @@
 import type { TaskState } from '../shared/agent-messages.ts';
 import { buildInfoText, processMetricsText } from '../shared/process-metrics.ts';
 import { promFamily, type Sample } from '../shared/prometheus.ts';
-import type { AgentUsage } from './usage/usage.ts';
+import type { AgentUsage } from '../shared/agent-usage.ts';
 
 const MIB = 1024 * 1024;
 

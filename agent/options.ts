@@ -13,16 +13,14 @@ import { tryParseAddress } from '../shared/gossip/address.ts';
 import type { DaemonGossipOptions } from '../shared/gossip/cluster.ts';
 import type { TlsMaterial } from '../shared/tls.ts';
 import { CAIRN_VERSION } from '../shared/version.ts';
-import { AGENT_DEFAULTS, MAX_GPU_SHARING, MAX_TASK_DISK_MB, MAX_TASK_PIDS, RECOVER_MODES } from './defaults.ts';
+import { ADDABLE_CAPABILITIES, AGENT_DEFAULTS, MAX_GPU_SHARING, MAX_TASK_DISK_MB, MAX_TASK_PIDS, RECOVER_MODES, type RecoverMode } from '../shared/agent-defaults.ts';
 import { isValidUserName, parseTaskUserMap } from './task-users.ts';
 import { parseUidRange, type UidRange } from './task-uids.ts';
 import { validateResourcesOverride } from './resources/discover.ts';
-import type { RecoverMode } from './executors/process/executor.ts';
 import type { AgentCredential } from './credential.ts';
 import type { DockerConfig } from '../shared/docker-auth.ts';
 import { loadDockerConfig } from './executors/docker/registry-auth.ts';
 import { HostPathAllowList } from './executors/docker/host-path-allow.ts';
-import { ADDABLE_CAPABILITIES } from './executors/docker/container-config.ts';
 
 /** The agent's gossip member (see membership.ts); without `join`, the masters are asked for members. */
 export type AgentGossipOptions = DaemonGossipOptions;

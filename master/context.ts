@@ -9,7 +9,7 @@ import type { MasterAuth } from './auth/master-auth.ts';
 import type { Master } from './master.ts';
 import type { Registry } from './registry/registry.ts';
 import type { ReplicationStatus } from './replication/raft-log.ts';
-import type { PriorityClasses } from './sharing/priority-classes.ts';
+import type { PriorityClasses } from '../shared/sharing/priority-classes.ts';
 import type { QuotaGate } from './builtin/quota-gate.ts';
 
 export interface MasterContext {

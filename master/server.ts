@@ -39,7 +39,7 @@ import { registerUi, type UiHandle } from './ui/register.ts';
 import { privateDataDir } from './data-dir-modes.ts';
 import { taskOwner } from './builtin/task-owner.ts';
 import { QuotaGate } from './builtin/quota-gate.ts';
-import { compileObjectLimits, type ObjectLimits } from './sharing/object-limits.ts';
+import { compileObjectLimits, type ObjectLimits } from '../shared/sharing/object-limits.ts';
 import type { CompactionLimits } from './registry/compaction-policy.ts';
 
 export interface MasterOptions extends Partial<Omit<MasterConfig, 'dataDir'>> {

@@ -8,7 +8,8 @@ import type { LogChunk } from '../../shared/master-state.ts';
 import type { GpuPool } from '../resources/gpu-pool.ts';
 import type { DockerExecutor } from './docker/docker-executor.ts';
 import { isContainerTask } from './docker/docker-executor.ts';
-import type { KillOutcome, LaunchOutcome, ProcessExecutor, RecoverMode, TaskSnapshot, TaskStatusChange } from './process/executor.ts';
+import type { KillOutcome, LaunchOutcome, ProcessExecutor, TaskSnapshot, TaskStatusChange } from './process/executor.ts';
+import type { RecoverMode } from '../../shared/agent-defaults.ts';
 import { MAX_LOG_READ_BYTES, type LogStream } from './process/sandbox.ts';
 
 /** Whether container tasks can run here, decided once at start (and why not). */

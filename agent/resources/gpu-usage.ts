@@ -10,20 +10,12 @@
 // "[Not Supported]", as MIG-enabled GPUs say for utilisation) are unknown, not errors.
 
 import { execa } from 'execa';
+import type { GpuUsage } from '../../shared/agent-usage.ts';
 
 export const NVIDIA_SMI_USAGE_ARGS = [
   '--query-gpu=index,uuid,memory.used,memory.total,utilization.gpu',
   '--format=csv,noheader,nounits',
 ] as const;
-
-export interface GpuUsage {
-  index: number;
-  uuid: string;
-  memoryUsedMiB: number | null;
-  memoryTotalMiB: number | null;
-  /** Percent of time a kernel ran over the last sample period; null when the device does not say. */
-  utilizationPercent: number | null;
-}
 
 export interface GpuUsageParse {
   gpus: GpuUsage[];

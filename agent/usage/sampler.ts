@@ -9,8 +9,9 @@ import { Resources } from '../../shared/resources.ts';
 import type { ProcessExecutor } from '../executors/process/executor.ts';
 import { listProcesses, usageByGroup } from '../executors/process/proc.ts';
 import { readUsage } from '../isolation/cgroups.ts';
-import { queryGpuUsage, unhealthyGpus, type GpuUsage, type GpuUsageResult } from '../resources/gpu-usage.ts';
-import { cpuRate, sumUsage, type AgentUsage, type TaskUsage } from './usage.ts';
+import { queryGpuUsage, unhealthyGpus, type GpuUsageResult } from '../resources/gpu-usage.ts';
+import { cpuRate, sumUsage } from './usage.ts';
+import type { AgentUsage, GpuUsage, TaskUsage } from '../../shared/agent-usage.ts';
 
 export const DEFAULT_USAGE_INTERVAL_MS = 5000;
 

@@ -1,59 +1,8 @@
-// What a task and the agent use, as served at `GET /api/v1/tasks/:id/usage` and
-// `GET /api/v1/usage` (pure: shapes, the CPU rate between two samples, the sums).
+// The CPU rate between two usage samples and the sums over a sample's tasks (pure); the shapes
+// served at `GET /api/v1/tasks/:id/usage` and `GET /api/v1/usage` are in shared/agent-usage.ts.
 
 import type { UsageReport } from '../../shared/agent-protocol.ts';
-import type { GpuUsage } from '../resources/gpu-usage.ts';
-
-export interface TaskUsage {
-  taskId: string;
-  frameworkId: string;
-  /** When the sample was taken (agent clock, ms since the epoch). */
-  timestampMs: number;
-  /** Where the figures come from: the task's cgroup (everything it ran), or /proc (its live process group). */
-  source: 'cgroup' | 'proc';
-  /** CPU time used so far, in seconds. */
-  cpuSeconds: number;
-  /** CPUs used on average since the previous sample; null on a task's first sample. */
-  cpusUsed: number | null;
-  /** The task's `cpus`. */
-  cpusLimit: number;
-  memoryBytes: number;
-  rssBytes: number;
-  /** The task's `mem` in bytes (its hard limit under cgroups). */
-  memoryLimitBytes: number;
-  /** The devices the task holds (whole-device figures). */
-  gpus: GpuUsage[];
-  /** What the task's sandbox (and a container's own layer) takes on disk; absent before its first measurement (agent/isolation/disk-watcher.ts). */
-  diskBytes?: number;
-  /** The task's disk limit in bytes; null: none. */
-  diskLimitBytes?: number | null;
-  /** False when diskBytes is a lower bound (the measurement stopped early). */
-  diskComplete?: boolean;
-}
-
-export interface UsageTotals {
-  tasks: number;
-  cpusUsed: number;
-  cpusLimit: number;
-  memoryBytes: number;
-  rssBytes: number;
-  memoryLimitBytes: number;
-  gpus: number;
-  gpuMemoryUsedMiB: number;
-}
-
-export interface AgentUsage {
-  agentId: string | null;
-  timestampMs: number;
-  intervalMs: number;
-  tasks: TaskUsage[];
-  /** Sums over the tasks. */
-  total: UsageTotals;
-  /** Every GPU of the agent (absent figures: nvidia-smi did not say). */
-  gpus: GpuUsage[];
-  /** GPUs taken out of service, with why. */
-  unhealthyGpus: { index: number; reason: string }[];
-}
+import type { AgentUsage, TaskUsage, UsageTotals } from '../../shared/agent-usage.ts';
 
 /** Average CPUs used between two readings of cumulative CPU time. */
 export function cpuRate(prev: { cpuSeconds: number; timestampMs: number } | undefined, cpuSeconds: number, timestampMs: number): number | null {

@@ -6,10 +6,9 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { loadAgentCredential, type AgentCredential } from '../../agent/credential.ts';
-import { parseAcls } from '../../master/auth/acls.ts';
-import { bootstrapCredentials, loadCredentials, type BootstrapCredentials } from '../../master/auth/credentials.ts';
-import { MasterAuth, type MasterAuthOptions, type Openable } from '../../master/auth/master-auth.ts';
+import { loadAgentCredential, type AgentCredential } from '../../agent/entry.ts';
+import { bootstrapCredentials, loadCredentials, MasterAuth, parseAcls, type BootstrapCredentials, type MasterAuthOptions } from '../../master/entry.ts';
+import type { Openable } from '../../shared/openable.ts';
 import { CairnError } from '../../shared/errors.ts';
 
 /** Fresh secrets: 192 bits, URL-safe, so they survive shells and headers unquoted. */

@@ -6,9 +6,9 @@ import { InvalidArgumentError } from 'commander';
 import { Resources } from '../../shared/resources.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { tryParseAddress } from '../../shared/gossip/address.ts';
-import { durationProblem, formatDurationMs, parseDurationMs } from '../../agent/duration.ts';
+import { durationProblem, formatDurationMs, parseDurationMs } from '../../shared/duration.ts';
 import { DEFAULT_MASTER_URL } from './options.ts';
-import { isRoleName } from '../../master/sharing/quotas.ts';
+import { isRoleName } from '../../shared/sharing/roles.ts';
 
 export function integerFlag(min: number, max: number): (value: string) => number {
   return (value) => {

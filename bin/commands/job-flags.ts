@@ -9,9 +9,9 @@ import type { Command } from 'commander';
 import { CairnError } from '../../shared/errors.ts';
 import { JOB_KINDS, type JobKind } from '../../master/frameworks/jobs/model.ts';
 import { MAX_JOB_NAME, MAX_REPLICAS, validateJobSpec } from '../../master/frameworks/jobs/spec-validate.ts';
-import { isRoleName } from '../../master/sharing/quotas.ts';
-import { isClassSpelling } from '../../master/sharing/priority-classes.ts';
-import { durationProblem, parseDurationMs } from '../../agent/duration.ts';
+import { isRoleName } from '../../shared/sharing/roles.ts';
+import { isClassSpelling } from '../../shared/sharing/priority-classes.ts';
+import { durationProblem, parseDurationMs } from '../../shared/duration.ts';
 
 /** The flags `cairn job submit` gives; values as commander parsed them (numbers) or as typed (strings). */
 export interface JobFlags {

@@ -1,12 +1,12 @@
 // The parsed, validated options of each command: what the command-line parser hands to
 // the code that runs a command. Paths are absolute; numbers are numbers.
 
-import type { AgentOptions as AgentDaemonOptions } from '../../agent/options.ts';
+import type { AgentOptions as AgentDaemonOptions } from '../../agent/entry.ts';
 import type { TlsFiles } from '../../shared/tls.ts';
-import type { Openable } from '../../master/auth/master-auth.ts';
+import type { Openable } from '../../shared/openable.ts';
 import type { LogFormat, LogLevelName } from '../../shared/logger.ts';
-import type { PriorityClasses } from '../../master/sharing/priority-classes.ts';
-import type { ObjectLimits } from '../../master/sharing/object-limits.ts';
+import type { PriorityClasses } from '../../shared/sharing/priority-classes.ts';
+import type { ObjectLimits } from '../../shared/sharing/object-limits.ts';
 
 export const DEFAULT_MASTER_URL = 'http://127.0.0.1:5050';
 

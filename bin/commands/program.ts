@@ -5,9 +5,8 @@
 
 import { resolve } from 'node:path';
 import { Argument, Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { formatDurationMs } from '../../agent/duration.ts';
-import { AGENT_DEFAULTS, MAX_GPU_SHARING, MAX_TASK_DISK_MB, MAX_TASK_PIDS, RECOVER_MODES } from '../../agent/defaults.ts';
-import { ADDABLE_CAPABILITIES } from '../../agent/executors/docker/container-config.ts';
+import { formatDurationMs } from '../../shared/duration.ts';
+import { ADDABLE_CAPABILITIES, AGENT_DEFAULTS, MAX_GPU_SHARING, MAX_TASK_DISK_MB, MAX_TASK_PIDS, RECOVER_MODES } from '../../shared/agent-defaults.ts';
 import { CAIRN_VERSION } from '../../shared/version.ts';
 import { versionReport } from './version.ts';
 import { MAX_DRAIN_DEADLINE_MS } from '../../shared/drain-request.ts';
@@ -16,8 +15,8 @@ import { clientTlsFiles, type ClientTlsFlagValues } from './client-tls.ts';
 import { masterOption } from './client-side.ts';
 import type { CliIo } from './io.ts';
 import { addLogOptions, logFlags, type LogFlagValues } from './log-flags.ts';
-import { OPENABLE, type Openable } from '../../master/auth/master-auth.ts';
-import { DEFAULT_CLASS_NAMES, parseClassList, PriorityClasses } from '../../master/sharing/priority-classes.ts';
+import { OPENABLE, type Openable } from '../../shared/openable.ts';
+import { DEFAULT_CLASS_NAMES, parseClassList, PriorityClasses } from '../../shared/sharing/priority-classes.ts';
 import {
   DEFAULT_AGENT_GOSSIP_PORT,
   DEFAULT_MASTER_GOSSIP_PORT,
@@ -52,7 +51,7 @@ import { addSharingCommands } from './sharing-program.ts';
 import { addSecretCommands } from './secret-program.ts';
 import { addUiCommands } from './ui-program.ts';
 import { attributesFlag, bytesFlag, checkMasterUrl, domainFlag, durationFlag, envFlag, gossipAddrFlag, integerFlag, ipv4Flag, joinFlag, listFlag, mastersFlag, nameFlag, numberFlag, peersFlag, resolversFlag, resourcesFlag, roleFlag, userFlag } from './flags.ts';
-import { DEFAULT_OBJECT_LIMITS, type ObjectLimits } from '../../master/sharing/object-limits.ts';
+import { DEFAULT_OBJECT_LIMITS, type ObjectLimits } from '../../shared/sharing/object-limits.ts';
 
 /** Each handler runs one command and resolves with the process exit code. */
 export interface CommandHandlers {

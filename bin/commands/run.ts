@@ -20,7 +20,7 @@ import { MasterHttpError } from '../../shared/sdk/http-error.ts';
 import { fitTasks, requirementResources, type PlacedTask, type TaskRequirement } from '../../shared/sdk/offer-fit.ts';
 import { SchedulerClient } from '../../shared/sdk/scheduler-client.ts';
 import { DeclinedOffers, explainUnfit } from '../../shared/sdk/why-waiting.ts';
-import { formatDurationMs } from '../../agent/duration.ts';
+import { formatDurationMs } from '../../shared/duration.ts';
 import { clientTls } from './client-tls.ts';
 import type { CliIo } from './io.ts';
 import { followLog, LinePrefixer } from './log-relay.ts';

@@ -3,9 +3,7 @@
 // sent to a follower reaches the leader with the credential kept, and a master that cannot
 // be reached makes way for the next one given.
 
-import type { PreemptionRecord } from '../../master/registry/commands.ts';
-import type { QuotaJson } from '../../master/sharing/quotas.ts';
-import type { Amounts, PrincipalRow, RoleRow } from '../../master/sharing/usage-view.ts';
+import type { Amounts, PrincipalRow, RoleRow, PreemptionRecord, QuotaJson } from '../../shared/sharing/views.ts';
 import { MasterApiClient } from './master-api-client.ts';
 
 /** GET /api/v1/roles. */

@@ -5,7 +5,8 @@
 
 import { InvalidArgumentError } from 'commander';
 import { parseSizeMiB } from '../../master/frameworks/tuning/quantities.ts';
-import { validRoleName, type QuotaJson } from '../../master/sharing/quotas.ts';
+import { validRoleName } from '../../shared/sharing/roles.ts';
+import type { QuotaJson } from '../../shared/sharing/views.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { SCALAR_NAMES, type ScalarName } from '../../shared/resources.ts';
 import type { QuotaBody } from './sharing-client.ts';

@@ -1,9 +1,7 @@
 // `cairn roles`, `cairn usage`, `cairn quota list|set|rm` and `cairn preemptions`: clients of
 // the sharing API. Each exits 0, or prints why not (with a hint where one helps) and exits 1.
 
-import type { PreemptionRecord } from '../../master/registry/commands.ts';
-import type { QuotaJson } from '../../master/sharing/quotas.ts';
-import type { Amounts, PrincipalRow, RoleRow, TaskUse } from '../../master/sharing/usage-view.ts';
+import type { Amounts, PrincipalRow, RoleRow, TaskUse, PreemptionRecord, QuotaJson } from '../../shared/sharing/views.ts';
 import { MasterHttpError } from '../../shared/sdk/http-error.ts';
 import { SCALAR_NAMES, type ScalarName } from '../../shared/resources.ts';
 import type { TlsFiles } from '../../shared/tls.ts';

@@ -7,7 +7,7 @@ import type { AgentView, StateView } from '../../shared/master-state.ts';
 import { MasterClient } from '../../shared/sdk/master-client.ts';
 import type { TlsClient } from '../../shared/tls.ts';
 import { clientTls } from './client-tls.ts';
-import type { AgentUsage, TaskUsage } from '../../agent/usage/usage.ts';
+import type { AgentUsage, TaskUsage } from '../../shared/agent-usage.ts';
 import type { CliIo } from './io.ts';
 import type { TopOptions } from './options.ts';
 import { formatTable } from './table.ts';

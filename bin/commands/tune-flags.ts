@@ -18,8 +18,8 @@ import { parseLaxJson, parsePaperSpace } from '../../master/frameworks/tuning/sp
 import { paramNames } from '../../master/frameworks/tuning/space/sample.ts';
 import type { SearchSpace } from '../../master/frameworks/tuning/space/types.ts';
 import { placeholderNames } from '../../master/frameworks/tuning/trial-command.ts';
-import { isRoleName } from '../../master/sharing/quotas.ts';
-import { isClassSpelling } from '../../master/sharing/priority-classes.ts';
+import { isRoleName } from '../../shared/sharing/roles.ts';
+import { isClassSpelling } from '../../shared/sharing/priority-classes.ts';
 import { experimentNameOf, NAME_RULE } from '../../master/frameworks/tuning/experiment-name.ts';
 
 /** The paper's `--tuning-type` values, and the master's own algorithm names (it maps the former). */

@@ -10,15 +10,9 @@ import { randomBytes, timingSafeEqual } from 'node:crypto';
 import type { IncomingHttpHeaders } from 'node:http';
 import { bearerToken } from '../../shared/authorization.ts';
 import { CairnError } from '../../shared/errors.ts';
+import { OPENABLE, type Openable } from '../../shared/openable.ts';
 import { Acls, type AclAction } from './acls.ts';
 import type { Credentials, Principal, PrincipalKind } from './credentials.ts';
-
-/**
- * What an operator may open to callers without a credential (`--open a,b`): the metrics,
- * the DNS API, and the scheduler API, whose unauthenticated callers act as ANONYMOUS.
- */
-export const OPENABLE = ['metrics', 'dns-api', 'scheduler'] as const;
-export type Openable = (typeof OPENABLE)[number];
 
 /**
  * The principal of an unauthenticated scheduler call under `--open scheduler` (Mesos with

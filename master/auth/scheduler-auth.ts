@@ -14,7 +14,7 @@
 import { CairnError } from '../../shared/errors.ts';
 import type { SchedulerCallParsed } from '../api/scheduler-calls.ts';
 import type { Registry } from '../registry/registry.ts';
-import type { PriorityClasses } from '../sharing/priority-classes.ts';
+import type { PriorityClasses } from '../../shared/sharing/priority-classes.ts';
 import { reservedNameKey } from '../builtin/reserved-names.ts';
 import { frameworkNameKey } from '../dns/names.ts';
 import { withEntitledLabels } from './task-labels.ts';

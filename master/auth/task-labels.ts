@@ -11,7 +11,7 @@
 
 import { CairnError } from '../../shared/errors.ts';
 import type { RefusedTask, SchedulerCallParsed, TaskSpec } from '../api/scheduler-calls.ts';
-import { PRIORITY_CLASS_LABEL, type PriorityClasses } from '../sharing/priority-classes.ts';
+import { PRIORITY_CLASS_LABEL, type PriorityClasses } from '../../shared/sharing/priority-classes.ts';
 import type { Principal } from './credentials.ts';
 import type { MasterAuth } from './master-auth.ts';
 

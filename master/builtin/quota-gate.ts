@@ -6,7 +6,7 @@
 // (registry values are frozen and replaced, never changed in place).
 
 import { objectLedger, quotaRefusal, usageOf, type QuotaState } from '../sharing/object-quota.ts';
-import type { ObjectLimits } from '../sharing/object-limits.ts';
+import type { ObjectLimits } from '../../shared/sharing/object-limits.ts';
 
 export interface Admission {
   /** The principal charged: the object's owner ('' charges no one). */

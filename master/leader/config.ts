@@ -1,7 +1,7 @@
 // The leader's settings: what the core decides with, each default with its reason. Durations
 // carry their unit in the name. Compiled once at the edge (master/server.ts) and never changed.
 
-import { PriorityClasses } from '../sharing/priority-classes.ts';
+import { PriorityClasses } from '../../shared/sharing/priority-classes.ts';
 
 export interface LeaderConfig {
   /** Agent liveness: a ping every pingIntervalMs; unreachable after maxMissedPings unanswered. */

@@ -10,7 +10,7 @@ import { Resources } from '../../shared/resources.ts';
 import type { FrameworkRecord, TaskRecord } from '../registry/commands.ts';
 import type { RegistryStateMachine } from '../registry/state-machine.ts';
 import type { CompiledQuotas } from '../sharing/quota-policy.ts';
-import { PREEMPTIBLE_LABEL, PRIORITY_CLASS_LABEL, type PriorityClasses } from '../sharing/priority-classes.ts';
+import { PREEMPTIBLE_LABEL, PRIORITY_CLASS_LABEL, type PriorityClasses } from '../../shared/sharing/priority-classes.ts';
 import { planPreemption, recheckPlan, type AgentView, type Demand, type PlanOptions, type RunningTaskView } from '../sharing/victims.ts';
 
 /** What preemption needs of the roles' quotas. */

@@ -5,6 +5,7 @@
 
 import type { ContainerSpec, HealthCheckSpec, TaskState } from '../../shared/agent-messages.ts';
 import type { DockerConfigJson } from '../../shared/docker-auth.ts';
+import type { PreemptionRecord } from '../../shared/sharing/views.ts';
 
 export interface AgentRecord {
   id: string;
@@ -61,15 +62,8 @@ export interface QuotaRecord {
   limit?: Partial<Record<'cpus' | 'mem' | 'disk' | 'gpus', number>> | null;
 }
 
-/** One preemption: who asked, why, and the tasks killed for it. */
-export interface PreemptionRecord {
-  id: string;
-  atMs: number;
-  /** `priority`: a higher class; `guarantee`: a role taking back its guarantee. */
-  cause: 'priority' | 'guarantee';
-  preemptor: { frameworkId: string; name: string; role: string; priorityClass: string; /** What it wanted room for, as the framework put it (a job's name). */ for: string };
-  victims: { taskId: string; frameworkId: string; agentId: string; role: string; priorityClass: string }[];
-}
+// One preemption's record is what `GET /api/v1/preemptions` answers, so it is defined in shared/.
+export type { PreemptionRecord };
 
 /** Preemptions the registry keeps, the oldest dropped first. */
 export const MAX_PREEMPTIONS = 500;

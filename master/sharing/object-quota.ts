@@ -9,7 +9,7 @@
 // Pure: the shell passes the state and a function that sizes a value (it may cache sizes).
 
 import { CairnError } from '../../shared/errors.ts';
-import { OBJECT_LIMIT_FLAGS, type ObjectLimits } from './object-limits.ts';
+import { OBJECT_LIMIT_FLAGS, type ObjectLimits } from '../../shared/sharing/object-limits.ts';
 
 /** What the ledger reads of the registry. */
 export interface QuotaState {

@@ -12,6 +12,8 @@
 
 import { CairnError } from '../../shared/errors.ts';
 import { Resources, SCALAR_NAMES, type ScalarName } from '../../shared/resources.ts';
+import { describeValue as describe, validRoleName } from '../../shared/sharing/roles.ts';
+import type { QuotaJson } from '../../shared/sharing/views.ts';
 
 /**
  * Caps per scalar, in thousandths (the unit of `Resources.getMilli`). A scalar that is not a
@@ -30,18 +32,6 @@ export interface Quota {
 
 type Amounts = Partial<Record<ScalarName, number>>;
 
-/**
- * The JSON shape REST and the replicated log carry, amounts in the scalar's own unit (mem and
- * disk in MB), e.g. {"role":"team/a","guarantee":{"cpus":4,"gpus":2},"limit":{"cpus":8,"mem":16384}}.
- * A scalar missing from `guarantee` is guaranteed 0; a scalar missing from `limit` is unlimited;
- * a missing or null `limit` limits nothing.
- */
-export interface QuotaJson {
-  role: string;
-  guarantee?: Amounts;
-  limit?: Amounts | null;
-}
-
 /** One capped scalar of one role whose subtree holds more than its limit. */
 export interface QuotaViolation {
   role: string;
@@ -53,8 +43,6 @@ export interface QuotaViolation {
 }
 
 const MILLI = 1000;
-const MAX_ROLE_CHARS = 256;
-const SEGMENT = /^[a-zA-Z0-9_][a-zA-Z0-9_.-]*$/;
 const QUOTA_KEYS = ['role', 'guarantee', 'limit'];
 
 function bad(field: string, message: string): CairnError {
@@ -69,14 +57,6 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function describe(v: unknown): string {
-  if (v === null) return 'null';
-  if (Array.isArray(v)) return 'a list';
-  if (typeof v === 'string') return `the string ${JSON.stringify(v)}`;
-  if (typeof v === 'object') return 'an object';
-  return String(v);
-}
-
 /** An amount as an operator reads it: "4 cpus", "16384 MB mem". */
 function amount(name: ScalarName, milli: number): string {
   const v = milli / MILLI;
@@ -89,30 +69,6 @@ function fromMilli(m: Record<ScalarName, number>): Resources {
 
 function zeroMilli(): Record<ScalarName, number> {
   return { cpus: 0, mem: 0, disk: 0, gpus: 0 };
-}
-
-/**
- * Checks a role name: `*`, or `/`-separated segments each of letters, digits, `_`, `.` and
- * `-` not starting with `.` or `-`, at most 256 characters in all. Throws a CairnError naming `field`.
- */
-/** Whether `role` is a role name (validRoleName says why not): the one grammar every edge checks. */
-export function isRoleName(role: string): boolean {
-  if (role === '*') return true;
-  if (role === '' || role.length > MAX_ROLE_CHARS) return false;
-  return role.split('/').every((segment) => SEGMENT.test(segment));
-}
-
-export function validRoleName(role: string, field = 'role'): void {
-  if (typeof role !== 'string') throw bad(field, `must be a role name, not ${describe(role)}`);
-  if (role === '*') return;
-  if (role === '') throw bad(field, 'must not be empty');
-  if (role.length > MAX_ROLE_CHARS) throw bad(field, `is ${role.length} characters; a role name has at most ${MAX_ROLE_CHARS}`);
-  for (const segment of role.split('/')) {
-    if (segment === '') throw bad(field, `'${role}' has an empty segment: roles look like 'team' or 'team/user'`);
-    if (segment === '.' || segment === '..' || !SEGMENT.test(segment)) {
-      throw bad(field, `'${role}' has a bad segment '${segment}': use letters, digits, '_', '.' and '-', not starting with '.' or '-'`);
-    }
-  }
 }
 
 /** The role one level up: 'a/b/c' -> 'a/b'; a top-level role and '*' have none. */

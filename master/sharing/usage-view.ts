@@ -8,41 +8,7 @@ import { isTerminal } from '../../shared/agent-messages.ts';
 import { Resources, SCALAR_NAMES, type ScalarName } from '../../shared/resources.ts';
 import type { FrameworkRecord, TaskRecord } from '../registry/commands.ts';
 import { ancestorsOf, quotaToJson, type QuotaTable } from './quotas.ts';
-
-export type Amounts = Record<ScalarName, number>;
-
-/** What the agents' samples say a task uses now. */
-export interface TaskUse {
-  cpus: number;
-  memMb: number;
-  gpus: number;
-}
-
-export interface RoleRow {
-  role: string;
-  weight: number;
-  /** What the role's tasks, and its sub-roles' (`team` counts `team/a`), hold. */
-  allocated: Amounts;
-  /** What they use, from usage samples; null when no agent of theirs answered. */
-  used: TaskUse | null;
-  guarantee: Partial<Amounts> | null;
-  /** Scalars not named are unlimited; null: no limit. */
-  limit: Partial<Amounts> | null;
-  /** The dominant share of the cluster (allocated / total, the largest scalar), and divided by the weight. */
-  share: number;
-  weightedShare: number;
-  tasks: number;
-  frameworks: number;
-}
-
-export interface PrincipalRow {
-  principal: string;
-  allocated: Amounts;
-  used: TaskUse | null;
-  share: number;
-  tasks: number;
-  roles: string[];
-}
+import type { Amounts, PrincipalRow, RoleRow, TaskUse } from '../../shared/sharing/views.ts';
 
 export interface UsageViewInput {
   frameworks: ReadonlyMap<string, FrameworkRecord>;

@@ -17,7 +17,7 @@ import { Cleanup, startAgentProcess, startMasterProcess, waitFor } from '../harn
 import { autoAck, RawScheduler, taskInfo } from '../harness/raw-scheduler.ts';
 import { buildSetuidImage, dockerUnavailable, setuidImageUnbuildable } from '../harness/docker.ts';
 import { parseUidRange } from '../../agent/task-uids.ts';
-import { AGENT_DEFAULTS } from '../../agent/defaults.ts';
+import { AGENT_DEFAULTS } from '../../shared/agent-defaults.ts';
 import { marathon } from '../harness/marathon.ts';
 import { authFetch } from '../harness/credentials.ts';
 

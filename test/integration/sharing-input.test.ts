@@ -11,7 +11,7 @@ import { startMaster, type MasterHandle } from '../../master/server.ts';
 import { MasterAuth } from '../../master/auth/master-auth.ts';
 import { silentLogger } from '../../shared/logger.ts';
 import { tempDir, waitFor } from '../harness/processes.ts';
-import { PriorityClasses } from '../../master/sharing/priority-classes.ts';
+import { PriorityClasses } from '../../shared/sharing/priority-classes.ts';
 import { RawScheduler } from '../harness/raw-scheduler.ts';
 
 let master: MasterHandle | undefined;

@@ -17,7 +17,7 @@ import { agentCgroupName, parseCgroupMounts } from '../../agent/isolation/cgroup
 import { sandboxDir, sanitizeTaskId } from '../../agent/executors/process/sandbox.ts';
 import { UserDb } from '../../agent/task-users.ts';
 import { parseUidRange } from '../../agent/task-uids.ts';
-import { AGENT_DEFAULTS } from '../../agent/defaults.ts';
+import { AGENT_DEFAULTS } from '../../shared/agent-defaults.ts';
 import { agentAuthHeaders, authFetch } from '../harness/credentials.ts';
 import { Cleanup, startAgentProcess, startMasterProcess, waitFor, type CairnProcess } from '../harness/processes.ts';
 import { autoAck, RawScheduler, taskInfo, type RawEvent } from '../harness/raw-scheduler.ts';

@@ -22,7 +22,7 @@ import { parseCredentials } from '../../master/auth/credentials.ts';
 import { parseAcls } from '../../master/auth/acls.ts';
 import { sandboxDir } from '../../agent/executors/process/sandbox.ts';
 import { parseUidRange } from '../../agent/task-uids.ts';
-import { AGENT_DEFAULTS } from '../../agent/defaults.ts';
+import { AGENT_DEFAULTS } from '../../shared/agent-defaults.ts';
 import type { JobView } from '../../master/frameworks/jobs/record.ts';
 import { RawScheduler, autoAck, taskInfo } from '../harness/raw-scheduler.ts';
 import { removeAgentCgroups, tempDir, waitFor } from '../harness/processes.ts';

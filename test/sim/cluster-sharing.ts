@@ -22,7 +22,7 @@ import type { FrameworkSpec, TaskSpec } from '../../master/api/scheduler-calls.t
 import type { LeaderConfig } from '../../master/leader/config.ts';
 import type { SchedulerCall } from '../../master/leader/messages.ts';
 import type { PreemptionRecord, RegistryCommand } from '../../master/registry/commands.ts';
-import { PREEMPTIBLE_LABEL, PriorityClasses } from '../../master/sharing/priority-classes.ts';
+import { PREEMPTIBLE_LABEL, PriorityClasses } from '../../shared/sharing/priority-classes.ts';
 import { planPreemption, type AgentView } from '../../master/sharing/victims.ts';
 import type { FrameworkWorld } from './cluster-framework.ts';
 import { NOT_LEADER_CLOSE, sendSchedulerCall, type SimMaster, type StreamConn } from './cluster-master.ts';

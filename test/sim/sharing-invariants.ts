@@ -9,7 +9,7 @@ import { Resources } from '../../shared/resources.ts';
 import type { PreemptionRecord, TaskRecord } from '../../master/registry/commands.ts';
 import type { RegistryStateMachine } from '../../master/registry/state-machine.ts';
 import { compileQuotas, type CompiledQuotas } from '../../master/sharing/quota-policy.ts';
-import { PREEMPTIBLE_LABEL, type PriorityClasses } from '../../master/sharing/priority-classes.ts';
+import { PREEMPTIBLE_LABEL, type PriorityClasses } from '../../shared/sharing/priority-classes.ts';
 import { planPreemption, type AgentView, type Plan, type RunningTaskView } from '../../master/sharing/victims.ts';
 import { parseOnce } from './cluster-invariants.ts';
 

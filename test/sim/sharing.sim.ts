@@ -12,7 +12,7 @@
 // `npm run sim -- sharing --seeds N` runs each seed calm and with faults; a failing seed says
 // `reproduce with --seed N` (and whether it had faults).
 
-import { PriorityClasses } from '../../master/sharing/priority-classes.ts';
+import { PriorityClasses } from '../../shared/sharing/priority-classes.ts';
 import { runSeed, type SeedResult } from './cluster.sim.ts';
 import type { SharingBug } from './cluster-sharing.ts';
 import { ARRIVALS_MS, sharingWorkload } from './sharing-workload.ts';

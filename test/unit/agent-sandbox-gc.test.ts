@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import type { TaskInfo } from '../../shared/agent-protocol.ts';
 import { ProcessExecutor } from '../../agent/executors/process/executor.ts';
 import { sandboxDir } from '../../agent/executors/process/sandbox.ts';
-import { parseDurationMs } from '../../agent/duration.ts';
+import { parseDurationMs } from '../../shared/duration.ts';
 import { SandboxGc, diskUsedPercent, planByAge, planByPressure, type SandboxEntry } from '../../agent/sandbox-gc.ts';
 
 let workDir: string;

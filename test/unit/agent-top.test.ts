@@ -5,7 +5,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { StateView } from '../../shared/master-state.ts';
-import type { AgentUsage } from '../../agent/usage/usage.ts';
+import type { AgentUsage } from '../../shared/agent-usage.ts';
 import { runTop, topFrame } from '../../bin/commands/top.ts';
 
 const MIB = 1024 * 1024;

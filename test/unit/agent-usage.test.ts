@@ -11,7 +11,8 @@ import { ProcessExecutor } from '../../agent/executors/process/executor.ts';
 import { parseGpuUsage, unhealthyGpus, type GpuUsageResult } from '../../agent/resources/gpu-usage.ts';
 import { GpuPool } from '../../agent/resources/gpu-pool.ts';
 import { UsageSampler } from '../../agent/usage/sampler.ts';
-import { cpuRate, sumUsage, type TaskUsage } from '../../agent/usage/usage.ts';
+import { cpuRate, sumUsage } from '../../agent/usage/usage.ts';
+import type { TaskUsage } from '../../shared/agent-usage.ts';
 import { buildAgentHttp } from '../../agent/http.ts';
 
 const uuid = (i: number) => `GPU-a${i}e4c1f2-33d5-4c6b-9e87-1f2a3b4c5d6${i}`;

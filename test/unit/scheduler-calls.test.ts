@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { MAX_LENGTH, parseSchedulerCall, type RefusedTask } from '../../master/api/scheduler-calls.ts';
-import { compileObjectLimits, DEFAULT_OBJECT_LIMITS } from '../../master/sharing/object-limits.ts';
+import { compileObjectLimits, DEFAULT_OBJECT_LIMITS } from '../../shared/sharing/object-limits.ts';
 import { checkJsonDepth, jsonDepth, MAX_JSON_DEPTH } from '../../master/api/json-body.ts';
 import { CairnError } from '../../shared/errors.ts';
 

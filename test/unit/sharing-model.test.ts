@@ -3,7 +3,7 @@
 // back) and the usage view (subtrees, shares, principals, samples).
 
 import { describe, expect, it } from 'vitest';
-import { PriorityClasses } from '../../master/sharing/priority-classes.ts';
+import { PriorityClasses } from '../../shared/sharing/priority-classes.ts';
 import { compileQuotas } from '../../master/sharing/quota-policy.ts';
 import { QuotaTable } from '../../master/sharing/quotas.ts';
 import { usageView } from '../../master/sharing/usage-view.ts';

@@ -11,8 +11,8 @@ import {
   type Quota,
   QuotaTable,
   quotaToJson,
-  validRoleName,
 } from '../../master/sharing/quotas.ts';
+import { validRoleName } from '../../shared/sharing/roles.ts';
 import { Resources } from '../../shared/resources.ts';
 
 const R = (text: string) => Resources.parse(text);

@@ -10,7 +10,7 @@ import { parseCredentials } from '../../master/auth/credentials.ts';
 import { MasterAuth } from '../../master/auth/master-auth.ts';
 import { withEntitledLabels } from '../../master/auth/task-labels.ts';
 import { parseSchedulerCall, type SchedulerCallParsed } from '../../master/api/scheduler-calls.ts';
-import { PriorityClasses } from '../../master/sharing/priority-classes.ts';
+import { PriorityClasses } from '../../shared/sharing/priority-classes.ts';
 
 const S = (n: string) => `${n}-0123456789abcdef`;
 const credentials = parseCredentials(JSON.stringify({ credentials: [{ principal: 'alice', secret: S('alice') }, { principal: 'bob', secret: S('bob') }] }));

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { allocateUid, homeUid, parseUidRange, TaskUidTable, taskUidsPath } from '../../agent/task-uids.ts';
 import { decideTaskUser, parsePasswd, parseTaskUserMap, type TaskUserPolicy } from '../../agent/task-users.ts';
 import { ensureJobDir } from '../../agent/job-dirs.ts';
-import { AGENT_DEFAULTS } from '../../agent/defaults.ts';
+import { AGENT_DEFAULTS } from '../../shared/agent-defaults.ts';
 import { privateDataDir } from '../../master/data-dir-modes.ts';
 import { builtinLabelRefusal } from '../../master/auth/task-labels.ts';
 import { tempDir } from '../harness/processes.ts';

@@ -34,13 +34,6 @@ const MIN_MEMORY_BYTES = 6 * 1024 * 1024;
 /** What every container is started with: a setuid binary does not raise its privileges on exec. */
 export const CONTAINER_SECURITY_OPTS: readonly string[] = ['no-new-privileges'];
 
-/**
- * Capabilities `--container-cap-add` may add back: Docker's default set less those that reach
- * past the container (MKNOD, AUDIT_WRITE, SETFCAP, SETPCAP, NET_RAW are left out), by their
- * names without `CAP_`.
- */
-export const ADDABLE_CAPABILITIES: readonly string[] = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'NET_BIND_SERVICE', 'SYS_CHROOT'];
-
 /** How a container resolves names (Docker's HostConfig Dns, DnsSearch, DnsOptions). */
 export interface ContainerDns {
   servers: readonly string[];
@@ -74,7 +67,7 @@ export interface ContainerConfigInput {
   user?: { uid: number; gid: number };
   /** Processes and threads the container may have at once; left out, no limit. */
   pidsLimit?: number;
-  /** Capabilities added back after all are dropped (ADDABLE_CAPABILITIES); left out, none. */
+  /** Capabilities added back after all are dropped (shared/agent-defaults.ts' ADDABLE_CAPABILITIES); left out, none. */
   capAdd?: readonly string[];
 }
 

@@ -59,6 +59,7 @@ import {
   type ProcessEnd,
   type SupervisorTools,
 } from './supervisor.ts';
+import type { RecoverMode } from '../../../shared/agent-defaults.ts';
 
 /** Used when neither the kill request nor the task names a grace period. */
 export const DEFAULT_KILL_GRACE_MS = 3000;
@@ -122,7 +123,6 @@ export interface ProcessExecutorOptions {
 
 export type LaunchOutcome = 'launched' | 'failed' | 'duplicate';
 export type KillOutcome = 'killing' | 'already-killing' | 'terminal' | 'unknown';
-export type RecoverMode = 'reconnect' | 'cleanup';
 
 /** What the executor knows of one task; kept until the agent releases it. */
 export interface TaskSnapshot {

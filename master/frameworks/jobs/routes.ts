@@ -19,7 +19,7 @@ import type { Principal } from '../../auth/credentials.ts';
 import { secretAccess, type SecretAccess } from '../../secrets/secret-access.ts';
 import { invalidJob } from './field-paths.ts';
 import type { JobSpec } from './model.ts';
-import type { PriorityClasses } from '../../sharing/priority-classes.ts';
+import type { PriorityClasses } from '../../../shared/sharing/priority-classes.ts';
 import { checkJobEnv, jobAdmission } from './job-limits.ts';
 
 

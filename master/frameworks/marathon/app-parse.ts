@@ -21,7 +21,7 @@ import {
 import { invalid, type ValidationDetail } from './app-errors.ts';
 import { readPullConfig } from './pull-config.ts';
 import { hostPathProblem } from '../../../shared/host-paths.ts';
-import { DEFAULT_OBJECT_LIMITS, type ObjectLimits } from '../../sharing/object-limits.ts';
+import { DEFAULT_OBJECT_LIMITS, type ObjectLimits } from '../../../shared/sharing/object-limits.ts';
 import { checkAppId, checkAppLimits, MAX_APP_INSTANCES } from './app-limits.ts';
 
 export interface ParsedApp {

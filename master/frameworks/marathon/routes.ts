@@ -20,7 +20,7 @@ import type { TaskRecord } from '../../registry/commands.ts';
 import { MarathonError, unknownApp } from './app-errors.ts';
 import { appToJson } from './app-json.ts';
 import { normaliseAppId, parseApp, type ParsedApp } from './app-parse.ts';
-import { PREEMPTIBLE_LABEL, PRIORITY_CLASS_LABEL, type PriorityClasses } from '../../sharing/priority-classes.ts';
+import { PREEMPTIBLE_LABEL, PRIORITY_CLASS_LABEL, type PriorityClasses } from '../../../shared/sharing/priority-classes.ts';
 import type { StoredApp } from './app-model.ts';
 import { sseFrame } from './event-bus.ts';
 import { boundedWriter } from '../../../shared/bounded-stream.ts';

@@ -6,7 +6,7 @@
 import type { Admission, QuotaGate } from '../../builtin/quota-gate.ts';
 import { MAX_LENGTH } from '../../api/scheduler-calls.ts';
 import { badRequest } from '../../../shared/errors.ts';
-import { envBytes, envTooLarge, type ObjectLimits } from '../../sharing/object-limits.ts';
+import { envBytes, envTooLarge, type ObjectLimits } from '../../../shared/sharing/object-limits.ts';
 import { objectKey } from '../../sharing/object-quota.ts';
 import type { ExperimentSpec } from './model.ts';
 

@@ -24,7 +24,7 @@ import type { ExperimentSpec, IgnoredField } from './model.ts';
 import { EXPERIMENT_KEY_PREFIX, type ExperimentRecord, type TrialRecord } from './record.ts';
 import { trialTaskInfo } from './trial-command.ts';
 import { readTrialStdout } from './trial-logs.ts';
-import { PRIORITY_CLASS_LABEL } from '../../sharing/priority-classes.ts';
+import { PRIORITY_CLASS_LABEL } from '../../../shared/sharing/priority-classes.ts';
 
 export const TUNING_FRAMEWORK_NAME = 'tuning';
 /** Each experiment's framework is named this, then the experiment's name. */

@@ -25,8 +25,8 @@ import { jobPlaceholderNames, trialJobSpec } from './trial-job.ts';
 import type { SearchSpace } from './space/types.ts';
 import { placeholderNames } from './trial-command.ts';
 import { parseCpus, parseSizeMiB } from './quantities.ts';
-import { isRoleName } from '../../sharing/quotas.ts';
-import { isClassSpelling } from '../../sharing/priority-classes.ts';
+import { isRoleName } from '../../../shared/sharing/roles.ts';
+import { isClassSpelling } from '../../../shared/sharing/priority-classes.ts';
 import { experimentNameOf, NAME_RULE } from './experiment-name.ts';
 import { hostPathProblem } from '../../../shared/host-paths.ts';
 

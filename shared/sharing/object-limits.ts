@@ -5,8 +5,8 @@
 //
 // Options in, defaults filled, compiled limits out (errors name the flag). Pure.
 
-import { CairnError } from '../../shared/errors.ts';
-import { utf8Length } from '../../shared/gossip/math.ts';
+import { CairnError } from '../errors.ts';
+import { utf8Length } from '../gossip/math.ts';
 
 export interface ObjectLimits {
   /** Apps, jobs, experiments and secrets one principal may own at once (`--max-objects-per-principal`). */

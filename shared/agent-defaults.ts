@@ -1,12 +1,18 @@
-// The agent's defaults, each with its reason: compileAgentOptions (options.ts) fills them in
-// for whatever a caller leaves out, and `cairn agent` (bin/commands/program.ts) shows them in
-// its help and passes them on. Data only, so the command line can read it without loading the
-// agent (options.ts pulls in systeminformation).
-
-import type { RecoverMode } from './executors/process/executor.ts';
+// The agent's defaults, each with its reason: compileAgentOptions (agent/options.ts) fills
+// them in for whatever a caller leaves out, and `cairn agent` (bin/commands/daemons/) shows
+// them in its help and passes them on. Data only, so the command line can read it without
+// loading the agent (agent/options.ts pulls in systeminformation).
 
 /** What a starting agent may do with the tasks an earlier agent process left running. */
+export type RecoverMode = 'reconnect' | 'cleanup';
 export const RECOVER_MODES: readonly RecoverMode[] = ['reconnect', 'cleanup'];
+
+/**
+ * Capabilities `--container-cap-add` may add back: Docker's default set less those that reach
+ * past the container (MKNOD, AUDIT_WRITE, SETFCAP, SETPCAP, NET_RAW are left out), by their
+ * names without `CAP_`.
+ */
+export const ADDABLE_CAPABILITIES: readonly string[] = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'NET_BIND_SERVICE', 'SYS_CHROOT'];
 
 /** Beyond this, a shared device's memory is sliced too thin to be of use to anyone. */
 export const MAX_GPU_SHARING = 64;

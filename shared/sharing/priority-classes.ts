@@ -9,7 +9,7 @@
 // case, and seed 002's names are aliases of Cairn's: Production, Iteration and PTR are
 // production, iteration and research. What is stored is always the class's own name.
 
-import { CairnError } from '../../shared/errors.ts';
+import { CairnError } from '../errors.ts';
 
 export const DEFAULT_CLASS_NAMES = ['production', 'iteration', 'research'] as const;
 
