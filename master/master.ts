@@ -62,6 +62,12 @@ export class Master {
   private readonly connOf = new WeakMap<AgentLink, ConnId>();
   private readonly streams = new Map<string, EventStream>();
   private readonly waiters = new Map<RequestId, Waiter>();
+  /**
+   * The last refusal of the data dir's disk: the core only hears a failed proposal's message
+   * (and answers CAIRN_NOT_LEADER quoting it), so the caller is given this one back instead,
+   * 507 rather than a 503 that sends it looking for another leader.
+   */
+  private storageRefusal: CairnError | undefined;
   private nextConn = 1;
   private nextRequest = 1;
   private wakeTimer: NodeJS.Timeout | undefined;
@@ -240,7 +246,10 @@ export class Master {
         case 'propose':
           this.registry.submit(e.command).then(
             (events) => this.step({ type: 'committed', proposal: e.proposal, events }),
-            (err: Error) => this.step({ type: 'proposal_failed', proposal: e.proposal, message: err.message }),
+            (err: Error) => {
+              if (err instanceof CairnError && err.code === 'CAIRN_STORAGE_FULL') this.storageRefusal = err;
+              this.step({ type: 'proposal_failed', proposal: e.proposal, message: err.message });
+            },
           );
           break;
         case 'to_agent':
@@ -261,9 +270,11 @@ export class Master {
         case 'reply':
           this.waiters.get(e.request)?.resolve(e.result);
           break;
-        case 'reply_error':
-          this.waiters.get(e.request)?.reject(e.error);
+        case 'reply_error': {
+          const refusal = this.storageRefusal;
+          this.waiters.get(e.request)?.reject(refusal !== undefined && e.error.message.includes(refusal.message) ? refusal : e.error);
           break;
+        }
         case 'allocate_soon':
           if (!this.allocationScheduled) {
             this.allocationScheduled = true;

@@ -111,7 +111,10 @@ const encoder = new TextEncoder();
 const decoder = new TextDecoder();
 const EMPTY_REGISTRY = { agents: [], frameworks: [], tasks: [] };
 
-/** The log a master keeps behind its snapshot for followers a little behind: at most so many entries, and bytes. */
+/**
+ * The log a master keeps behind its snapshot for followers a little behind: at most so many
+ * entries and bytes, and never more bytes than the snapshot (sending that is then cheaper).
+ */
 const TAIL_ENTRIES = 1000;
 const TAIL_BYTES = 8 * 1024 * 1024;
 
@@ -642,7 +645,7 @@ export class RaftCommandLog implements CommandLog {
       this.storage.createSnapshot(this.applied, conf, data);
       Object.assign(this.sinceSnapshot, { entries: 0, bytes: 0, snapshotBytes: data.length });
       // Keep a tail so that followers a little behind catch up from the log, not a snapshot.
-      const keepFrom = this.tailStart();
+      const keepFrom = this.tailStart(Math.min(TAIL_BYTES, data.length));
       if (keepFrom > this.storage.firstIndex()) this.storage.compact(keepFrom);
     } catch (err) {
       if (!isStorageRefusal(err)) throw err;
@@ -650,8 +653,8 @@ export class RaftCommandLog implements CommandLog {
     }
   }
 
-  /** The last index to drop: the tail after it holds at most TAIL_ENTRIES entries and TAIL_BYTES. */
-  private tailStart(): number {
+  /** The last index to drop: the tail after it holds at most TAIL_ENTRIES entries and `maxBytes`. */
+  private tailStart(maxBytes: number): number {
     const first = this.storage.firstIndex();
     const from = Math.max(first, this.applied - TAIL_ENTRIES + 1);
     if (from > this.applied) return this.applied;
@@ -659,7 +662,7 @@ export class RaftCommandLog implements CommandLog {
     let bytes = 0;
     for (let i = tail.length - 1; i >= 0; i--) {
       bytes += tail[i].data.length;
-      if (bytes > TAIL_BYTES) return tail[i].index;
+      if (bytes > maxBytes) return tail[i].index;
     }
     return from - 1;
   }

@@ -2,7 +2,8 @@
 // rethrown from the write path, and refuse to start while the disk stayed full. Now writes
 // are refused with 507 naming the data dir, reads are served, the process lives, writes are
 // taken again by themselves once the disk has room, nothing acknowledged is lost, and a
-// master started on a full disk serves reads and refuses writes the same way.
+// master started on a full disk serves reads and refuses writes the same way. Marathon,
+// Cairn's own API and the Mesos scheduler API all answer 507.
 // The data dir is a tmpfs of 8 MiB, filled with a filler file.
 
 import { afterAll, describe, expect, it } from 'vitest';
@@ -81,6 +82,15 @@ describe.skipIf(unusable !== undefined)('a master on a full disk', () => {
     });
     expect(secret.status).toBe(507);
     expect((await secret.json()).code).toBe('CAIRN_STORAGE_FULL');
+    // So does the Mesos scheduler API: a framework's subscription cannot be recorded.
+    const subscribe = await authFetch(`${url}/api/v1/scheduler`, {
+      method: 'POST', headers: { 'content-type': 'application/json', accept: 'application/json' },
+      body: JSON.stringify({ type: 'SUBSCRIBE', subscribe: { framework_info: { user: 'nobody', name: 'full-disk' } } }),
+    });
+    expect(subscribe.status).toBe(507);
+    expect((await subscribe.json()).code).toBe('CAIRN_STORAGE_FULL');
+    // The Mesos-compatible reads are served.
+    expect((await authFetch(`${url}/master/state`)).status).toBe(200);
     // Reads are served, from the same process.
     expect(await appIds(url)).toEqual([...acked].sort());
     expect((await authFetch(`${url}/api/v1/state`)).status).toBe(200);
