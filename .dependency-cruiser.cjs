@@ -24,11 +24,15 @@ const CORE = [
   '^master/(metrics|api/scheduler-calls)[.]ts$',
   '^master/leader/',
   // The built-in frameworks' decisions, and the agent's health-check verdicts.
-  '^master/frameworks/jobs/(engine|gang|policies|record|model|kind-env)[.]ts$',
+  '^master/frameworks/jobs/(engine|gang|policies|record|kind-env)[.]ts$',
   '^master/frameworks/marathon/(core|constraints|app-model)[.]ts$',
   // The tuning core, its search algorithms, spaces and early-stopping rules, the paper's strategy.
-  '^master/frameworks/tuning/(core|record|model|metrics-parse|dynamic-priority|trial-command|views)[.]ts$',
+  '^master/frameworks/tuning/(core|record|metrics-parse|dynamic-priority|trial-command|views)[.]ts$',
   '^master/frameworks/tuning/(algorithms|space|early-stopping|math)/',
+  // The built-in frameworks' specs, their validation and what their endpoints answer, which the
+  // command line checks and reads with the same code; sizes, quantities and secret names in them.
+  '^shared/(jobs|tuning)/',
+  '^shared/(quantity|sizes|secret-names)[.]ts$',
   '^agent/health/health-state[.]ts$',
   // Sharing: priority classes, quotas, the victim selector and the usage view.
   '^master/sharing/',

@@ -15,8 +15,8 @@ import { Resources } from '../shared/resources.ts';
 import { tempDir } from '../test/harness/processes.ts';
 import { JobEngine, DEFAULT_ENGINE_OPTIONS } from '../master/frameworks/jobs/engine.ts';
 import { placeGang, type GangMember, type HeldOffer } from '../master/frameworks/jobs/gang.ts';
-import type { JobSpec } from '../master/frameworks/jobs/model.ts';
-import type { JobView } from '../master/frameworks/jobs/record.ts';
+import type { JobSpec } from '../shared/jobs/model.ts';
+import type { JobView } from '../shared/jobs/model.ts';
 
 const PSLITE_SAMPLES = 6;
 const GANG_SAMPLES = 5;

@@ -13,7 +13,7 @@ import { startAgent } from '../agent/agent.ts';
 import { silentLogger } from '../shared/logger.ts';
 import { tempDir } from '../test/harness/processes.ts';
 import { StandInDns } from '../test/harness/stand-in-dns.ts';
-import type { JobView } from '../master/frameworks/jobs/record.ts';
+import type { JobView } from '../shared/jobs/model.ts';
 
 const COUNT = 2_000;
 const RUNS = 5;

@@ -7,7 +7,7 @@
 // curves that cross (where a rule that judges early can stop the eventual best).
 
 import { runCurves, type CurveFamily } from '../test/sim/tuning-curves.ts';
-import type { ExperimentSpec } from '../master/frameworks/tuning/model.ts';
+import type { ExperimentSpec } from '../shared/tuning/model.ts';
 
 const TRIALS = 40;
 const STEPS = 27;

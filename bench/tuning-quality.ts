@@ -13,7 +13,7 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { fileURLToPath } from 'node:url';
 import type { Algorithm, AlgorithmSettings, TrialObservation } from '../master/frameworks/tuning/algorithms/types.ts';
-import type { Assignment, SearchSpace } from '../master/frameworks/tuning/space/types.ts';
+import type { Assignment, SearchSpace } from '../shared/tuning/space/types.ts';
 import { tpe } from '../master/frameworks/tuning/algorithms/tpe.ts';
 import { gaussianProcessEi } from '../master/frameworks/tuning/algorithms/gp-ei.ts';
 import { randomSearch } from '../master/frameworks/tuning/algorithms/random-search.ts';

@@ -2,7 +2,7 @@
 // a follower's redirect to the leader with the credential kept (fetch would drop it on the
 // way to another origin), trying the next master when one cannot be reached (master-api-client.ts).
 
-import type { JobView } from '../../master/frameworks/jobs/record.ts';
+import type { JobView } from '../../shared/jobs/model.ts';
 import { MasterApiClient } from './master-api-client.ts';
 
 export interface SubmitAnswer {

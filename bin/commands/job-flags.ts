@@ -7,8 +7,8 @@
 
 import type { Command } from 'commander';
 import { CairnError } from '../../shared/errors.ts';
-import { JOB_KINDS, type JobKind } from '../../master/frameworks/jobs/model.ts';
-import { MAX_JOB_NAME, MAX_REPLICAS, validateJobSpec } from '../../master/frameworks/jobs/spec-validate.ts';
+import { JOB_KINDS, type JobKind } from '../../shared/jobs/model.ts';
+import { MAX_JOB_NAME, MAX_REPLICAS, validateJobSpec } from '../../shared/jobs/spec-validate.ts';
 import { isRoleName } from '../../shared/sharing/roles.ts';
 import { isClassSpelling } from '../../shared/sharing/priority-classes.ts';
 import { durationProblem, parseDurationMs } from '../../shared/duration.ts';

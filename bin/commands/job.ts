@@ -3,8 +3,8 @@
 // `job wait` exits 0 when the job succeeded and 1 with its reason when it failed.
 
 import { readFileSync } from 'node:fs';
-import type { JobView } from '../../master/frameworks/jobs/record.ts';
-import type { ReplicaStatus } from '../../master/frameworks/jobs/model.ts';
+import type { JobView } from '../../shared/jobs/model.ts';
+import type { ReplicaStatus } from '../../shared/jobs/model.ts';
 import { MasterClient, type LogStream } from '../../shared/sdk/master-client.ts';
 import { MasterHttpError } from '../../shared/sdk/http-error.ts';
 import { secondsUntil } from '../../shared/sdk/restart-backoff.ts';

@@ -4,7 +4,7 @@
 // becomes a quota the master would store without the scalar that was meant.
 
 import { InvalidArgumentError } from 'commander';
-import { parseSizeMiB } from '../../master/frameworks/tuning/quantities.ts';
+import { parseSizeMiB } from '../../shared/sizes.ts';
 import { validRoleName } from '../../shared/sharing/roles.ts';
 import type { QuotaJson } from '../../shared/sharing/views.ts';
 import { CairnError } from '../../shared/errors.ts';

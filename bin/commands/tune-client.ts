@@ -3,8 +3,8 @@
 // on the way to another origin), trying the next master when one cannot be reached, as the
 // jobs client does (both through master-api-client.ts).
 
-import type { ExperimentSummary, ExperimentView } from '../../master/frameworks/tuning/views.ts';
-import type { IgnoredField } from '../../master/frameworks/tuning/model.ts';
+import type { ExperimentSummary, ExperimentView } from '../../shared/tuning/views.ts';
+import type { IgnoredField } from '../../shared/tuning/model.ts';
 import { MasterApiClient } from './master-api-client.ts';
 
 export interface ExperimentSubmitAnswer {

@@ -11,16 +11,16 @@ import { readFileSync } from 'node:fs';
 import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { CairnError } from '../../shared/errors.ts';
-import { ALGORITHM_NAMES, DYNAMIC_RULES, EARLY_STOPPING_NAMES } from '../../master/frameworks/tuning/model.ts';
-import { parseKatibParameters } from '../../master/frameworks/tuning/space/katib-format.ts';
-import { parseNniSpace } from '../../master/frameworks/tuning/space/nni-format.ts';
-import { parseLaxJson, parsePaperSpace } from '../../master/frameworks/tuning/space/paper-format.ts';
-import { paramNames } from '../../master/frameworks/tuning/space/sample.ts';
-import type { SearchSpace } from '../../master/frameworks/tuning/space/types.ts';
-import { placeholderNames } from '../../master/frameworks/tuning/trial-command.ts';
+import { ALGORITHM_NAMES, DYNAMIC_RULES, EARLY_STOPPING_NAMES } from '../../shared/tuning/model.ts';
+import { parseKatibParameters } from '../../shared/tuning/space/katib-format.ts';
+import { parseNniSpace } from '../../shared/tuning/space/nni-format.ts';
+import { parseLaxJson, parsePaperSpace } from '../../shared/tuning/space/paper-format.ts';
+import { paramNames } from '../../shared/tuning/space/sample.ts';
+import type { SearchSpace } from '../../shared/tuning/space/types.ts';
+import { placeholderNames } from '../../shared/tuning/placeholders.ts';
 import { isRoleName } from '../../shared/sharing/roles.ts';
 import { isClassSpelling } from '../../shared/sharing/priority-classes.ts';
-import { experimentNameOf, NAME_RULE } from '../../master/frameworks/tuning/experiment-name.ts';
+import { experimentNameOf, NAME_RULE } from '../../shared/tuning/experiment-name.ts';
 
 /** The paper's `--tuning-type` values, and the master's own algorithm names (it maps the former). */
 export const PAPER_TUNING_TYPES = ['random-search', 'grid-search', 'bayesian'] as const;

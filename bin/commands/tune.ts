@@ -4,7 +4,7 @@
 
 import { readFileSync } from 'node:fs';
 import { parse as parseYaml } from 'yaml';
-import type { ExperimentSummary, ExperimentView, TrialView } from '../../master/frameworks/tuning/views.ts';
+import type { ExperimentSummary, ExperimentView, TrialView } from '../../shared/tuning/views.ts';
 import { MasterHttpError } from '../../shared/sdk/http-error.ts';
 import type { TlsFiles } from '../../shared/tls.ts';
 import { asciiChart, bestSoFar } from './ascii-chart.ts';

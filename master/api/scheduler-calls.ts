@@ -6,7 +6,7 @@ import { isRoleName } from '../../shared/sharing/roles.ts';
 import { Resources } from '../../shared/resources.ts';
 import { badRequest, CairnError } from '../../shared/errors.ts';
 import type { CommandSpec } from '../registry/commands.ts';
-import { checkSecretName, MAX_PULL_SECRETS } from '../secrets/pull-auth.ts';
+import { checkSecretName, MAX_PULL_SECRETS } from '../../shared/secret-names.ts';
 import { hostPathProblem } from '../../shared/host-paths.ts';
 import type { ContainerSpec, HealthCheckSpec, PortMapping } from '../../shared/agent-messages.ts';
 import { DEFAULT_OBJECT_LIMITS, envBytes, envTooLarge, type ObjectLimits } from '../../shared/sharing/object-limits.ts';

@@ -10,7 +10,7 @@ import type { MasterAuth } from '../auth/master-auth.ts';
 import type { SchedulerCallParsed } from '../api/scheduler-calls.ts';
 import type { MasterContext } from '../context.ts';
 import type { SecretRecord } from '../registry/commands.ts';
-export { checkSecretName } from './pull-auth.ts';
+export { checkSecretName } from '../../shared/secret-names.ts';
 
 /** The rules over this master's copy of the registry. */
 export function secretAccess(ctx: Pick<MasterContext, 'auth' | 'registry'>): SecretAccess {

@@ -4,8 +4,8 @@
 import { expect } from 'vitest';
 import { authFetch } from './credentials.ts';
 import { waitFor } from './processes.ts';
-import type { JobView } from '../../master/frameworks/jobs/record.ts';
-import type { ReplicaStatus } from '../../master/frameworks/jobs/model.ts';
+import type { JobView } from '../../shared/jobs/model.ts';
+import type { ReplicaStatus } from '../../shared/jobs/model.ts';
 
 export interface JobsApi {
   /** POSTs a job (JSON, or YAML with its content type); expects 201. */

@@ -3,7 +3,7 @@
 // how far a proposal keeps from trials still running.
 
 import { SeededRandom } from '../../shared/random.ts';
-import type { Assignment, SearchSpace } from '../../master/frameworks/tuning/space/types.ts';
+import type { Assignment, SearchSpace } from '../../shared/tuning/space/types.ts';
 import type { Algorithm, TrialObservation } from '../../master/frameworks/tuning/algorithms/types.ts';
 import { fromUnit, toUnit } from '../../master/frameworks/tuning/space/unit-cube.ts';
 

@@ -20,7 +20,7 @@ import { authFetch } from '../harness/credentials.ts';
 import { startGossipCluster } from '../harness/gossip-cluster.ts';
 import { jobsApi, pytorchJobYaml, replicaOf } from '../harness/jobs-api.ts';
 import { Cleanup, freePortRange, runCairn, waitFor, type CairnProcess } from '../harness/processes.ts';
-import type { JobView } from '../../master/frameworks/jobs/record.ts';
+import type { JobView } from '../../shared/jobs/model.ts';
 
 const PYTHON = '/usr/bin/python3';
 const PROGRAMS = fileURLToPath(new URL('../../examples/programs/', import.meta.url));

@@ -9,7 +9,7 @@ import { MasterAuth } from '../../master/auth/master-auth.ts';
 import { silentLogger } from '../../shared/logger.ts';
 import { FakeAgent } from '../harness/fake-agent.ts';
 import { tempDir, waitFor } from '../harness/processes.ts';
-import type { JobView } from '../../master/frameworks/jobs/record.ts';
+import type { JobView } from '../../shared/jobs/model.ts';
 
 let master: MasterHandle | undefined;
 let dir = '';

@@ -9,7 +9,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { authFetch } from '../harness/credentials.ts';
 import { Cleanup, startAgentProcess, startMasterProcess, waitFor } from '../harness/processes.ts';
-import type { JobView } from '../../master/frameworks/jobs/record.ts';
+import type { JobView } from '../../shared/jobs/model.ts';
 import type { PreemptionRecord } from '../../master/registry/commands.ts';
 
 const cleanup = new Cleanup();

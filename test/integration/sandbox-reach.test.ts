@@ -15,8 +15,8 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { UserDb } from '../../agent/task-users.ts';
 import { authFetch } from '../harness/credentials.ts';
 import { Cleanup, freePort, killTasksUnder, removeAgentCgroups, runCairn, startCairn, waitFor } from '../harness/processes.ts';
-import type { ExperimentView } from '../../master/frameworks/tuning/views.ts';
-import type { JobView } from '../../master/frameworks/jobs/record.ts';
+import type { ExperimentView } from '../../shared/tuning/views.ts';
+import type { JobView } from '../../shared/jobs/model.ts';
 
 const PYTHON = '/usr/bin/python3';
 const nobody = new UserDb().lookup('nobody');

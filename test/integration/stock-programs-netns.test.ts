@@ -19,7 +19,7 @@ import { Cleanup, getJson, waitFor, waitForLeader, type CairnProcess } from '../
 import { pytorchJobYaml } from '../harness/jobs-api.ts';
 import { NetnsLab, netnsUnusable } from '../harness/netns.ts';
 import { StandInDns } from '../harness/stand-in-dns.ts';
-import type { JobView } from '../../master/frameworks/jobs/record.ts';
+import type { JobView } from '../../shared/jobs/model.ts';
 
 const PYTHON = '/usr/bin/python3';
 const DDP = fileURLToPath(new URL('../fixtures/stock/ddp.py', import.meta.url));

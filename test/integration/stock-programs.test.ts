@@ -23,7 +23,7 @@ import { startGossipCluster } from '../harness/gossip-cluster.ts';
 import { jobsApi, pytorchJobYaml, replicaOf } from '../harness/jobs-api.ts';
 import { ensureResolverImage, RESOLVER_IMAGE } from '../harness/resolver-image.ts';
 import { StandInDns } from '../harness/stand-in-dns.ts';
-import type { JobView } from '../../master/frameworks/jobs/record.ts';
+import type { JobView } from '../../shared/jobs/model.ts';
 
 const PYTHON = '/usr/bin/python3';
 const STOCK = fileURLToPath(new URL('../fixtures/stock/', import.meta.url));

@@ -23,7 +23,7 @@ import { parseAcls } from '../../master/auth/acls.ts';
 import { sandboxDir } from '../../agent/executors/process/sandbox.ts';
 import { parseUidRange } from '../../agent/task-uids.ts';
 import { AGENT_DEFAULTS } from '../../shared/agent-defaults.ts';
-import type { JobView } from '../../master/frameworks/jobs/record.ts';
+import type { JobView } from '../../shared/jobs/model.ts';
 import { RawScheduler, autoAck, taskInfo } from '../harness/raw-scheduler.ts';
 import { removeAgentCgroups, tempDir, waitFor } from '../harness/processes.ts';
 

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { Cleanup, waitFor } from '../harness/processes.ts';
 import { getFromMaster, startFailoverCluster, waitForLeaderProcess } from '../harness/master-processes.ts';
 import { authFetch } from '../harness/credentials.ts';
-import type { ExperimentView } from '../../master/frameworks/tuning/views.ts';
+import type { ExperimentView } from '../../shared/tuning/views.ts';
 
 const cleanup = new Cleanup();
 afterAll(async () => {

@@ -15,7 +15,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { Cleanup, startAgentProcess, startMasterProcess, waitFor, type CairnProcess } from '../harness/processes.ts';
 import { authFetch, credentialEnv } from '../harness/credentials.ts';
-import type { ExperimentView } from '../../master/frameworks/tuning/views.ts';
+import type { ExperimentView } from '../../shared/tuning/views.ts';
 
 const FIXTURE = fileURLToPath(new URL('../fixtures/seed-001-paper-submit/', import.meta.url));
 const SEED = fileURLToPath(new URL('../../../shared/seeds/001-paper-submit/', import.meta.url));

@@ -11,7 +11,7 @@ import { chmodSync, copyFileSync, mkdirSync, readdirSync, readFileSync } from 'n
 import { join } from 'node:path';
 import { Cleanup, runCairn, startAgentProcess, startMasterProcess, type CairnProcess } from '../harness/processes.ts';
 import { authFetch } from '../harness/credentials.ts';
-import type { ExperimentView } from '../../master/frameworks/tuning/views.ts';
+import type { ExperimentView } from '../../shared/tuning/views.ts';
 
 const PYTHON = '/usr/bin/python3';
 const hasSklearn = (() => {

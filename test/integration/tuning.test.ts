@@ -9,7 +9,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { join } from 'node:path';
 import { Cleanup, runCairn, startAgentProcess, startMasterProcess, waitFor, type CairnProcess } from '../harness/processes.ts';
 import { authFetch } from '../harness/credentials.ts';
-import type { ExperimentView } from '../../master/frameworks/tuning/views.ts';
+import type { ExperimentView } from '../../shared/tuning/views.ts';
 
 const cleanup = new Cleanup();
 let master: CairnProcess;

@@ -17,7 +17,7 @@ import { offerRole } from '../../shared/sdk/offer-fit.ts';
 import type { FrameworkSpec, TaskSpec } from '../../master/api/scheduler-calls.ts';
 import type { SchedulerCall } from '../../master/leader/messages.ts';
 import { DEFAULT_ENGINE_OPTIONS, JobEngine, type Effects } from '../../master/frameworks/jobs/engine.ts';
-import type { JobSpec } from '../../master/frameworks/jobs/model.ts';
+import type { JobSpec } from '../../shared/jobs/model.ts';
 import { isFinished, type JobRecord } from '../../master/frameworks/jobs/record.ts';
 import { steadyClock, type Clock } from '../../shared/steady-clock.ts';
 import { SimWallClock } from './cluster-clock.ts';

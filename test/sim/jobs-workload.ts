@@ -6,7 +6,7 @@
 // seed: sizes follow the number of agents, submission times are spread over the first 20 s.
 
 import type { SeededRandom } from '../../shared/random.ts';
-import type { JobKind, JobSpec, ReplicaGroup, RestartPolicy } from '../../master/frameworks/jobs/model.ts';
+import type { JobKind, JobSpec, ReplicaGroup, RestartPolicy } from '../../shared/jobs/model.ts';
 
 function group(name: string, replicas: number, cpus: number, restartPolicy: RestartPolicy = 'OnFailure'): ReplicaGroup {
   return { name, replicas, restartPolicy, template: { command: 'true', cpus, memMb: 64, diskMb: 0, gpus: 0, ports: 1, env: {}, volumes: [] } };

@@ -5,7 +5,7 @@
 
 import { Resources } from '../../shared/resources.ts';
 import { TuningCore } from '../../master/frameworks/tuning/core.ts';
-import type { ExperimentSpec } from '../../master/frameworks/tuning/model.ts';
+import type { ExperimentSpec } from '../../shared/tuning/model.ts';
 
 /**
  * Learning curves, the trial's parameter x in [0, 1] setting where it ends (the best at

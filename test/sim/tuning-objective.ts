@@ -14,7 +14,7 @@
 // batches are slower per epoch) and on the hidden width, with ±5 % seeded jitter.
 
 import { SeededRandom } from '../../shared/random.ts';
-import type { Assignment, SearchSpace } from '../../master/frameworks/tuning/space/types.ts';
+import type { Assignment, SearchSpace } from '../../shared/tuning/space/types.ts';
 
 export const EPOCHS = 3;
 /** MNIST's majority-class accuracy: what a diverged network scores. */

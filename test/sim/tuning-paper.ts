@@ -11,10 +11,10 @@
 // each job's App Core 1 cpu / 1 GB; an MNIST MLP tuned by random search until a trial reaches
 // 95 % accuracy; every cell run 10 times, the highest and lowest dropped, the rest averaged.
 
-import type { AlgorithmName, DynamicSchedulingSettings, ExperimentSpec, SchedulingPolicy } from '../../master/frameworks/tuning/model.ts';
+import type { AlgorithmName, DynamicSchedulingSettings, ExperimentSpec, SchedulingPolicy } from '../../shared/tuning/model.ts';
 import { GAP_DEFAULTS } from '../../master/frameworks/tuning/dynamic-priority.ts';
-import { sampleAssignment } from '../../master/frameworks/tuning/space/sample.ts';
-import type { SearchSpace } from '../../master/frameworks/tuning/space/types.ts';
+import { sampleAssignment } from '../../shared/tuning/space/sample.ts';
+import type { SearchSpace } from '../../shared/tuning/space/types.ts';
 import { SeededRandom } from '../../shared/random.ts';
 import { simulate, type SimResult } from './tuning-cluster.ts';
 import { EPOCHS, mixSeed, mlpSpace, runTrial, trialRng } from './tuning-objective.ts';

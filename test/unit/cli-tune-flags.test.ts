@@ -17,8 +17,8 @@ import { runCli } from '../../bin/commands/program.ts';
 import { experimentFromFlags, parameterFile, sizeFlag, type TuneFlags } from '../../bin/commands/tune-flags.ts';
 import { describeExperiment, experimentsTable, trialLine } from '../../bin/commands/tune.ts';
 import { parseExperimentDocument } from '../../master/frameworks/tuning/spec-parse.ts';
-import { paramNames } from '../../master/frameworks/tuning/space/sample.ts';
-import type { ExperimentView, TrialView } from '../../master/frameworks/tuning/views.ts';
+import { paramNames } from '../../shared/tuning/space/sample.ts';
+import type { ExperimentView, TrialView } from '../../shared/tuning/views.ts';
 import { cli } from '../harness/cli-capture.ts';
 import type { CliIo } from '../../bin/commands/io.ts';
 

@@ -4,9 +4,9 @@
 
 import { describe, expect, it } from 'vitest';
 import { groupEnvName, replicaDnsName, replicaEnvironment, type JobPlacement } from '../../master/frameworks/jobs/kind-env.ts';
-import { validateJobSpec } from '../../master/frameworks/jobs/spec-validate.ts';
+import { validateJobSpec } from '../../shared/jobs/spec-validate.ts';
 import { taskDnsName } from '../../master/dns/names.ts';
-import type { JobSpec } from '../../master/frameworks/jobs/model.ts';
+import type { JobSpec } from '../../shared/jobs/model.ts';
 
 function spec(name: string, kind: string, groups: [string, number][]): JobSpec {
   return validateJobSpec({ name, kind, groups: groups.map(([g, replicas]) => ({ name: g, replicas, template: { command: 'x' } })) });

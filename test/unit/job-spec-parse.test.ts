@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CairnError } from '../../shared/errors.ts';
 import { parseJobDocument, parseJobText } from '../../master/frameworks/jobs/spec-parse.ts';
-import { coresOf, mibOf, parseQuantity } from '../../master/frameworks/jobs/quantity.ts';
+import { coresOf, mibOf, parseQuantity } from '../../shared/quantity.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');
 const FIXTURES = join(ROOT, 'test', 'fixtures', 'jobs');

@@ -3,8 +3,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { CairnError } from '../../shared/errors.ts';
-import { validateJobSpec } from '../../master/frameworks/jobs/spec-validate.ts';
-import { mappedLocator } from '../../master/frameworks/jobs/field-paths.ts';
+import { validateJobSpec } from '../../shared/jobs/spec-validate.ts';
+import { mappedLocator } from '../../shared/jobs/field-paths.ts';
 
 type Doc = Record<string, unknown>;
 

@@ -8,7 +8,7 @@
 import { describe, expect, it } from 'vitest';
 import { Resources } from '../../shared/resources.ts';
 import { ACTIVE_CHECKPOINT_MAX_MS, JobEngine, type EngineOptions } from '../../master/frameworks/jobs/engine.ts';
-import type { JobSpec } from '../../master/frameworks/jobs/model.ts';
+import type { JobSpec } from '../../shared/jobs/model.ts';
 import type { JobRecord } from '../../master/frameworks/jobs/record.ts';
 
 const OPTS: EngineOptions = { domain: 'cairn', gatherMs: 2_000, backoffBaseMs: 1_000, backoffMaxMs: 8_000, restartBackoff: { initialMs: 1, factor: 2, maxMs: 4, resetAfterMs: 1_000 } };

@@ -6,7 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { Resources } from '../../shared/resources.ts';
 import { JobEngine, type Effects, type EngineOptions } from '../../master/frameworks/jobs/engine.ts';
 import type { HeldOffer } from '../../master/frameworks/jobs/gang.ts';
-import type { JobKind, JobSpec, ReplicaGroup, RestartPolicy } from '../../master/frameworks/jobs/model.ts';
+import type { JobKind, JobSpec, ReplicaGroup, RestartPolicy } from '../../shared/jobs/model.ts';
 import type { JobRecord } from '../../master/frameworks/jobs/record.ts';
 
 // A short restart back-off (times here are a few ms apart); its own tests below use Kubernetes' default.

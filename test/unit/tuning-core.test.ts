@@ -6,7 +6,7 @@
 import { describe, expect, it } from 'vitest';
 import { Resources } from '../../shared/resources.ts';
 import { TuningCore, type TuningEffects } from '../../master/frameworks/tuning/core.ts';
-import type { ExperimentSpec } from '../../master/frameworks/tuning/model.ts';
+import type { ExperimentSpec } from '../../shared/tuning/model.ts';
 import type { ExperimentRecord, TrialRecord } from '../../master/frameworks/tuning/record.ts';
 import type { HeldOffer } from '../../master/frameworks/jobs/gang.ts';
 import { runCurves } from '../sim/tuning-curves.ts';

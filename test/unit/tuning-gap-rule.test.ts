@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DynamicPriority, gapLevel, smallestTopGap } from '../../master/frameworks/tuning/dynamic-priority.ts';
 import { TuningCore } from '../../master/frameworks/tuning/core.ts';
-import type { ExperimentSpec } from '../../master/frameworks/tuning/model.ts';
+import type { ExperimentSpec } from '../../shared/tuning/model.ts';
 import { parseExperimentDocument } from '../../master/frameworks/tuning/spec-parse.ts';
 import { experimentFromFlags } from '../../bin/commands/tune-flags.ts';
 import { CairnError } from '../../shared/errors.ts';

@@ -4,7 +4,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { SeededRandom } from '../../shared/random.ts';
-import type { Assignment, SearchSpace } from '../../master/frameworks/tuning/space/types.ts';
+import type { Assignment, SearchSpace } from '../../shared/tuning/space/types.ts';
 import type { TrialObservation } from '../../master/frameworks/tuning/algorithms/types.ts';
 import { gaussianProcessEi } from '../../master/frameworks/tuning/algorithms/gp-ei.ts';
 import { fitGp, GpPosterior } from '../../master/frameworks/tuning/algorithms/gp-model.ts';

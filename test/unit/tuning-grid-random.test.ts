@@ -8,8 +8,8 @@ import { SeededRandom } from '../../shared/random.ts';
 import { gridSearch, gridSize } from '../../master/frameworks/tuning/algorithms/grid-search.ts';
 import { randomSearch, trialRandom } from '../../master/frameworks/tuning/algorithms/random-search.ts';
 import type { TrialObservation } from '../../master/frameworks/tuning/algorithms/types.ts';
-import { sampleAssignment } from '../../master/frameworks/tuning/space/sample.ts';
-import type { SearchSpace } from '../../master/frameworks/tuning/space/types.ts';
+import { sampleAssignment } from '../../shared/tuning/space/sample.ts';
+import type { SearchSpace } from '../../shared/tuning/space/types.ts';
 
 /** n trials created so far (the algorithms look only at how many there are). */
 const created = (n: number): TrialObservation[] =>

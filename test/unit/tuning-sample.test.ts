@@ -3,8 +3,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { SeededRandom } from '../../shared/random.ts';
-import { envName, paramNames, quantize, sampleAssignment, tidy } from '../../master/frameworks/tuning/space/sample.ts';
-import type { Param, SearchSpace } from '../../master/frameworks/tuning/space/types.ts';
+import { envName, paramNames, quantize, sampleAssignment, tidy } from '../../shared/tuning/space/sample.ts';
+import type { Param, SearchSpace } from '../../shared/tuning/space/types.ts';
 
 const draws = (param: Param, n: number, seed = 1): number[] => {
   const rng = new SeededRandom(seed);

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { SeededRandom } from '../../shared/random.ts';
-import type { SearchSpace } from '../../master/frameworks/tuning/space/types.ts';
+import type { SearchSpace } from '../../shared/tuning/space/types.ts';
 import type { TrialObservation } from '../../master/frameworks/tuning/algorithms/types.ts';
 import { SOBOL_MAX_DIMENSIONS, shiftedSobolPoint, sobolPoint } from '../../master/frameworks/tuning/algorithms/sobol-sequence.ts';
 import { sobol } from '../../master/frameworks/tuning/algorithms/sobol.ts';

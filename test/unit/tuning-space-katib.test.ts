@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { refusal } from '../harness/refusal.ts';
-import { parseKatibParameters } from '../../master/frameworks/tuning/space/katib-format.ts';
+import { parseKatibParameters } from '../../shared/tuning/space/katib-format.ts';
 
 const one = (parameterType: string, feasibleSpace: unknown) =>
   parseKatibParameters([{ name: 'x', parameterType, feasibleSpace }]).params[0];

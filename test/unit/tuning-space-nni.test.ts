@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { refusal } from '../harness/refusal.ts';
-import { parseNniSpace } from '../../master/frameworks/tuning/space/nni-format.ts';
+import { parseNniSpace } from '../../shared/tuning/space/nni-format.ts';
 
 const one = (type: string, value: unknown) => parseNniSpace({ x: { _type: type, _value: value } }).params[0];
 

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { refusal } from '../harness/refusal.ts';
-import { locateJsonError, parsePaperSpace, stripTrailingCommas } from '../../master/frameworks/tuning/space/paper-format.ts';
+import { locateJsonError, parsePaperSpace, stripTrailingCommas } from '../../shared/tuning/space/paper-format.ts';
 
 const params = (list: unknown[]) => JSON.stringify({ parameters: list });
 

@@ -2,7 +2,7 @@
 // search, parallel proposals that spread out, nested spaces, and refused settings.
 
 import { describe, expect, it } from 'vitest';
-import type { Assignment, SearchSpace } from '../../master/frameworks/tuning/space/types.ts';
+import type { Assignment, SearchSpace } from '../../shared/tuning/space/types.ts';
 import type { TrialObservation } from '../../master/frameworks/tuning/algorithms/types.ts';
 import { tpe, optunaWeights } from '../../master/frameworks/tuning/algorithms/tpe.ts';
 import { sobol } from '../../master/frameworks/tuning/algorithms/sobol.ts';

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { SeededRandom } from '../../shared/random.ts';
-import type { SearchSpace } from '../../master/frameworks/tuning/space/types.ts';
+import type { SearchSpace } from '../../shared/tuning/space/types.ts';
 import { cellOf, decode, dimensions, encode, fromUnit, snap, toUnit } from '../../master/frameworks/tuning/space/unit-cube.ts';
 import { normCdf } from '../../master/frameworks/tuning/math/normal.ts';
 

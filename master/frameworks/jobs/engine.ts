@@ -15,7 +15,7 @@ import type { MesosResource, Resources } from '../../../shared/resources.ts';
 import { DEFAULT_RESTART_BACKOFF, nextRestart, type RestartBackoffPolicy } from '../../../shared/sdk/restart-backoff.ts';
 import { neverFits, placeGang, placeMembers, scalarNeed, type AgentLaunch, type GangMember, type HeldOffer } from './gang.ts';
 import { replicaEnvironment, type JobPlacement } from './kind-env.ts';
-import { laneOf, type IgnoredField, type JobSpec, type ReplicaStatus, type TaskTemplate } from './model.ts';
+import { laneOf, type IgnoredField, type JobSpec, type ReplicaStatus, type TaskTemplate } from '../../../shared/jobs/model.ts';
 import { alwaysStopped, decideOnEnd, jobSucceeded, type EndDecision } from './policies.ts';
 import { isFinished, newJobRecord, replicaTaskName, setPhase, type JobRecord } from './record.ts';
 

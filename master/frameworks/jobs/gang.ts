@@ -5,7 +5,7 @@
 // agents' totals tells a gang that can never fit. Pure: no I/O.
 
 import { Resources, type MesosResource } from '../../../shared/resources.ts';
-import type { TaskTemplate } from './model.ts';
+import type { TaskTemplate } from '../../../shared/jobs/model.ts';
 
 /** An offer as the engine holds it. */
 export interface HeldOffer {

@@ -8,7 +8,7 @@ import type { Admission, QuotaGate } from '../../builtin/quota-gate.ts';
 import { MAX_LENGTH } from '../../api/scheduler-calls.ts';
 import { envBytes, envTooLarge, type ObjectLimits } from '../../../shared/sharing/object-limits.ts';
 import { objectKey } from '../../sharing/object-quota.ts';
-import { invalidJob } from './field-paths.ts';
+import { invalidJob } from '../../../shared/jobs/field-paths.ts';
 import type { ParsedJob } from './spec-parse.ts';
 
 /** Throws CAIRN_INVALID_JOB naming the template's env (or the variable) that is too large. */

@@ -7,7 +7,7 @@
 // A replica not placed yet (outside a gang smaller than the job) has no port: peers list it by
 // its DNS name alone. Nothing here throws: a replica's environment never stops a launch.
 
-import type { JobSpec } from './model.ts';
+import type { JobSpec } from '../../../shared/jobs/model.ts';
 
 /** The framework that runs every job; its name is the DNS label above the replicas' names. */
 export const JOBS_FRAMEWORK_NAME = 'jobs';

@@ -3,7 +3,7 @@
 // policies, then the group's restart policy. And when a job has succeeded, by its kind's
 // rule. Pure functions of the spec and the replicas' states.
 
-import type { JobSpec, PolicyAction, ReplicaStatus } from './model.ts';
+import type { JobSpec, PolicyAction, ReplicaStatus } from '../../../shared/jobs/model.ts';
 
 /** How a replica's task ended. `exitCode` is absent when it was lost (agent gone, unknown). */
 export type ReplicaEnd =

@@ -3,7 +3,7 @@
 // One record per job, written whole, so a new leader reads back exactly what the last one
 // decided. Pure: no I/O, time passed in.
 
-import type { IgnoredField, JobCondition, JobKind, JobPhase, JobSpec, ReplicaStatus } from './model.ts';
+import type { IgnoredField, JobCondition, JobPhase, JobSpec, JobView, ReplicaStatus } from '../../../shared/jobs/model.ts';
 
 export interface JobRecord {
   spec: JobSpec;
@@ -47,25 +47,6 @@ export interface JobRecord {
    * The principal that submitted it; absent on jobs submitted before owners were kept, or on
    * a master without authentication: then no one owns it, and only the ACLs let anyone act on it.
    */
-  owner?: string;
-}
-
-/** What the REST API shows of a job. */
-export interface JobView {
-  name: string;
-  kind: JobKind;
-  phase: JobPhase;
-  conditions: JobCondition[];
-  replicas: ReplicaStatus[];
-  restarts: number;
-  ignored: IgnoredField[];
-  spec: JobSpec;
-  createdAtMs: number;
-  startedAtMs?: number;
-  finishedAtMs?: number;
-  /** A restarted gang waits out its back-off until then. */
-  restartAtMs?: number;
-  message: string;
   owner?: string;
 }
 

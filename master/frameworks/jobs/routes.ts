@@ -12,13 +12,14 @@ import type { JsonValue } from '../../registry/commands.ts';
 import { sendHttpError } from '../../api/http-errors.ts';
 import { serveObjectEvents, type SendEvent } from '../../builtin/object-events.ts';
 import { acceptYamlBodies } from '../../builtin/yaml-bodies.ts';
-import { isFinished, jobView, type JobRecord, type JobView } from './record.ts';
+import { isFinished, jobView, type JobRecord } from './record.ts';
+import type { JobView } from '../../../shared/jobs/model.ts';
 import { jobKey, JOB_KEY_PREFIX, type JobsRuntime } from './runtime.ts';
 import { parseJobDocument, type ParsedJob } from './spec-parse.ts';
 import type { Principal } from '../../auth/credentials.ts';
 import { secretAccess, type SecretAccess } from '../../secrets/secret-access.ts';
-import { invalidJob } from './field-paths.ts';
-import type { JobSpec } from './model.ts';
+import { invalidJob } from '../../../shared/jobs/field-paths.ts';
+import type { JobSpec } from '../../../shared/jobs/model.ts';
 import type { PriorityClasses } from '../../../shared/sharing/priority-classes.ts';
 import { checkJobEnv, jobAdmission } from './job-limits.ts';
 

@@ -17,7 +17,7 @@ import { DecisionQueue, OfferInterest } from '../../builtin/decision-queue.ts';
 import type { JsonValue } from '../../registry/commands.ts';
 import { DEFAULT_ENGINE_OPTIONS, JobEngine, type EngineOptions } from './engine.ts';
 import type { HeldOffer } from './gang.ts';
-import { laneOf, parseLane, type IgnoredField, type JobSpec } from './model.ts';
+import { laneOf, parseLane, type IgnoredField, type JobSpec } from '../../../shared/jobs/model.ts';
 import { PRIORITY_CLASS_LABEL } from '../../../shared/sharing/priority-classes.ts';
 import type { JobRecord } from './record.ts';
 import { policyExitCode, taskInfoFor } from './task-info.ts';

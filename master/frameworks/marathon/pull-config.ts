@@ -5,7 +5,7 @@
 // is checked when the app is submitted (routes) and again when a task launches.
 
 import type { Principal } from '../../auth/credentials.ts';
-import { SECRET_NAME, MAX_SECRET_NAME } from '../../secrets/pull-auth.ts';
+import { SECRET_NAME, MAX_SECRET_NAME } from '../../../shared/secret-names.ts';
 import type { SecretAccess } from '../../secrets/secret-access.ts';
 import { invalid } from './app-errors.ts';
 import type { AppDefinition, ContainerDefinition } from './app-model.ts';

@@ -16,12 +16,12 @@ import { makeAlgorithm, makeEarlyStopper } from './algorithms/index.ts';
 import type { Algorithm, EarlyStopper, TrialObservation } from './algorithms/types.ts';
 import { DynamicPriority } from './dynamic-priority.ts';
 import { parseMetricLine } from './metrics-parse.ts';
-import type { ExperimentSpec, IgnoredField } from './model.ts';
+import type { ExperimentSpec, IgnoredField } from '../../../shared/tuning/model.ts';
 import {
   bestTrial, better, experimentKey, goalReached, isActive, isSettled, objectiveValue, trialKey,
   type ExperimentPhase, type ExperimentRecord, type StopCause, type TrialRecord, type TrialState,
 } from './record.ts';
-import type { Assignment } from './space/types.ts';
+import type { Assignment } from '../../../shared/tuning/space/types.ts';
 
 /** A lost launch (its agent gone) is tried this many times in all before the trial fails. */
 const MAX_ATTEMPTS = 3;

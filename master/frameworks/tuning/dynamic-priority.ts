@@ -30,7 +30,7 @@
 //   step under both rules, as the paper's App Core does when its declines do not shrink the
 //   offers; under `gap` the next result judges it afresh.
 
-import type { DynamicRule, DynamicSchedulingSettings } from './model.ts';
+import type { DynamicRule, DynamicSchedulingSettings } from '../../../shared/tuning/model.ts';
 
 export type OfferVerdict = 'take' | 'decline';
 

@@ -8,7 +8,7 @@ import { MAX_LENGTH } from '../../api/scheduler-calls.ts';
 import { badRequest } from '../../../shared/errors.ts';
 import { envBytes, envTooLarge, type ObjectLimits } from '../../../shared/sharing/object-limits.ts';
 import { objectKey } from '../../sharing/object-quota.ts';
-import type { ExperimentSpec } from './model.ts';
+import type { ExperimentSpec } from '../../../shared/tuning/model.ts';
 
 /** Throws CAIRN_BAD_REQUEST naming `spec.trialTemplate.env` (or the variable) when a trial's environment is too large. */
 export function checkTrialEnv(spec: ExperimentSpec, limits: ObjectLimits): void {

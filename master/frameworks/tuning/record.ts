@@ -3,20 +3,17 @@
 // `trial/<name>/<index>` so a trial's change rewrites that trial alone. A new leader loads
 // these and resumes: a finished trial is never run again, a running one is reconciled.
 
-import type { Assignment } from './space/types.ts';
-import type { ExperimentSpec, IgnoredField } from './model.ts';
+import type { Assignment } from '../../../shared/tuning/space/types.ts';
+import type { ExperimentSpec, IgnoredField } from '../../../shared/tuning/model.ts';
+import type { Condition, ExperimentPhase, StepValue, TrialState } from '../../../shared/tuning/views.ts';
 
-export type TrialState = 'Pending' | 'Starting' | 'Running' | 'Succeeded' | 'Failed' | 'EarlyStopped' | 'Killed';
+// A trial's and an experiment's states are what the REST API shows too (shared/tuning/views.ts).
+export type { Condition, ExperimentPhase, StepValue, TrialState };
 
 export const ACTIVE_TRIAL_STATES: ReadonlySet<TrialState> = new Set(['Pending', 'Starting', 'Running']);
 
 /** Why a kill was asked for a trial still running (its end is then read in that light). */
 export type StopCause = 'early-stopped' | 'experiment-ended' | 'timeout';
-
-export interface StepValue {
-  step: number;
-  value: number;
-}
 
 export interface TrialRecord {
   experiment: string;
@@ -47,15 +44,6 @@ export interface TrialRecord {
   backoffRestarts?: number;
   /** A pending trial waiting out its back-off is placed no earlier than this. */
   restartAtMs?: number;
-}
-
-export type ExperimentPhase = 'Running' | 'Succeeded' | 'Failed' | 'Stopped';
-
-export interface Condition {
-  type: string;
-  reason: string;
-  message: string;
-  atMs: number;
 }
 
 export interface ExperimentRecord {

@@ -20,7 +20,7 @@ import { DecisionQueue, OfferInterest } from '../../builtin/decision-queue.ts';
 import { chiefGroup, trialJobSpec } from './trial-job.ts';
 import { policyExitCode } from '../jobs/task-info.ts';
 import { REFUSE_BUSY_S, TuningCore, type JobTrialLaunch, type TuningCoreOptions } from './core.ts';
-import type { ExperimentSpec, IgnoredField } from './model.ts';
+import type { ExperimentSpec, IgnoredField } from '../../../shared/tuning/model.ts';
 import { EXPERIMENT_KEY_PREFIX, type ExperimentRecord, type TrialRecord } from './record.ts';
 import { trialTaskInfo } from './trial-command.ts';
 import { readTrialStdout } from './trial-logs.ts';

@@ -15,19 +15,19 @@ import { GAP_DEFAULTS } from './dynamic-priority.ts';
 import {
   ALGORITHM_NAMES, DYNAMIC_RULES, EARLY_STOPPING_NAMES, type AlgorithmName, type DynamicRule, type EarlyStoppingName, type ExperimentSpec,
   type IgnoredField, type PathMapping, type SchedulingPolicy, type ShippedFile, type TrialTemplate,
-} from './model.ts';
-import { parseKatibParameters } from './space/katib-format.ts';
-import { parseNniSpace } from './space/nni-format.ts';
-import { parsePaperSpace } from './space/paper-format.ts';
-import { paramNames, sampleAssignment } from './space/sample.ts';
+} from '../../../shared/tuning/model.ts';
+import { parseKatibParameters } from '../../../shared/tuning/space/katib-format.ts';
+import { parseNniSpace } from '../../../shared/tuning/space/nni-format.ts';
+import { parsePaperSpace } from '../../../shared/tuning/space/paper-format.ts';
+import { paramNames, sampleAssignment } from '../../../shared/tuning/space/sample.ts';
 import { SeededRandom } from '../../../shared/random.ts';
 import { jobPlaceholderNames, trialJobSpec } from './trial-job.ts';
-import type { SearchSpace } from './space/types.ts';
-import { placeholderNames } from './trial-command.ts';
-import { parseCpus, parseSizeMiB } from './quantities.ts';
+import type { SearchSpace } from '../../../shared/tuning/space/types.ts';
+import { placeholderNames } from '../../../shared/tuning/placeholders.ts';
+import { parseCpus, parseSizeMiB } from '../../../shared/sizes.ts';
 import { isRoleName } from '../../../shared/sharing/roles.ts';
 import { isClassSpelling } from '../../../shared/sharing/priority-classes.ts';
-import { experimentNameOf, NAME_RULE } from './experiment-name.ts';
+import { experimentNameOf, NAME_RULE } from '../../../shared/tuning/experiment-name.ts';
 import { hostPathProblem } from '../../../shared/host-paths.ts';
 
 export const MAX_DOCUMENT_CHARS = 1024 * 1024;

@@ -7,17 +7,16 @@
 
 import type { TaskInfoJson } from '../../../shared/mesos-v1.ts';
 import type { MesosResource } from '../../../shared/resources.ts';
-import type { ExperimentSpec } from './model.ts';
-import type { Assignment, ParamValue } from './space/types.ts';
-import { envName } from './space/sample.ts';
+import type { ExperimentSpec } from '../../../shared/tuning/model.ts';
+import type { Assignment, ParamValue } from '../../../shared/tuning/space/types.ts';
+import { envName } from '../../../shared/tuning/space/sample.ts';
+import { PLACEHOLDER } from '../../../shared/tuning/placeholders.ts';
 
 /** Labels every trial's task carries: whose experiment, which trial. */
 export const EXPERIMENT_LABEL = 'cairn.experiment';
 export const TRIAL_LABEL = 'cairn.trial';
 
 const KILL_GRACE_NS = 5e9;
-/** `${name}` in a command, a name as parameters are named (nested ones with dots). */
-const PLACEHOLDER = /\$\{([A-Za-z_][\w.-]*)\}/g;
 
 export function shellQuote(s: string): string {
   return `'${s.replaceAll("'", `'\\''`)}'`;
@@ -38,11 +37,6 @@ const PLAIN = /^[A-Za-z0-9_.+-]+$/;
  */
 export function substitute(command: string, params: Assignment): string {
   return command.replace(PLACEHOLDER, (_m, name: string) => (name in params ? (PLAIN.test(text(params[name])) ? text(params[name]) : shellQuote(text(params[name]))) : "''"));
-}
-
-/** Every `${name}` a command refers to, for the check at submission. */
-export function placeholderNames(command: string): string[] {
-  return [...command.matchAll(PLACEHOLDER)].map((m) => m[1]);
 }
 
 /** Where trial `index` of `experiment` writes an output mapped from `hostPath`. */

@@ -5,11 +5,12 @@
 // first replica of its first group: the chief, PyTorch's master, ps-lite's scheduler. Pure.
 
 import { parseJobDocument } from '../jobs/spec-parse.ts';
-import type { JobSpec, IgnoredField as JobIgnoredField } from '../jobs/model.ts';
-import type { ExperimentSpec, JobDocument } from './model.ts';
-import type { Assignment } from './space/types.ts';
-import { placeholderNames, substitute } from './trial-command.ts';
-import { envName } from './space/sample.ts';
+import type { JobSpec, IgnoredField as JobIgnoredField } from '../../../shared/jobs/model.ts';
+import type { ExperimentSpec, JobDocument } from '../../../shared/tuning/model.ts';
+import type { Assignment } from '../../../shared/tuning/space/types.ts';
+import { substitute } from './trial-command.ts';
+import { placeholderNames } from '../../../shared/tuning/placeholders.ts';
+import { envName } from '../../../shared/tuning/space/sample.ts';
 
 /** A finished trial's job is kept this long for its logs, unless the document says otherwise. */
 const JOB_TTL_SECONDS = 3600;

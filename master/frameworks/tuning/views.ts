@@ -1,57 +1,9 @@
-// What the tuning REST API answers: an experiment with its counts and best trial, and its
-// trials. Built from the replicated records, so every master answers the same. Pure.
+// What the tuning REST API answers (its shapes: shared/tuning/views.ts): an experiment with its
+// counts and best trial, and its trials. Built from the replicated records, so every master
+// answers the same. Pure.
 
 import { bestTrial, objectiveValue, type ExperimentRecord, type TrialRecord, type TrialState } from './record.ts';
-
-export interface TrialView {
-  index: number;
-  name: string;
-  state: TrialState;
-  params: TrialRecord['params'];
-  /** The objective's value (the latest reported), when there is one. */
-  value?: number;
-  metrics: Record<string, number>;
-  intermediate: TrialRecord['intermediate'];
-  taskId?: string;
-  /** A distributed trial's job (`cairn job show` it). */
-  jobName?: string;
-  hostname?: string;
-  attempt: number;
-  createdMs: number;
-  startedMs?: number;
-  finishedMs?: number;
-  exitCode?: number;
-  message?: string;
-}
-
-export interface ExperimentSummary {
-  name: string;
-  /** The name as submitted, where it was not a DNS label already. */
-  displayName?: string;
-  owner: string;
-  phase: ExperimentRecord['phase'];
-  reason: string;
-  message: string;
-  objective: ExperimentRecord['spec']['objective'];
-  algorithm: string;
-  earlyStopping?: string;
-  parallelTrialCount: number;
-  maxTrialCount: number;
-  maxFailedTrialCount: number;
-  scheduling: string;
-  seed: number;
-  counts: Record<TrialState, number>;
-  best?: TrialView;
-  createdMs: number;
-  finishedMs?: number;
-}
-
-export interface ExperimentView extends ExperimentSummary {
-  spec: ExperimentRecord['spec'];
-  ignored: ExperimentRecord['ignored'];
-  conditions: ExperimentRecord['conditions'];
-  trials: TrialView[];
-}
+import type { ExperimentSummary, ExperimentView, TrialView } from '../../../shared/tuning/views.ts';
 
 export function trialView(e: ExperimentRecord, t: TrialRecord): TrialView {
   const value = objectiveValue(e.spec, t);

@@ -10,7 +10,7 @@
 // a point that failed; stopped trials count as observations at their last reported loss.
 // Categorical parameters: a Hamming term in the kernel (one-hot, one length scale each).
 
-import type { Assignment, SearchSpace } from '../space/types.ts';
+import type { Assignment, SearchSpace } from '../../../../shared/tuning/space/types.ts';
 import { decode, dimensions, encode, type Dimension, type EncodedPoint } from '../space/unit-cube.ts';
 import { maximiseEi } from './gp-acquisition.ts';
 import { fitGp, GpPosterior, type Features } from './gp-model.ts';

@@ -5,9 +5,9 @@
 // where it was; once every point was proposed there is nothing more to suggest.
 
 import { badRequest } from '../../../../shared/errors.ts';
-import { fullName, tidy } from '../space/sample.ts';
-import type { Assignment, CategoricalParam, Param, ParamValue, SearchSpace } from '../space/types.ts';
-import { checkSettingNames, numberSetting } from '../space/validate.ts';
+import { fullName, tidy } from '../../../../shared/tuning/space/sample.ts';
+import type { Assignment, CategoricalParam, Param, ParamValue, SearchSpace } from '../../../../shared/tuning/space/types.ts';
+import { checkSettingNames, numberSetting } from '../../../../shared/tuning/space/validate.ts';
 import type { Algorithm, AlgorithmSettings } from './types.ts';
 
 const PREFIX = 'algorithm.settings';

@@ -2,8 +2,8 @@
 // experiment's `algorithm` and `earlyStopping` into the pure modules that answer it. The
 // constructors check their settings, so building one is also how a spec is validated.
 
-import type { SearchSpace } from '../space/types.ts';
-import type { AlgorithmName, EarlyStoppingName } from '../model.ts';
+import type { SearchSpace } from '../../../../shared/tuning/space/types.ts';
+import type { AlgorithmName, EarlyStoppingName } from '../../../../shared/tuning/model.ts';
 import type { Algorithm, AlgorithmSettings, EarlyStopper } from './types.ts';
 import { randomSearch } from './random-search.ts';
 import { gridSearch } from './grid-search.ts';

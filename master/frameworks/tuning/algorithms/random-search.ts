@@ -3,9 +3,9 @@
 // resuming the experiment proposes the very trial i the old one would have.
 
 import { SeededRandom } from '../../../../shared/random.ts';
-import { sampleAssignment } from '../space/sample.ts';
-import type { SearchSpace } from '../space/types.ts';
-import { checkSettingNames, numberSetting } from '../space/validate.ts';
+import { sampleAssignment } from '../../../../shared/tuning/space/sample.ts';
+import type { SearchSpace } from '../../../../shared/tuning/space/types.ts';
+import { checkSettingNames, numberSetting } from '../../../../shared/tuning/space/validate.ts';
 import type { Algorithm, AlgorithmSettings } from './types.ts';
 
 const PREFIX = 'algorithm.settings';

@@ -3,7 +3,7 @@
 // (no clumps, no holes), and needs nothing from the history but its length.
 
 import { badRequest } from '../../../../shared/errors.ts';
-import type { SearchSpace } from '../space/types.ts';
+import type { SearchSpace } from '../../../../shared/tuning/space/types.ts';
 import { dimensions, decode } from '../space/unit-cube.ts';
 import { SOBOL_MAX_DIMENSIONS, shiftedSobolPoint } from './sobol-sequence.ts';
 import { sobolMasks } from './trial-random.ts';

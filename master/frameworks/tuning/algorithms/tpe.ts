@@ -9,7 +9,7 @@
 // failed trials are treated the same way, which keeps the search off regions that fail.
 // Stopped (early-stopped) trials count as observations at their last reported loss.
 
-import type { Assignment, SearchSpace } from '../space/types.ts';
+import type { Assignment, SearchSpace } from '../../../../shared/tuning/space/types.ts';
 import { decode, dimensions, encode, activeGiven, INACTIVE_COORDINATE, type Dimension, type EncodedPoint } from '../space/unit-cube.ts';
 import { cubeHistory, type CubeTrial, type ObservedTrial } from './model-history.ts';
 import { boolSetting, intSetting, numberSetting, refuseUnknownSettings, seedSetting } from './model-settings.ts';

@@ -3,7 +3,8 @@
 // it keeps no state between calls, so a new leader that loads the replicated trial history
 // asks the same question and gets the same answer, without storing an algorithm's insides.
 
-import type { Assignment, SearchSpace } from '../space/types.ts';
+import type { Assignment, SearchSpace } from '../../../../shared/tuning/space/types.ts';
+import type { AlgorithmSettings } from '../../../../shared/tuning/model.ts';
 
 export type TrialPhase = 'running' | 'succeeded' | 'failed' | 'stopped';
 
@@ -37,8 +38,8 @@ export interface Algorithm {
   suggest(history: readonly TrialObservation[], count: number): Assignment[];
 }
 
-/** Settings as Katib writes them (`algorithmSettings: [{name, value}]`), values as strings. */
-export type AlgorithmSettings = Readonly<Record<string, string>>;
+// The settings' shape is part of an experiment's spec (shared/tuning/model.ts).
+export type { AlgorithmSettings };
 
 export interface EarlyStopper {
   /**

@@ -9,7 +9,7 @@
 
 import { SeededRandom } from '../../../../shared/random.ts';
 import type { AlgorithmSettings, EarlyStopper, StepLoss, TrialObservation } from '../algorithms/types.ts';
-import { checkSettingNames, numberSetting } from '../space/validate.ts';
+import { checkSettingNames, numberSetting } from '../../../../shared/tuning/space/validate.ts';
 
 const PREFIX = 'earlyStopping.settings';
 

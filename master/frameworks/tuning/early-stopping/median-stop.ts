@@ -4,7 +4,7 @@
 // for the others: a finished trial's noisy lucky step should not raise the bar. Stateless.
 
 import type { AlgorithmSettings, EarlyStopper, StepLoss, TrialObservation } from '../algorithms/types.ts';
-import { checkSettingNames, numberSetting } from '../space/validate.ts';
+import { checkSettingNames, numberSetting } from '../../../../shared/tuning/space/validate.ts';
 
 const PREFIX = 'earlyStopping.settings';
 

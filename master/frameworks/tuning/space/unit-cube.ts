@@ -5,7 +5,7 @@
 // Nested parameters have their own coordinates; a point of the cube decides which of them
 // are active through their parent's choice.
 
-import type { Assignment, Param, ParamValue, SearchSpace } from './types.ts';
+import type { Assignment, Param, ParamValue, SearchSpace } from '../../../../shared/tuning/space/types.ts';
 import { normCdf, normInv } from '../math/normal.ts';
 
 /** One coordinate of the cube: a parameter, nested ones included. */

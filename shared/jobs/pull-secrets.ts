@@ -3,7 +3,7 @@
 // (`cairn secret create`) that the replica's image is pulled with. Pure; whether each
 // exists and is the submitter's to use is checked when the job is submitted (routes.ts).
 
-import { checkSecretName, MAX_PULL_SECRETS } from '../../secrets/pull-auth.ts';
+import { checkSecretName, MAX_PULL_SECRETS } from '../secret-names.ts';
 import { invalidJob, type Locate } from './field-paths.ts';
 
 export function readImagePullSecrets(value: unknown, field: string, at: Locate, image: string | undefined): string[] {

@@ -3,7 +3,7 @@
 // normal and logNormal distributions over [min, max] are read as Katib's suggestion services
 // read them: centred on the range, with the range ±3 sigma (in log space for logNormal).
 
-import { badRequest } from '../../../../shared/errors.ts';
+import { badRequest } from '../../errors.ts';
 import type { Param, SearchSpace } from './types.ts';
 import {
   checkChoices, checkKeys, checkName, checkOrdered, checkPositive, checkSpace, integer, isObject, memberField,

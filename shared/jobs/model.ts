@@ -162,3 +162,22 @@ export interface ReplicaStatus {
   exitCode?: number;
   message?: string;
 }
+
+/** What the REST API shows of a job. */
+export interface JobView {
+  name: string;
+  kind: JobKind;
+  phase: JobPhase;
+  conditions: JobCondition[];
+  replicas: ReplicaStatus[];
+  restarts: number;
+  ignored: IgnoredField[];
+  spec: JobSpec;
+  createdAtMs: number;
+  startedAtMs?: number;
+  finishedAtMs?: number;
+  /** A restarted gang waits out its back-off until then. */
+  restartAtMs?: number;
+  message: string;
+  owner?: string;
+}

@@ -3,7 +3,7 @@
 // paper's files end lists and objects with a trailing comma, which JSON refuses: those are
 // blanked out before JSON.parse (no JSON5 dependency for one leniency).
 
-import { badRequest } from '../../../../shared/errors.ts';
+import { badRequest } from '../../errors.ts';
 import type { CategoricalParam, DoubleParam, Param, SearchSpace } from './types.ts';
 import {
   checkChoices, checkKeys, checkName, checkOrdered, checkSpace, finiteNumber, isObject, memberField, shown,

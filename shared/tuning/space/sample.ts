@@ -2,7 +2,7 @@
 // environment variable each is passed in. Pure: the only randomness is the SeededRandom
 // passed in, consumed in parameter order, so a seed replays the same assignment.
 
-import type { SeededRandom } from '../../../../shared/random.ts';
+import type { SeededRandom } from '../../random.ts';
 import type { Assignment, DoubleParam, IntParam, NormalParam, Param, ParamValue, SearchSpace } from './types.ts';
 
 /** `parent.child` for a parameter nested under a choice of `parent`; the name at the top. */

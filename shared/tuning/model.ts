@@ -1,10 +1,13 @@
-// An experiment as the tuning core holds it once parsed and checked (spec-parse.ts): what to
+// An experiment as the tuning core holds it once parsed and checked (master/frameworks/tuning/
+// spec-parse.ts; the command line checks its flags with the same shapes): what to
 // optimise, how to search, how many trials at once, and the trial each parameter set runs.
 // Every format Cairn accepts (a Katib-shaped experiment file, the paper's flags) ends as one
 // of these; nothing here is optional that the core must guess. Pure data.
 
 import type { SearchSpace } from './space/types.ts';
-import type { AlgorithmSettings } from './algorithms/types.ts';
+
+/** Settings as Katib writes them (`algorithmSettings: [{name, value}]`), values as strings. */
+export type AlgorithmSettings = Readonly<Record<string, string>>;
 
 export type ObjectiveType = 'maximize' | 'minimize';
 

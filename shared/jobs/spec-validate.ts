@@ -38,9 +38,9 @@ import {
 import { invalidJob, prefixLocator, type Locate } from './field-paths.ts';
 import { checkKindRules } from './kind-rules.ts';
 import { readImagePullSecrets } from './pull-secrets.ts';
-import { isRoleName } from '../../../shared/sharing/roles.ts';
-import { isClassSpelling } from '../../../shared/sharing/priority-classes.ts';
-import { hostPathProblem } from '../../../shared/host-paths.ts';
+import { isRoleName } from '../sharing/roles.ts';
+import { isClassSpelling } from '../sharing/priority-classes.ts';
+import { hostPathProblem } from '../host-paths.ts';
 
 export const CAIRN_JOB_API_VERSION = 'cairn/v1';
 export const MAX_JOB_NAME = 40;

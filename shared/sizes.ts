@@ -2,8 +2,8 @@
 // 5G` is a YARN/Mesos-style size, binary: 5G is 5 GiB. An experiment file may also use
 // Kubernetes quantities (`5Gi`, `512Mi`, `5e9`), and a bare number is MiB, as Marathon's `mem`.
 
-import { badRequest } from '../../../shared/errors.ts';
-import { mibOf, parseQuantity } from '../jobs/quantity.ts';
+import { badRequest } from './errors.ts';
+import { mibOf, parseQuantity } from './quantity.ts';
 
 const BINARY: Record<string, number> = { '': 1, b: 1 / 2 ** 20, k: 1 / 1024, kb: 1 / 1024, ki: 1 / 1024, m: 1, mb: 1, mi: 1, g: 1024, gb: 1024, gi: 1024, t: 1024 ** 2, tb: 1024 ** 2, ti: 1024 ** 2 };
 const SIZE = /^([0-9]+(?:\.[0-9]+)?)\s*([a-z]*)$/i;

@@ -3,7 +3,7 @@
 // naming the field the user wrote. Also the parsing of algorithm and early-stopping settings,
 // which arrive as Katib's strings.
 
-import { badRequest } from '../../../../shared/errors.ts';
+import { badRequest } from '../../errors.ts';
 import { envName } from './sample.ts';
 import type { Choice, Param, ParamValue, SearchSpace } from './types.ts';
 

@@ -3,7 +3,7 @@
 // and carrying parameters of its own: {"_name": "sgd", "momentum": {"_type": ...}}. Those are
 // active only when that choice is picked, and named `optimizer.momentum` in a trial.
 
-import { badRequest } from '../../../../shared/errors.ts';
+import { badRequest } from '../../errors.ts';
 import type { CategoricalParam, Choice, Param, SearchSpace } from './types.ts';
 import {
   checkChoices, checkKeys, checkOrdered, checkPositive, checkSpace, finiteNumber, integer, isObject, isScalar,

@@ -3,7 +3,7 @@
 // Volcano Job) is translated first, and a Locate turns the Cairn field back into the path the
 // user wrote (`spec.tfReplicaSpecs.Chief.replicas`), so an error names a line of their file.
 
-import { CairnError } from '../../../shared/errors.ts';
+import { CairnError } from '../errors.ts';
 
 /** From a field of Cairn's job document (relative: `groups[0].name`) to the path to report. */
 export type Locate = (field: string) => string;
