@@ -9,7 +9,7 @@
 // A disk that refuses a write (full, over quota, failing) does not stop the master. The
 // Ready whose write failed is held: nothing that speaks for it is sent (no vote, no
 // acknowledgement, no heartbeat), nothing of it is applied, and it is written again every
-// tick until the disk takes it. Meanwhile the proposals waiting here are told
+// 250 ms until the disk takes it. Meanwhile the proposals waiting here are told
 // CAIRN_STORAGE_FULL (507) and new ones refused with it; reads are answered from the state
 // in memory. A leader that cannot write falls silent, so the members that can write elect
 // another; once the disk has room the held Ready is written and the member carries on where
@@ -116,6 +116,8 @@ const EMPTY_REGISTRY = { agents: [], frameworks: [], tasks: [] };
  * entries and bytes, and never more bytes than the snapshot (sending that is then cheaper).
  */
 const TAIL_ENTRIES = 1000;
+/** How often a Ready the disk refused is written again. */
+const HELD_RETRY_MS = 250;
 const TAIL_BYTES = 8 * 1024 * 1024;
 
 /** A membership change proposed here, waiting to come back applied. */
@@ -142,8 +144,8 @@ export class RaftCommandLog implements CommandLog {
   private readonly sinceSnapshot: LogSize = { entries: 0, bytes: 0, snapshotBytes: 0 };
   private readonly limits: CompactionLimits;
   private readonly pacer: ShrinkPacer;
-  /** The Ready whose write the disk refused, with what it holds back: written again each tick. */
-  private held: { rd: Ready; late: readonly Message[] } | undefined;
+  /** The Ready whose write the disk refused, with what it holds back, and when to write it again. */
+  private held: { rd: Ready; late: readonly Message[]; retryAtMs: number } | undefined;
   /** The disk's last refusal, until a write succeeds again. */
   private refusing: Error | undefined;
   /** Peers' incarnations learnt (or forgotten) while the disk refused them: written once it takes writes. */
@@ -500,6 +502,8 @@ export class RaftCommandLog implements CommandLog {
       let rd: Ready;
       let late: readonly Message[];
       if (this.held !== undefined) {
+        // Every message that arrives schedules this loop; the disk is asked again only so often.
+        if (monotonicMs() < this.held.retryAtMs) return;
         ({ rd, late } = this.held);
       } else {
         if (!this.node.hasReady()) break;
@@ -514,7 +518,7 @@ export class RaftCommandLog implements CommandLog {
         if (early.length > 0 && this.lost === undefined) this.transport.send(early);
       }
       if (!this.persist(rd)) {
-        this.held = { rd, late };
+        this.held = { rd, late, retryAtMs: monotonicMs() + HELD_RETRY_MS };
         return;
       }
       this.held = undefined;

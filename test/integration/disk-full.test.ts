@@ -8,7 +8,7 @@
 
 import { afterAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
-import { Cleanup, freePort, startMasterProcess, waitFor, type CairnProcess } from '../harness/processes.ts';
+import { Cleanup, freePort, runCairn, startMasterProcess, waitFor, type CairnProcess } from '../harness/processes.ts';
 import { authFetch } from '../harness/credentials.ts';
 import { marathon } from '../harness/marathon.ts';
 import { SmallDisk, smallDiskUnusable } from '../harness/small-disk.ts';
@@ -117,6 +117,10 @@ describe.skipIf(unusable !== undefined)('a master on a full disk', () => {
     disk.fill();
     master = await startMasterProcess(cleanup, { dataDir, port });
     expect(await appIds(url)).toEqual([...acked].sort());
+    // Its data dir lock, whose holder could not be written, still keeps a second master out, naming the first.
+    const second = await runCairn(['master', '--port', String(await freePort()), '--host', '127.0.0.1', '--data-dir', dataDir, '--dns-port', '0']);
+    expect(second.code).not.toBe(0);
+    expect(second.stderr).toContain(`is in use by unknown pid ${master.child.pid}`);
     const refused = await createUntilRefused(url, 'on-full', 100);
     acked.push(...refused.acked);
     expectStorageRefusal(refused.refusal, dataDir);
