@@ -417,6 +417,7 @@ export class RaftCommandLog implements CommandLog {
 
   /** Proposes one change; resolves when it is applied here, rejects when it was refused or lost. */
   private async proposeChange(cc: ConfChange): Promise<void> {
+    if (this.held !== undefined) throw storageFull(this.opts.dataDir, this.refusing, 'the membership change was not made');
     let term = this.node.term;
     let index: number;
     try {
