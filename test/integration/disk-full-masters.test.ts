@@ -2,8 +2,9 @@
 // leader must neither exit nor speak for what it could not write: it falls silent, the two
 // masters that can write elect a leader among themselves and take writes, the full one keeps
 // answering reads and refuses writes with 507; once its disk has room again it catches up by
-// itself, without a restart, and no acknowledged write is lost. Each master's data dir is a
-// tmpfs of its own.
+// itself, without a restart, and no acknowledged write is lost. And a follower on a full
+// disk gives no vote it could not write: with the leader killed, the one other master cannot
+// be elected until the full one's disk has room. Each master's data dir is a tmpfs of its own.
 
 import { afterAll, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
@@ -100,5 +101,38 @@ describe.skipIf(unusable !== undefined)('replicated masters, one of them on a fu
       const ids = new Set((apps.body.apps as { id: string }[]).map((a) => a.id));
       expect(acked.filter((id) => !ids.has(id))).toEqual([]);
     }
+  }, 240_000);
+
+  it('a master that cannot write its vote does not give it: with the leader gone, no leader until its disk has room', async () => {
+    const base2 = join(base, 'second');
+    for (let i = 1; i <= 3; i++) disks.push(new SmallDisk(8, join(base2, `m${i}`)).mount());
+    const groupDisks = disks.slice(-3);
+    const members = await startMasterProcesses(cleanup, base2, 3);
+    const leader = await waitForLeaderProcess(members);
+    const [full, writable] = members.filter((m) => m !== leader);
+    const acked: string[] = [];
+    groupDisks[full.id - 1].fill();
+    // The leader and the writable follower are a quorum: writes go on, until the full one has
+    // used what its files kept in reserve and says its disk refuses them.
+    for (let i = 0; (await getFromMaster<Replication>(full.url, '/api/v1/replication'))?.storageRefusing === undefined; i++) {
+      expect(i, 'writes the full follower still took').toBeLessThan(60);
+      const r = await marathon(leader.url, 'POST', '/v2/apps', fatApp(`/quorum-${i}`));
+      expect(r.status, JSON.stringify(r.body)).toBe(201);
+      acked.push(`/quorum-${i}`);
+    }
+    await leader.proc!.kill('SIGKILL');
+    // The writable one needs the full one's vote, which it cannot persist, so it never sends it.
+    const deadline = Date.now() + 5_000;
+    while (Date.now() < deadline) {
+      expect(await masterRole(writable.url)).not.toBe('leader');
+      expect(await masterRole(full.url)).not.toBe('leader');
+      await new Promise((r) => setTimeout(r, 100));
+    }
+    expect(full.proc!.child.exitCode).toBeNull();
+    groupDisks[full.id - 1].free();
+    const lead = await waitForLeaderProcess([full, writable]);
+    const apps = await marathon(lead.url, 'GET', '/v2/apps');
+    const ids = new Set((apps.body.apps as { id: string }[]).map((a) => a.id));
+    expect(acked.filter((id) => !ids.has(id))).toEqual([]);
   }, 240_000);
 });
