@@ -81,6 +81,16 @@ module.exports = {
       { path: '^(agent|master)/', pathNot: '^$1/' },
     ),
     rule(
+      'cli-imports-only-daemon-entries',
+      'The command line reaches the cluster through its APIs and starts a daemon through its ' +
+        'entry (master/entry.ts, agent/entry.ts: startMaster, startAgent and what they are ' +
+        "started with); what else it shares with them (specs and their validation, the answers' " +
+        "shapes, the daemons' defaults) lives in shared/. Anything else of master/ or agent/ is " +
+        "that daemon's own, free to change without the command line.",
+      { path: '^bin/' },
+      { path: '^(master|agent)/', pathNot: '^(master|agent)/entry[.]ts$' },
+    ),
+    rule(
       'no-cycles',
       'A cycle makes its modules one unit: none can be read, tested or loaded without the ' +
         'others, and ES module cycles see half-initialised bindings at start.',

@@ -59,6 +59,9 @@ describe('import rules', () => {
         'master/membership.ts': `export const metrics = 1;\n`,
         'master/allocator/allocator.ts': `export const allocator = 1;\n`,
         'agent/agent.ts': `export const agent = 1;\n`,
+        'master/entry.ts': `export { master } from './master.ts';\n`,
+        'agent/entry.ts': `export { agent } from './agent.ts';\n`,
+        'master/leader/leader-core.ts': `export const core = 1;\n`,
         'shared/random.ts': `export const random = 1;\n`,
         'shared/__planted_violation.ts': `import { master } from '../master/master.ts';\nexport const x = master;\n`,
         'master/leader/__planted.ts': `import { readFileSync } from 'node:fs';\nexport const x = readFileSync;\n`,
@@ -67,6 +70,11 @@ describe('import rules', () => {
         'master/leader/__planted_shell.ts': `import { metrics } from '../membership.ts';\nexport const x = metrics;\n`,
         'master/__planted_agent.ts': `import { agent } from '../agent/agent.ts';\nexport const x = agent;\n`,
         'agent/__planted_master.ts': `import { master } from '../master/master.ts';\nexport const x = master;\n`,
+        // The command line starts the daemons through their entries, and imports nothing else of them.
+        'bin/commands/__planted.ts': `import { core } from '../../master/leader/leader-core.ts';\nexport const x = core;\n`,
+        'bin/commands/__planted_allowed.ts':
+          `import { master } from '../../master/entry.ts';\nimport { agent } from '../../agent/entry.ts';\n` +
+          `import { random } from '../../shared/random.ts';\nexport const x = [master, agent, random];\n`,
         'master/frameworks/__planted.ts': `import { allocator } from '../allocator/allocator.ts';\nexport const x = allocator;\n`,
         'shared/__planted_cycle_a.ts': `import { b } from './__planted_cycle_b.ts';\nexport const a = () => b;\n`,
         'shared/__planted_cycle_b.ts': `import { a } from './__planted_cycle_a.ts';\nexport const b = () => a;\n`,
@@ -85,12 +93,13 @@ describe('import rules', () => {
       }
       symlinkSync(join(ROOT, 'node_modules'), join(scratch, 'node_modules'), 'dir');
 
-      const result = await cruiseTree(scratch, ['master', 'agent', 'shared']);
+      const result = await cruiseTree(scratch, ['master', 'agent', 'shared', 'bin']);
       const found = result.summary.violations
         .map((v) => `${v.from} → ${v.to.replace(/^.*node_modules\//, 'node_modules/')} [${v.rule.name}]`)
         .sort();
       expect(found).toEqual([
         'agent/__planted_master.ts → master/master.ts [agent-and-master-apart]',
+        'bin/commands/__planted.ts → master/leader/leader-core.ts [cli-imports-only-daemon-entries]',
         'master/__planted_agent.ts → agent/agent.ts [agent-and-master-apart]',
         'master/frameworks/__planted.ts → master/allocator/allocator.ts [frameworks-import-no-allocator]',
         'master/leader/__planted.ts → fs [core-imports-no-io]',
