@@ -1,7 +1,8 @@
 // The agent's options: what callers (the `cairn agent` command, `cairn up`, tests) give,
-// checked once and turned into a complete configuration with every default (defaults.ts)
-// filled in. Bad input fails here, naming the option, before anything is measured or connected.
-// `cairn agent`'s options are these (bin/commands/options.ts picks the ones it has flags for).
+// checked once and turned into a complete configuration with every default
+// (shared/agent-defaults.ts) filled in. Bad input fails here, naming the option, before
+// anything is measured or connected. `cairn agent`'s options are these
+// (bin/commands/daemons/options.ts picks the ones it has flags for).
 
 import { isIPv4 } from 'node:net';
 import { networkInterfaces, hostname as osHostname } from 'node:os';

@@ -2,7 +2,7 @@
 // stderr, and its exit code, without a child process.
 
 import { runCli } from '../../bin/commands/program.ts';
-import type { CliIo } from '../../bin/commands/io.ts';
+import type { CliIo } from '../../bin/commands/common/io.ts';
 
 export interface Captured {
   io: CliIo;

@@ -5,8 +5,8 @@
 // daemons print a banner on stderr and keep stdout for the master URL.
 
 import { afterAll, describe, expect, it } from 'vitest';
-import { runMaster } from '../../bin/commands/daemons.ts';
-import type { CliIo } from '../../bin/commands/io.ts';
+import { runMaster } from '../../bin/commands/daemons/start.ts';
+import type { CliIo } from '../../bin/commands/common/io.ts';
 import { TEST_USER, testCredentialsFile } from '../harness/credentials.ts';
 import { strictLogLines, type LogRecord } from '../harness/json-lines.ts';
 import { Cleanup, freePort, freePortRun, getJson, runCairn, startCairn, waitFor } from '../harness/processes.ts';

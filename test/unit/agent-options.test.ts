@@ -15,7 +15,7 @@ import { AGENT_DEFAULTS } from '../../shared/agent-defaults.ts';
 import { formatDurationMs, parseDurationMs } from '../../shared/duration.ts';
 import { CAIRN_VERSION } from '../../shared/version.ts';
 import { runCli } from '../../bin/commands/program.ts';
-import type { AgentOptions as AgentCommandOptions } from '../../bin/commands/options.ts';
+import type { AgentOptions as AgentCommandOptions } from '../../bin/commands/daemons/options.ts';
 
 describe('parseAttributes', () => {
   it('reads k:v pairs', () => {

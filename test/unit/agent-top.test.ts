@@ -6,7 +6,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { StateView } from '../../shared/master-state.ts';
 import type { AgentUsage } from '../../shared/agent-usage.ts';
-import { runTop, topFrame } from '../../bin/commands/top.ts';
+import { runTop, topFrame } from '../../bin/commands/tasks/top.ts';
 
 const MIB = 1024 * 1024;
 

@@ -2,7 +2,7 @@
 // their min and max, colour only when asked. Exact output, character for character.
 
 import { describe, expect, it } from 'vitest';
-import { asciiChart, axisNumber, bestSoFar } from '../../bin/commands/ascii-chart.ts';
+import { asciiChart, axisNumber, bestSoFar } from '../../bin/commands/tune/ascii-chart.ts';
 
 const lines = (...l: string[]) => `${l.join('\n')}\n`;
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { renderBanner, wantsBanner } from '../../bin/commands/banner.ts';
+import { renderBanner, wantsBanner } from '../../bin/commands/daemons/banner.ts';
 
 const logs = { format: 'text', level: 'info' };
 

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { runCli, type CommandHandlers } from '../../bin/commands/program.ts';
-import type { CliIo } from '../../bin/commands/io.ts';
+import type { CliIo } from '../../bin/commands/common/io.ts';
 
 async function parse(argv: string[]): Promise<{ code: number; options: any; out: string; err: string }> {
   let out = '';

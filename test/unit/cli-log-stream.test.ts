@@ -8,7 +8,7 @@ import type { AddressInfo } from 'node:net';
 import type { LogChunk } from '../../shared/master-state.ts';
 import { MasterClient } from '../../shared/sdk/master-client.ts';
 import { MasterHttpError } from '../../shared/sdk/http-error.ts';
-import { continuation, followLogStream, type LogStreamSource, type StreamFollowOptions } from '../../bin/commands/log-relay.ts';
+import { continuation, followLogStream, type LogStreamSource, type StreamFollowOptions } from '../../bin/commands/common/log-relay.ts';
 
 const TEXT = Array.from({ length: 40 }, (_, i) => `line ${i} é€\n`).join('');
 const BYTES = Buffer.from(TEXT);

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { runCli, type CommandHandlers } from '../../bin/commands/program.ts';
-import type { CliIo } from '../../bin/commands/io.ts';
+import type { CliIo } from '../../bin/commands/common/io.ts';
 
 interface Captured {
   io: CliIo;

@@ -4,11 +4,11 @@
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { runRun, type RunTuning } from '../../bin/commands/run.ts';
-import { runAttach } from '../../bin/commands/attach.ts';
-import { DETACH_FAILOVER_TIMEOUT_S } from '../../bin/commands/run-tasks.ts';
-import type { CliIo } from '../../bin/commands/io.ts';
-import type { RunOptions } from '../../bin/commands/options.ts';
+import { runRun, type RunTuning } from '../../bin/commands/tasks/run.ts';
+import { runAttach } from '../../bin/commands/tasks/attach.ts';
+import { DETACH_FAILOVER_TIMEOUT_S } from '../../bin/commands/tasks/run-tasks.ts';
+import type { CliIo } from '../../bin/commands/common/io.ts';
+import type { RunOptions } from '../../bin/commands/tasks/options.ts';
 import { Resources, type MesosResource } from '../../shared/resources.ts';
 import { encodeRecord } from '../../shared/recordio.ts';
 import type { AgentView, FrameworkView, StateView } from '../../shared/master-state.ts';

@@ -9,10 +9,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PreemptionRecord } from '../../master/registry/commands.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { buildProgram } from '../../bin/commands/program.ts';
-import { commandShapes } from '../../bin/commands/completion.ts';
-import type { RolesAnswer } from '../../bin/commands/sharing-client.ts';
-import { mergedQuota, parseAmounts, quotaChangeFromFlags, type QuotaSetFlags } from '../../bin/commands/sharing-flags.ts';
-import { amountsCell, compareRoles, memCell, preemptionsTable, quotasTable, rolesTable, selectPreemptions, usageReport } from '../../bin/commands/sharing.ts';
+import { commandShapes } from '../../bin/commands/cli/completion.ts';
+import type { RolesAnswer } from '../../bin/commands/sharing/client.ts';
+import { mergedQuota, parseAmounts, quotaChangeFromFlags, type QuotaSetFlags } from '../../bin/commands/sharing/flags.ts';
+import { amountsCell, compareRoles, memCell, preemptionsTable, quotasTable, rolesTable, selectPreemptions, usageReport } from '../../bin/commands/sharing/commands.ts';
 import { capture, cli } from '../harness/cli-capture.ts';
 
 function refused(flags: QuotaSetFlags): CairnError {

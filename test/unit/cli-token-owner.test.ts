@@ -8,8 +8,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { findToken, mayReplace, saveToken, type SavedCredential } from '../../shared/sdk/credentials.ts';
-import { clusterIdOf, readClusterId } from '../../bin/commands/cluster-id.ts';
-import { takenPortMessage } from '../../bin/commands/port-taken.ts';
+import { clusterIdOf, readClusterId } from '../../bin/commands/daemons/cluster-id.ts';
+import { takenPortMessage } from '../../bin/commands/daemons/port-taken.ts';
 
 const dirs: string[] = [];
 const tmp = (): string => {

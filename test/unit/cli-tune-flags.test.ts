@@ -14,13 +14,13 @@ import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CairnError } from '../../shared/errors.ts';
 import { runCli } from '../../bin/commands/program.ts';
-import { experimentFromFlags, parameterFile, sizeFlag, type TuneFlags } from '../../bin/commands/tune-flags.ts';
-import { describeExperiment, experimentsTable, trialLine } from '../../bin/commands/tune.ts';
+import { experimentFromFlags, parameterFile, sizeFlag, type TuneFlags } from '../../bin/commands/tune/flags.ts';
+import { describeExperiment, experimentsTable, trialLine } from '../../bin/commands/tune/commands.ts';
 import { parseExperimentDocument } from '../../master/frameworks/tuning/spec-parse.ts';
 import { paramNames } from '../../shared/tuning/space/sample.ts';
 import type { ExperimentView, TrialView } from '../../shared/tuning/views.ts';
 import { cli } from '../harness/cli-capture.ts';
-import type { CliIo } from '../../bin/commands/io.ts';
+import type { CliIo } from '../../bin/commands/common/io.ts';
 
 const NOW = Date.UTC(2026, 0, 2, 3, 4, 5);
 const dir = mkdtempSync(join(tmpdir(), 'cairn-tune-flags-'));

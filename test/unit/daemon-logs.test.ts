@@ -4,9 +4,9 @@
 import { describe, expect, it } from 'vitest';
 import { componentLogger, daemonLogger, withoutLineKeys } from '../../shared/logger.ts';
 import { formatLogLine } from '../../shared/log-text.ts';
-import { logSettings } from '../../bin/commands/log-flags.ts';
+import { logSettings } from '../../bin/commands/daemons/log-flags.ts';
 import { runCli, type CommandHandlers } from '../../bin/commands/program.ts';
-import type { CliIo } from '../../bin/commands/io.ts';
+import type { CliIo } from '../../bin/commands/common/io.ts';
 import { taskEndLine } from '../../agent/task-end-log.ts';
 import { duplicateKeys, strictLogLines } from '../harness/json-lines.ts';
 

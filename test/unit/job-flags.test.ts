@@ -5,7 +5,7 @@
 import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { CairnError } from '../../shared/errors.ts';
-import { addJobSubmitFlags, JOB_SUBMIT_FLAGS, jobDocumentFromFlags, type JobFlags } from '../../bin/commands/job-flags.ts';
+import { addJobSubmitFlags, JOB_SUBMIT_FLAGS, jobDocumentFromFlags, type JobFlags } from '../../bin/commands/jobs/flags.ts';
 import { parseJobDocument } from '../../master/frameworks/jobs/spec-parse.ts';
 
 const NOW = Date.UTC(2026, 0, 2, 3, 4, 5);

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { runCli, type CommandHandlers } from '../../bin/commands/program.ts';
-import { bytesFlag } from '../../bin/commands/flags.ts';
+import { bytesFlag } from '../../bin/commands/common/flags.ts';
 
 async function parseMaster(flags: string[]): Promise<{ code: number; options: any; err: string }> {
   let err = '';

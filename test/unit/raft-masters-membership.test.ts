@@ -5,8 +5,8 @@
 
 import { describe, expect, it } from 'vitest';
 import { runCli, type CommandHandlers } from '../../bin/commands/program.ts';
-import { mastersTable } from '../../bin/commands/masters.ts';
-import type { CliIo } from '../../bin/commands/io.ts';
+import { mastersTable } from '../../bin/commands/daemons/masters.ts';
+import type { CliIo } from '../../bin/commands/common/io.ts';
 import { decodeConfChange, encodeConfChange } from '../../shared/raft/confchange.ts';
 import type { ConfState } from '../../shared/raft/types.ts';
 import {

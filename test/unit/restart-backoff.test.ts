@@ -12,8 +12,8 @@ import type { JobSpec } from '../../shared/jobs/model.ts';
 import type { JobRecord } from '../../master/frameworks/jobs/record.ts';
 import { validateJobSpec } from '../../shared/jobs/spec-validate.ts';
 import { parseJobDocument } from '../../master/frameworks/jobs/spec-parse.ts';
-import { jobDocumentFromFlags } from '../../bin/commands/job-flags.ts';
-import { describeJob } from '../../bin/commands/job.ts';
+import { jobDocumentFromFlags } from '../../bin/commands/jobs/flags.ts';
+import { describeJob } from '../../bin/commands/jobs/commands.ts';
 import { jobView } from '../../master/frameworks/jobs/record.ts';
 
 const S = 1000;

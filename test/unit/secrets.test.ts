@@ -17,7 +17,7 @@ import { manifestPath, takePullAuth } from '../../agent/executors/docker/registr
 import { parseJobDocument } from '../../master/frameworks/jobs/spec-parse.ts';
 import { parseApp } from '../../master/frameworks/marathon/app-parse.ts';
 import { buildTaskInfo } from '../../master/frameworks/marathon/task-info.ts';
-import { dockerConfigOf } from '../../bin/commands/secret.ts';
+import { dockerConfigOf } from '../../bin/commands/secrets/commands.ts';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');
 

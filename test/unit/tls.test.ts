@@ -5,7 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli, type CommandHandlers } from '../../bin/commands/program.ts';
-import type { CliIo } from '../../bin/commands/io.ts';
+import type { CliIo } from '../../bin/commands/common/io.ts';
 import { describeTlsError, loadTls, schemeOf, TlsClient, tlsServerOptions } from '../../shared/tls.ts';
 import { Cleanup } from '../harness/processes.ts';
 import { hasOpenssl, makeCerts, type Certs } from '../harness/tls-certs.ts';

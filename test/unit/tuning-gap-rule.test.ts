@@ -12,7 +12,7 @@ import { DynamicPriority, gapLevel, smallestTopGap } from '../../master/framewor
 import { TuningCore } from '../../master/frameworks/tuning/core.ts';
 import type { ExperimentSpec } from '../../shared/tuning/model.ts';
 import { parseExperimentDocument } from '../../master/frameworks/tuning/spec-parse.ts';
-import { experimentFromFlags } from '../../bin/commands/tune-flags.ts';
+import { experimentFromFlags } from '../../bin/commands/tune/flags.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { Resources } from '../../shared/resources.ts';
 

@@ -1,0 +1,224 @@
+// The handlers of `cairn app …`: Marathon's /v2 API called with the command line's
+// credential and TLS, answers printed as tables (or -o json|yaml as the API gives them),
+// and Marathon's refusals printed field by field with a hint.
+
+import { readFileSync } from 'node:fs';
+import type { TlsFiles } from '../../../shared/tls.ts';
+import { findToken } from '../../../shared/sdk/credentials.ts';
+import { clientTls } from '../common/client-tls.ts';
+import type { CliIo } from '../common/io.ts';
+import { formatObjects } from '../common/output.ts';
+import { formatTable } from '../common/table.ts';
+
+interface Common {
+  masterUrl: string;
+  tls?: TlsFiles;
+  output?: 'json' | 'yaml' | 'wide';
+}
+
+export type AppCommand = Common & (
+  | { action: 'deploy'; file: string; force: boolean }
+  | { action: 'list' }
+  | { action: 'show'; id: string }
+  | { action: 'tasks'; id: string }
+  | { action: 'scale'; id: string; instances: number; force: boolean }
+  | { action: 'restart'; id: string; force: boolean }
+  | { action: 'delete'; id: string; force: boolean }
+  | { action: 'deployments' }
+  | { action: 'queue' }
+);
+
+const MAX_REDIRECTS = 5;
+const TIMEOUT_MS = 30_000;
+
+class ApiError extends Error {
+  constructor(readonly status: number, readonly body: any, what: string) {
+    super(describe(status, body, what));
+  }
+}
+
+function describe(status: number, body: any, what: string): string {
+  const lines = [`${what}: ${typeof body?.message === 'string' ? body.message : `HTTP ${status}`}`];
+  for (const d of Array.isArray(body?.details) ? body.details : []) {
+    for (const e of Array.isArray(d.errors) ? d.errors : []) lines.push(`  ${d.path}: ${e}`);
+  }
+  if (status === 409 && Array.isArray(body?.deployments)) lines.push(`  hint: a deployment holds the app (${body.deployments.map((x: { id: string }) => x.id).join(', ')}); wait for it (cairn app deployments) or add --force`);
+  if (status === 401) lines.push('  hint: give a credential with --token or CAIRN_TOKEN');
+  if (status === 404) lines.push('  hint: cairn app list shows the apps there are');
+  return lines.join('\n');
+}
+
+/** Normalises a user's app id the way the API does (a missing leading slash is fine). */
+function appPath(id: string): string {
+  return `/${id.split('/').filter((p) => p !== '').map(encodeURIComponent).join('/')}`;
+}
+
+class Api {
+  private readonly urls: string[];
+  private readonly dial: typeof fetch;
+  constructor(masterUrl: string, private readonly token: string | undefined, tls: TlsFiles | undefined) {
+    this.urls = masterUrl.split(',').map((u) => u.replace(/\/+$/, ''));
+    this.dial = clientTls(tls)?.fetch ?? fetch;
+  }
+
+  async call(method: string, path: string, what: string, body?: unknown): Promise<{ status: number; body: any; headers: Headers }> {
+    let lastErr: unknown;
+    for (const base of this.urls) {
+      let url = `${base}${path}`;
+      const init: RequestInit = {
+        method,
+        redirect: 'manual',
+        headers: { accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(this.token ? { authorization: `Bearer ${this.token}` } : {}) },
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        signal: AbortSignal.timeout(TIMEOUT_MS),
+      };
+      let res: Response;
+      try {
+        res = await this.dial(url, init);
+        // A follower points at the leader; followed by hand so the credential goes along.
+        for (let hop = 0; hop < MAX_REDIRECTS && (res.status === 307 || res.status === 308); hop++) {
+          const location = res.headers.get('location');
+          if (!location) break;
+          url = new URL(location, url).href;
+          res = await this.dial(url, init);
+        }
+      } catch (err) {
+        lastErr = err;
+        if (method !== 'GET') break;
+        continue;
+      }
+      const text = await res.text();
+      let parsed: unknown = text;
+      try {
+        parsed = text === '' ? {} : JSON.parse(text);
+      } catch {
+        // kept as text
+      }
+      if (res.status >= 400) throw new ApiError(res.status, parsed, what);
+      return { status: res.status, body: parsed, headers: res.headers };
+    }
+    throw new Error(`${what}: cannot reach the master at ${this.urls.join(', ')}: ${(lastErr as Error)?.message ?? 'no answer'}\n  hint: is a master running there? (--master or CAIRN_MASTER)`);
+  }
+}
+
+function readStdin(): string {
+  return readFileSync(0, 'utf8');
+}
+
+/** The apps of a deploy file: one app object, a list, or `{apps: [...]}`. */
+export function appsOfFile(text: string, source: string): Record<string, unknown>[] {
+  let doc: unknown;
+  try {
+    doc = JSON.parse(text);
+  } catch (err) {
+    throw new Error(`${source} is not JSON: ${(err as Error).message}`);
+  }
+  const list = Array.isArray(doc) ? doc : doc !== null && typeof doc === 'object' && Array.isArray((doc as { apps?: unknown }).apps) ? (doc as { apps: unknown[] }).apps : [doc];
+  if (list.length === 0) throw new Error(`${source} holds no app`);
+  list.forEach((a, i) => {
+    if (a === null || typeof a !== 'object' || Array.isArray(a)) throw new Error(`${source}: entry ${i} is not an app object`);
+    if (typeof (a as { id?: unknown }).id !== 'string') throw new Error(`${source}: entry ${i} has no "id"`);
+  });
+  return list as Record<string, unknown>[];
+}
+
+const short = (s: string | undefined, n = 40) => (s === undefined ? '-' : s.length > n ? `${s.slice(0, n - 1)}…` : s);
+
+export async function runApp(c: AppCommand, io: CliIo, stdin: () => string = readStdin): Promise<number> {
+  const api = new Api(c.masterUrl, findToken(c.masterUrl, io.env), c.tls);
+  const out = (text: string) => void io.stdout.write(text);
+  const objects = (v: unknown) => out(formatObjects(c.output as 'json' | 'yaml', v));
+  // Explicit both ways: the API's DELETE forces by default, as Marathon's does; the CLI asks for --force.
+  const q = (force: boolean) => `?force=${force}`;
+  try {
+    switch (c.action) {
+      case 'deploy': {
+        const source = c.file === '-' ? 'stdin' : c.file;
+        let text: string;
+        try {
+          text = c.file === '-' ? stdin() : readFileSync(c.file, 'utf8');
+        } catch (err) {
+          throw new Error(`cannot read ${source}: ${(err as Error).message}`);
+        }
+        let failed = 0;
+        for (const app of appsOfFile(text, source)) {
+          const id = app.id as string;
+          try {
+            const exists = await api.call('GET', `/v2/apps${appPath(id)}`, `app ${id}`).then(() => true, (err) => {
+              if (err instanceof ApiError && err.status === 404) return false;
+              throw err;
+            });
+            const r = exists
+              ? await api.call('PUT', `/v2/apps${appPath(id)}${q(c.force)}`, `updating app ${id}`, app)
+              : await api.call('POST', `/v2/apps${q(c.force)}`, `creating app ${id}`, app);
+            const deployment = r.body.deploymentId ?? r.body.deployments?.[0]?.id ?? '-';
+            out(`app ${exists ? 'updated' : 'created'}: ${r.body.id ?? id} (deployment ${deployment})\n`);
+            const ignored = (r.headers.get('cairn-ignored-fields') ?? '').split(',').filter((f: string) => f !== '');
+            if (ignored.length > 0) io.stderr.write(`cairn app deploy: ${id}: fields not used: ${ignored.join(', ')}\n`);
+          } catch (err) {
+            failed++;
+            io.stderr.write(`cairn app deploy: ${(err as Error).message}\n`);
+          }
+        }
+        return failed === 0 ? 0 : 1;
+      }
+      case 'list': {
+        const apps: any[] = (await api.call('GET', '/v2/apps', 'listing apps')).body.apps;
+        if (c.output === 'json' || c.output === 'yaml') return objects(apps), 0;
+        const wide = c.output === 'wide';
+        const rows = apps.map((a) => [
+          a.id, `${a.tasksRunning}/${a.instances}`, a.healthChecks.length > 0 ? String(a.tasksHealthy) : '-', String(a.cpus), String(a.mem),
+          a.deployments.length > 0 ? 'deploying' : '-',
+          ...(wide ? [a.version, short(a.container?.docker?.image ?? a.cmd ?? (a.args ?? []).join(' '), 60)] : []),
+        ]);
+        out(formatTable(['ID', 'RUNNING', 'HEALTHY', 'CPUS', 'MEM', 'DEPLOYMENT', ...(wide ? ['VERSION', 'IMAGE/CMD'] : [])], rows));
+        return 0;
+      }
+      case 'show': {
+        const app = (await api.call('GET', `/v2/apps${appPath(c.id)}`, `app ${c.id}`)).body.app;
+        out(formatObjects(c.output === 'json' ? 'json' : 'yaml', app));
+        return 0;
+      }
+      case 'tasks': {
+        const tasks: any[] = (await api.call('GET', `/v2/apps${appPath(c.id)}/tasks`, `tasks of ${c.id}`)).body.tasks;
+        if (c.output === 'json' || c.output === 'yaml') return objects(tasks), 0;
+        const rows = tasks.map((t) => [t.id, t.host, t.ports.join(','), t.state, t.healthCheckResults ? (t.healthCheckResults[0].alive ? 'healthy' : 'unhealthy') : '-', t.startedAt ?? t.stagedAt, ...(c.output === 'wide' ? [t.slaveId, t.version] : [])]);
+        out(formatTable(['ID', 'HOST', 'PORTS', 'STATE', 'HEALTH', 'SINCE', ...(c.output === 'wide' ? ['AGENT', 'VERSION'] : [])], rows));
+        return 0;
+      }
+      case 'scale':
+      case 'restart':
+      case 'delete': {
+        const r = c.action === 'scale'
+          ? await api.call('PUT', `/v2/apps${appPath(c.id)}${q(c.force)}`, `scaling ${c.id}`, { instances: c.instances })
+          : c.action === 'restart'
+            ? await api.call('POST', `/v2/apps${appPath(c.id)}/restart${q(c.force)}`, `restarting ${c.id}`)
+            : await api.call('DELETE', `/v2/apps${appPath(c.id)}${q(c.force)}`, `deleting ${c.id}`);
+        const verb = c.action === 'scale' ? `scaling to ${c.instances}` : c.action === 'restart' ? 'restarting' : 'deleting';
+        out(`${appPath(c.id)}: ${verb} (deployment ${r.body.deploymentId})\n`);
+        return 0;
+      }
+      case 'deployments': {
+        const deps: any[] = (await api.call('GET', '/v2/deployments', 'listing deployments')).body;
+        if (c.output === 'json' || c.output === 'yaml') return objects(deps), 0;
+        out(formatTable(['ID', 'APPS', 'ACTION', 'VERSION'], deps.map((d) => [d.id, d.affectedApps.join(','), d.currentActions.map((a: { action: string }) => a.action).join(','), d.version])));
+        return 0;
+      }
+      case 'queue': {
+        // Cairn's `waitingOn` (the decline reasons by count) comes with ?cairn=true.
+        const queue: any[] = (await api.call('GET', '/v2/queue?cairn=true', 'the launch queue')).body.queue;
+        if (c.output === 'json' || c.output === 'yaml') return objects(queue), 0;
+        const rows = queue.map((item) => [
+          item.app.id, String(item.count), item.delay.overdue ? '-' : `${item.delay.timeLeftSeconds}s`,
+          String(item.processedOffersSummary.processedOffersCount),
+          item.waitingOn.length === 0 ? '-' : item.waitingOn.map((w: { reason: string; offers: number }) => `${w.reason}:${w.offers}`).join(' '),
+        ]);
+        out(formatTable(['APP', 'WAITING', 'DELAY', 'OFFERS', 'DECLINED FOR'], rows));
+        return 0;
+      }
+    }
+  } catch (err) {
+    io.stderr.write(`cairn app ${c.action}: ${(err as Error).message}\n`);
+    return 1;
+  }
+}
