@@ -12,7 +12,7 @@ import type { MemberState } from '../shared/gossip/messages.ts';
 import type { Allocator } from './allocator/allocator.ts';
 import type { AgentLink } from './agents/agent-link.ts';
 import type { FrameworkSpec } from './api/scheduler-calls.ts';
-import type { EventStream } from './frameworks/event-stream.ts';
+import type { EventStream } from './event-stream.ts';
 import { DEFAULT_LEADER_CONFIG, type LeaderConfig } from './leader/config.ts';
 import { LeaderCore } from './leader/leader-core.ts';
 import type { ConnId, LeaderEffect, LeaderInput, OperatorCall, ReplyValue, RequestId, SchedulerCall } from './leader/messages.ts';
@@ -28,7 +28,7 @@ export interface MasterConfig extends LeaderConfig {
 
 export const DEFAULT_MASTER_CONFIG: Omit<MasterConfig, 'dataDir'> = DEFAULT_LEADER_CONFIG;
 
-/** Gossip's opinion of agents, for the leader's liveness checks (see agents/liveness.ts). */
+/** Gossip's opinion of agents, for the leader's liveness checks (see leader/liveness-verdict.ts). */
 export interface AgentGossipView {
   /** The agent's state in gossip; undefined when gossip does not know it. */
   agentState(agentId: string): MemberState | undefined;

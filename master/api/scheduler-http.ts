@@ -5,7 +5,7 @@
 import { randomUUID } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 import { STREAM_ID_HEADER } from '../../shared/mesos-v1.ts';
-import { EventStream } from '../frameworks/event-stream.ts';
+import { EventStream } from '../event-stream.ts';
 import { leaderOrRedirect, type MasterContext } from '../context.ts';
 import { auditLine } from '../auth/http-hooks.ts';
 import { authorizeSchedulerCall } from '../auth/scheduler-auth.ts';

@@ -5,7 +5,7 @@
 // travels in the Authorization header, never in a cookie) —, authenticates every request but
 // `/health`, what the operator opened (`--open`; an open scheduler API takes callers without a
 // credential as `anonymous`) and the dashboard's open routes (its static files and
-// login-link redemption: master/ui/open-routes.ts), and writes one audit line per change with its
+// login-link redemption: open-routes.ts), and writes one audit line per change with its
 // principal. Routes read the caller as `req.principal`.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
@@ -15,7 +15,7 @@ import { CairnError } from '../../shared/errors.ts';
 import { toHttpError } from '../api/http-errors.ts';
 import type { Principal } from './credentials.ts';
 import type { MasterAuth } from './master-auth.ts';
-import { REDEEM_ROUTE, STATIC_UI_ROUTES } from '../ui/open-routes.ts';
+import { REDEEM_ROUTE, STATIC_UI_ROUTES } from './open-routes.ts';
 
 declare module 'fastify' {
   interface FastifyRequest {

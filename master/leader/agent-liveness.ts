@@ -1,8 +1,8 @@
 // Agent liveness on the leader: a ping round every ping interval, gossip's second opinion
-// confirmed by a ping of its own, and the verdict (agents/liveness.ts) carried out — a
+// confirmed by a ping of its own, and the verdict (liveness-verdict.ts) carried out — a
 // connection closed, or the agent marked unreachable and its offers rescinded.
 
-import { judgeAgent } from '../agents/liveness.ts';
+import { judgeAgent } from './liveness-verdict.ts';
 import { recoverOffers } from './allocation.ts';
 import type { LeaderState } from './leader-state.ts';
 import { forwardEvents } from './updates.ts';
@@ -40,7 +40,7 @@ function confirmDueMs(leader: LeaderState, sentMs: number): number {
 }
 
 /**
- * Applies the liveness verdict (agents/liveness.ts) to the given agents (default: every
+ * Applies the liveness verdict (liveness-verdict.ts) to the given agents (default: every
  * reachable one): pings and, when there is one, gossip's opinion.
  */
 export function judgeAgents(leader: LeaderState, agentIds: Iterable<string> | undefined): void {

@@ -12,7 +12,7 @@ import type { MemberState } from '../../shared/gossip/messages.ts';
 import type { SchedulerEvent } from '../../shared/mesos-v1.ts';
 import { randomBytesOf, type RandomSource } from '../../shared/random.ts';
 import type { Resources } from '../../shared/resources.ts';
-import { livenessPolicy, type LivenessPolicy } from '../agents/liveness.ts';
+import { livenessPolicy, type LivenessPolicy } from './liveness-verdict.ts';
 import { Allocator } from '../allocator/allocator.ts';
 import { MasterMetrics } from '../metrics.ts';
 import { OfferBook } from '../offers.ts';

@@ -17,7 +17,7 @@ import { bearerToken } from '../../shared/authorization.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { auditLine } from '../auth/http-hooks.ts';
 import type { MasterContext } from '../context.ts';
-import { REDEEM_ROUTE } from './open-routes.ts';
+import { REDEEM_ROUTE } from '../auth/open-routes.ts';
 import { steadyClock } from '../../shared/steady-clock.ts';
 
 export const LINK_TTL_MS = 60_000;

@@ -3,7 +3,7 @@
 // confirmed within 1 s, and an agent gossip sees alive gets one more window (5 s).
 
 import { describe, expect, it } from 'vitest';
-import { judgeAgent, livenessPolicy, type AgentLivenessFacts } from '../../master/agents/liveness.ts';
+import { judgeAgent, livenessPolicy, type AgentLivenessFacts } from '../../master/leader/liveness-verdict.ts';
 
 const policy = livenessPolicy(1_000, 5);
 const T = 100_000;

@@ -50,6 +50,14 @@ describe('import rules', () => {
     expect(found, `import rule violations:\n  ${found.join('\n  ')}\n`).toEqual([]);
   });
 
+  it("place every file of master/ in one of master/'s layers", () => {
+    // A folder or file left out of MASTER_LAYERS would be in no layer rule, free to import anything.
+    const layerRules = rulesConfig().forbidden.filter((r) => r.name.startsWith('master-layer-')) as { from: { path: string[] }; to: { path: string[] } }[];
+    const placed = layerRules.flatMap((r) => [...r.from.path, ...r.to.path]).map((p) => new RegExp(p));
+    const unplaced = tsFiles('master').filter((f) => !placed.some((p) => p.test(f)));
+    expect(unplaced, 'add these to MASTER_LAYERS in .dependency-cruiser.cjs').toEqual([]);
+  });
+
   it('catch one planted import per rule, and nothing else', async () => {
     const scratch = mkdtempSync(join(tmpdir(), 'cairn-import-rules-'));
     try {
@@ -86,6 +94,27 @@ describe('import rules', () => {
         'master/leader/__planted_allowed.ts':
           `import { join } from 'node:path';\nimport { random } from '../../shared/random.ts';\n` +
           `import { allocator } from '../allocator/allocator.ts';\nexport const x = [join, random, allocator];\n`,
+        // master/'s layers (MASTER_LAYERS): one import up from each layer but the top, each
+        // caught by its layer's rule (the leader's is __planted_shell.ts above).
+        'master/server.ts': `export const server = 1;\n`,
+        'master/secrets/pull-auth.ts': `export const pullAuth = 1;\n`,
+        'master/registry/__planted_layer.ts': `import { x } from '../replication/__planted_layer.ts';\nexport const y = x;\n`,
+        'master/replication/__planted_layer.ts': `import { x } from '../dns/__planted_layer.ts';\nexport const y = x;\n`,
+        // An exception allows its own importers only: the leader's, not the DNS server's.
+        'master/dns/__planted_layer.ts': `import { pullAuth } from '../secrets/pull-auth.ts';\nexport const x = pullAuth;\n`,
+        'master/auth/__planted_layer.ts': `import { core } from '../leader/leader-core.ts';\nexport const x = core;\n`,
+        'master/agents/__planted_layer.ts': `import { x } from '../frameworks/__planted_layer.ts';\nexport const y = x;\n`,
+        'master/frameworks/__planted_layer.ts': `import { x } from '../ui/__planted_layer.ts';\nexport const y = x;\n`,
+        'master/builtin/__planted_layer.ts': `import { x } from '../secrets/__planted_layer.ts';\nexport const y = x;\n`,
+        'master/secrets/__planted_layer.ts': `import { x } from '../api/__planted_layer.ts';\nexport const y = x;\n`,
+        'master/api/__planted_layer.ts': `import { x } from '../ui/__planted_layer.ts';\nexport const y = x;\n`,
+        'master/ui/__planted_layer.ts': `import { server } from '../server.ts';\nexport const x = server;\n`,
+        // Allowed: an import up that MASTER_LAYER_EXCEPTIONS lists (the frameworks into their host).
+        'master/frameworks/__planted_allowed_up.ts': `import { y } from '../builtin/__planted_layer.ts';\nexport const x = y;\n`,
+        // Two folders importing each other, with no module cycle: a cycle between folders.
+        'master/__planted_fold_a/a.ts': `import { b } from '../__planted_fold_b/b.ts';\nexport const a = b;\n`,
+        'master/__planted_fold_b/b.ts': `export const b = 1;\n`,
+        'master/__planted_fold_b/c.ts': `import { a } from '../__planted_fold_a/a.ts';\nexport const c = a;\n`,
       };
       for (const [file, text] of Object.entries(files)) {
         mkdirSync(join(scratch, dirname(file)), { recursive: true });
@@ -101,14 +130,31 @@ describe('import rules', () => {
         'agent/__planted_master.ts → master/master.ts [agent-and-master-apart]',
         'bin/commands/__planted.ts → master/leader/leader-core.ts [cli-imports-only-daemon-entries]',
         'master/__planted_agent.ts → agent/agent.ts [agent-and-master-apart]',
+        'master/__planted_fold_a → master/__planted_fold_b [no-master-folder-cycles]',
+        'master/__planted_fold_b → master/__planted_fold_a [no-master-folder-cycles]',
+        'master/agents/__planted_layer.ts → master/frameworks/__planted_layer.ts [master-layer-shell]',
+        'master/api/__planted_layer.ts → master/ui/__planted_layer.ts [master-layer-api]',
+        'master/auth/__planted_layer.ts → master/leader/leader-core.ts [master-layer-auth]',
+        'master/builtin/__planted_layer.ts → master/secrets/__planted_layer.ts [master-layer-builtin]',
+        'master/dns/__planted_layer.ts → master/secrets/pull-auth.ts [master-layer-dns]',
         'master/frameworks/__planted.ts → master/allocator/allocator.ts [frameworks-import-no-allocator]',
+        'master/frameworks/__planted_layer.ts → master/ui/__planted_layer.ts [master-layer-frameworks]',
         'master/leader/__planted.ts → fs [core-imports-no-io]',
         'master/leader/__planted_logger.ts → node_modules/pino/pino.js [core-imports-no-io]',
         'master/leader/__planted_shell.ts → master/membership.ts [core-imports-only-cores]',
+        'master/leader/__planted_shell.ts → master/membership.ts [master-layer-leader]',
+        'master/registry/__planted_layer.ts → master/replication/__planted_layer.ts [master-layer-base]',
+        'master/replication/__planted_layer.ts → master/dns/__planted_layer.ts [master-layer-policy]',
+        'master/secrets/__planted_layer.ts → master/api/__planted_layer.ts [master-layer-secrets]',
+        'master/ui/__planted_layer.ts → master/server.ts [master-layer-ui]',
         'shared/__planted_cycle_a.ts → shared/__planted_cycle_b.ts [no-cycles]', // one per cycle
         'shared/__planted_violation.ts → master/master.ts [shared-imports-no-daemon]',
         'shared/raft/__planted.ts → shared/raft/sqlite-storage.ts [core-imports-only-cores]',
       ]);
+      // A layer added to MASTER_LAYERS needs its plant here too.
+      const layerRules = new Set(rulesConfig().forbidden.map((r) => r.name).filter((n) => n.startsWith('master-layer-')));
+      const caught = new Set(result.summary.violations.map((v) => v.rule.name).filter((n) => n.startsWith('master-layer-')));
+      expect([...caught].sort()).toEqual([...layerRules].sort());
     } finally {
       rmSync(scratch, { recursive: true, force: true });
     }
@@ -122,10 +168,13 @@ describe('import rules', () => {
  */
 const NONDETERMINISTIC = /\b(Date\.now|new Date\(|performance\.now|Math\.random|setTimeout|setInterval|setImmediate|queueMicrotask|process\.(hrtime|env|nextTick))\b/;
 
-function coreFiles(): string[] {
+function rulesConfig(): { forbidden: { name: string; from: { path: string[] }; to: { path?: string[] } }[] } {
   // eslint-disable-next-line @typescript-eslint/no-require-imports
-  const config = createRequire(import.meta.url)(RULES) as { forbidden: { name: string; from: { path: string[] } }[] };
-  const patterns = config.forbidden.find((r) => r.name === 'core-imports-no-io')!.from.path.map((p) => new RegExp(p));
+  return createRequire(import.meta.url)(RULES) as ReturnType<typeof rulesConfig>;
+}
+
+function coreFiles(): string[] {
+  const patterns = rulesConfig().forbidden.find((r) => r.name === 'core-imports-no-io')!.from.path.map((p) => new RegExp(p));
   return CRUISED.flatMap(tsFiles).filter((f) => patterns.some((p) => p.test(f)));
 }
 

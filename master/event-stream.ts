@@ -4,10 +4,10 @@
 // the stream closes as if it had hung up, and the leader disconnects it.
 
 import type { ServerResponse } from 'node:http';
-import { boundedWriter } from '../../shared/bounded-stream.ts';
-import type { Logger } from '../../shared/logger.ts';
-import { encodeRecord } from '../../shared/recordio.ts';
-import type { SchedulerEvent } from '../../shared/mesos-v1.ts';
+import { boundedWriter } from '../shared/bounded-stream.ts';
+import type { Logger } from '../shared/logger.ts';
+import { encodeRecord } from '../shared/recordio.ts';
+import type { SchedulerEvent } from '../shared/mesos-v1.ts';
 
 export class EventStream {
   private closed = false;
