@@ -186,6 +186,7 @@ describe.skipIf(!!why || !!noCrun)('Docker executor under the crun runtime (--do
   beforeAll(async () => {
     await ensureTestImage();
     workDir = tempDir('cairn-crun-');
+    volumesDir = tempDir('cairn-crun-volumes-');
   });
   afterAll(cleanUp);
 
