@@ -56,8 +56,9 @@ export function accept(leader: LeaderState, call: Extract<SchedulerCall, { type:
   }
   leader.requestAllocation();
   // Tasks refused on their own at the edge (scheduler-calls.ts): each is answered TASK_ERROR, as
-  // Mesos answers an invalid task, and the rest of the ACCEPT goes ahead.
-  for (const r of call.refused ?? []) leader.toFramework(call.frameworkId, statusEvent(r.taskId, r.agentId ?? agentId, 'TASK_ERROR', r.message, r.reason ?? 'REASON_TASK_INVALID', leader.nowMs));
+  // Mesos answers an invalid task, and the rest of the ACCEPT goes ahead. The message names
+  // the field at fault, as a refused call's answer does.
+  for (const r of call.refused ?? []) leader.toFramework(call.frameworkId, statusEvent(r.taskId, r.agentId ?? agentId, 'TASK_ERROR', `${r.field}: ${r.message}`, r.reason ?? 'REASON_TASK_INVALID', leader.nowMs));
   if (call.tasks.length === 0) return;
   leader.metrics.tasksLaunched += call.tasks.length;
   launch(leader, call.frameworkId, agentId, call.tasks);

@@ -85,7 +85,8 @@ describe.skipIf(!!why)('a setuid-root image and a host mount', () => {
     mkdirSync(outside);
     await startAgentProcess(cleanup, master.url, { resources: 'cpus:2;mem:1024', extra: ['--host-path-allow', allowed] });
 
-    // The scheduler API: an ACCEPT with a `/` volume is refused whole, naming the field.
+    // The scheduler API: a task with a `/` volume is refused on its own, as Mesos answers an
+    // invalid task (TASK_ERROR, REASON_TASK_INVALID, naming the field); it is never recorded.
     const s = new RawScheduler(master.url);
     schedulers.push(s);
     expect((await s.subscribe({ user: '', name: 'escape', failover_timeout: 3600 })).status).toBe(200);
@@ -95,15 +96,20 @@ describe.skipIf(!!why)('a setuid-root image and a host mount', () => {
     const agentId = offer.agent_id.value as string;
     const boxed = (id: string, hostPath: string, cmd: string) =>
       taskInfo(id, agentId, { cpus: 0.1, mem: 32 }, cmd, { container: { type: 'DOCKER', docker: { image: IMAGE, network: 'HOST', pull_policy: 'never' }, volumes: [{ host_path: hostPath, container_path: '/h', mode: 'RO' }] } });
-    const accept = (infos: unknown[]) => s.call({ type: 'ACCEPT', accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: infos } }] } });
-    for (const bad of ['/', '/var/run/docker.sock', '/etc', '/srv/../']) {
-      const r = await accept([boxed('ok-first', allowed, 'true'), boxed('root-mount', bad, 'cat /h/etc/shadow')]);
-      expect(r.status, bad).toBe(400);
-      expect(r.body, bad).toMatch(/task_infos\[1\]\.container\.volumes\[0\]\.host_path/);
+    const accept = (offerId: unknown, infos: unknown[]) => s.call({ type: 'ACCEPT', accept: { offer_ids: [offerId], operations: [{ type: 'LAUNCH', launch: { task_infos: infos } }] } });
+    const bads = ['/', '/var/run/docker.sock', '/etc', '/srv/../'];
+    const mark = s.events.length;
+    const refused = await accept(offer.id, bads.map((bad, i) => boxed(`root-mount-${i}`, bad, 'cat /h/etc/shadow')));
+    expect(refused.status, refused.body).toBe(202);
+    for (const [i, bad] of bads.entries()) {
+      const e = await s.next((ev) => ev.type === 'UPDATE' && ev.update.status.task_id.value === `root-mount-${i}`, 20_000);
+      expect(e.update.status, bad).toMatchObject({ state: 'TASK_ERROR', reason: 'REASON_TASK_INVALID', source: 'SOURCE_MASTER' });
+      expect(e.update.status.message, bad).toMatch(new RegExp(`task_infos\\[${i}\\]\\.container\\.volumes\\[0\\]\\.host_path`));
     }
-    // Nothing of a refused ACCEPT was launched: the offer still stands and no task is known.
+    // Nothing of a refused task was launched or recorded.
     const tasks = (await (await authFetch(`${master.url}/api/v1/tasks`)).json()) as { tasks?: unknown[] } | unknown[];
-    expect(JSON.stringify(tasks)).not.toContain('ok-first');
+    expect(JSON.stringify(tasks)).not.toContain('root-mount');
+    for (const [i] of bads.entries()) expect(updatesOf(s, `root-mount-${i}`).map((u) => u.state)).toEqual(['TASK_ERROR']);
 
     // Marathon: 422 naming /container/volumes(0)/hostPath; no app made.
     const app = await marathon(master.url, 'POST', '/v2/apps', { id: '/escape', cmd: 'cat /h/etc/shadow', cpus: 0.1, mem: 32, container: { type: 'DOCKER', docker: { image: IMAGE }, volumes: [{ containerPath: '/h', hostPath: '/', mode: 'RO' }] } });
@@ -131,7 +137,8 @@ describe.skipIf(!!why)('a setuid-root image and a host mount', () => {
     // mounts; the setuid program cannot become root there, and the root-only file stays
     // unread (the task runs as its principal's own non-root uid, from the agent's range).
     const inside = 'id -u; /suid/escalate "id -u; cat /h/secret"; echo "escalate=$?"; cat /h/secret; echo "cat=$?"; echo "after=$(id -u)"; ls /h';
-    const launched = await accept([boxed('outside', outside, 'true'), boxed('inside', allowed, inside)]);
+    const again = (await s.next((e) => e.type === 'OFFERS' && e.offers.offers.some((o: any) => o.agent_id.value === agentId), 30_000, mark)).offers.offers.find((o: any) => o.agent_id.value === agentId);
+    const launched = await accept(again.id, [boxed('outside', outside, 'true'), boxed('inside', allowed, inside)]);
     expect(launched.status, launched.body).toBe(202);
     await waitFor('outside failed', () => updatesOf(s, 'outside').some((u) => u.state === 'TASK_FAILED'), 30_000);
     const failed = updatesOf(s, 'outside').at(-1);

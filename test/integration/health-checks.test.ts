@@ -117,9 +117,13 @@ describe('health checks (real master and agent)', () => {
     const { s, offer, agentId, firstPort: p } = await cluster();
     const bad = taskInfo('bad', agentId, { cpus: 0.1, mem: 32, ports: [[p, p]] }, 'sleep 60', { health_check: { type: 'HTTP', http: { port: p + 5 } } });
     const r = await s.call({ type: 'ACCEPT', accept: { offer_ids: [offer.id], operations: [{ type: 'LAUNCH', launch: { task_infos: [bad] } }] } });
-    expect(r.status).toBe(400);
-    expect(JSON.parse(r.body)).toMatchObject({ field: 'accept.operations[0].launch.task_infos[0].health_check.http.port' });
-    expect(updatesOf(s, 'bad')).toEqual([]);
+    // As Mesos answers an invalid task: TASK_ERROR from the master, naming the field; never launched.
+    expect(r.status, r.body).toBe(202);
+    await waitFor('TASK_ERROR', () => updatesOf(s, 'bad').length > 0 || undefined, 20_000);
+    const [error] = updatesOf(s, 'bad');
+    expect(error).toMatchObject({ state: 'TASK_ERROR', reason: 'REASON_TASK_INVALID', source: 'SOURCE_MASTER' });
+    expect(error.message).toContain('accept.operations[0].launch.task_infos[0].health_check.http.port');
+    expect(updatesOf(s, 'bad').map((u: { state: string }) => u.state)).toEqual(['TASK_ERROR']);
   }, 60_000);
 
   it('an agent restarted with its tasks recovered resumes their checks', async () => {
