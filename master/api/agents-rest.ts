@@ -12,7 +12,7 @@ import { parseDrainRequest } from '../../shared/drain-request.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { leaderOrRedirect, type MasterContext } from '../context.ts';
 import type { AgentRecord } from '../registry/commands.ts';
-import { sendHttpError as fail } from './http-errors.ts';
+import { sendHttpError as fail } from '../../shared/http-errors.ts';
 import { taskOwner } from '../builtin/task-owner.ts';
 import type { Principal } from '../auth/credentials.ts';
 

@@ -15,7 +15,7 @@ import { registerMesosCompatApi } from './mesos-compat.ts';
 import { agentAuthHeaders, agentBaseUrl, registerAgentRoutes } from './agents-rest.ts';
 import { registerSharingRoutes } from './sharing-rest.ts';
 import { registerSecretRoutes } from '../secrets/secrets-rest.ts';
-import { sendHttpError as fail } from './http-errors.ts';
+import { sendHttpError as fail } from '../../shared/http-errors.ts';
 import { stateView, taskDetailView } from './state-view.ts';
 import { taskFor } from './task-access.ts';
 

@@ -10,6 +10,7 @@ import { checkSecretName, MAX_PULL_SECRETS } from '../../shared/secret-names.ts'
 import { hostPathProblem } from '../../shared/host-paths.ts';
 import type { ContainerSpec, HealthCheckSpec, PortMapping } from '../../shared/agent-messages.ts';
 import { DEFAULT_OBJECT_LIMITS, envBytes, envTooLarge, type ObjectLimits } from '../../shared/sharing/object-limits.ts';
+import { MAX_ID_LENGTH, MAX_ITEMS, MAX_LENGTH } from '../../shared/field-limits.ts';
 
 export interface FrameworkSpec {
   id?: string;
@@ -72,34 +73,8 @@ export type SchedulerCallParsed =
 /** The most tasks one REQUEST may ask room for. */
 export const MAX_REQUEST_MEMBERS = 10_000;
 
-/** Mesos' bound on an id (a task's names its sandbox directory: NAME_MAX). */
-export const MAX_ID_LENGTH = 255;
+export { MAX_ID_LENGTH, MAX_LENGTH, MAX_ITEMS };
 const ID_PATTERN = new RegExp(`^[A-Za-z0-9._:@-]{1,${MAX_ID_LENGTH}}$`);
-
-/**
- * The longest strings a client may send, in characters. The registry keeps them, every
- * master replicates them, agents and DNS use them: a 15 MB framework name was stored once.
- * Each is far above what a real client sends, and far below what hurts.
- */
-export const MAX_LENGTH = {
-  /** Framework and task names, roles, capabilities, images, label keys: the default. */
-  name: 1024,
-  /** The OS user a framework runs as, and its principal. */
-  user: 256,
-  /** An environment variable's name. */
-  envName: 256,
-  /** Volume paths (Linux' PATH_MAX). */
-  path: 4096,
-  /** A label's value. */
-  labelValue: 4096,
-  /** A command's value and arguments together, and each environment value. */
-  command: 64 * 1024,
-  /** Words from a fixed set (call and operation types, network, protocol, mode). */
-  word: 64,
-} as const;
-
-/** The most environment variables and labels one task may carry. */
-export const MAX_ITEMS = { environment: 1024, labels: 1024 } as const;
 
 /** Mesos v1 clients often send explicit nulls for unset fields; treat them as absent. */
 export function stripNulls(value: unknown): unknown {

@@ -9,7 +9,7 @@ import { EventStream } from '../event-stream.ts';
 import { leaderOrRedirect, type MasterContext } from '../context.ts';
 import { auditLine } from '../auth/http-hooks.ts';
 import { authorizeSchedulerCall } from '../auth/scheduler-auth.ts';
-import { toHttpError } from './http-errors.ts';
+import { toHttpError } from '../../shared/http-errors.ts';
 import { parseSchedulerCall } from './scheduler-calls.ts';
 import { secretAccess } from '../secrets/secret-access.ts';
 

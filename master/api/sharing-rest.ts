@@ -18,7 +18,7 @@ import { validRoleName } from '../../shared/sharing/roles.ts';
 import { usageView } from '../sharing/usage-view.ts';
 import type { TaskUse } from '../../shared/sharing/views.ts';
 import { agentAuthHeaders, agentBaseUrl } from './agents-rest.ts';
-import { sendHttpError as fail } from './http-errors.ts';
+import { sendHttpError as fail } from '../../shared/http-errors.ts';
 import { monotonicMs } from '../../shared/steady-clock.ts';
 
 /** Usage samples are read from the agents at most this often, and waited for this long. */

@@ -12,7 +12,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { CairnError } from '../../shared/errors.ts';
-import { toHttpError } from '../api/http-errors.ts';
+import { toHttpError } from '../../shared/http-errors.ts';
 import type { Principal } from './credentials.ts';
 import type { MasterAuth } from './master-auth.ts';
 import { REDEEM_ROUTE, STATIC_UI_ROUTES } from './open-routes.ts';

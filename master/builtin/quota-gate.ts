@@ -7,21 +7,11 @@
 
 import { objectLedger, quotaRefusal, usageOf, type QuotaState } from '../sharing/object-quota.ts';
 import type { ObjectLimits } from '../../shared/sharing/object-limits.ts';
+import type { Admission, ObjectQuotas } from '../../shared/framework-host/quotas.ts';
 
-export interface Admission {
-  /** The principal charged: the object's owner ('' charges no one). */
-  owner: string;
-  /** The object's ledger key (objectKey.app(id), ...). */
-  key: string;
-  /** Its bytes after the change, given its bytes now (undefined for a new object). */
-  bytesAfter(current: number | undefined): number;
-  /** The object in words, for the refusal ("app '/x'"). */
-  what: string;
-  /** The field a refusal names. */
-  field: string;
-}
+export type { Admission };
 
-export class QuotaGate {
+export class QuotaGate implements ObjectQuotas {
   private readonly sizes = new WeakMap<object, number>();
   private readonly pending = new Map<string, Map<string, { bytes: number; token: symbol }>>();
 

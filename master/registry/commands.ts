@@ -6,6 +6,7 @@
 import type { ContainerSpec, HealthCheckSpec, TaskState } from '../../shared/agent-messages.ts';
 import type { DockerConfigJson } from '../../shared/docker-auth.ts';
 import type { PreemptionRecord } from '../../shared/sharing/views.ts';
+import type { JsonValue, StorePut as BuiltinPut } from '../../shared/framework-host/store.ts';
 
 export interface AgentRecord {
   id: string;
@@ -146,14 +147,11 @@ export interface SecretRecord {
   createdAtMs: number;
 }
 
-/** A value a built-in framework keeps in the registry: plain JSON, as every log stores it. */
-export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
-
-/** One key of a built-in framework's state set to a value, or removed with `null`. */
-export interface BuiltinPut {
-  key: string;
-  value: JsonValue | null;
-}
+/**
+ * A value a built-in framework keeps in the registry (plain JSON, as every log stores it), and
+ * one key of its state set or removed: the frameworks' store contract defines both.
+ */
+export type { JsonValue, StorePut as BuiltinPut } from '../../shared/framework-host/store.ts';
 
 export type RegistryCommand =
   | {

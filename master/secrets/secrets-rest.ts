@@ -9,7 +9,7 @@
 import type { FastifyInstance } from 'fastify';
 import { dockerConfigJson, parseDockerConfig } from '../../shared/docker-auth.ts';
 import { CairnError } from '../../shared/errors.ts';
-import { sendHttpError as fail } from '../api/http-errors.ts';
+import { sendHttpError as fail } from '../../shared/http-errors.ts';
 import { leaderOrRedirect, type MasterContext } from '../context.ts';
 import { checkSecretName, secretAccess } from './secret-access.ts';
 import { objectKey } from '../sharing/object-quota.ts';

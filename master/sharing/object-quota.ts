@@ -10,6 +10,7 @@
 
 import { CairnError } from '../../shared/errors.ts';
 import { OBJECT_LIMIT_FLAGS, type ObjectLimits } from '../../shared/sharing/object-limits.ts';
+import { objectKey } from '../../shared/framework-host/quotas.ts';
 
 /** What the ledger reads of the registry. */
 export interface QuotaState {
@@ -28,13 +29,8 @@ export const OBJECT_STORES = {
   tuning: { store: 'tuning', object: 'experiment/', parts: 'trial/' },
 } as const;
 
-/** An object's ledger key: its kind and its name. */
-export const objectKey = {
-  app: (id: string) => `app:${id}`,
-  job: (name: string) => `job:${name}`,
-  experiment: (name: string) => `experiment:${name}`,
-  secret: (name: string) => `secret:${name}`,
-};
+/** An object's ledger key (one definition, in the frameworks' quota contract). */
+export { objectKey };
 
 /** Per owner, each object's bytes (its record and the parts kept with it). */
 export type Ledger = Map<string, Map<string, number>>;

@@ -6,7 +6,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { rmSync } from 'node:fs';
 import { startMaster, type MasterHandle } from '../../master/server.ts';
 import { MasterAuth } from '../../master/auth/master-auth.ts';
-import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from '../../master/api/json-body.ts';
+import { MAX_BODY_BYTES, MAX_JSON_DEPTH } from '../../shared/json-body.ts';
 import { silentLogger } from '../../shared/logger.ts';
 import { FakeAgent } from '../harness/fake-agent.ts';
 import { tempDir, waitFor } from '../harness/processes.ts';

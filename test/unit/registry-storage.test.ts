@@ -12,7 +12,7 @@ import { LocalCommandLog } from '../../master/registry/local-log.ts';
 import { RegistryStore } from '../../master/registry/store.ts';
 import { logOutgrown, ShrinkPacer, snapshotShrinks, DEFAULT_COMPACTION } from '../../master/registry/compaction-policy.ts';
 import { isStorageRefusal } from '../../shared/storage-full.ts';
-import { toHttpError } from '../../master/api/http-errors.ts';
+import { toHttpError } from '../../shared/http-errors.ts';
 import type { RegistryCommand } from '../../master/registry/commands.ts';
 import { tempDir } from '../harness/processes.ts';
 

@@ -4,7 +4,7 @@
 import { describe, expect, it } from 'vitest';
 import { MAX_LENGTH, parseSchedulerCall, type RefusedTask } from '../../master/api/scheduler-calls.ts';
 import { compileObjectLimits, DEFAULT_OBJECT_LIMITS } from '../../shared/sharing/object-limits.ts';
-import { checkJsonDepth, jsonDepth, MAX_JSON_DEPTH } from '../../master/api/json-body.ts';
+import { checkJsonDepth, jsonDepth, MAX_JSON_DEPTH } from '../../shared/json-body.ts';
 import { CairnError } from '../../shared/errors.ts';
 
 const launch = (task: Record<string, unknown>) => ({

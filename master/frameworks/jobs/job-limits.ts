@@ -4,10 +4,9 @@
 // the user wrote it; and what storing the job adds to its owner's quota (builtin/quota-gate.ts).
 // The variables a kind adds (TF_CONFIG, MASTER_ADDR...) come on top and are checked at launch.
 
-import type { Admission, QuotaGate } from '../../builtin/quota-gate.ts';
-import { MAX_LENGTH } from '../../api/scheduler-calls.ts';
+import { objectKey, type Admission, type ObjectQuotas } from '../../../shared/framework-host/quotas.ts';
+import { MAX_LENGTH } from '../../../shared/field-limits.ts';
 import { envBytes, envTooLarge, type ObjectLimits } from '../../../shared/sharing/object-limits.ts';
-import { objectKey } from '../../sharing/object-quota.ts';
 import { invalidJob } from '../../../shared/jobs/field-paths.ts';
 import type { ParsedJob } from './spec-parse.ts';
 
@@ -25,7 +24,7 @@ export function checkJobEnv(parsed: ParsedJob, limits: ObjectLimits): void {
 }
 
 /** Storing the job: a new object, or one replacing a finished job of its name. */
-export function jobAdmission(gate: QuotaGate, owner: string, parsed: ParsedJob): Admission {
+export function jobAdmission(gate: ObjectQuotas, owner: string, parsed: ParsedJob): Admission {
   const bytes = gate.sizeOf(parsed.spec);
   return { owner, key: objectKey.job(parsed.spec.name), bytesAfter: () => bytes, what: `job '${parsed.spec.name}'`, field: 'name' };
 }

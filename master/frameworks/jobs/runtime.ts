@@ -13,7 +13,7 @@ import { Resources } from '../../../shared/resources.ts';
 import { offerRole } from '../../../shared/sdk/offer-fit.ts';
 import { SchedulerClient } from '../../../shared/sdk/scheduler-client.ts';
 import type { BuiltinEnv, BuiltinInstance } from '../../builtin/host.ts';
-import { DecisionQueue, OfferInterest } from '../../builtin/decision-queue.ts';
+import { DecisionQueue, OfferInterest } from '../../../shared/framework-host/decision-queue.ts';
 import type { JsonValue } from '../../registry/commands.ts';
 import { DEFAULT_ENGINE_OPTIONS, JobEngine, type EngineOptions } from './engine.ts';
 import type { HeldOffer } from './gang.ts';

@@ -5,7 +5,7 @@
 // failing each launch. Pure.
 
 import { Resources } from '../../../shared/resources.ts';
-import { MAX_ID_LENGTH, MAX_ITEMS, MAX_LENGTH } from '../../api/scheduler-calls.ts';
+import { MAX_ID_LENGTH, MAX_ITEMS, MAX_LENGTH } from '../../../shared/field-limits.ts';
 import { envBytes, envTooLarge, type ObjectLimits } from '../../../shared/sharing/object-limits.ts';
 import { portCount, type AppDefinition } from './app-model.ts';
 import { marathonEnv, marathonTaskId } from './task-info.ts';

@@ -2,12 +2,11 @@
 // a change writes the app's record and one more version of its definition, each a copy of it,
 // and replaces the record it had.
 
-import type { Admission, QuotaGate } from '../../builtin/quota-gate.ts';
-import { objectKey } from '../../sharing/object-quota.ts';
+import { objectKey, type Admission, type ObjectQuotas } from '../../../shared/framework-host/quotas.ts';
 import type { AppDefinition, StoredApp } from './app-model.ts';
 
 /** `existing`: the app as stored now, when the change replaces it; its owner stays the owner charged. */
-export function appAdmission(gate: QuotaGate, owner: string, app: AppDefinition, existing: StoredApp | undefined): Admission {
+export function appAdmission(gate: ObjectQuotas, owner: string, app: AppDefinition, existing: StoredApp | undefined): Admission {
   const size = gate.sizeOf(app);
   return {
     owner: existing ? existing.owner ?? '' : owner,

@@ -11,10 +11,10 @@
 // framework's task is on the master's own API.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { checkJsonDepth } from '../../api/json-body.ts';
+import { checkJsonDepth } from '../../../shared/json-body.ts';
 import type { BuiltinRoutesEnv } from '../../builtin/host.ts';
 import { OwnerAccess, type OwnerAction } from '../../builtin/owner-access.ts';
-import { toHttpError } from '../../api/http-errors.ts';
+import { toHttpError } from '../../../shared/http-errors.ts';
 import { CairnError } from '../../../shared/errors.ts';
 import type { TaskRecord } from '../../registry/commands.ts';
 import { MarathonError, unknownApp } from './app-errors.ts';

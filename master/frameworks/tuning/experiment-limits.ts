@@ -3,11 +3,10 @@
 // (sharing/object-limits.ts); and what storing it adds to its owner's quota
 // (builtin/quota-gate.ts): the experiment, its trials' records counting as they come.
 
-import type { Admission, QuotaGate } from '../../builtin/quota-gate.ts';
-import { MAX_LENGTH } from '../../api/scheduler-calls.ts';
+import { objectKey, type Admission, type ObjectQuotas } from '../../../shared/framework-host/quotas.ts';
+import { MAX_LENGTH } from '../../../shared/field-limits.ts';
 import { badRequest } from '../../../shared/errors.ts';
 import { envBytes, envTooLarge, type ObjectLimits } from '../../../shared/sharing/object-limits.ts';
-import { objectKey } from '../../sharing/object-quota.ts';
 import type { ExperimentSpec } from '../../../shared/tuning/model.ts';
 
 /** Throws CAIRN_BAD_REQUEST naming `spec.trialTemplate.env` (or the variable) when a trial's environment is too large. */
@@ -22,7 +21,7 @@ export function checkTrialEnv(spec: ExperimentSpec, limits: ObjectLimits): void 
 }
 
 /** Storing the experiment: a new object, or one replacing a settled experiment of its name. */
-export function experimentAdmission(gate: QuotaGate, owner: string, spec: ExperimentSpec): Admission {
+export function experimentAdmission(gate: ObjectQuotas, owner: string, spec: ExperimentSpec): Admission {
   const bytes = gate.sizeOf(spec);
   return { owner, key: objectKey.experiment(spec.name), bytesAfter: () => bytes, what: `experiment '${spec.name}'`, field: 'metadata.name' };
 }

@@ -16,7 +16,7 @@ import type { JsonValue } from '../../registry/commands.ts';
 import { heldOffer, jobKey, JOB_KEY_PREFIX, JOBS_FRAMEWORK_NAME, type JobsRuntime } from '../jobs/runtime.ts';
 import { isFinished, type JobRecord } from '../jobs/record.ts';
 import { BuiltinStore } from '../../builtin/store.ts';
-import { DecisionQueue, OfferInterest } from '../../builtin/decision-queue.ts';
+import { DecisionQueue, OfferInterest } from '../../../shared/framework-host/decision-queue.ts';
 import { chiefGroup, trialJobSpec } from './trial-job.ts';
 import { policyExitCode } from '../jobs/task-info.ts';
 import { REFUSE_BUSY_S, TuningCore, type JobTrialLaunch, type TuningCoreOptions } from './core.ts';

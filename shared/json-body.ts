@@ -5,7 +5,7 @@
 // than any Mesos call is refused up front with a 400 naming the body.
 
 import type { FastifyInstance } from 'fastify';
-import { CairnError } from '../../shared/errors.ts';
+import { CairnError } from './errors.ts';
 
 /**
  * The largest request body the master takes. The largest legitimate call is an ACCEPT

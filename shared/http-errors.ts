@@ -2,7 +2,7 @@
 // message and field); anything else is ours (500).
 
 import type { FastifyReply } from 'fastify';
-import { CairnError, type CairnErrorCode } from '../../shared/errors.ts';
+import { CairnError, type CairnErrorCode } from './errors.ts';
 
 const STATUS: Partial<Record<CairnErrorCode, number>> = {
   CAIRN_UNKNOWN_FRAMEWORK: 403,

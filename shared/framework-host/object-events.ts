@@ -5,8 +5,8 @@
 // client that stops reading is cut off past a bounded backlog (shared/bounded-stream.ts).
 
 import type { FastifyReply, FastifyRequest } from 'fastify';
-import { boundedWriter } from '../../shared/bounded-stream.ts';
-import type { Logger } from '../../shared/logger.ts';
+import { boundedWriter } from '../bounded-stream.ts';
+import type { Logger } from '../logger.ts';
 
 /** How often a stream says it is alive, so proxies keep it open. */
 const KEEPALIVE_MS = 15_000;
