@@ -283,12 +283,28 @@ export class DockerExecutor {
     // is the only record of the exit code, and an agent killed between removing it and that
     // acknowledgement came back knowing nothing of the task.
     const code = inspect?.State?.ExitCode ?? result.StatusCode;
-    if (inspect?.State?.OOMKilled) {
+    if (inspect?.State?.OOMKilled || (code === 137 && !t.killRequested && (await this.oomKilledLate(container)))) {
       return this.finish(t, 'TASK_FAILED', 'container exceeded its memory limit and was killed', 'REASON_CONTAINER_LIMITATION_MEMORY', code);
     }
     if (t.killRequested) return this.finish(t, 'TASK_KILLED', t.killMessage ?? `killed on request (exit code ${code})`, t.killReason ?? 'REASON_TASK_KILLED', code);
     if (code === 0) return this.finish(t, 'TASK_FINISHED', 'exited with code 0', '', 0);
     return this.finish(t, 'TASK_FAILED', `exited with code ${code}`, 'REASON_COMMAND_EXECUTOR_FAILED', code);
+  }
+
+  /**
+   * Whether the daemon marks a SIGKILLed container OOM-killed a moment after its exit: the
+   * kernel's OOM event reaches the daemon on its own path (containerd's event stream), which
+   * under crun and cgroup v1 can arrive after the exit it caused. Asked again for up to a
+   * second, only for an exit by SIGKILL that nobody requested.
+   */
+  private async oomKilledLate(container: Docker.Container): Promise<boolean> {
+    for (let i = 0; i < 10; i++) {
+      await new Promise((r) => setTimeout(r, 100));
+      const again = await container.inspect().catch(() => undefined);
+      if (again === undefined) return false;
+      if (again.State?.OOMKilled) return true;
+    }
+    return false;
   }
 
   /** Logs an I/O error of one task's (once per source); the task goes on as far as it can. */
