@@ -12,8 +12,9 @@ const CORE = [
   '^shared/raft/(?!(sqlite-storage|wire)[.]ts$)',
   '^shared/gossip/(?!(udp-node|wire)[.]ts$)',
   '^shared/(random|resources|agent-messages|mesos-v1|errors|prometheus|docker-auth|host-paths)[.]ts$',
-  // Packing tasks into an offer: arithmetic on Resources only; the restart back-off's arithmetic.
-  '^shared/sdk/(offer-fit|restart-backoff)[.]ts$',
+  // Packing tasks into an offer: arithmetic on Resources only; the restart back-off's arithmetic;
+  // an offer as the frameworks hold it.
+  '^shared/sdk/(offer-fit|restart-backoff|held-offer)[.]ts$',
   '^master/registry/(state-machine|commands)[.]ts$',
   // The credential a launch pulls with, picked from the registry's secrets.
   '^master/secrets/pull-auth[.]ts$',
@@ -83,10 +84,11 @@ const MASTER_LAYERS = [
   // The leader's shell (master.ts), the agents' endpoint and links and the frameworks' event
   // streams it drives, and what every endpoint is handed (context.ts).
   { name: 'shell', units: ['agents', 'master.ts', 'event-stream.ts', 'context.ts'] },
+  // Stored secrets and who may use them: the host hands that rule to the frameworks' routes.
+  { name: 'secrets', units: ['secrets'] },
   { name: 'frameworks', units: ['frameworks'] },
   // The host that runs the built-in frameworks on the leader.
   { name: 'builtin', units: ['builtin'] },
-  { name: 'secrets', units: ['secrets'] },
   { name: 'api', units: ['api'] },
   { name: 'ui', units: ['ui'] },
   // The daemon: its gossip member, the server that wires every part, the entry the CLI starts.

@@ -14,24 +14,14 @@ import { leaderOrRedirect, type MasterContext } from '../context.ts';
 import type { AgentRecord } from '../registry/commands.ts';
 import { sendHttpError as fail } from '../../shared/http-errors.ts';
 import { taskOwner } from '../builtin/task-owner.ts';
+import { agentAuthHeaders, agentBaseUrl } from '../auth/agent-http.ts';
 import type { Principal } from '../auth/credentials.ts';
-
-/** The agent's own HTTP endpoint (logs, usage). */
-export function agentBaseUrl(agent: Pick<AgentRecord, 'ip' | 'httpPort' | 'https'>): string {
-  return `${agent.https ? 'https' : 'http'}://${agent.ip.includes(':') ? `[${agent.ip}]` : agent.ip}:${agent.httpPort}`;
-}
-
-/** What the master presents to an agent's API: the agent's own secret, which only it and the masters hold. */
-export function agentAuthHeaders(ctx: MasterContext, agent: Pick<AgentRecord, 'principal'>): Record<string, string> {
-  const secret = ctx.auth.agentSecret(agent.principal);
-  return secret ? { authorization: `Bearer ${secret}` } : {};
-}
 
 /** Forwards a GET to an agent and sends its answer on unchanged (status and JSON body). */
 export async function relayFromAgent(ctx: MasterContext, agent: AgentRecord, path: string, reply: FastifyReply): Promise<FastifyReply> {
   let res: Response;
   try {
-    res = await (ctx.tlsClient?.fetch ?? fetch)(`${agentBaseUrl(agent)}${path}`, { headers: agentAuthHeaders(ctx, agent), signal: AbortSignal.timeout(10_000) });
+    res = await (ctx.tlsClient?.fetch ?? fetch)(`${agentBaseUrl(agent)}${path}`, { headers: agentAuthHeaders(ctx.auth, agent), signal: AbortSignal.timeout(10_000) });
   } catch (err) {
     throw new CairnError('CAIRN_AGENT_UNAVAILABLE', `agent ${agent.hostname} did not answer: ${(err as Error).message}`);
   }
@@ -116,7 +106,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: MasterContext): v
       const agent = agentOf(req.params.id);
       let res: Response;
       try {
-        res = await (ctx.tlsClient?.fetch ?? fetch)(`${agentBaseUrl(agent)}/api/v1/usage`, { headers: agentAuthHeaders(ctx, agent), signal: AbortSignal.timeout(10_000) });
+        res = await (ctx.tlsClient?.fetch ?? fetch)(`${agentBaseUrl(agent)}/api/v1/usage`, { headers: agentAuthHeaders(ctx.auth, agent), signal: AbortSignal.timeout(10_000) });
       } catch (err) {
         throw new CairnError('CAIRN_AGENT_UNAVAILABLE', `agent ${agent.hostname} did not answer: ${(err as Error).message}`);
       }

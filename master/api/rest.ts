@@ -12,7 +12,8 @@ import { APPLIED_INDEX_HEADER, leaderOrRedirect, type MasterContext } from '../c
 import { PROMETHEUS_CONTENT_TYPE } from '../../shared/prometheus.ts';
 import { masterMetricsText } from './metrics-text.ts';
 import { registerMesosCompatApi } from './mesos-compat.ts';
-import { agentAuthHeaders, agentBaseUrl, registerAgentRoutes } from './agents-rest.ts';
+import { registerAgentRoutes } from './agents-rest.ts';
+import { agentAuthHeaders, agentBaseUrl } from '../auth/agent-http.ts';
 import { registerSharingRoutes } from './sharing-rest.ts';
 import { registerSecretRoutes } from '../secrets/secrets-rest.ts';
 import { sendHttpError as fail } from '../../shared/http-errors.ts';
@@ -113,7 +114,7 @@ export function registerRestApi(app: FastifyInstance, ctx: MasterContext): void 
       const timer = setTimeout(() => upstream.abort(new DOMException('no answer in 10 s', 'TimeoutError')), AGENT_ANSWER_TIMEOUT_MS);
       let res: Response;
       try {
-        res = await (ctx.tlsClient?.fetch ?? fetch)(url, { headers: agentAuthHeaders(ctx, agent), signal: upstream.signal });
+        res = await (ctx.tlsClient?.fetch ?? fetch)(url, { headers: agentAuthHeaders(ctx.auth, agent), signal: upstream.signal });
         if (!q.follow || !res.ok || !res.body) {
           const text = await res.text();
           return reply.code(res.status).type('application/json').send(text);

@@ -17,7 +17,7 @@ import { parseQuotaJson, quotaToJson } from '../sharing/quotas.ts';
 import { validRoleName } from '../../shared/sharing/roles.ts';
 import { usageView } from '../sharing/usage-view.ts';
 import type { TaskUse } from '../../shared/sharing/views.ts';
-import { agentAuthHeaders, agentBaseUrl } from './agents-rest.ts';
+import { agentAuthHeaders, agentBaseUrl } from '../auth/agent-http.ts';
 import { sendHttpError as fail } from '../../shared/http-errors.ts';
 import { monotonicMs } from '../../shared/steady-clock.ts';
 
@@ -154,7 +154,7 @@ interface AgentUsageAnswer {
 
 async function agentUsage(ctx: MasterContext, agent: AgentRecord): Promise<[string, TaskUse][] | undefined> {
   try {
-    const res = await (ctx.tlsClient?.fetch ?? fetch)(`${agentBaseUrl(agent)}/api/v1/usage`, { headers: agentAuthHeaders(ctx, agent), signal: AbortSignal.timeout(USAGE_TIMEOUT_MS) });
+    const res = await (ctx.tlsClient?.fetch ?? fetch)(`${agentBaseUrl(agent)}/api/v1/usage`, { headers: agentAuthHeaders(ctx.auth, agent), signal: AbortSignal.timeout(USAGE_TIMEOUT_MS) });
     if (!res.ok) return undefined;
     const body = (await res.json()) as AgentUsageAnswer;
     return (body.tasks ?? []).filter((t) => typeof t.taskId === 'string').map((t) => [t.taskId as string, {

@@ -7,7 +7,7 @@ import { Resources } from '../../shared/resources.ts';
 import type { TaskRecord } from '../registry/commands.ts';
 import type { MasterContext } from '../context.ts';
 import type { Principal } from '../auth/credentials.ts';
-import { agentBaseUrl } from './agents-rest.ts';
+import { agentBaseUrl } from '../auth/agent-http.ts';
 import { taskOwner } from '../builtin/task-owner.ts';
 
 export const CAIRN_VERSION = '0.1.0';

@@ -14,25 +14,11 @@ import type { RefusedTask, SchedulerCallParsed, TaskSpec } from '../api/schedule
 import { PRIORITY_CLASS_LABEL, type PriorityClasses } from '../../shared/sharing/priority-classes.ts';
 import type { Principal } from './credentials.ts';
 import type { MasterAuth } from './master-auth.ts';
+import { BUILTIN_TASK_LABELS, builtinLabelRefusal } from '../../shared/framework-host/task-labels.ts';
 
 type AcceptCall = Extract<SchedulerCallParsed, { type: 'ACCEPT' }>;
 
-/** The built-ins' own task labels, with the framework each belongs to. */
-export const BUILTIN_TASK_LABELS: ReadonlyMap<string, string> = new Map([
-  ['cairn.job', 'jobs'],
-  ['cairn.job.group', 'jobs'],
-  ['cairn.job.index', 'jobs'],
-  ['cairn.marathon.app', 'marathon'],
-  ['cairn.experiment', 'tuning'],
-  ['cairn.trial', 'tuning'],
-]);
-
-/** Why a label named `name` may not be set by anyone but its built-in framework; undefined when it may (pure). */
-export function builtinLabelRefusal(name: string): string | undefined {
-  const owner = BUILTIN_TASK_LABELS.get(name);
-  if (owner === undefined) return undefined;
-  return `label '${name}' belongs to the built-in ${owner} framework (it names the job, app or experiment a task runs for: its directory and its owner), and no other framework or app may set it`;
-}
+export { BUILTIN_TASK_LABELS, builtinLabelRefusal };
 
 /**
  * The ACCEPT with each task that carries a built-in's label, or a class its framework's

@@ -1,8 +1,9 @@
 // The built-in frameworks every master runs while it leads, unless told otherwise
-// (MasterOptions.builtins). Each one subscribes only once it has work, so a cluster
-// that never uses one sees no framework of it.
+// (MasterOptions.builtins): the one list the host composes them from, each by its public
+// entry (framework.ts) and nothing else of it. Each one subscribes only once it has work, so
+// a cluster that never uses one sees no framework of it.
 
-import type { BuiltinFramework } from './host.ts';
+import type { BuiltinFramework } from '../../shared/framework-host/contract.ts';
 import { marathonFramework } from '../frameworks/marathon/framework.ts';
 import { JOBS_FRAMEWORK } from '../frameworks/jobs/framework.ts';
 import { TUNING_FRAMEWORK } from '../frameworks/tuning/framework.ts';

@@ -1,64 +1,25 @@
 // Built-in frameworks (services, training jobs, tuning) run inside the leading master, as
 // clients of its scheduler API like any other framework: they see offers, never the
-// allocator. The host starts each one when this master starts leading and stops it when it
+// allocator. What each is given is the contract in shared/framework-host/contract.ts, built
+// here from the master's context: a read-only view of the cluster, its own store, the access
+// rules its routes apply, and the APIs the other frameworks export. The host starts each one when this master starts leading and stops it when it
 // stops; a framework keeps everything it must not lose in its replicated store, so the next
 // leader's instance resumes where this one stopped. Their REST routes are registered on
 // every master: reads answer from the replicated store, changes go to the leader.
 
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { FrameworkInfo } from '../../shared/mesos-v1.ts';
-import type { SchedulerClientOptions } from '../../shared/sdk/scheduler-client.ts';
+import type { BuiltinEnv, BuiltinFramework, BuiltinInstance, BuiltinRoutesEnv, ClusterView, FrameworkApis, Leadership } from '../../shared/framework-host/contract.ts';
 import { leaderOrRedirect, type MasterContext } from '../context.ts';
 import { BUILTIN_PRINCIPAL } from '../auth/master-auth.ts';
 import { componentLogger } from '../../shared/logger.ts';
 import { BuiltinStore } from './store.ts';
-import { steadyClock, type Clock } from '../../shared/steady-clock.ts';
+import { steadyClock } from '../../shared/steady-clock.ts';
+import { OwnerAccess } from './owner-access.ts';
+import { secretAccess } from '../secrets/secret-access.ts';
+import { agentAuthHeaders, agentBaseUrl } from '../auth/agent-http.ts';
 
-/** What a built-in framework's instance gets from the leading master. */
-export interface BuiltinEnv {
-  /** The framework's name; its store's owner. */
-  readonly name: string;
-  readonly store: BuiltinStore;
-  /** The master's registry, for reads (agents, tasks): the same copy the REST API answers from. */
-  readonly ctx: MasterContext;
-  /** Options for a SchedulerClient of this master, authenticated as the built-in principal. */
-  schedulerOptions(frameworkInfo: FrameworkInfo): SchedulerClientOptions;
-  /** The DNS zone tasks are named in (`cairn` by default), undefined when the master serves no DNS. */
-  readonly domain: string | undefined;
-  readonly log: Logger;
-  /**
-   * This leadership's clock (the leader core's, see master.ts): deadlines, back-offs and
-   * time-outs run on it, immune to wall-clock steps; its readings are epoch milliseconds.
-   */
-  readonly now: Clock;
-  /** Another built-in framework's running instance on this master (tuning runs its distributed trials as jobs). */
-  sibling<I extends BuiltinInstance>(name: string): I | undefined;
-}
-
-export interface BuiltinInstance {
-  /** Ends its subscription and timers; its tasks keep running for the next leader's instance. */
-  stop(): void | Promise<void>;
-}
-
-/** What the REST routes of a built-in framework get, on every master. */
-export interface BuiltinRoutesEnv<I extends BuiltinInstance> {
-  readonly ctx: MasterContext;
-  readonly store: BuiltinStore;
-  /**
-   * The running instance on the leader; on a follower, answers the request with a redirect to
-   * the leader (307) or 503 while none is known, and returns undefined.
-   */
-  leading(req: FastifyRequest, reply: FastifyReply): I | undefined;
-  /** The running instance if this master leads, without answering anything. */
-  instance(): I | undefined;
-}
-
-export interface BuiltinFramework<I extends BuiltinInstance = BuiltinInstance> {
-  readonly name: string;
-  start(env: BuiltinEnv): I;
-  routes(app: FastifyInstance, env: BuiltinRoutesEnv<I>): void;
-}
+export type { BuiltinEnv, BuiltinFramework, BuiltinInstance, BuiltinRoutesEnv };
 
 /** The principal built-in frameworks subscribe as (no credentials file can name it). */
 export { BUILTIN_PRINCIPAL };
@@ -73,24 +34,62 @@ export class BuiltinHost {
     private readonly opts: { domain: string | undefined; log: Logger },
   ) {
     for (const f of frameworks) this.stores.set(f.name, new BuiltinStore(ctx.registry, f.name));
+    this.cluster = { tasks: () => ctx.registry.state.tasks, agents: () => ctx.registry.state.agents };
+    this.leadership = {
+      leads: () => ctx.core() !== undefined,
+      selfUrl: () => ctx.selfUrl(),
+      leaderUrl: () => ctx.leaderUrl(),
+      masterUrls: () => ctx.replication()?.members.map((m) => m.url) ?? [ctx.selfUrl()],
+      fetch: (input, init) => (ctx.tlsClient?.fetch ?? fetch)(input, init),
+    };
+  }
+
+  private readonly cluster: ClusterView;
+  private readonly leadership: Leadership;
+
+  /** The API framework `name` exports (built once: it reads the running instance when called). */
+  private api<K extends keyof FrameworkApis>(name: K): FrameworkApis[K] | undefined {
+    if (!this.apis.has(name)) {
+      const f = this.frameworks.find((x) => x.name === name);
+      this.apis.set(name, f?.api?.({ store: this.stores.get(name)!, instance: () => this.running.get(name) }));
+    }
+    return this.apis.get(name) as FrameworkApis[K] | undefined;
+  }
+
+  private readonly apis = new Map<string, unknown>();
+
+  private agentFetch(agentId: string, path: string, init?: { signal?: AbortSignal }): Promise<Response> | undefined {
+    const agent = this.ctx.registry.state.agents.get(agentId);
+    if (!agent) return undefined;
+    return (this.ctx.tlsClient?.fetch ?? fetch)(`${agentBaseUrl(agent)}${path}`, { headers: agentAuthHeaders(this.ctx.auth, agent), ...(init?.signal ? { signal: init.signal } : {}) });
   }
 
   registerRoutes(app: FastifyInstance): void {
+    const ctx = this.ctx;
+    const access = new OwnerAccess(ctx.auth);
+    const secrets = secretAccess(ctx);
     for (const f of this.frameworks) {
       const instance = () => this.running.get(f.name);
-      f.routes(app, {
-        ctx: this.ctx,
+      const env: BuiltinRoutesEnv<BuiltinInstance> = {
         store: this.stores.get(f.name)!,
+        cluster: this.cluster,
+        leadership: this.leadership,
+        priorityClasses: ctx.priorityClasses,
+        quotas: ctx.quotas,
+        access,
+        secrets,
+        audit: ctx.audit,
         instance,
         leading: (req, reply) => {
           const i = instance();
           if (i) return i;
-          if (leaderOrRedirect(this.ctx, req, reply) === undefined) return undefined;
+          if (leaderOrRedirect(ctx, req, reply) === undefined) return undefined;
           // Leading, but the instance is not up yet (between the core starting and listen).
           void reply.code(503).header('retry-after', '1').send({ code: 'CAIRN_NOT_LEADER', message: `the ${f.name} framework is starting on this leader; retry shortly` });
           return undefined;
         },
-      });
+      };
+      f.routes(app, env);
     }
   }
 
@@ -100,14 +99,16 @@ export class BuiltinHost {
       if (this.running.has(f.name)) continue;
       const log = componentLogger(this.opts.log, `builtin/${f.name}`);
       try {
-        this.running.set(f.name, f.start({
+        const env: BuiltinEnv = {
           name: f.name,
           store: this.stores.get(f.name)!,
-          ctx: this.ctx,
+          cluster: this.cluster,
+          priorityClasses: this.ctx.priorityClasses,
           domain: this.opts.domain,
           log,
           now: this.ctx.core()?.now ?? steadyClock(),
-          sibling: <I extends BuiltinInstance>(name: string) => this.running.get(name) as I | undefined,
+          api: <K extends keyof FrameworkApis>(name: K) => this.api(name),
+          agentFetch: (agentId, path, init) => this.agentFetch(agentId, path, init),
           schedulerOptions: (frameworkInfo) => ({
             masterUrl: this.ctx.selfUrl(),
             frameworkInfo: { ...frameworkInfo, principal: BUILTIN_PRINCIPAL },
@@ -115,7 +116,8 @@ export class BuiltinHost {
             token: this.ctx.auth.builtinToken,
             logger: log,
           }),
-        }));
+        };
+        this.running.set(f.name, f.start(env));
         log.info('started');
       } catch (err) {
         // One framework that cannot start must not take the master or the others down.

@@ -6,8 +6,9 @@
 
 import type { BuiltinPut, JsonValue } from '../registry/commands.ts';
 import type { Registry } from '../registry/registry.ts';
+import type { FrameworkStore } from '../../shared/framework-host/store.ts';
 
-export class BuiltinStore {
+export class BuiltinStore implements FrameworkStore {
   constructor(
     private readonly registry: Registry,
     readonly owner: string,

@@ -181,3 +181,10 @@ export interface JobView {
   message: string;
   owner?: string;
 }
+
+/** A job that has ended: it runs nothing more, and its name may be used again. */
+export const FINISHED_PHASES: ReadonlySet<JobPhase> = new Set(['Succeeded', 'Failed']);
+
+export function isFinished(r: { readonly phase: JobPhase }): boolean {
+  return FINISHED_PHASES.has(r.phase);
+}

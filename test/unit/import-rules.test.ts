@@ -105,8 +105,8 @@ describe('import rules', () => {
         'master/auth/__planted_layer.ts': `import { core } from '../leader/leader-core.ts';\nexport const x = core;\n`,
         'master/agents/__planted_layer.ts': `import { x } from '../frameworks/__planted_layer.ts';\nexport const y = x;\n`,
         'master/frameworks/__planted_layer.ts': `import { x } from '../ui/__planted_layer.ts';\nexport const y = x;\n`,
-        'master/builtin/__planted_layer.ts': `import { x } from '../secrets/__planted_layer.ts';\nexport const y = x;\n`,
-        'master/secrets/__planted_layer.ts': `import { x } from '../api/__planted_layer.ts';\nexport const y = x;\n`,
+        'master/builtin/__planted_layer.ts': `import { x } from '../api/__planted_layer.ts';\nexport const y = x;\n`,
+        'master/secrets/__planted_layer.ts': `import { x } from '../frameworks/__planted_layer.ts';\nexport const y = x;\n`,
         'master/api/__planted_layer.ts': `import { x } from '../ui/__planted_layer.ts';\nexport const y = x;\n`,
         'master/ui/__planted_layer.ts': `import { server } from '../server.ts';\nexport const x = server;\n`,
         // Allowed: an import up that MASTER_LAYER_EXCEPTIONS lists (the frameworks into their host).
@@ -135,7 +135,7 @@ describe('import rules', () => {
         'master/agents/__planted_layer.ts → master/frameworks/__planted_layer.ts [master-layer-shell]',
         'master/api/__planted_layer.ts → master/ui/__planted_layer.ts [master-layer-api]',
         'master/auth/__planted_layer.ts → master/leader/leader-core.ts [master-layer-auth]',
-        'master/builtin/__planted_layer.ts → master/secrets/__planted_layer.ts [master-layer-builtin]',
+        'master/builtin/__planted_layer.ts → master/api/__planted_layer.ts [master-layer-builtin]',
         'master/dns/__planted_layer.ts → master/secrets/pull-auth.ts [master-layer-dns]',
         'master/frameworks/__planted.ts → master/allocator/allocator.ts [frameworks-import-no-allocator]',
         'master/frameworks/__planted_layer.ts → master/ui/__planted_layer.ts [master-layer-frameworks]',
@@ -145,7 +145,7 @@ describe('import rules', () => {
         'master/leader/__planted_shell.ts → master/membership.ts [master-layer-leader]',
         'master/registry/__planted_layer.ts → master/replication/__planted_layer.ts [master-layer-base]',
         'master/replication/__planted_layer.ts → master/dns/__planted_layer.ts [master-layer-policy]',
-        'master/secrets/__planted_layer.ts → master/api/__planted_layer.ts [master-layer-secrets]',
+        'master/secrets/__planted_layer.ts → master/frameworks/__planted_layer.ts [master-layer-secrets]',
         'master/ui/__planted_layer.ts → master/server.ts [master-layer-ui]',
         'shared/__planted_cycle_a.ts → shared/__planted_cycle_b.ts [no-cycles]', // one per cycle
         'shared/__planted_violation.ts → master/master.ts [shared-imports-no-daemon]',

@@ -6,7 +6,7 @@ import { Command } from 'commander';
 import { describe, expect, it } from 'vitest';
 import { CairnError } from '../../shared/errors.ts';
 import { addJobSubmitFlags, JOB_SUBMIT_FLAGS, jobDocumentFromFlags, type JobFlags } from '../../bin/commands/jobs/flags.ts';
-import { parseJobDocument } from '../../master/frameworks/jobs/spec-parse.ts';
+import { parseJobDocument } from '../../shared/jobs/spec-parse.ts';
 
 const NOW = Date.UTC(2026, 0, 2, 3, 4, 5);
 

@@ -7,7 +7,7 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { CairnError } from '../../shared/errors.ts';
-import { parseJobDocument, parseJobText } from '../../master/frameworks/jobs/spec-parse.ts';
+import { parseJobDocument, parseJobText } from '../../shared/jobs/spec-parse.ts';
 import { coresOf, mibOf, parseQuantity } from '../../shared/quantity.ts';
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), '..', '..');

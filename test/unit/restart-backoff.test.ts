@@ -11,7 +11,7 @@ import type { HeldOffer } from '../../master/frameworks/jobs/gang.ts';
 import type { JobSpec } from '../../shared/jobs/model.ts';
 import type { JobRecord } from '../../master/frameworks/jobs/record.ts';
 import { validateJobSpec } from '../../shared/jobs/spec-validate.ts';
-import { parseJobDocument } from '../../master/frameworks/jobs/spec-parse.ts';
+import { parseJobDocument } from '../../shared/jobs/spec-parse.ts';
 import { jobDocumentFromFlags } from '../../bin/commands/jobs/flags.ts';
 import { describeJob } from '../../bin/commands/jobs/commands.ts';
 import { jobView } from '../../master/frameworks/jobs/record.ts';

@@ -14,7 +14,7 @@ import type { SecretRecord } from '../../master/registry/commands.ts';
 import type { ContainerSpec } from '../../shared/agent-messages.ts';
 import { compileAgentOptions } from '../../agent/options.ts';
 import { manifestPath, takePullAuth } from '../../agent/executors/docker/registry-auth.ts';
-import { parseJobDocument } from '../../master/frameworks/jobs/spec-parse.ts';
+import { parseJobDocument } from '../../shared/jobs/spec-parse.ts';
 import { parseApp } from '../../master/frameworks/marathon/app-parse.ts';
 import { buildTaskInfo } from '../../master/frameworks/marathon/task-info.ts';
 import { dockerConfigOf } from '../../bin/commands/secrets/commands.ts';

@@ -6,20 +6,11 @@
 
 import { Resources, type MesosResource } from '../../../shared/resources.ts';
 import type { TaskTemplate } from '../../../shared/jobs/model.ts';
+import type { HeldOffer } from '../../../shared/sdk/held-offer.ts';
+
+export type { HeldOffer };
 
 /** An offer as the engine holds it. */
-export interface HeldOffer {
-  id: string;
-  agentId: string;
-  hostname: string;
-  ip: string;
-  resources: Resources;
-  /** The offer's role, written on the resources taken from it. */
-  role: string;
-  /** The subscription it came through (jobs/model.ts laneOf), when not its role alone: jobs draw only on their own. */
-  lane?: string;
-}
-
 export interface GangMember {
   /** The caller's key for it (its position in the record's replicas). */
   key: number;

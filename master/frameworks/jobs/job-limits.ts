@@ -8,7 +8,7 @@ import { objectKey, type Admission, type ObjectQuotas } from '../../../shared/fr
 import { MAX_LENGTH } from '../../../shared/field-limits.ts';
 import { envBytes, envTooLarge, type ObjectLimits } from '../../../shared/sharing/object-limits.ts';
 import { invalidJob } from '../../../shared/jobs/field-paths.ts';
-import type { ParsedJob } from './spec-parse.ts';
+import type { ParsedJob } from '../../../shared/jobs/spec-parse.ts';
 
 /** Throws CAIRN_INVALID_JOB naming the template's env (or the variable) that is too large. */
 export function checkJobEnv(parsed: ParsedJob, limits: ObjectLimits): void {

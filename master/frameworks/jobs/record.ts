@@ -3,7 +3,7 @@
 // One record per job, written whole, so a new leader reads back exactly what the last one
 // decided. Pure: no I/O, time passed in.
 
-import type { IgnoredField, JobCondition, JobPhase, JobSpec, JobView, ReplicaStatus } from '../../../shared/jobs/model.ts';
+import { FINISHED_PHASES, isFinished, type IgnoredField, type JobCondition, type JobPhase, type JobSpec, type JobView, type ReplicaStatus } from '../../../shared/jobs/model.ts';
 
 export interface JobRecord {
   spec: JobSpec;
@@ -50,11 +50,7 @@ export interface JobRecord {
   owner?: string;
 }
 
-export const FINISHED_PHASES: ReadonlySet<JobPhase> = new Set(['Succeeded', 'Failed']);
-
-export function isFinished(r: Pick<JobRecord, 'phase'>): boolean {
-  return FINISHED_PHASES.has(r.phase);
-}
+export { FINISHED_PHASES, isFinished };
 
 /** A new job: Created, then at once Queued for its gang. */
 export function newJobRecord(spec: JobSpec, ignored: IgnoredField[], uid: string, nowMs: number, owner = ''): JobRecord {

@@ -1,23 +1,20 @@
 // The jobs REST API, on every master: reads (list, one job, its events) answer from the
 // replicated store; submissions and deletions go to the leader's engine. A document is
 // parsed and checked before anything else, wherever it arrives, so bad input is refused
-// (4xx naming the field) with nothing created. Every job has an owner (owner-access.ts):
+// (4xx naming the field) with nothing created. Every job has an owner (the host's ObjectAccess):
 // the list shows a caller only the jobs it may view; another's job is a 403, as another
 // framework's task is on the master's own API.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { BuiltinRoutesEnv } from '../../builtin/host.ts';
-import { OwnerAccess, type OwnerAction } from '../../builtin/owner-access.ts';
-import type { JsonValue } from '../../registry/commands.ts';
+import type { BuiltinRoutesEnv, Caller, OwnerAction, SecretUse } from '../../../shared/framework-host/contract.ts';
+import type { JsonValue } from '../../../shared/framework-host/store.ts';
 import { sendHttpError } from '../../../shared/http-errors.ts';
 import { serveObjectEvents, type SendEvent } from '../../../shared/framework-host/object-events.ts';
 import { acceptYamlBodies } from '../../../shared/framework-host/yaml-bodies.ts';
 import { isFinished, jobView, type JobRecord } from './record.ts';
 import type { JobView } from '../../../shared/jobs/model.ts';
 import { jobKey, JOB_KEY_PREFIX, type JobsRuntime } from './runtime.ts';
-import { parseJobDocument, type ParsedJob } from './spec-parse.ts';
-import type { Principal } from '../../auth/credentials.ts';
-import { secretAccess, type SecretAccess } from '../../secrets/secret-access.ts';
+import { parseJobDocument, type ParsedJob } from '../../../shared/jobs/spec-parse.ts';
 import { invalidJob } from '../../../shared/jobs/field-paths.ts';
 import type { JobSpec } from '../../../shared/jobs/model.ts';
 import type { PriorityClasses } from '../../../shared/sharing/priority-classes.ts';
@@ -38,7 +35,7 @@ function resolveClass(spec: JobSpec, classes: PriorityClasses): void {
 }
 
 /** Every credential a replica pulls with must exist and be the submitter's to use; refused naming where it was written. */
-function requireImagePullSecrets(parsed: ParsedJob, secrets: SecretAccess, principal: Principal): void {
+function requireImagePullSecrets(parsed: ParsedJob, secrets: SecretUse, principal: Caller): void {
   parsed.spec.groups.forEach((g, i) => (g.template.imagePullSecrets ?? []).forEach((name, j) => {
     secrets.require(principal, name, (message) => invalidJob(parsed.locate(`groups[${i}].template.imagePullSecrets[${j}]`), message));
   }));
@@ -53,8 +50,7 @@ function recordOf(env: BuiltinRoutesEnv<JobsRuntime>, name: string): JobRecord |
 }
 
 export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<JobsRuntime>): void {
-  const access = new OwnerAccess(env.ctx.auth);
-  const secrets = secretAccess(env.ctx);
+  const { access, secrets } = env;
   const requireOn = (req: FastifyRequest, action: OwnerAction, r: JobRecord) =>
     access.require(req.principal, action, `job '${r.spec.name}'`, r.owner, 'name');
 
@@ -66,11 +62,11 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
       let parsed;
       try {
         parsed = parseJobDocument(req.body, req.headers['content-type']);
-        checkJobEnv(parsed, env.ctx.quotas.limits);
-        resolveClass(parsed.spec, env.ctx.priorityClasses);
+        checkJobEnv(parsed, env.quotas.limits);
+        resolveClass(parsed.spec, env.priorityClasses);
         // The rule a framework subscribing in the job's role meets: its tasks run in that role.
         access.requireCreate(req.principal, parsed.spec.role, 'role');
-        access.requireClass(req.principal, parsed.spec.priorityClass, env.ctx.priorityClasses.defaultClass, 'priorityClassName');
+        access.requireClass(req.principal, parsed.spec.priorityClass, env.priorityClasses.defaultClass, 'priorityClassName');
         requireImagePullSecrets(parsed, secrets, req.principal);
         // A finished job of the name is replaced by this one: that is deleting it.
         const old = recordOf(env, parsed.spec.name);
@@ -83,7 +79,7 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
       const owner = access.ownerFor(req.principal);
       let r;
       try {
-        r = await env.ctx.quotas.admit(jobAdmission(env.ctx.quotas, owner, parsed), () => engine.submit(parsed.spec, parsed.ignored, owner));
+        r = await env.quotas.admit(jobAdmission(env.quotas, owner, parsed), () => engine.submit(parsed.spec, parsed.ignored, owner));
       } catch (err) {
         return sendHttpError(reply, err);
       }
@@ -165,6 +161,6 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
         emit(send, r);
         return over(send, r);
       },
-    }, env.ctx.audit);
+    }, env.audit);
   });
 }

@@ -8,21 +8,21 @@
 import { randomBytes } from 'node:crypto';
 import type { Logger } from 'pino';
 import { isTerminal } from '../../../shared/agent-messages.ts';
-import type { OfferJson, TaskStatusJson } from '../../../shared/mesos-v1.ts';
+import type { TaskStatusJson } from '../../../shared/mesos-v1.ts';
 import { Resources } from '../../../shared/resources.ts';
-import { offerRole } from '../../../shared/sdk/offer-fit.ts';
+import { heldOffer } from '../../../shared/sdk/held-offer.ts';
 import { SchedulerClient } from '../../../shared/sdk/scheduler-client.ts';
-import type { BuiltinEnv, BuiltinInstance } from '../../builtin/host.ts';
+import type { BuiltinEnv, BuiltinInstance } from '../../../shared/framework-host/contract.ts';
 import { DecisionQueue, OfferInterest } from '../../../shared/framework-host/decision-queue.ts';
-import type { JsonValue } from '../../registry/commands.ts';
+import type { JsonValue } from '../../../shared/framework-host/store.ts';
+import { JOBS_FRAMEWORK_NAME } from '../../../shared/jobs/api.ts';
 import { DEFAULT_ENGINE_OPTIONS, JobEngine, type EngineOptions } from './engine.ts';
-import type { HeldOffer } from './gang.ts';
 import { laneOf, parseLane, type IgnoredField, type JobSpec } from '../../../shared/jobs/model.ts';
 import { PRIORITY_CLASS_LABEL } from '../../../shared/sharing/priority-classes.ts';
 import type { JobRecord } from './record.ts';
 import { policyExitCode, taskInfoFor } from './task-info.ts';
 
-export const JOBS_FRAMEWORK_NAME = 'jobs';
+export { JOBS_FRAMEWORK_NAME };
 export const FRAMEWORK_ID_KEY = 'framework-id';
 export const JOB_KEY_PREFIX = 'job/';
 
@@ -76,7 +76,7 @@ export class JobsRuntime implements BuiltinInstance {
     this.log = env.log;
     this.now = opts.now ?? env.now;
     this.queue = new DecisionQueue(() => this.flush(), (err) => this.log.error({ err }, 'the job engine could not carry out a decision'));
-    const classes = env.ctx.priorityClasses;
+    const classes = env.priorityClasses;
     this.engine = new JobEngine({
       ...DEFAULT_ENGINE_OPTIONS, ...opts, domain: env.domain ?? 'cairn',
       classRank: (c) => classes.rank(classes.orDefault(c)),
@@ -251,7 +251,7 @@ export class JobsRuntime implements BuiltinInstance {
       this.engine.launchFailed([taskId], status.message ?? 'unknown task', this.now());
       return;
     }
-    const record = this.env.ctx.registry.state.tasks.get(taskId);
+    const record = this.env.cluster.tasks().get(taskId);
     const message = status.message ?? '';
     const exitCode = isTerminal(status.state) ? policyExitCode(record?.exitCode, message) : undefined;
     this.engine.taskUpdate({
@@ -267,7 +267,7 @@ export class JobsRuntime implements BuiltinInstance {
 
   private clusterTotals(): Resources[] {
     const out: Resources[] = [];
-    for (const a of this.env.ctx.registry.state.agents.values()) {
+    for (const a of this.env.cluster.agents().values()) {
       if (a.drain) continue;
       try {
         out.push(Resources.parse(a.resources));
@@ -277,15 +277,4 @@ export class JobsRuntime implements BuiltinInstance {
     }
     return out;
   }
-}
-
-export function heldOffer(o: OfferJson): HeldOffer {
-  return {
-    id: o.id.value,
-    agentId: o.agent_id.value,
-    hostname: o.hostname,
-    ip: o.url?.address?.ip ?? o.hostname,
-    resources: Resources.fromMesos(o.resources),
-    role: offerRole(o.resources),
-  };
 }

@@ -5,6 +5,8 @@
 import type { TaskInfoJson } from '../../../shared/mesos-v1.ts';
 import type { TaskLaunch } from './engine.ts';
 
+export { policyExitCode } from '../../../shared/jobs/exit-code.ts';
+
 /** Labels every replica's task carries; the agent reads JOB_LABEL to give it CAIRN_JOB_DIR. */
 export const JOB_LABEL = 'cairn.job';
 export const GROUP_LABEL = 'cairn.job.group';
@@ -41,11 +43,4 @@ export function taskInfoFor(t: TaskLaunch, agentId: string): TaskInfoJson {
     };
   }
   return info;
-}
-
-/** The exit code the policies see: a signal's end is 128 + its number, as shells report it. */
-export function policyExitCode(exitCode: number | undefined, message: string): number | undefined {
-  if (exitCode !== undefined) return exitCode < 0 ? 128 - exitCode : exitCode;
-  const m = /exited with code (\d+)/.exec(message);
-  return m ? Number(m[1]) : undefined;
 }

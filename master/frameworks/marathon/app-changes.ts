@@ -5,8 +5,8 @@
 // running one is then dropped and the new one starts from where things stand).
 
 import { randomUUID } from 'node:crypto';
-import type { BuiltinStore } from '../../builtin/store.ts';
-import type { BuiltinPut } from '../../registry/commands.ts';
+import type { FrameworkStore } from '../../../shared/framework-host/store.ts';
+import type { StorePut } from '../../../shared/framework-host/store.ts';
 import type { ParsedApp } from './app-parse.ts';
 import type { AppDefinition, StoredApp } from './app-model.ts';
 import { lockedBy, MarathonError, unknownApp } from './app-errors.ts';
@@ -34,7 +34,7 @@ export interface DeploymentStarted {
 /** What changes need of the service they belong to. */
 export interface ChangeHost {
   readonly records: MarathonRecords;
-  readonly store: BuiltinStore;
+  readonly store: FrameworkStore;
   readonly bus: EventBus;
   /** The leader's working copy of the instance records. */
   readonly instances: Map<string, InstanceRecord>;
@@ -77,11 +77,11 @@ export class AppChanges {
     return held;
   }
 
-  private async commit(stored: StoredApp | null, appId: string, action: DeploymentAction, previous: StoredApp | null, cancelled: string[], extra: BuiltinPut[] = []): Promise<DeploymentStarted> {
+  private async commit(stored: StoredApp | null, appId: string, action: DeploymentAction, previous: StoredApp | null, cancelled: string[], extra: StorePut[] = []): Promise<DeploymentStarted> {
     const version = stored?.version ?? this.nextVersion();
     const cancelledRecords = cancelled.map((id) => this.host.records.deployment(id)).filter((d): d is DeploymentRecord => d !== undefined);
     const deployment: DeploymentRecord = { id: randomUUID(), appId, version, action, previous, target: stored };
-    const puts: BuiltinPut[] = stored
+    const puts: StorePut[] = stored
       ? [...MarathonRecords.appChange(stored, deployment, cancelled), ...this.oldVersions(stored)]
       : [
           { key: appKey(appId), value: null },
@@ -100,7 +100,7 @@ export class AppChanges {
   }
 
   /** Removals of the versions past MAX_APP_VERSIONS once `stored`'s is written, oldest first. */
-  private oldVersions(stored: StoredApp): BuiltinPut[] {
+  private oldVersions(stored: StoredApp): StorePut[] {
     const kept = this.host.records.versions(stored.app.id).filter((v) => v !== stored.version && v !== stored.configVersion);
     const over = kept.length + 1 + (stored.configVersion !== stored.version ? 1 : 0) - MAX_APP_VERSIONS;
     return kept.slice(0, Math.max(0, over)).map((v) => ({ key: versionKey(stored.app.id, v), value: null }));

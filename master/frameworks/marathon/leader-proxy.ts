@@ -8,7 +8,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { Readable } from 'node:stream';
 import type { ReadableStream as WebReadableStream } from 'node:stream/web';
-import type { MasterContext } from '../../context.ts';
+import type { Leadership } from '../../../shared/framework-host/contract.ts';
 
 /** Set on an answer passed on from the leader, naming it (Marathon's header). */
 export const LEADER_HEADER = 'x-marathon-leader';
@@ -33,7 +33,7 @@ async function readBody(req: FastifyRequest): Promise<Buffer | undefined> {
   return Buffer.concat(chunks);
 }
 
-export function registerLeaderProxy(app: FastifyInstance, ctx: MasterContext): void {
+export function registerLeaderProxy(app: FastifyInstance, leadership: Leadership): void {
   const upstreams = new Set<AbortController>();
   app.addHook('preClose', async () => {
     for (const u of upstreams) u.abort();
@@ -41,8 +41,8 @@ export function registerLeaderProxy(app: FastifyInstance, ctx: MasterContext): v
 
   app.addHook('onRequest', async (req: FastifyRequest, reply: FastifyReply) => {
     const path = req.url.split('?')[0]!;
-    if (!path.startsWith('/v2/') || ctx.core()) return;
-    const leader = ctx.leaderUrl();
+    if (!path.startsWith('/v2/') || leadership.leads()) return;
+    const leader = leadership.leaderUrl();
     if (!leader || req.headers[VIA_HEADER] !== undefined) {
       return reply.code(503).header('retry-after', '1').send({ message: 'Could not determine the current leader' });
     }
@@ -55,10 +55,10 @@ export function registerLeaderProxy(app: FastifyInstance, ctx: MasterContext): v
         if (HOP_BY_HOP.has(k) || v === undefined) continue;
         headers.set(k, Array.isArray(v) ? v.join(', ') : v);
       }
-      headers.set(VIA_HEADER, `1.1 ${ctx.selfUrl()}`);
+      headers.set(VIA_HEADER, `1.1 ${leadership.selfUrl()}`);
       headers.set('x-forwarded-for', req.ip);
       const body = await readBody(req);
-      res = await (ctx.tlsClient?.fetch ?? fetch)(new URL(req.url, leader), {
+      res = await leadership.fetch(new URL(req.url, leader), {
         method: req.method, headers, signal: upstream.signal, redirect: 'manual',
         ...(body !== undefined ? { body: new Uint8Array(body) } : {}),
       });

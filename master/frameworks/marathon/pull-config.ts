@@ -4,9 +4,8 @@
 // it itself. Parsing is pure; whether the credential exists, and is the submitter's to use,
 // is checked when the app is submitted (routes) and again when a task launches.
 
-import type { Principal } from '../../auth/credentials.ts';
 import { SECRET_NAME, MAX_SECRET_NAME } from '../../../shared/secret-names.ts';
-import type { SecretAccess } from '../../secrets/secret-access.ts';
+import type { Caller, SecretUse } from '../../../shared/framework-host/contract.ts';
 import { invalid } from './app-errors.ts';
 import type { AppDefinition, ContainerDefinition } from './app-model.ts';
 
@@ -47,7 +46,7 @@ export function readPullConfig(r: FieldReader, rawContainer: unknown, secrets: u
  * Refuses (422, naming the field) an app whose pullConfig names a credential that does not
  * exist or that `principal`, its submitter, may not use.
  */
-export function requirePullSecret(app: AppDefinition, secrets: SecretAccess, principal: Principal): void {
+export function requirePullSecret(app: AppDefinition, secrets: SecretUse, principal: Caller): void {
   const name = app.container?.docker?.pullSecret;
   if (name === undefined) return;
   secrets.require(principal, name, (message) => invalid([{ path: `${AT}/secret`, errors: [message] }]));

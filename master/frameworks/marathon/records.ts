@@ -2,8 +2,8 @@
 // their versions, deployments and instances are written before the framework acts on them
 // (launch, kill), so a new leader reads back exactly what the old one had decided.
 
-import type { JsonValue } from '../../registry/commands.ts';
-import type { BuiltinStore } from '../../builtin/store.ts';
+import type { JsonValue } from '../../../shared/framework-host/store.ts';
+import type { FrameworkStore } from '../../../shared/framework-host/store.ts';
 import type { AppDefinition, StoredApp } from './app-model.ts';
 
 /** Marathon's `TaskFailure` (types/task.raml): the app's last task that failed. */
@@ -57,7 +57,7 @@ export interface InstanceRecord {
 const json = (v: unknown) => v as JsonValue;
 
 export class MarathonRecords {
-  constructor(readonly store: BuiltinStore) {}
+  constructor(readonly store: FrameworkStore) {}
 
   frameworkId(): string | undefined {
     const v = this.store.get(FRAMEWORK_ID_KEY);

@@ -8,7 +8,8 @@ import { isTerminal } from '../../../shared/agent-messages.ts';
 import type { OfferJson } from '../../../shared/mesos-v1.ts';
 import { offerRole } from '../../../shared/sdk/offer-fit.ts';
 import { Resources } from '../../../shared/resources.ts';
-import type { AgentRecord, BuiltinPut, TaskRecord } from '../../registry/commands.ts';
+import type { ClusterAgent, ClusterTask } from '../../../shared/framework-host/contract.ts';
+import type { StorePut } from '../../../shared/framework-host/store.ts';
 import type { StoredApp } from './app-model.ts';
 import { decide, type BackoffState, type CoreOutput, type InstanceState, type InstanceView, type LaunchDecision } from './core.ts';
 import { deploymentKey, instanceKey, MarathonRecords, type DeploymentRecord, type InstanceRecord } from './records.ts';
@@ -17,8 +18,8 @@ import { APP_LABEL, appIdOfTaskId, buildTaskInfo, CONFIG_VERSION_LABEL, marathon
 
 /** The registry as the leader holds it (only what a round reads). */
 export interface RegistryView {
-  readonly tasks: ReadonlyMap<string, TaskRecord>;
-  readonly agents: ReadonlyMap<string, AgentRecord>;
+  readonly tasks: ReadonlyMap<string, ClusterTask>;
+  readonly agents: ReadonlyMap<string, ClusterAgent>;
 }
 
 export interface RoundInput {
@@ -47,7 +48,7 @@ export interface RoundInput {
 export interface RoundPlan {
   out: CoreOutput;
   /** Written (atomically, durably) before any call below is made. */
-  puts: BuiltinPut[];
+  puts: StorePut[];
   /** Instances to kill (their records say so once `puts` is written). */
   kills: InstanceRecord[];
   /** Tasks with no record to kill (adopted nowhere, or of apps gone). */
@@ -56,7 +57,7 @@ export interface RoundPlan {
   finished: DeploymentRecord[];
 }
 
-export function observeInstance(rec: InstanceRecord, task: TaskRecord | undefined): InstanceView {
+export function observeInstance(rec: InstanceRecord, task: ClusterTask | undefined): InstanceView {
   let state: InstanceState;
   let unreachableSinceMs: number | undefined;
   if (!task) state = 'pending';
@@ -77,7 +78,7 @@ export function observeInstance(rec: InstanceRecord, task: TaskRecord | undefine
 }
 
 /** Tasks of this framework the records do not know (launched by a leader that died before its write was read back here). */
-function adoptOrphans(input: RoundInput, puts: BuiltinPut[], killNow: { taskId: string; agentId: string }[]): void {
+function adoptOrphans(input: RoundInput, puts: StorePut[], killNow: { taskId: string; agentId: string }[]): void {
   const apps = new Set(input.apps.map((s) => s.app.id));
   for (const task of input.registry.tasks.values()) {
     if (task.frameworkId !== input.frameworkId || isTerminal(task.state) || input.instances.has(task.id)) continue;
@@ -99,7 +100,7 @@ function adoptOrphans(input: RoundInput, puts: BuiltinPut[], killNow: { taskId: 
 
 export function planRound(input: RoundInput): RoundPlan {
   const { nowMs, registry, instances } = input;
-  const puts: BuiltinPut[] = [];
+  const puts: StorePut[] = [];
   const killNow: { taskId: string; agentId: string }[] = [];
   if (input.adopt) adoptOrphans(input, puts, killNow);
   if (input.inheritedPending) {

@@ -6,17 +6,16 @@
 // `Cairn-Ignored-Fields` header. Bodies are read as text and parsed here, so malformed JSON gets Marathon's error shape
 // like every other refusal. Status codes as Marathon's: 201 created, 200 with
 // `{deploymentId, version}` for a change, 404 unknown, 409 exists or locked, 422 invalid.
-// Every app has an owner (owner-access.ts): listings, the queue, deployments, tasks and the
+// Every app has an owner (the host's ObjectAccess): listings, the queue, deployments, tasks and the
 // event stream show a caller only the apps it may view; another's app is a 403, as another
 // framework's task is on the master's own API.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { checkJsonDepth } from '../../../shared/json-body.ts';
-import type { BuiltinRoutesEnv } from '../../builtin/host.ts';
-import { OwnerAccess, type OwnerAction } from '../../builtin/owner-access.ts';
+import type { BuiltinRoutesEnv, OwnerAction } from '../../../shared/framework-host/contract.ts';
 import { toHttpError } from '../../../shared/http-errors.ts';
 import { CairnError } from '../../../shared/errors.ts';
-import type { TaskRecord } from '../../registry/commands.ts';
+import type { ClusterTask } from '../../../shared/framework-host/contract.ts';
 import { MarathonError, unknownApp } from './app-errors.ts';
 import { appToJson } from './app-json.ts';
 import { normaliseAppId, parseApp, type ParsedApp } from './app-parse.ts';
@@ -26,7 +25,6 @@ import { sseFrame } from './event-bus.ts';
 import { boundedWriter } from '../../../shared/bounded-stream.ts';
 import { matchesLabelSelector } from './label-selector.ts';
 import { requirePullSecret } from './pull-config.ts';
-import { secretAccess } from '../../secrets/secret-access.ts';
 import { MarathonRecords, type DeploymentRecord, type InstanceRecord } from './records.ts';
 import type { MarathonService } from './service.ts';
 import { appJson, deploymentJson, queueItemJson, servicePortsOf, taskJson, type TaskFacts } from './views.ts';
@@ -34,7 +32,7 @@ import { marathonApp, queryBool, queryList, queryOne, wantsCairn, type Query } f
 import { hostPort, marathonInfo } from './info.ts';
 import { registerGroupRoutes } from './groups.ts';
 import { registerLeaderProxy } from './leader-proxy.ts';
-import { builtinLabelRefusal } from '../../auth/task-labels.ts';
+import { builtinLabelRefusal } from '../../../shared/framework-host/task-labels.ts';
 import { appAdmission } from './app-quota.ts';
 
 /** Cairn's error code beside Marathon's error body. */
@@ -105,9 +103,7 @@ function withIgnored(reply: FastifyReply, q: Query, body: Record<string, unknown
 
 export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutesEnv<MarathonService>): void {
   const records = new MarathonRecords(env.store);
-  const registry = () => env.ctx.registry.state;
-  const secrets = secretAccess(env.ctx);
-  const access = new OwnerAccess(env.ctx.auth);
+  const { access, secrets } = env;
   const mayView = (req: FastifyRequest, owner: string | undefined) => access.may(req.principal, 'view_tasks', owner);
   /** The app's owner, also for an app being deleted (its deployment still holds it). */
   const ownerOfApp = (appId: string): string | undefined => {
@@ -122,8 +118,8 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
   const instances = (appId?: string): InstanceRecord[] =>
     records.instances().filter((r) => appId === undefined || r.appId === appId);
   const facts = (list: InstanceRecord[]): TaskFacts[] => {
-    const tasks = registry().tasks;
-    return list.map((record) => ({ record, task: tasks.get(record.taskId) as TaskRecord | undefined }))
+    const tasks = env.cluster.tasks();
+    return list.map((record) => ({ record, task: tasks.get(record.taskId) as ClusterTask | undefined }))
       // A task that has ended is no longer one of the app's tasks, though its record waits for the next round.
       .filter((f) => f.task === undefined || !['TASK_FINISHED', 'TASK_FAILED', 'TASK_KILLED', 'TASK_LOST', 'TASK_ERROR', 'TASK_GONE', 'TASK_DROPPED'].includes(f.task.state));
   };
@@ -152,7 +148,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
 
   root.register(async (app) => {
     // A follower hands every /v2 request to the leader, as Marathon's followers do.
-    registerLeaderProxy(app, env.ctx);
+    registerLeaderProxy(app, env.leadership);
     // This scope takes its bodies as text: malformed JSON is answered in Marathon's shape.
     app.removeAllContentTypeParsers();
     app.addContentTypeParser('*', { parseAs: 'string' }, (_req, body, done) => done(null, body));
@@ -164,10 +160,10 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
         const i = env.instance();
         const body = marathonInfo({
           leading: i !== undefined,
-          selfUrl: env.ctx.selfUrl(),
-          leaderUrl: i ? env.ctx.selfUrl() : env.ctx.leaderUrl(),
+          selfUrl: env.leadership.selfUrl(),
+          leaderUrl: i ? env.leadership.selfUrl() : env.leadership.leaderUrl(),
           frameworkId: records.frameworkId(),
-          masterUrls: env.ctx.replication()?.members.map((m) => m.url) ?? [env.ctx.selfUrl()],
+          masterUrls: env.leadership.masterUrls(),
         });
         return wantsCairn(req.query as Query) ? { ...body, cairn: { leading: i !== undefined, subscribed: i?.connected ?? false } } : body;
       } catch (err) {
@@ -176,7 +172,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
     });
 
     app.get('/v2/leader', async (_req, reply) => {
-      const leader = env.instance() ? env.ctx.selfUrl() : env.ctx.leaderUrl();
+      const leader = env.instance() ? env.leadership.selfUrl() : env.leadership.leaderUrl();
       if (!leader) return reply.code(404).send({ message: 'There is no leader' });
       return { leader: hostPort(leader) };
     });
@@ -211,8 +207,8 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
     app.post('/v2/apps', async (req, reply) => {
       try {
         const raw = readJson(req);
-        const parsed = parseApp(raw, undefined, env.ctx.quotas.limits);
-        checkAppClass(parsed, env.ctx.priorityClasses, (c, field) => access.requireClass(req.principal, c, env.ctx.priorityClasses.defaultClass, field));
+        const parsed = parseApp(raw, undefined, env.quotas.limits);
+        checkAppClass(parsed, env.priorityClasses, (c, field) => access.requireClass(req.principal, c, env.priorityClasses.defaultClass, field));
         requirePullSecret(parsed.app, secrets, req.principal);
         // Services subscribe in the default role: an app is created in it.
         access.requireCreate(req.principal, '*', 'role');
@@ -220,7 +216,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
         if (!svc) return reply;
         const q = req.query as Query;
         const owner = access.ownerFor(req.principal);
-        const r = await env.ctx.quotas.admit(appAdmission(env.ctx.quotas, owner, parsed.app, undefined), () => svc.changes.createApp(parsed, queryBool(q, 'force', false), req.ip, req.url, owner));
+        const r = await env.quotas.admit(appAdmission(env.quotas, owner, parsed.app, undefined), () => svc.changes.createApp(parsed, queryBool(q, 'force', false), req.ip, req.url, owner));
         const body = { ...renderApp(r.stored!, { tasks: true, failure: false }, wantsCairn(q)), deployments: [{ id: r.deploymentId }] };
         return reply.code(201).header('location', `/v2/apps${parsed.app.id}`).header('marathon-deployment-id', r.deploymentId).send(withIgnored(reply, q, body, parsed));
       } catch (err) {
@@ -300,7 +296,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       // Whether this caller may view an owner's apps, decided once per owner for the stream.
       const viewable = new Map<string | undefined, boolean>();
       // A subscriber that stops reading is cut off past a bounded backlog, naming it.
-      const write = boundedWriter(res, env.ctx.audit, () => ({ path: '/v2/events', principal: req.principal?.name, ip: req.ip }));
+      const write = boundedWriter(res, env.audit, () => ({ path: '/v2/events', principal: req.principal?.name, ip: req.ip }));
       const off = svc.bus.subscribe((e, owner) => {
         if (wanted && !wanted.has(e.eventType)) return;
         let ok = viewable.get(owner);
@@ -371,8 +367,8 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       // PUT in Marathon 1.x is a partial update unless partialUpdate=false; PATCH always is.
       const merge = existing && (partial || queryBool(q, 'partialUpdate', true)) && typeof raw === 'object' && raw !== null && !Array.isArray(raw);
       const body = merge ? { ...appToJson(existing.app), ...(raw as Record<string, unknown>) } : raw;
-      const parsed = parseApp(body, appId, env.ctx.quotas.limits);
-      checkAppClass(parsed, env.ctx.priorityClasses, (c, field) => access.requireClass(req.principal, c, env.ctx.priorityClasses.defaultClass, field));
+      const parsed = parseApp(body, appId, env.quotas.limits);
+      checkAppClass(parsed, env.priorityClasses, (c, field) => access.requireClass(req.principal, c, env.priorityClasses.defaultClass, field));
       requirePullSecret(parsed.app, secrets, req.principal);
       // Changing (scaling too) is what tearing the app down could do; a new one is a creation.
       const authorize = (current: StoredApp | undefined) => {
@@ -383,7 +379,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
       const svc = env.leading(req, reply);
       if (!svc) return reply;
       const owner = access.ownerFor(req.principal);
-      const r = await env.ctx.quotas.admit(appAdmission(env.ctx.quotas, owner, parsed.app, existing), () => svc.changes.putApp(parsed, queryBool(q, 'force', false), req.ip, req.url, owner, authorize));
+      const r = await env.quotas.admit(appAdmission(env.quotas, owner, parsed.app, existing), () => svc.changes.putApp(parsed, queryBool(q, 'force', false), req.ip, req.url, owner, authorize));
       return reply.code(r.created ? 201 : 200).header('marathon-deployment-id', r.deploymentId).send(withIgnored(reply, q, { deploymentId: r.deploymentId, version: r.version }, parsed));
     };
     app.put('/v2/apps/*', async (req, reply) => {
@@ -441,7 +437,7 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
           if (!svc) return reply;
           const r = await svc.changes.killTasks(appId, rest.length === 2 ? [rest[1]!] : 'all', scale, force, queryOne(q, 'host'));
           if (r.deployment) return reply.code(200).send({ deploymentId: r.deployment.deploymentId, version: r.deployment.version });
-          const tasks = r.killed.map((record) => taskView({ record, task: registry().tasks.get(record.taskId) }, records.app(appId) ?? s));
+          const tasks = r.killed.map((record) => taskView({ record, task: env.cluster.tasks().get(record.taskId) }, records.app(appId) ?? s));
           return rest.length === 2 ? { task: tasks[0] } : { tasks };
         }
         return reply.code(404).send({ message: `no route DELETE ${req.url}` });

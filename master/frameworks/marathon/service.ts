@@ -9,8 +9,8 @@
 import { randomUUID } from 'node:crypto';
 import type { OfferJson, TaskStatusJson } from '../../../shared/mesos-v1.ts';
 import { SchedulerClient } from '../../../shared/sdk/scheduler-client.ts';
-import type { BuiltinEnv, BuiltinInstance } from '../../builtin/host.ts';
-import type { JsonValue } from '../../registry/commands.ts';
+import type { BuiltinEnv, BuiltinInstance } from '../../../shared/framework-host/contract.ts';
+import type { JsonValue } from '../../../shared/framework-host/store.ts';
 import type { AppQueueFacts } from './core.ts';
 import { storedDelays } from './launch-delays.ts';
 import { NO_INTEREST, offerInterest, planRound, type OfferInterest } from './round-plan.ts';
@@ -86,7 +86,7 @@ export class MarathonService implements BuiltinInstance {
       },
     });
     for (const r of this.records.instances()) this.instances.set(r.taskId, r);
-    const tasks = env.ctx.registry.state.tasks;
+    const tasks = env.cluster.tasks();
     this.inheritedPending = new Set([...this.instances.keys()].filter((id) => !tasks.has(id)));
     if (this.records.frameworkId() !== undefined || this.records.apps().length > 0 || this.records.deployments().length > 0) this.ensureSubscribed();
     this.timer = setInterval(() => {
@@ -226,7 +226,7 @@ export class MarathonService implements BuiltinInstance {
     if (adopt) this.adoptedAtMs = nowMs;
     const apps = this.records.apps();
     const plan = planRound({
-      nowMs, frameworkId, registry: this.env.ctx.registry.state, apps, deployments: this.records.deployments(), offers,
+      nowMs, frameworkId, registry: { tasks: this.env.cluster.tasks(), agents: this.env.cluster.agents() }, apps, deployments: this.records.deployments(), offers,
       backoff: storedDelays(this.env.store), instances: this.instances, killSentAt: this.killSentAt, adopt, inheritedPending: this.inheritedPending,
       newUuid: randomUUID, pendingTimeoutMs: PENDING_TIMEOUT_MS, killRetryMs: KILL_RETRY_MS,
     });

@@ -1,7 +1,7 @@
 // Marathon's JSON answers built from the store and the registry: apps with their task
 // counts and tasks, tasks, deployments and the launch queue. Pure functions of their input.
 
-import type { TaskRecord } from '../../registry/commands.ts';
+import type { ClusterTask } from '../../../shared/framework-host/contract.ts';
 import { storedAppJson } from './app-json.ts';
 import { cairnOnlyFields, marathonApp, marathonStoredApp, SERVICES_ROLE } from './marathon-shape.ts';
 import type { StoredApp } from './app-model.ts';
@@ -10,7 +10,7 @@ import type { DeploymentRecord, InstanceRecord, TaskFailureRecord } from './reco
 
 export interface TaskFacts {
   record: InstanceRecord;
-  task: TaskRecord | undefined;
+  task: ClusterTask | undefined;
 }
 
 const iso = (ms: number) => new Date(ms).toISOString();

@@ -10,8 +10,8 @@
 import { fitTasks } from '../../../shared/sdk/offer-fit.ts';
 import { DEFAULT_RESTART_BACKOFF, nextRestart, type RestartBackoffPolicy } from '../../../shared/sdk/restart-backoff.ts';
 import type { MesosResource } from '../../../shared/resources.ts';
-import type { HeldOffer } from '../jobs/gang.ts';
-import type { JsonValue } from '../../registry/commands.ts';
+import type { HeldOffer } from '../../../shared/sdk/held-offer.ts';
+import type { JsonValue } from '../../../shared/framework-host/store.ts';
 import { makeAlgorithm, makeEarlyStopper } from './algorithms/index.ts';
 import type { Algorithm, EarlyStopper, TrialObservation } from './algorithms/types.ts';
 import { DynamicPriority } from './dynamic-priority.ts';

@@ -1,16 +1,24 @@
 // The tuning framework as a built-in framework named `tuning`: one runtime on the leading
 // master (runtime.ts), whose experiments each subscribe as a framework of their own, and its
-// REST routes on every master (routes.ts).
+// REST routes on every master (routes.ts). Its distributed trials are jobs, submitted through
+// the jobs framework's API.
 
-import type { BuiltinFramework } from '../../builtin/host.ts';
+import type { BuiltinFramework, TaskOwnership } from '../../../shared/framework-host/contract.ts';
+import { ownershipByLabel } from '../../../shared/framework-host/ownership.ts';
+import { experimentKey } from './record.ts';
 import { registerTuningRoutes } from './routes.ts';
-import { TUNING_FRAMEWORK_NAME, TuningRuntime, type TuningRuntimeOptions } from './runtime.ts';
+import { EXPERIMENT_FRAMEWORK_PREFIX, TUNING_FRAMEWORK_NAME, TuningRuntime, type TuningRuntimeOptions } from './runtime.ts';
+import { EXPERIMENT_LABEL } from './trial-command.ts';
+
+/** A trial's task (of its experiment's framework) acts as the experiment's owner on the master's task routes. */
+export const TUNING_TASKS: TaskOwnership = ownershipByLabel((frameworkName) => frameworkName.startsWith(EXPERIMENT_FRAMEWORK_PREFIX), EXPERIMENT_LABEL, experimentKey);
 
 export function tuningFramework(opts: TuningRuntimeOptions = {}): BuiltinFramework<TuningRuntime> {
   return {
     name: TUNING_FRAMEWORK_NAME,
     start: (env) => new TuningRuntime(env, opts),
     routes: (app, env) => registerTuningRoutes(app, env),
+    tasks: TUNING_TASKS,
   };
 }
 

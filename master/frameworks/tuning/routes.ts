@@ -2,12 +2,11 @@
 // stops, resumes and deletions go to the leader's runtime. A document is parsed and checked
 // before anything else, wherever it arrives, so bad input is refused (400 naming the field)
 // with nothing created. Experiments have owners, with the rules of apps and jobs
-// (owner-access.ts).
+// (the host's ObjectAccess).
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { BuiltinRoutesEnv } from '../../builtin/host.ts';
-import { OwnerAccess, type OwnerAction } from '../../builtin/owner-access.ts';
-import type { JsonValue } from '../../registry/commands.ts';
+import type { BuiltinRoutesEnv, OwnerAction } from '../../../shared/framework-host/contract.ts';
+import type { JsonValue } from '../../../shared/framework-host/store.ts';
 import { sendHttpError } from '../../../shared/http-errors.ts';
 import { serveObjectEvents, type SendEvent } from '../../../shared/framework-host/object-events.ts';
 import { acceptYamlBodies } from '../../../shared/framework-host/yaml-bodies.ts';
@@ -24,7 +23,7 @@ function notFound(reply: FastifyReply, name: string): FastifyReply {
 }
 
 export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<TuningRuntime>): void {
-  const access = new OwnerAccess(env.ctx.auth);
+  const { access } = env;
   const recordOf = (name: string) => env.store.get<JsonValue>(experimentKey(name)) as unknown as ExperimentRecord | undefined;
   const trialsOf = (name: string) => env.store.entries<JsonValue>(trialKeyPrefix(name)).map(([, v]) => v as unknown as TrialRecord);
   const requireOn = (req: FastifyRequest, action: OwnerAction, r: ExperimentRecord) =>
@@ -53,13 +52,13 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
         if (parsed.spec.priorityClass !== undefined) {
           // By the class's own name (in any case, or an alias); the default class is no class:
           // the experiment's framework then needs no label.
-          const priorityClass = env.ctx.priorityClasses.stored(parsed.spec.priorityClass, 'spec.priorityClassName');
+          const priorityClass = env.priorityClasses.stored(parsed.spec.priorityClass, 'spec.priorityClassName');
           parsed = { ...parsed, spec: { ...parsed.spec, priorityClass } };
         }
-        checkTrialEnv(parsed.spec, env.ctx.quotas.limits);
+        checkTrialEnv(parsed.spec, env.quotas.limits);
         access.requireCreate(req.principal, parsed.spec.role, 'spec.role');
         // Its trials' jobs and frameworks then carry the class: checked here, against its owner.
-        access.requireClass(req.principal, parsed.spec.priorityClass, env.ctx.priorityClasses.defaultClass, 'spec.priorityClassName');
+        access.requireClass(req.principal, parsed.spec.priorityClass, env.priorityClasses.defaultClass, 'spec.priorityClassName');
         const old = recordOf(parsed.spec.name);
         if (old && isSettled(old, trialsOf(old.spec.name))) requireOn(req, 'teardown_frameworks', old);
       } catch (err) {
@@ -71,7 +70,7 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
       const spec = parsed.spec;
       let r;
       try {
-        r = await env.ctx.quotas.admit(experimentAdmission(env.ctx.quotas, owner, spec), () => runtime.submit(spec, parsed.ignored, owner));
+        r = await env.quotas.admit(experimentAdmission(env.quotas, owner, spec), () => runtime.submit(spec, parsed.ignored, owner));
       } catch (err) {
         return sendHttpError(reply, err);
       }
@@ -144,7 +143,7 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
         emit(send, r);
         return over(send, r);
       },
-    }, env.ctx.audit);
+    }, env.audit);
   });
 
   app.post<{ Params: { name: string } }>('/api/v1/experiments/:name/stop', async (req, reply) => {

@@ -11,14 +11,14 @@ import type { Logger } from 'pino';
 import { isTerminal } from '../../../shared/agent-messages.ts';
 import type { TaskStatusJson } from '../../../shared/mesos-v1.ts';
 import { SchedulerClient } from '../../../shared/sdk/scheduler-client.ts';
-import type { BuiltinEnv, BuiltinInstance } from '../../builtin/host.ts';
-import type { JsonValue } from '../../registry/commands.ts';
-import { heldOffer, jobKey, JOB_KEY_PREFIX, JOBS_FRAMEWORK_NAME, type JobsRuntime } from '../jobs/runtime.ts';
-import { isFinished, type JobRecord } from '../jobs/record.ts';
-import { BuiltinStore } from '../../builtin/store.ts';
+import type { BuiltinEnv, BuiltinInstance } from '../../../shared/framework-host/contract.ts';
+import type { JsonValue } from '../../../shared/framework-host/store.ts';
+import { heldOffer } from '../../../shared/sdk/held-offer.ts';
+import type { JobsApi } from '../../../shared/jobs/api.ts';
+import { isFinished, type JobView } from '../../../shared/jobs/model.ts';
 import { DecisionQueue, OfferInterest } from '../../../shared/framework-host/decision-queue.ts';
 import { chiefGroup, trialJobSpec } from './trial-job.ts';
-import { policyExitCode } from '../jobs/task-info.ts';
+import { policyExitCode } from '../../../shared/jobs/exit-code.ts';
 import { REFUSE_BUSY_S, TuningCore, type JobTrialLaunch, type TuningCoreOptions } from './core.ts';
 import type { ExperimentSpec, IgnoredField } from '../../../shared/tuning/model.ts';
 import { EXPERIMENT_KEY_PREFIX, type ExperimentRecord, type TrialRecord } from './record.ts';
@@ -55,8 +55,6 @@ export class TuningRuntime implements BuiltinInstance {
   private readonly timers: NodeJS.Timeout[] = [];
   private stopped = false;
   private pendingKills: { experiment: string; taskId?: string; agentId?: string; jobName?: string }[] = [];
-  /** The job engine's records, where distributed trials' jobs are followed. */
-  private readonly jobStore: BuiltinStore;
   /** Distributed trials' jobs being submitted now (not in the job store yet, and not lost). */
   private readonly submitting = new Set<string>();
   /**
@@ -75,10 +73,8 @@ export class TuningRuntime implements BuiltinInstance {
     this.now = opts.now ?? env.now;
     this.core = new TuningCore(opts.restartBackoff ? { restartBackoff: opts.restartBackoff } : {});
     this.queue = new DecisionQueue(() => this.flush(), (err) => this.log.error({ err }, 'the tuning framework could not carry out a decision'));
-    this.jobStore = new BuiltinStore(env.ctx.registry, JOBS_FRAMEWORK_NAME);
-    this.offJobs = this.jobStore.onChange((keys) => {
-      if (keys.some((k) => k.startsWith(JOB_KEY_PREFIX))) this.syncJobTrials();
-    });
+    // Distributed trials' jobs are followed through the jobs framework's API.
+    this.offJobs = env.api('jobs')?.onChange(() => this.syncJobTrials()) ?? (() => {});
     const records = env.store.entries<JsonValue>(EXPERIMENT_KEY_PREFIX).map(([, v]) => v as unknown as ExperimentRecord);
     const trials = env.store.entries<JsonValue>('trial/').map(([, v]) => v as unknown as TrialRecord);
     for (const t of trials) if (t.jobName && (t.state === 'Starting' || t.state === 'Running')) this.followed.add(t.jobName);
@@ -257,7 +253,7 @@ export class TuningRuntime implements BuiltinInstance {
   private async onUpdate(name: string, status: TaskStatusJson): Promise<void> {
     const taskId = status.task_id.value;
     if (isTerminal(status.state)) await this.readStdout(name, taskId, true);
-    const record = this.env.ctx.registry.state.tasks.get(taskId);
+    const record = this.env.cluster.tasks().get(taskId);
     const message = status.message ?? '';
     const exitCode = isTerminal(status.state) ? policyExitCode(record?.exitCode, message) : undefined;
     await this.run(() => this.core.taskUpdate(name, {
@@ -269,8 +265,10 @@ export class TuningRuntime implements BuiltinInstance {
 
   // ---- distributed trials: jobs of the job engine ------------------------------------
 
-  private jobs(): JobsRuntime | undefined {
-    return this.env.sibling<JobsRuntime>(JOBS_FRAMEWORK_NAME);
+  /** The jobs framework's API while it runs on this master. */
+  private jobs(): JobsApi | undefined {
+    const jobs = this.env.api('jobs');
+    return jobs?.running() ? jobs : undefined;
   }
 
   private submitJob(j: JobTrialLaunch): void {
@@ -309,12 +307,12 @@ export class TuningRuntime implements BuiltinInstance {
     jobs.remove(jobName).catch((err: Error) => this.log.warn({ err: err.message, job: jobName }, 'a trial\'s job was not removed'));
   }
 
-  /** Tells the core what became of each distributed trial's job, as the job store has it. */
+  /** Tells the core what became of each distributed trial's job, as the jobs framework has it. */
   private syncJobTrials(): void {
     if (this.stopped) return;
     for (const t of this.core.jobTrials()) {
       if (this.submitting.has(t.jobName) || !this.followed.has(t.jobName)) continue;
-      const job = this.jobStore.get<JsonValue>(jobKey(t.jobName)) as unknown as JobRecord | undefined;
+      const job = this.env.api('jobs')?.get(t.jobName);
       if (!job) {
         this.followed.delete(t.jobName);
         void this.run(() => this.core.jobTrialUpdate(t.experiment, t.jobName, { phase: 'gone', message: `job ${t.jobName} is gone` }, this.now()));
@@ -330,7 +328,7 @@ export class TuningRuntime implements BuiltinInstance {
   }
 
   /** A finished job's trial: its chief's stdout read to the end, then its end told. */
-  private async finishJobTrial(experiment: string, jobName: string, job: JobRecord): Promise<void> {
+  private async finishJobTrial(experiment: string, jobName: string, job: JobView): Promise<void> {
     if (this.reading.has(`job:${jobName}`)) return;
     this.reading.add(`job:${jobName}`);
     try {
@@ -360,7 +358,7 @@ export class TuningRuntime implements BuiltinInstance {
       const at = this.core.stdoutOf(experiment, taskId);
       if (!at) return;
       const from = at.logOffset;
-      const read = await readTrialStdout(this.env.ctx, taskId, at.agentId, from, final).catch((err: Error) => {
+      const read = await readTrialStdout(this.env, taskId, at.agentId, from, final).catch((err: Error) => {
         this.log.debug({ err: err.message, taskId }, 'could not read a trial\'s stdout');
         return undefined;
       });

@@ -4,7 +4,7 @@
 // role, and given the parameters as variables in every replica. Its metrics are read from the
 // first replica of its first group: the chief, PyTorch's master, ps-lite's scheduler. Pure.
 
-import { parseJobDocument } from '../jobs/spec-parse.ts';
+import { parseJobDocument } from '../../../shared/jobs/spec-parse.ts';
 import type { JobSpec, IgnoredField as JobIgnoredField } from '../../../shared/jobs/model.ts';
 import type { ExperimentSpec, JobDocument } from '../../../shared/tuning/model.ts';
 import type { Assignment } from '../../../shared/tuning/space/types.ts';

@@ -2,8 +2,7 @@
 // has read through, up to the last complete line (a line is judged once it has ended; the
 // rest is read again next time). At a trial's end the last line counts without its newline.
 
-import { agentAuthHeaders, agentBaseUrl } from '../../api/agents-rest.ts';
-import type { MasterContext } from '../../context.ts';
+import type { BuiltinEnv } from '../../../shared/framework-host/contract.ts';
 import type { LogChunk } from '../../../shared/master-state.ts';
 
 const READ_TIMEOUT_MS = 10_000;
@@ -19,15 +18,15 @@ export interface StdoutRead {
 }
 
 /** `agentId` is the trial's own record's: an ended task may be gone from the registry's list. */
-export async function readTrialStdout(ctx: MasterContext, taskId: string, agentId: string, offset: number, final: boolean): Promise<StdoutRead | undefined> {
-  const agent = ctx.registry.state.agents.get(agentId);
-  if (!agent) return undefined;
+export async function readTrialStdout(env: Pick<BuiltinEnv, 'agentFetch'>, taskId: string, agentId: string, offset: number, final: boolean): Promise<StdoutRead | undefined> {
   let text = '';
   let at = offset;
   let eof = false;
   while (at - offset < MAX_READ_BYTES) {
-    const url = `${agentBaseUrl(agent)}/api/v1/tasks/${encodeURIComponent(taskId)}/logs?stream=stdout&offset=${at}`;
-    const res = await (ctx.tlsClient?.fetch ?? fetch)(url, { headers: agentAuthHeaders(ctx, agent), signal: AbortSignal.timeout(READ_TIMEOUT_MS) });
+    const path = `/api/v1/tasks/${encodeURIComponent(taskId)}/logs?stream=stdout&offset=${at}`;
+    const res = await env.agentFetch(agentId, path, { signal: AbortSignal.timeout(READ_TIMEOUT_MS) });
+    // The agent is gone from the registry: nothing to read.
+    if (!res) return undefined;
     if (!res.ok) {
       await res.body?.cancel();
       return undefined;

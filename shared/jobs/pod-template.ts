@@ -5,9 +5,9 @@
 // other volume kinds, valueFrom, containerPort numbers, ...) is listed as ignored with why,
 // never dropped silently. Pure.
 
-import type { IgnoredField } from '../../../shared/jobs/model.ts';
-import { invalidJob, joinPath, keyPath } from '../../../shared/jobs/field-paths.ts';
-import { coresOf, mibOf, parseQuantity } from '../../../shared/quantity.ts';
+import type { IgnoredField } from './model.ts';
+import { invalidJob, joinPath, keyPath } from './field-paths.ts';
+import { coresOf, mibOf, parseQuantity } from '../quantity.ts';
 import { isObject, objectAt, type Doc } from './k8s-document.ts';
 
 export interface PodTranslation {

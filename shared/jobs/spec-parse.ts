@@ -6,13 +6,13 @@
 // does not parse). Pure.
 
 import { parseAllDocuments } from 'yaml';
-import type { IgnoredField, JobSpec } from '../../../shared/jobs/model.ts';
-import { JOB_KINDS } from '../../../shared/jobs/model.ts';
-import { invalidJob, prefixLocator, type Locate } from '../../../shared/jobs/field-paths.ts';
+import type { IgnoredField, JobSpec } from './model.ts';
+import { JOB_KINDS } from './model.ts';
+import { invalidJob, prefixLocator, type Locate } from './field-paths.ts';
 import { isObject, type Doc, type Translated } from './k8s-document.ts';
 import { isKubeflowKind, KUBEFLOW_API_VERSION, KUBEFLOW_KINDS, translateKubeflow } from './kubeflow-format.ts';
 import { translateVolcano, VOLCANO_API_VERSION } from './volcano-format.ts';
-import { CAIRN_JOB_API_VERSION, validateJobSpec } from '../../../shared/jobs/spec-validate.ts';
+import { CAIRN_JOB_API_VERSION, validateJobSpec } from './spec-validate.ts';
 
 export interface ParsedJob {
   spec: JobSpec;

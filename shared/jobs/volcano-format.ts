@@ -15,8 +15,8 @@
 // is RestartTask; the controller-internal events and queue actions are ignored, as are
 // exit-code policies (use restartPolicy ExitCode) and timeouts.
 
-import { JOB_KINDS, type IgnoredField } from '../../../shared/jobs/model.ts';
-import { invalidJob, keyPath } from '../../../shared/jobs/field-paths.ts';
+import { JOB_KINDS, type IgnoredField } from './model.ts';
+import { invalidJob, keyPath } from './field-paths.ts';
 import { objectAt, readTopLevel, translated, type Doc, type Translated } from './k8s-document.ts';
 import { addTemplatePaths, translatePodTemplate } from './pod-template.ts';
 

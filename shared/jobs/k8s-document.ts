@@ -3,8 +3,8 @@
 // Each is translated into Cairn's own job document plus a Locate back to the user's paths;
 // spec-validate then checks it as it checks any Cairn document.
 
-import type { IgnoredField } from '../../../shared/jobs/model.ts';
-import { invalidJob, keyPath, mappedLocator, type Locate } from '../../../shared/jobs/field-paths.ts';
+import type { IgnoredField } from './model.ts';
+import { invalidJob, keyPath, mappedLocator, type Locate } from './field-paths.ts';
 
 export type Doc = Record<string, unknown>;
 

@@ -9,8 +9,8 @@
 // Cairn's default (Running for TensorFlow: parameter servers never exit on their own).
 // Kubeflow requires an image; Cairn runs the command as a process when there is none.
 
-import type { IgnoredField, JobKind, RestartPolicy } from '../../../shared/jobs/model.ts';
-import { invalidJob, keyPath } from '../../../shared/jobs/field-paths.ts';
+import type { IgnoredField, JobKind, RestartPolicy } from './model.ts';
+import { invalidJob, keyPath } from './field-paths.ts';
 import { isObject, objectAt, readTopLevel, translated, type Doc, type Translated } from './k8s-document.ts';
 import { addTemplatePaths, translatePodTemplate } from './pod-template.ts';
 
