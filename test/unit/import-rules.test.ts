@@ -109,8 +109,15 @@ describe('import rules', () => {
         'master/secrets/__planted_layer.ts': `import { x } from '../frameworks/__planted_layer.ts';\nexport const y = x;\n`,
         'master/api/__planted_layer.ts': `import { x } from '../ui/__planted_layer.ts';\nexport const y = x;\n`,
         'master/ui/__planted_layer.ts': `import { server } from '../server.ts';\nexport const x = server;\n`,
-        // Allowed: an import up that MASTER_LAYER_EXCEPTIONS lists (the frameworks into their host).
-        'master/frameworks/__planted_allowed_up.ts': `import { y } from '../builtin/__planted_layer.ts';\nexport const x = y;\n`,
+        // Allowed: an import up that MASTER_LAYER_EXCEPTIONS lists (the leader's pull credentials).
+        'master/leader/__planted_allowed_up.ts': `import { pullAuth } from '../secrets/pull-auth.ts';\nexport const x = pullAuth;\n`,
+        // A framework imports shared/ and its own folder only: not the master, not another framework.
+        'master/sharing/object-quota.ts': `export const objectKey = 1;\n`,
+        'master/frameworks/jobs/runtime.ts': `export const runtime = 1;\n`,
+        'master/frameworks/jobs/__planted_boundary.ts': `import { objectKey } from '../../sharing/object-quota.ts';\nexport const x = objectKey;\n`,
+        'master/frameworks/tuning/__planted_boundary.ts': `import { runtime } from '../jobs/runtime.ts';\nexport const x = runtime;\n`,
+        'master/frameworks/tuning/__planted_allowed.ts':
+          `import { x } from './__planted_boundary.ts';\nimport { random } from '../../../shared/random.ts';\nexport const y = [x, random];\n`,
         // Two folders importing each other, with no module cycle: a cycle between folders.
         'master/__planted_fold_a/a.ts': `import { b } from '../__planted_fold_b/b.ts';\nexport const a = b;\n`,
         'master/__planted_fold_b/b.ts': `export const b = 1;\n`,
@@ -139,6 +146,8 @@ describe('import rules', () => {
         'master/dns/__planted_layer.ts → master/secrets/pull-auth.ts [master-layer-dns]',
         'master/frameworks/__planted.ts → master/allocator/allocator.ts [frameworks-import-no-allocator]',
         'master/frameworks/__planted_layer.ts → master/ui/__planted_layer.ts [master-layer-frameworks]',
+        'master/frameworks/jobs/__planted_boundary.ts → master/sharing/object-quota.ts [frameworks-import-only-shared]',
+        'master/frameworks/tuning/__planted_boundary.ts → master/frameworks/jobs/runtime.ts [frameworks-import-only-shared]',
         'master/leader/__planted.ts → fs [core-imports-no-io]',
         'master/leader/__planted_logger.ts → node_modules/pino/pino.js [core-imports-no-io]',
         'master/leader/__planted_shell.ts → master/membership.ts [core-imports-only-cores]',
