@@ -10,6 +10,7 @@ import { confChangeProblem, planReplacement } from '../../shared/raft/confchange
 import type { ConfChange, ConfState, NodeId } from '../../shared/raft/types.ts';
 import type { MasterMemberView, MastersView } from '../../shared/masters-view.ts';
 import type { RegistrySnapshot } from '../registry/state-machine.ts';
+import { recordsFromSnapshot } from './incarnations.ts';
 
 export type MemberUrls = ReadonlyMap<NodeId, string>;
 
@@ -183,20 +184,28 @@ export function urlsFromSnapshot(recorded: MemberUrls | undefined, peers: Member
 }
 
 // ---------------------------------------------------------------------------------------
-// The snapshot: the registry's state and the members' URLs as of the same index.
+// The snapshot: the registry's state, the members' URLs and their recorded storage
+// incarnations (incarnations.ts), as of the same index.
 
 const SNAPSHOT_FORMAT = 'cairn-replica/1';
 
-export function encodeReplicaSnapshot(registry: RegistrySnapshot, urls: MemberUrls): Uint8Array {
-  return encoder.encode(JSON.stringify({ format: SNAPSHOT_FORMAT, registry, masters: [...urls] }));
+export function encodeReplicaSnapshot(registry: RegistrySnapshot, urls: MemberUrls, incarnations: readonly [NodeId, string][] = []): Uint8Array {
+  return encoder.encode(JSON.stringify({ format: SNAPSHOT_FORMAT, registry, masters: [...urls], incarnations }));
+}
+
+export interface ReplicaSnapshot {
+  registry: RegistrySnapshot | undefined;
+  urls: Map<NodeId, string> | undefined;
+  /** Members' recorded incarnations; empty in a snapshot from before they were recorded. */
+  incarnations: Map<NodeId, string>;
 }
 
 /** Reads a snapshot; one from before URLs were recorded holds the registry's state alone. */
-export function decodeReplicaSnapshot(data: Uint8Array): { registry: RegistrySnapshot | undefined; urls: Map<NodeId, string> | undefined } {
-  if (data.length === 0) return { registry: undefined, urls: undefined };
-  const v = JSON.parse(decoder.decode(data)) as { format?: unknown; registry?: RegistrySnapshot; masters?: [NodeId, string][] };
-  if (v.format !== SNAPSHOT_FORMAT) return { registry: v as RegistrySnapshot, urls: undefined };
-  return { registry: v.registry, urls: new Map(v.masters ?? []) };
+export function decodeReplicaSnapshot(data: Uint8Array): ReplicaSnapshot {
+  if (data.length === 0) return { registry: undefined, urls: undefined, incarnations: new Map() };
+  const v = JSON.parse(decoder.decode(data)) as { format?: unknown; registry?: RegistrySnapshot; masters?: [NodeId, string][]; incarnations?: unknown };
+  if (v.format !== SNAPSHOT_FORMAT) return { registry: v as RegistrySnapshot, urls: undefined, incarnations: new Map() };
+  return { registry: v.registry, urls: new Map(v.masters ?? []), incarnations: recordsFromSnapshot(v.incarnations) };
 }
 
 // ---------------------------------------------------------------------------------------

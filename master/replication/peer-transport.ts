@@ -29,7 +29,7 @@ export const RAFT_PATH = '/api/v1/raft';
  * connections are refused, both ways, until it is removed and added back.
  */
 export interface IncarnationGuard {
-  /** The incarnation known for `id` (told to it in the welcome), if any. */
+  /** The incarnation known for `id` (the log's record, else the first seen; told to it in the welcome), if any. */
   known(id: NodeId): string | undefined;
   /**
    * `id` presented `incarnation`: false refuses its connection. `pin`: the handshake is

@@ -35,6 +35,8 @@ import {
   urlsAfterChange, urlsFromSnapshot, type AddMasterRequest, type LocalMembership,
 } from './members.ts';
 import { askPeersAboutSelf, PeerTransport, type IncarnationGuard } from './peer-transport.ts';
+import { MemberIncarnations, type IncarnationChanges } from './incarnations.ts';
+import { encodeCommandEntry, encodeIncarnationEntry, readLogEntry } from './log-entry.ts';
 import { monotonicMs } from '../../shared/steady-clock.ts';
 import { isStorageRefusal, storageFull } from '../../shared/storage-full.ts';
 import { DEFAULT_COMPACTION, logOutgrown, ShrinkPacer, snapshotShrinks, type CompactionLimits, type LogSize } from '../registry/compaction-policy.ts';
@@ -79,7 +81,8 @@ export interface ReplicationStatus {
   term: number;
   commit: number;
   applied: number;
-  members: { id: NodeId; url: string; voter: boolean }[];
+  /** Each member, with its storage incarnation once the log records it. */
+  members: { id: NodeId; url: string; voter: boolean; incarnation?: string }[];
   /** Peer frames refused (undecodable, unauthenticated, another cluster's, replayed). */
   badPeerFrames: number;
   /** Of those, frames refused as replayed (sent again on their connection, or an old welcome). */
@@ -107,8 +110,6 @@ function storageLost(opts: RaftLogOptions, what: string): CairnError {
   );
 }
 
-const encoder = new TextEncoder();
-const decoder = new TextDecoder();
 const EMPTY_REGISTRY = { agents: [], frameworks: [], tasks: [] };
 
 /**
@@ -155,8 +156,12 @@ export class RaftCommandLog implements CommandLog {
   private readonly pendingChanges = new Map<number, PendingChange>();
   /** The operator's membership change this master (as leader) is carrying out, if any: one at a time. */
   private change: MastersView['change'] = null;
-  /** Each peer's storage incarnation as first seen (persisted; forgotten when it is removed or added). */
-  private readonly incarnations: Map<NodeId, string>;
+  /** Each member's storage incarnation: the group's record in the log, else as first seen here (incarnations.ts). */
+  private readonly incarnations: MemberIncarnations;
+  /** Peers that present no incarnation (a version from before them): none is recorded for them. */
+  private readonly withoutIncarnation = new Set<NodeId>();
+  /** Entries of a kind this master does not know (a newer master's), logged once. */
+  private unknownEntryLogged = false;
   /** Peers whose storage was lost, each logged once per incarnation seen. */
   private readonly lostLogged = new Map<NodeId, string>();
   /** Set when a peer knows this master by another incarnation: it keeps out of the group. */
@@ -171,7 +176,10 @@ export class RaftCommandLog implements CommandLog {
   ) {
     this.storage = storage;
     const snap = storage.snapshot();
-    this.members = urlsFromSnapshot(decodeReplicaSnapshot(snap.data).urls, opts.members, snap.metadata.confState, opts.id);
+    const replica = decodeReplicaSnapshot(snap.data);
+    this.members = urlsFromSnapshot(replica.urls, opts.members, snap.metadata.confState, opts.id);
+    // The records of the snapshot; those of the log after it are applied again at start.
+    this.incarnations = new MemberIncarnations(storage.peerIncarnations(), replica.incarnations);
     this.limits = { ...DEFAULT_COMPACTION, maxEntries: 10_000, ...opts.compaction, ...(opts.snapshotEvery !== undefined ? { maxEntries: opts.snapshotEvery } : {}) };
     this.pacer = new ShrinkPacer(this.limits.checkEveryMs, monotonicMs());
     this.sinceSnapshot.snapshotBytes = snap.data.length;
@@ -182,7 +190,6 @@ export class RaftCommandLog implements CommandLog {
       { id: opts.id, random: cryptoRandom(), electionTicks: opts.electionTicks },
       storage,
     );
-    this.incarnations = storage.peerIncarnations();
     const wire = new RaftWire({ clusterId: opts.clusterId, secret: opts.secret, incarnation: storage.incarnation });
     this.transport = new PeerTransport(
       wire,
@@ -256,7 +263,7 @@ export class RaftCommandLog implements CommandLog {
     // Behind a Ready the disk refused, a proposal could only wait; once nothing is held, the
     // next write finds out whether the disk has room again.
     if (this.held !== undefined) throw storageFull(this.opts.dataDir, this.refusing, 'the change was not recorded');
-    this.node.propose(encoder.encode(JSON.stringify({ p: proposalId, c: command })));
+    this.node.propose(encodeCommandEntry(proposalId, command));
     this.schedule();
   }
 
@@ -277,7 +284,10 @@ export class RaftCommandLog implements CommandLog {
       term: s.term,
       commit: s.commit,
       applied: this.applied,
-      members: [...s.config.voters, ...s.config.learners].map((id) => ({ id, url: this.members.get(id) ?? '', voter: voters.has(id) })),
+      members: [...s.config.voters, ...s.config.learners].map((id) => {
+        const incarnation = this.incarnations.recorded(id);
+        return { id, url: this.members.get(id) ?? '', voter: voters.has(id), ...(incarnation !== undefined ? { incarnation } : {}) };
+      }),
       badPeerFrames: this.transport.badFrames,
       replayedPeerFrames: this.transport.replayedFrames,
       incarnation: this.storage.incarnation,
@@ -301,18 +311,18 @@ export class RaftCommandLog implements CommandLog {
   /** Judges peers' incarnations for the transport (see IncarnationGuard). */
   private guard(): IncarnationGuard {
     return {
-      known: (id) => this.incarnations.get(id),
+      known: (id) => this.incarnations.known(id),
       admit: (id, incarnation, pin) => {
+        if (incarnation === '') this.withoutIncarnation.add(id);
         if (incarnation === '' || this.closed) return true;
-        const known = this.incarnations.get(id);
-        if (known === incarnation) return true;
-        if (known === undefined) {
-          if (pin && this.members.has(id)) {
-            this.incarnations.set(id, incarnation);
-            this.saveIncarnation(id, incarnation);
-          }
-          return true;
+        const known = this.incarnations.known(id);
+        const { admitted, changes } = this.incarnations.admit(id, incarnation, pin && this.members.has(id));
+        if (changes.length > 0) {
+          this.saveIncarnations(changes);
+          // Leading, this master records a member first seen now in the log.
+          this.schedule();
         }
+        if (admitted) return true;
         if (this.lostLogged.get(id) !== incarnation) {
           this.lostLogged.set(id, incarnation);
           this.opts.log.error(
@@ -435,12 +445,19 @@ export class RaftCommandLog implements CommandLog {
     return new Promise((resolve, reject) => this.pendingChanges.set(index, { term, resolve, reject }));
   }
 
-  /** The core refuses a promotion until the learner has caught up: ask again each tick, up to a limit. */
+  /**
+   * The core refuses a promotion until the learner has caught up, and this master waits too
+   * until the log records the learner's storage incarnation (proposed once its handshake
+   * showed it): ask again each tick, up to a limit.
+   */
   private async promoteWhenCaughtUp(cc: ConfChange, url: string): Promise<void> {
     const limitMs = this.opts.catchUpTimeoutMs ?? 60_000;
     const deadline = monotonicMs() + limitMs;
     for (;;) {
       try {
+        if (this.incarnations.recorded(cc.nodeId) === undefined && !this.withoutIncarnation.has(cc.nodeId)) {
+          throw new CairnError('CAIRN_RAFT_LEARNER_BEHIND', `learner ${cc.nodeId}'s storage incarnation is not recorded yet (it has not answered this leader)`, 'nodeId');
+        }
         await this.proposeChange(cc);
         return;
       } catch (err) {
@@ -531,6 +548,7 @@ export class RaftCommandLog implements CommandLog {
         this.appliedTerm = rd.snapshot.metadata.term;
         Object.assign(this.sinceSnapshot, { entries: 0, bytes: 0, snapshotBytes: rd.snapshot.data.length });
         this.members = urlsFromSnapshot(snap.urls, this.opts.members, rd.snapshot.metadata.confState, this.opts.id);
+        this.saveIncarnations(this.incarnations.restore(snap.incarnations));
         this.setPeers();
         this.failChanges(new CairnError('CAIRN_NOT_LEADER', 'a snapshot from another leader replaced the log; check the membership'), this.applied);
       }
@@ -542,25 +560,22 @@ export class RaftCommandLog implements CommandLog {
           const cc = decodeConfChange(e.data);
           this.node.applyConfChange(cc);
           // A member removed, or added (again), is a new member next time: its incarnation is learnt afresh.
-          if ((cc.type === 'remove' || cc.type === 'addLearner') && cc.nodeId !== this.opts.id && this.incarnations.has(cc.nodeId)) {
-            this.incarnations.delete(cc.nodeId);
-            this.saveIncarnation(cc.nodeId, undefined);
-          }
+          this.saveIncarnations(this.incarnations.confChange(cc, this.opts.id));
           this.members = urlsAfterChange(this.members, cc, this.opts.id);
           this.setPeers();
           continue;
         }
         if (e.data.length === 0) continue; // a new leader's empty entry
-        const { p, c } = JSON.parse(decoder.decode(e.data)) as { p: string; c: RegistryCommand };
-        this.registry.applyCommitted(c, p);
         this.sinceSnapshot.entries++;
         this.sinceSnapshot.bytes += e.data.length;
+        this.applyEntry(e.index, e.data);
       }
       if (rd.softState) {
         if (rd.softState.role !== 'leader') {
           this.registry.failPending(new CairnError('CAIRN_NOT_LEADER', 'this master lost leadership before the change committed'));
           this.failChanges(new CairnError('CAIRN_NOT_LEADER', 'this master stopped leading before the membership change was applied; `cairn masters` shows whether it took effect'));
           this.leadingFromTerm = undefined;
+          this.incarnations.withdraw();
           for (const l of this.roleListeners) l(rd.softState.role, rd.softState.leader);
         } else {
           // A new leader's log holds every committed entry, but it knows which are committed
@@ -577,6 +592,46 @@ export class RaftCommandLog implements CommandLog {
       this.node.advance();
       if (logOutgrown(this.sinceSnapshot, this.limits)) this.snapshot(this.snapshotData());
     }
+    if (this.recordIncarnations()) this.schedule();
+  }
+
+  /** Applies a committed normal entry: a registry command, or a member's incarnation record for this layer. */
+  private applyEntry(index: number, data: Uint8Array): void {
+    const body = readLogEntry(data);
+    if (body.kind === 'incarnation') {
+      this.saveIncarnations(this.incarnations.record(body.record, this.node.isMember(body.record.id)));
+    } else if (body.kind === 'command') {
+      this.registry.applyCommitted(body.command, body.proposal);
+    } else {
+      // Written by no version of this master: skipped, as every master skips it.
+      if (!this.unknownEntryLogged) this.opts.log.warn({ index }, 'skipped a log entry of an unknown kind');
+      this.unknownEntryLogged = true;
+    }
+  }
+
+  /**
+   * On the leader, once it has applied an entry of its term: proposes the record of every
+   * member's incarnation the log does not hold yet (its own, and each peer's as its
+   * handshake showed it), so that every master — one added later too — knows them all.
+   * True when something was proposed.
+   */
+  private recordIncarnations(): boolean {
+    if (this.closed || this.held !== undefined || this.lost !== undefined) return false;
+    if (this.node.role !== 'leader' || this.leadingFromTerm !== undefined) return false;
+    // The members as of the applied index (this one among them).
+    const due = this.incarnations.due([...this.members.keys()], this.opts.id, this.storage.incarnation);
+    let proposed = false;
+    for (const record of due) {
+      try {
+        this.node.propose(encodeIncarnationEntry(record));
+        proposed = true;
+      } catch (err) {
+        if (!(err instanceof CairnError)) throw err;
+        // Refused now (overloaded): asked again at the next round.
+        this.incarnations.withdraw(record.id);
+      }
+    }
+    return proposed;
   }
 
   /**
@@ -618,19 +673,21 @@ export class RaftCommandLog implements CommandLog {
     this.refusing = err;
   }
 
-  /** Records a peer's incarnation now, or with the next write the disk takes. */
-  private saveIncarnation(id: NodeId, incarnation: string | undefined): void {
-    this.unsavedIncarnations.delete(id);
-    try {
-      this.storage.setPeerIncarnation(id, incarnation);
-    } catch (err) {
-      if (!isStorageRefusal(err)) throw err;
-      this.unsavedIncarnations.set(id, incarnation);
+  /** Records members' incarnations (undefined: forgotten) now, or with the next write the disk takes. */
+  private saveIncarnations(changes: IncarnationChanges): void {
+    for (const [id, incarnation] of changes) {
+      this.unsavedIncarnations.delete(id);
+      try {
+        this.storage.setPeerIncarnation(id, incarnation);
+      } catch (err) {
+        if (!isStorageRefusal(err)) throw err;
+        this.unsavedIncarnations.set(id, incarnation);
+      }
     }
   }
 
   private snapshotData(): Uint8Array {
-    return encodeReplicaSnapshot(this.registry.state.snapshot(), this.members);
+    return encodeReplicaSnapshot(this.registry.state.snapshot(), this.members, this.incarnations.snapshotRecords());
   }
 
   /** Measures the state now and then: after deletions a snapshot of it may shrink the store. */

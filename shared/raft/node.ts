@@ -113,6 +113,10 @@ export class RaftNode {
   get commitIndex(): number {
     return this.raft.log.committed;
   }
+  /** Whether `id` is a voter or learner of the membership as of the applied index. */
+  isMember(id: NodeId): boolean {
+    return this.raft.tracker.voters.has(id) || this.raft.tracker.learners.has(id);
+  }
   get lastIndex(): number {
     return this.raft.log.lastIndex();
   }

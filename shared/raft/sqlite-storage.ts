@@ -336,7 +336,7 @@ export class SqliteRaftStorage extends HeldLog {
     }
   }
 
-  /** The incarnation of each peer as first seen here (a member known to have kept its storage). */
+  /** Each member's incarnation as first seen here or as the log records it (a member known to have kept its storage). */
   peerIncarnations(): Map<NodeId, string> {
     const rows = this.db.prepare('SELECT id, incarnation FROM peer_incarnations').all() as { id: number; incarnation: string }[];
     return new Map(rows.map((r) => [r.id, r.incarnation]));

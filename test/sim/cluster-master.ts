@@ -18,6 +18,7 @@ import type { LeaderConfig } from '../../master/leader/config.ts';
 import { LeaderCore } from '../../master/leader/leader-core.ts';
 import type { LeaderEffect, LeaderInput, OperatorCall, SchedulerCall } from '../../master/leader/messages.ts';
 import type { RegistryCommand } from '../../master/registry/commands.ts';
+import { asIncarnationRecord, MemberIncarnations, type IncarnationRecord } from '../../master/replication/incarnations.ts';
 import { RegistryStateMachine, type RegistryEvent } from '../../master/registry/state-machine.ts';
 import { SimWallClock, type SimClock } from './cluster-clock.ts';
 import type { SimConn, SimNet } from './cluster-net.ts';
@@ -68,8 +69,8 @@ export interface MasterWorld {
 
 /**
  * What a master keeps on disk besides its log (raft.sqlite's meta tables): its storage's
- * incarnation, made with the storage, and the incarnation it first saw of each peer. A wiped
- * data dir loses all three together.
+ * incarnation, made with the storage, and each member's incarnation as first seen or recorded
+ * in the log. A wiped data dir loses all three together.
  */
 export interface MasterDisk {
   readonly storage: MemoryStorage;
@@ -81,7 +82,8 @@ interface Entry {
   /** The proposing core: master id and its leadership epoch. */
   o: string;
   p: number;
-  c: RegistryCommand;
+  /** A registry command, or a member's incarnation record the shell takes out (raft-log.ts). */
+  c: RegistryCommand | IncarnationRecord;
 }
 
 export class SimMaster {
@@ -96,6 +98,8 @@ export class SimMaster {
   /** The leadership's steady clock (master.ts), made in lead(). */
   private leaderNow: Clock = () => this.world.clock.nowMs;
   state = new RegistryStateMachine();
+  /** Members' storage incarnations: recorded in the log (rebuilt as it is applied), else first seen (on disk). */
+  private incarnations: MemberIncarnations;
   core: LeaderCore | undefined;
   /** Leadership epochs of this master, so a proposal of an old core is never answered to a new one. */
   private epoch = 0;
@@ -114,6 +118,7 @@ export class SimMaster {
     private readonly rng: SeededRandom,
   ) {
     this.wall = new SimWallClock(world.clock);
+    this.incarnations = new MemberIncarnations(disk.peers);
     this.node = this.newNode();
     this.world.clock.after(RAFT_TICK_MS, () => this.raftTick());
   }
@@ -178,11 +183,17 @@ export class SimMaster {
             const cc = decodeConfChange(e.data);
             this.node.applyConfChange(cc);
             // A member removed, or added again, is learnt afresh (raft-log.ts).
-            if ((cc.type === 'remove' || cc.type === 'addLearner') && cc.nodeId !== this.id) this.disk.peers.delete(cc.nodeId);
+            this.incarnations.confChange(cc, this.id);
             continue;
           }
           if (e.type !== 'normal' || e.data.length === 0) continue;
           const entry = JSON.parse(new TextDecoder().decode(e.data)) as Entry;
+          const record = asIncarnationRecord(entry.c);
+          if (record) {
+            this.incarnations.record(record, this.node.isMember(record.id));
+            continue;
+          }
+          if (entry.c.type === 'member_incarnation') continue;
           const events = this.state.apply(entry.c);
           this.world.applied(this.id, entry.c, events);
           if (entry.o === this.origin) answers.push({ type: 'committed', proposal: entry.p, events });
@@ -201,9 +212,23 @@ export class SimMaster {
           this.leadingFromTerm = undefined;
           this.lead();
         }
+        if (role !== undefined && role !== 'leader') this.incarnations.withdraw();
+        if (this.core) this.recordIncarnations();
       }
     } finally {
       this.processing = false;
+    }
+  }
+
+  /** As raft-log.ts: the leader records every member's incarnation the log does not hold yet. */
+  private recordIncarnations(): void {
+    const cs = this.node.status().config;
+    for (const record of this.incarnations.due([...cs.voters, ...cs.learners], this.id, this.disk.incarnation)) {
+      try {
+        this.node.propose(new TextEncoder().encode(JSON.stringify({ o: this.origin, p: -1, c: record } satisfies Entry)));
+      } catch {
+        this.incarnations.withdraw(record.id);
+      }
     }
   }
 
@@ -257,6 +282,8 @@ export class SimMaster {
     this.up = true;
     this.keptOut = false;
     this.state = new RegistryStateMachine();
+    // The log is applied again from its start: its records with it.
+    this.incarnations = new MemberIncarnations(this.disk.peers);
     this.appliedTerm = 0;
     this.leadingFromTerm = undefined;
     this.node = this.newNode();
@@ -271,13 +298,7 @@ export class SimMaster {
    * lost — refused, and a leader stops counting it as matched.
    */
   admit(id: NodeId, incarnation: string): boolean {
-    const known = this.disk.peers.get(id);
-    if (known === incarnation) return true;
-    if (known === undefined) {
-      const cs = this.node.status().config;
-      if (cs.voters.includes(id) || cs.learners.includes(id)) this.disk.peers.set(id, incarnation);
-      return true;
-    }
+    if (this.incarnations.admit(id, incarnation, this.node.isMember(id)).admitted) return true;
     if (this.up && !this.keptOut) {
       this.node.reportStorageLost(id);
       this.process();
@@ -287,7 +308,7 @@ export class SimMaster {
 
   /** The incarnation this master knows `id` by; undefined before it has seen one. */
   knownIncarnation(id: NodeId): string | undefined {
-    return this.disk.peers.get(id);
+    return this.incarnations.known(id);
   }
 
   /** A peer knows this master by another incarnation (told in the welcome): it keeps out until re-added. */
@@ -299,6 +320,7 @@ export class SimMaster {
   wipe(incarnation: string): void {
     this.crash();
     this.disk = { storage: new MemoryStorage(), incarnation, peers: new Map() };
+    this.incarnations = new MemberIncarnations(this.disk.peers);
   }
 
   /** Starts on empty storage: founding a group of `voters` (no --new-member), or joining one (undefined: --new-member). */
@@ -310,6 +332,8 @@ export class SimMaster {
   /** An operator's membership change, proposed on this (leading) master; false when Raft refuses it now. */
   proposeConfChange(cc: ConfChange): boolean {
     if (!this.up || this.keptOut || this.node.role !== 'leader') return false;
+    // As raft-log.ts: a learner is promoted once the log records its storage incarnation.
+    if (cc.type === 'promote' && this.incarnations.recorded(cc.nodeId) === undefined) return false;
     try {
       this.node.proposeConfChange(cc);
     } catch {

@@ -412,7 +412,9 @@ function settled(sim: ClusterSim): boolean {
 
 function injectFault(sim: ClusterSim, rng: SeededRandom, heals: { atMs: number; fn: () => void }[]): void {
   const later = (minMs: number, maxMs: number, fn: () => void) => heals.push({ atMs: sim.clock.nowMs + rng.range(minMs, maxMs), fn });
-  const upMasters = sim.masterList.filter((m) => m.up && !m.keptOut && !sim.raftCut.has(m.id));
+  // A master being re-added is out until it votes again: while it is a learner, the voters
+  // left are the others, and losing one of them would leave no quorum.
+  const upMasters = sim.masterList.filter((m) => m.up && !m.keptOut && !sim.raftCut.has(m.id) && sim.reAdd?.master !== m);
   if (sim.jobs && rng.chance(0.15)) {
     sim.countFault('jobs-framework-crash');
     sim.jobs.crash();
@@ -483,13 +485,11 @@ function injectFault(sim: ClusterSim, rng: SeededRandom, heals: { atMs: number; 
 function injectStorageOrClockFault(sim: ClusterSim, rng: SeededRandom, heals: { atMs: number; fn: () => void }[], kinds: { wipes: boolean; clockSteps: boolean }): void {
   const later = (minMs: number, maxMs: number, fn: () => void) => heals.push({ atMs: sim.clock.nowMs + rng.range(minMs, maxMs), fn });
   const allIn = sim.masterList.every((m) => m.up && !m.keptOut && !sim.raftCut.has(m.id));
-  // Only a master every other has seen: one a master added since has never heard from is not
-  // recognised when its storage is lost (incarnations are learnt on first sight, not
-  // replicated — docs/architecture.md, known gaps), and its empty log's votes would count there.
-  const known = sim.masterList.filter((m) => sim.masterList.every((p) => p === m || p.knownIncarnation(m.id) === m.disk.incarnation));
-  if (rng.chance(0.35) && kinds.wipes && allIn && !sim.reAdd && known.length > 0) {
+  // Any master: each knows every member by the incarnation the log records (incarnations.ts),
+  // a master re-added since it last heard from the wiped one included.
+  if (rng.chance(0.35) && kinds.wipes && allIn && !sim.reAdd) {
     sim.countFault('master-wipe');
-    const m = rng.pick(known);
+    const m = rng.pick(sim.masterList);
     sim.reAdd = new MemberReAdd(sim, m, rng.fork(), () => {
       sim.reAdd = undefined;
     });

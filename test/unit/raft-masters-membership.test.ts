@@ -66,8 +66,11 @@ describe('membership changes in the log carry the new master URL', () => {
     expect(back.registry).toEqual(registry);
     expect(back.urls).toEqual(URLS);
     const legacy = decodeReplicaSnapshot(new TextEncoder().encode(JSON.stringify(registry)));
-    expect(legacy).toEqual({ registry, urls: undefined });
-    expect(decodeReplicaSnapshot(new Uint8Array(0))).toEqual({ registry: undefined, urls: undefined });
+    expect(legacy).toEqual({ registry, urls: undefined, incarnations: new Map() });
+    expect(decodeReplicaSnapshot(new Uint8Array(0))).toEqual({ registry: undefined, urls: undefined, incarnations: new Map() });
+    // The members' recorded storage incarnations ride along; a snapshot from before them has none.
+    expect(decodeReplicaSnapshot(encodeReplicaSnapshot(registry, URLS, [[1, 'a1'], [3, 'c3']])).incarnations).toEqual(new Map([[1, 'a1'], [3, 'c3']]));
+    expect(back.incarnations).toEqual(new Map());
   });
 });
 
