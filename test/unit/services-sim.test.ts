@@ -42,7 +42,10 @@ describe('services in the cluster simulation', () => {
   }, 60_000);
 
   it('catches a runtime that forgets an instance before its task is known dead', () => {
-    expect(() => runServicesSeed(1, { plant: 'forget-before-dead' })).toThrow(/launching 1 more would make \d+ live tasks.*over its ceiling[\s\S]*reproduce with --seed 1 \(planted bug: forget-before-dead\)/);
+    // Seed 7: the first seed whose run (with the masters' wipe and clock-step faults) brings
+    // an instance's task back after the runtime forgot it; seed 1 did before those faults.
+    expect(runServicesSeed(7).services!.apps).toBeGreaterThan(0);
+    expect(() => runServicesSeed(7, { plant: 'forget-before-dead' })).toThrow(/launching 1 more would make \d+ live tasks.*over its ceiling[\s\S]*reproduce with --seed 7 \(planted bug: forget-before-dead\)/);
   }, 60_000);
 
   it("Marathon's ceiling during a deployment: floor(N × (1 + maximumOverCapacity)), one more when no instance could otherwise move", () => {
