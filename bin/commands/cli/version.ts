@@ -14,12 +14,12 @@ import { CAIRN_VERSION } from '../../../shared/version.ts';
  */
 export function cairnCommit(): string {
   try {
-    const info = JSON.parse(readFileSync(new URL('../../build-info.json', import.meta.url), 'utf8')) as { commit?: unknown };
+    const info = JSON.parse(readFileSync(new URL('../../../build-info.json', import.meta.url), 'utf8')) as { commit?: unknown };
     if (typeof info.commit === 'string' && info.commit !== '') return info.commit;
   } catch {
     // No build beside this code: the sources themselves are running.
   }
-  const cwd = fileURLToPath(new URL('../..', import.meta.url));
+  const cwd = fileURLToPath(new URL('../../..', import.meta.url));
   const git = (...args: string[]) => execFileSync('git', args, { cwd, encoding: 'utf8', stdio: ['ignore', 'pipe', 'ignore'] }).trim();
   try {
     const hash = git('rev-parse', '--short=12', 'HEAD');
