@@ -16,7 +16,7 @@ import type { AppCommand } from './commands.ts';
 
 const EXAMPLES: Record<string, readonly string[]> = {
   app: ['cairn app deploy web.json', 'cairn app list', 'cairn app queue'],
-  deploy: ['cairn app deploy web.json', 'cat apps.json | cairn app deploy -', 'cairn app deploy web.json --force'],
+  deploy: ['cairn app deploy web.json', 'cairn app deploy -f web.json', 'cat apps.json | cairn app deploy -', 'cairn app deploy web.json --force'],
   list: ['cairn app list', 'cairn app list -o wide', 'cairn app list -o json | jq -r \'.[].id\''],
   show: ['cairn app show /dev/web', 'cairn app show dev/web -o json'],
   tasks: ['cairn app tasks /dev/web', 'cairn app tasks /dev/web -o json'],
@@ -51,8 +51,12 @@ export function addAppCommands(program: Command, ctx: FamilyContext, handler: Ha
   const force = () => new Option('--force', 'go ahead even while a deployment holds the app (it is replaced)');
 
   app.command('deploy').description('create or update the apps in a Marathon app JSON file (one app, or a list of them); - reads stdin')
-    .argument('<file>', 'app JSON file, or - for stdin').addOption(masterOption()).addOption(force())
-    .action((file: string, o: { master?: string; force?: boolean }, cmd: Command) => run({ action: 'deploy', file, force: o.force === true, masterUrl: '' }, cmd, o));
+    .argument('[file]', 'app JSON file, or - for stdin').option('-f, --file <file>', 'the app JSON file, as kubectl apply -f takes it (- for stdin)')
+    .addOption(masterOption()).addOption(force())
+    .action((arg: string | undefined, o: { master?: string; force?: boolean; file?: string }, cmd: Command) => {
+      if ((arg === undefined) === (o.file === undefined)) return cmd.error('error: give the app file once: as the argument or with -f FILE', { exitCode: 2, code: 'cairn.badFlag' });
+      return run({ action: 'deploy', file: (o.file ?? arg)!, force: o.force === true, masterUrl: '' }, cmd, o);
+    });
   app.command('list').description('list apps: instances running and wanted, healthy, resources, deployments')
     .addOption(masterOption()).addOption(output())
     .action((o: { master?: string; output?: string }, cmd: Command) => run({ action: 'list', output: o.output, masterUrl: '' } as AppCommand, cmd, o));

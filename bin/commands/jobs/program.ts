@@ -21,6 +21,7 @@ const JOB_EXAMPLES: Record<string, readonly string[]> = {
   job: ['cairn job submit examples/jobs/tfjob.yaml', 'cairn job list', 'cairn job wait mnist', 'cairn job logs mnist --all'],
   submit: [
     'cairn job submit examples/jobs/pytorchjob.yaml',
+    'cairn job submit -f examples/jobs/tfjob.yaml',
     'cat job.yaml | cairn job submit -',
     'cairn job submit --kind pslite --num-servers 2 --num-workers 4 -- python3 train.py',
     'cairn job submit --kind pytorch --replicas 4 --cpus 2 --mem 4096 --gpus 1 --name ddp -- python3 ddp.py --epochs 5',
@@ -41,12 +42,15 @@ export function addJobCommands(program: Command, ctx: FamilyContext): void {
 
   const submit = withExamples(job.command('submit'), 'submit')
     .description("submit a job from a file (Cairn's job, a Kubeflow TFJob or PyTorchJob, a Volcano Job; JSON or YAML; - for stdin), or from flags and `-- CMD ARGS`; prints the job's name")
-    .argument('[file-or-command...]', 'the job file, or with --kind the command every replica runs (after --)');
+    .argument('[file-or-command...]', 'the job file, or with --kind the command every replica runs (after --)')
+    .option('-f, --file <file>', 'the job file, as kubectl apply -f takes it (- for stdin); the same as giving it as the argument');
   addJobSubmitFlags(submit)
     .addOption(masterOption())
-    .action(async (args: string[], o: JobFlags & { master?: string }, cmd: Command) => {
+    .action(async (rest: string[], o: JobFlags & { master?: string; file?: string }, cmd: Command) => {
       const masterUrl = ctx.masterUrl(o.master, cmd);
       const side = clientSide(program, ctx.io);
+      if (o.file !== undefined && (o.kind !== undefined || rest.length > 0)) cmd.error('error: -f FILE goes alone: give the job file either with -f or as the argument, not with --kind', { exitCode: 2, code: 'cairn.badFlag' });
+      const args = o.file !== undefined ? [o.file] : rest;
       if (o.kind === undefined) {
         if (args.length !== 1) cmd.error('error: give one job file (or - for stdin), or --kind with flags and -- CMD ARGS', { exitCode: 2, code: 'cairn.badFlag' });
         if (o.restartBackoff !== undefined) cmd.error('error: --restart-backoff goes with --kind; in a job file, write restartBackoff (initialSeconds, factor, maxSeconds, resetAfterSeconds)', { exitCode: 2, code: 'cairn.badFlag' });
