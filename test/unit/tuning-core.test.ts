@@ -92,8 +92,8 @@ describe('the tuning core', () => {
     const t0 = store.trials().find((t) => t.index === 0)!;
     expect(t0.state).toBe('Succeeded');
     expect(t0.metrics).toEqual({ accuracy: 0.93, loss: 2 });
-    // Steps 1 and 2 given; the last line had none and comes after them.
-    expect(t0.intermediate).toEqual([{ step: 1, value: 0.5 }, { step: 2, value: 0.8 }, { step: 3, value: 0.93 }]);
+    // Steps 1 and 2 given; the last line had none: it is the result, not a step 3.
+    expect(t0.intermediate).toEqual([{ step: 1, value: 0.5 }, { step: 2, value: 0.8 }]);
     const ex = store.experiments()[0];
     expect(ex.phase).toBe('Succeeded');
     expect(ex.reason).toBe('GoalReached');
@@ -104,6 +104,26 @@ describe('the tuning core', () => {
     const end = store.apply(core.takeEffects());
     expect(store.trials().find((t) => t.index === 1)!.state).toBe('Killed');
     expect(end.teardowns).toEqual(['exp']);
+  });
+
+  it('records no phantom step for the result a trial prints after its numbered reports (the report clients\' pattern)', () => {
+    const core = new TuningCore();
+    const store = new Store();
+    core.submit(spec({ parallelTrialCount: 2, objective: { type: 'maximize', metricName: 'accuracy', additionalMetricNames: [] } }), [], 'u1', 0, '');
+    core.offers('exp', [offer()], 0);
+    const [l] = store.apply(core.takeEffects()).launches;
+    const [a, b] = l.trials.map((t) => t.taskId);
+    // As clients/python/cairn_report.py documents: report(step=epoch, ...) per epoch, then report(accuracy=acc).
+    finish(core, a, ['step=1 accuracy=0.5 loss=0.9', 'step=2 accuracy=0.7 loss=0.5', 'step=3 accuracy=0.8 loss=0.4', 'accuracy=0.8'], 1);
+    // A trial that numbers nothing: each report is a step of its curve, the last the result.
+    finish(core, b, ['accuracy=0.2', 'accuracy=0.4', 'accuracy=0.6'], 2);
+    store.apply(core.takeEffects());
+    const [t0, t1] = store.trials().sort((x, y) => x.index - y.index);
+    expect(t0.state).toBe('Succeeded');
+    expect(t0.intermediate).toEqual([{ step: 1, value: 0.5 }, { step: 2, value: 0.7 }, { step: 3, value: 0.8 }]);
+    expect(t0.metrics).toEqual({ accuracy: 0.8, loss: 0.4 });
+    expect(t1.intermediate).toEqual([{ step: 1, value: 0.2 }, { step: 2, value: 0.4 }, { step: 3, value: 0.6 }]);
+    expect(t1.metrics).toEqual({ accuracy: 0.6 });
   });
 
   it('fails a trial that exits non-zero or reports no metric, and the experiment past maxFailedTrialCount', () => {

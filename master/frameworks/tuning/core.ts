@@ -289,7 +289,12 @@ export class TuningCore {
       for (const [k, v] of r.values) t.metrics[k] = v;
       const v = r.values.get(metric);
       if (v === undefined) continue;
-      // A report without a step comes after the ones before it.
+      // A trial that numbers its reports (`step=N`) gives its result on a line without a
+      // step: that is the result (in metrics above), not one more step. A trial that numbers
+      // none has each report put after the ones before it, so a plain `accuracy=…` per epoch
+      // still forms a curve.
+      if (r.step !== undefined) t.numbersSteps = true;
+      else if (t.numbersSteps) continue;
       const step = r.step ?? (t.intermediate.at(-1)?.step ?? 0) + 1;
       const at = t.intermediate.findIndex((s) => s.step >= step);
       if (at !== -1 && t.intermediate[at].step === step) t.intermediate[at] = { step, value: v };
@@ -337,6 +342,7 @@ export class TuningCore {
         t.logOffset = 0;
         t.metrics = {};
         t.intermediate = [];
+        delete t.numbersSteps;
       }
       t.agentId = u.agentId;
       t.hostname = u.hostname;
@@ -703,7 +709,7 @@ function startAttempt(t: TrialRecord): void {
   t.logOffset = 0;
   t.metrics = {};
   t.intermediate = [];
-  for (const k of ['taskId', 'agentId', 'hostname', 'exitCode', 'message', 'startedMs', 'restartAtMs'] as const) delete t[k];
+  for (const k of ['taskId', 'agentId', 'hostname', 'exitCode', 'message', 'startedMs', 'restartAtMs', 'numbersSteps'] as const) delete t[k];
 }
 
 function killKey(t: TrialRecord): string {

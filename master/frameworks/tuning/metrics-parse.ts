@@ -1,9 +1,10 @@
 // A trial's metrics, read from the lines it prints on stdout as Katib's collector reads them:
 // `name=value` pairs anywhere on a line (`accuracy=0.93`, `loss = 0.2`), several on one line.
 // A line that also carries `step=N` (or `epoch=N`) reports the other metrics at that step:
-// an intermediate result, which early stopping judges. Lines with no step are numbered by
-// their order among a metric's reports, so a plain `accuracy=…` per epoch still forms a
-// curve. Pure.
+// an intermediate result, which early stopping judges. In a trial that gives no steps, lines
+// are numbered by their order among a metric's reports, so a plain `accuracy=…` per epoch
+// still forms a curve; in one that does, a line without a step is its result, not a step
+// (the tuning core numbers them). Pure.
 
 /** Katib's default metric filter: a name of word characters, `|` or `-`; a number. */
 const PAIR = /([\w|-]+)\s*=\s*([+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?)/g;

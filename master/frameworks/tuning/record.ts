@@ -35,6 +35,8 @@ export interface TrialRecord {
   metrics: Record<string, number>;
   /** The objective metric's reports, by step. */
   intermediate: StepValue[];
+  /** The trial has given a step (`step=N`) on a report: a report without one is then its result, not a step. */
+  numbersSteps?: true;
   /** Bytes of stdout read through the last complete line: a new leader reads on from here. */
   logOffset: number;
   exitCode?: number;
