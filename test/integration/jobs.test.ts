@@ -208,7 +208,7 @@ describe('training jobs on a real cluster', () => {
     const table = (await runCairn(['job', 'list', ...m])).stdout;
     expect(table).toMatch(/^NAME\s+KIND\s+PHASE\s+RUN\/DONE\/ALL\s+RESTARTS\s+AGE/);
     expect(table).toMatch(/\ncli\s+pytorch\s+Succeeded\s+0\/[1-3]\/3\s+0\s/);
-    expect(listed.jobs.map((j: JobView) => j.name)).toContain('cli');
+    expect(listed.map((j: JobView) => j.name)).toContain('cli');
     const one = await runCairn(['logs', 'cli/worker-1', ...m]);
     expect(one.stdout, one.stderr).toBe('rank 2 of 3\n');
     const all = await runCairn(['job', 'logs', 'cli', '--all', ...m]);

@@ -7,7 +7,7 @@ import type { TlsFiles } from '../../../shared/tls.ts';
 import { findToken } from '../../../shared/sdk/credentials.ts';
 import { clientTls } from '../common/client-tls.ts';
 import type { CliIo } from '../common/io.ts';
-import { formatObjects } from '../common/output.ts';
+import { formatObjects, printList } from '../common/output.ts';
 import { formatTable } from '../common/table.ts';
 
 interface Common {
@@ -127,7 +127,6 @@ const short = (s: string | undefined, n = 40) => (s === undefined ? '-' : s.leng
 export async function runApp(c: AppCommand, io: CliIo, stdin: () => string = readStdin): Promise<number> {
   const api = new Api(c.masterUrl, findToken(c.masterUrl, io.env), c.tls);
   const out = (text: string) => void io.stdout.write(text);
-  const objects = (v: unknown) => out(formatObjects(c.output as 'json' | 'yaml', v));
   // Explicit both ways: the API's DELETE forces by default, as Marathon's does; the CLI asks for --force.
   const q = (force: boolean) => `?force=${force}`;
   try {
@@ -164,14 +163,13 @@ export async function runApp(c: AppCommand, io: CliIo, stdin: () => string = rea
       }
       case 'list': {
         const apps: any[] = (await api.call('GET', '/v2/apps', 'listing apps')).body.apps;
-        if (c.output === 'json' || c.output === 'yaml') return objects(apps), 0;
         const wide = c.output === 'wide';
-        const rows = apps.map((a) => [
+        const rows = () => apps.map((a) => [
           a.id, `${a.tasksRunning}/${a.instances}`, a.healthChecks.length > 0 ? String(a.tasksHealthy) : '-', String(a.cpus), String(a.mem),
           a.deployments.length > 0 ? 'deploying' : '-',
           ...(wide ? [a.version, short(a.container?.docker?.image ?? a.cmd ?? (a.args ?? []).join(' '), 60)] : []),
         ]);
-        out(formatTable(['ID', 'RUNNING', 'HEALTHY', 'CPUS', 'MEM', 'DEPLOYMENT', ...(wide ? ['VERSION', 'IMAGE/CMD'] : [])], rows));
+        printList(io, c.output, apps, () => formatTable(['ID', 'RUNNING', 'HEALTHY', 'CPUS', 'MEM', 'DEPLOYMENT', ...(wide ? ['VERSION', 'IMAGE/CMD'] : [])], rows()));
         return 0;
       }
       case 'show': {
@@ -181,9 +179,8 @@ export async function runApp(c: AppCommand, io: CliIo, stdin: () => string = rea
       }
       case 'tasks': {
         const tasks: any[] = (await api.call('GET', `/v2/apps${appPath(c.id)}/tasks`, `tasks of ${c.id}`)).body.tasks;
-        if (c.output === 'json' || c.output === 'yaml') return objects(tasks), 0;
-        const rows = tasks.map((t) => [t.id, t.host, t.ports.join(','), t.state, t.healthCheckResults ? (t.healthCheckResults[0].alive ? 'healthy' : 'unhealthy') : '-', t.startedAt ?? t.stagedAt, ...(c.output === 'wide' ? [t.slaveId, t.version] : [])]);
-        out(formatTable(['ID', 'HOST', 'PORTS', 'STATE', 'HEALTH', 'SINCE', ...(c.output === 'wide' ? ['AGENT', 'VERSION'] : [])], rows));
+        const rows = () => tasks.map((t) => [t.id, t.host, t.ports.join(','), t.state, t.healthCheckResults ? (t.healthCheckResults[0].alive ? 'healthy' : 'unhealthy') : '-', t.startedAt ?? t.stagedAt, ...(c.output === 'wide' ? [t.slaveId, t.version] : [])]);
+        printList(io, c.output, tasks, () => formatTable(['ID', 'HOST', 'PORTS', 'STATE', 'HEALTH', 'SINCE', ...(c.output === 'wide' ? ['AGENT', 'VERSION'] : [])], rows()));
         return 0;
       }
       case 'scale':
@@ -200,20 +197,18 @@ export async function runApp(c: AppCommand, io: CliIo, stdin: () => string = rea
       }
       case 'deployments': {
         const deps: any[] = (await api.call('GET', '/v2/deployments', 'listing deployments')).body;
-        if (c.output === 'json' || c.output === 'yaml') return objects(deps), 0;
-        out(formatTable(['ID', 'APPS', 'ACTION', 'VERSION'], deps.map((d) => [d.id, d.affectedApps.join(','), d.currentActions.map((a: { action: string }) => a.action).join(','), d.version])));
+        printList(io, c.output, deps, () => formatTable(['ID', 'APPS', 'ACTION', 'VERSION'], deps.map((d) => [d.id, d.affectedApps.join(','), d.currentActions.map((a: { action: string }) => a.action).join(','), d.version])));
         return 0;
       }
       case 'queue': {
         // Cairn's `waitingOn` (the decline reasons by count) comes with ?cairn=true.
         const queue: any[] = (await api.call('GET', '/v2/queue?cairn=true', 'the launch queue')).body.queue;
-        if (c.output === 'json' || c.output === 'yaml') return objects(queue), 0;
-        const rows = queue.map((item) => [
+        const rows = () => queue.map((item) => [
           item.app.id, String(item.count), item.delay.overdue ? '-' : `${item.delay.timeLeftSeconds}s`,
           String(item.processedOffersSummary.processedOffersCount),
           item.waitingOn.length === 0 ? '-' : item.waitingOn.map((w: { reason: string; offers: number }) => `${w.reason}:${w.offers}`).join(' '),
         ]);
-        out(formatTable(['APP', 'WAITING', 'DELAY', 'OFFERS', 'DECLINED FOR'], rows));
+        printList(io, c.output, queue, () => formatTable(['APP', 'WAITING', 'DELAY', 'OFFERS', 'DECLINED FOR'], rows()));
         return 0;
       }
     }

@@ -20,3 +20,26 @@ export function formatObjects(format: 'json' | 'yaml', value: unknown): string {
   // Keys in the API's order; long strings (commands, messages) kept on one line.
   return stringify(value, { lineWidth: 0, aliasDuplicateObjects: false });
 }
+
+/**
+ * What stderr says for a list with nothing in it, as kubectl says it. Stdout stays empty, so
+ * `cairn tasks | wc -l` counts nothing, and the exit code is 0: an empty list is an answer.
+ */
+export const NO_RESOURCES = 'No resources found\n';
+
+/**
+ * How every list command prints (agents, tasks, jobs, experiments, apps, secrets, quotas,
+ * preemptions): with -o json or yaml, a bare array of the API's objects — one shape for every
+ * list, so `jq '.[]'` reads them all; otherwise the table `table` builds, or, when the list is
+ * empty, NO_RESOURCES on stderr and nothing on stdout.
+ */
+export function printList<T>(
+  io: { stdout: { write(s: string): unknown }; stderr: { write(s: string): unknown } },
+  output: OutputFormat | undefined,
+  items: readonly T[],
+  table: () => string,
+): void {
+  if (output === 'json' || output === 'yaml') io.stdout.write(formatObjects(output, items));
+  else if (items.length === 0) io.stderr.write(NO_RESOURCES);
+  else io.stdout.write(table());
+}

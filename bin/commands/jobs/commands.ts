@@ -13,7 +13,7 @@ import type { CliIo } from '../common/io.ts';
 import { apiClientOptions } from '../common/master-api-client.ts';
 import { JobsClient } from './client.ts';
 import { LinePrefixer, printTaskLog } from '../common/log-relay.ts';
-import { formatObjects, type OutputFormat } from '../common/output.ts';
+import { formatObjects, printList, type OutputFormat } from '../common/output.ts';
 import { age, formatTable } from '../common/table.ts';
 
 export interface JobCommandOptions {
@@ -98,8 +98,7 @@ export function jobsTable(jobs: readonly JobView[], nowMs: number, wide: boolean
 export function runJobList(o: JobCommandOptions & { output?: OutputFormat }, io: CliIo): Promise<number> {
   return withJobs('job list', o, io, async ({ jobs }) => {
     const list = await jobs.list();
-    if (o.output === 'json' || o.output === 'yaml') io.stdout.write(formatObjects(o.output, { jobs: list }));
-    else io.stdout.write(jobsTable(list, Date.now(), o.output === 'wide'));
+    printList(io, o.output, list, () => jobsTable(list, Date.now(), o.output === 'wide'));
   });
 }
 

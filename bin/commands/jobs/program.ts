@@ -26,7 +26,7 @@ const JOB_EXAMPLES: Record<string, readonly string[]> = {
     'cairn job submit --kind pslite --num-servers 2 --num-workers 4 -- python3 train.py',
     'cairn job submit --kind pytorch --replicas 4 --cpus 2 --mem 4096 --gpus 1 --name ddp -- python3 ddp.py --epochs 5',
   ],
-  list: ['cairn job list', 'cairn job list -o wide', 'cairn job list -o json | jq -r \'.jobs[] | select(.phase == "Failed") | .name\''],
+  list: ['cairn job list', 'cairn job list -o wide', 'cairn job list -o json | jq -r \'.[] | select(.phase == "Failed") | .name\''],
   show: ['cairn job show mnist', 'cairn job show mnist -o yaml'],
   wait: ['cairn job wait mnist', 'cairn job wait mnist --timeout 2h && echo trained'],
   delete: ['cairn job delete mnist'],

@@ -9,7 +9,7 @@ import type { TlsFiles } from '../../../shared/tls.ts';
 import { isUnreachable, unreachableHint } from '../common/hints.ts';
 import type { CliIo } from '../common/io.ts';
 import { apiClientOptions, MasterApiClient } from '../common/master-api-client.ts';
-import { formatObjects, type OutputFormat } from '../common/output.ts';
+import { printList, type OutputFormat } from '../common/output.ts';
 
 export interface SecretCommandOptions {
   masterUrl: string;
@@ -81,8 +81,7 @@ export function runSecretCreate(o: SecretCommandOptions & { name: string; source
 export function runSecretList(o: SecretCommandOptions & { output?: OutputFormat }, io: CliIo): Promise<number> {
   return withSecrets('list', o, io, async (c) => {
     const secrets = await c.list();
-    if (o.output === 'json' || o.output === 'yaml') io.stdout.write(formatObjects(o.output, { secrets }));
-    else io.stdout.write(secrets.map((s) => `${s.name}\n`).join(''));
+    printList(io, o.output, secrets, () => secrets.map((s) => `${s.name}\n`).join(''));
   });
 }
 

@@ -8,7 +8,7 @@ import type { TlsFiles } from '../../../shared/tls.ts';
 import { isUnreachable, unreachableHint } from '../common/hints.ts';
 import type { CliIo } from '../common/io.ts';
 import { apiClientOptions } from '../common/master-api-client.ts';
-import { formatObjects, type OutputFormat } from '../common/output.ts';
+import { formatObjects, printList, type OutputFormat } from '../common/output.ts';
 import { inSubtree, mergedQuota, type QuotaChange } from './flags.ts';
 import { SharingClient, type RolesAnswer } from './client.ts';
 import { formatTable } from '../common/table.ts';
@@ -204,11 +204,8 @@ export function runUsage(o: SharingCommandOptions & { output?: OutputFormat; rol
 export function runQuotaList(o: SharingCommandOptions & { output?: OutputFormat }, io: CliIo): Promise<number> {
   return withSharing('quota list', o, io, async (c) => {
     const quotas = await c.quotas();
-    if (o.output === 'json' || o.output === 'yaml') {
-      io.stdout.write(formatObjects(o.output, { quotas }));
-      return;
-    }
-    io.stdout.write(quotasTable(quotas, o.output === 'wide' ? (await c.roles({ usage: false })).roles : undefined));
+    const roles = o.output === 'wide' && quotas.length > 0 ? (await c.roles({ usage: false })).roles : undefined;
+    printList(io, o.output, quotas, () => quotasTable(quotas, roles));
   });
 }
 
@@ -231,8 +228,7 @@ export function runQuotaRemove(o: SharingCommandOptions & { role: string }, io: 
 export function runPreemptions(o: SharingCommandOptions & { output?: OutputFormat; limit: number }, io: CliIo): Promise<number> {
   return withSharing('preemptions', o, io, async (c) => {
     const { shown, more } = selectPreemptions(await c.preemptions(), o.limit);
-    if (o.output === 'json' || o.output === 'yaml') io.stdout.write(formatObjects(o.output, { preemptions: shown }));
-    else io.stdout.write(preemptionsTable(shown, o.output === 'wide'));
+    printList(io, o.output, shown, () => preemptionsTable(shown, o.output === 'wide'));
     if (more > 0) io.stderr.write(`${more} more preemption${more === 1 ? '' : 's'} not shown (--limit ${o.limit}; --limit 0 shows all)\n`);
   });
 }

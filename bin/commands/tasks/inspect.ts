@@ -13,7 +13,7 @@ import type { CliIo } from '../common/io.ts';
 import type { ListOptions, MasterClientCommandOptions } from '../common/options.ts';
 import { printTaskLog } from '../common/log-relay.ts';
 import type { KillOptions, LogsOptions, TaskOptions, TasksOptions, TeardownOptions } from './options.ts';
-import { formatObjects } from '../common/output.ts';
+import { formatObjects, printList } from '../common/output.ts';
 import { age, formatTable } from '../common/table.ts';
 import { describeTask, exitCell, selectTasks, usageCell, type TaskUsageRead } from './task-format.ts';
 import { findToken } from '../../../shared/sdk/credentials.ts';
@@ -132,7 +132,7 @@ export function runMembers(o: ListOptions, io: CliIo): Promise<number> {
 export function runAgents(o: ListOptions, io: CliIo): Promise<number> {
   return withMaster('agents', o, io, async (client) => {
     const state = await client.state();
-    io.stdout.write(o.output === 'json' || o.output === 'yaml' ? formatObjects(o.output, state.agents) : agentsTable(state, Date.now(), o.output === 'wide'));
+    printList(io, o.output, state.agents, () => agentsTable(state, Date.now(), o.output === 'wide'));
   });
 }
 
@@ -146,7 +146,7 @@ export function runTasks(o: TasksOptions, io: CliIo): Promise<number> {
       ...(o.framework !== undefined ? { framework: o.framework } : {}),
       ...(o.agent !== undefined ? { agent: o.agent } : {}),
     });
-    io.stdout.write(o.output === 'json' || o.output === 'yaml' ? formatObjects(o.output, tasks) : tasksTable(state, Date.now(), o.output === 'wide', tasks));
+    printList(io, o.output, tasks, () => tasksTable(state, Date.now(), o.output === 'wide', tasks));
     if (more > 0) io.stderr.write(`${more} more task${more === 1 ? '' : 's'} not shown (--limit ${o.limit}; --limit 0 shows all)\n`);
   });
 }

@@ -10,7 +10,7 @@ import type { TlsFiles } from '../../../shared/tls.ts';
 import { asciiChart, bestSoFar } from './ascii-chart.ts';
 import type { CliIo } from '../common/io.ts';
 import { apiClientOptions } from '../common/master-api-client.ts';
-import { formatObjects, type OutputFormat } from '../common/output.ts';
+import { formatObjects, printList, type OutputFormat } from '../common/output.ts';
 import { age, formatTable } from '../common/table.ts';
 import { ExperimentsClient, type ResumeLimits } from './client.ts';
 import { MasterClient, type LogStream } from '../../../shared/sdk/master-client.ts';
@@ -252,8 +252,7 @@ export async function follow(c: ExperimentsClient, name: string, io: CliIo, poll
 export function runTuneList(o: TuneCommandOptions & { output?: OutputFormat }, io: CliIo): Promise<number> {
   return withExperiments('tune list', o, io, async (c) => {
     const list = await c.list();
-    if (o.output === 'json' || o.output === 'yaml') io.stdout.write(formatObjects(o.output, { experiments: list }));
-    else io.stdout.write(experimentsTable(list, Date.now(), o.output === 'wide'));
+    printList(io, o.output, list, () => experimentsTable(list, Date.now(), o.output === 'wide'));
   });
 }
 

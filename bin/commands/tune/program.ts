@@ -25,7 +25,7 @@ const TUNE_EXAMPLES: Record<string, readonly string[]> = {
     'cairn tune submit -f experiment.yaml --wait',
     "cairn tune submit --dry-run --app-runner-launch-cmd 'python3 train.py' --tuning-parameters demo-parameters.json",
   ],
-  list: ['cairn tune list', 'cairn tune list -o wide', 'cairn tune list -o json | jq -r \'.experiments[] | select(.phase == "Running") | .name\''],
+  list: ['cairn tune list', 'cairn tune list -o wide', 'cairn tune list -o json | jq -r \'.[] | select(.phase == "Running") | .name\''],
   show: ['cairn tune show digits', 'cairn tune show digits -o yaml'],
   best: ['cairn tune best digits', 'cairn tune best digits -o json | jq .params'],
   stop: ['cairn tune stop digits'],
