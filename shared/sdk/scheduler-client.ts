@@ -34,6 +34,7 @@ import {
 } from '../mesos-v1.ts';
 import { errorFromResponse, MasterHttpError } from './http-error.ts';
 import { parseMasterUrl } from './master-client.ts';
+import { acceptCall, acceptOperationsCall, acknowledgeCall, declineCall, killCall, reconcileCall, requestRoomCall, reviveCall, suppressCall, teardownCall } from './scheduler-calls.ts';
 import { TypedEmitter } from './typed-emitter.ts';
 
 export const SCHEDULER_API_PATH = 'api/v1/scheduler';
@@ -251,36 +252,27 @@ export class SchedulerClient extends TypedEmitter<SchedulerClientEvents> {
 
   /** Launches `tasks` on the offers (all on one agent); unused resources return to the master. */
   async accept(offerIds: string[], tasks: TaskInfoJson[], filters?: Filters): Promise<void> {
-    const operations: OfferOperationJson[] = tasks.length > 0 ? [{ type: 'LAUNCH', launch: { task_infos: tasks } }] : [];
-    return this.acceptOperations(offerIds, operations, filters);
+    return this.call(acceptCall(this.frameworkIdRef(), offerIds, tasks, filters));
   }
 
   /** ACCEPT with arbitrary offer operations. */
   async acceptOperations(offerIds: string[], operations: OfferOperationJson[], filters?: Filters): Promise<void> {
-    return this.call({
-      type: 'ACCEPT',
-      framework_id: this.frameworkIdRef(),
-      accept: { offer_ids: offerIds.map((value) => ({ value })), operations, ...(filters ? { filters } : {}) },
-    });
+    return this.call(acceptOperationsCall(this.frameworkIdRef(), offerIds, operations, filters));
   }
 
   /** Declines offers; with `refuseSeconds` the master keeps those resources away that long. */
   async decline(offerIds: string[], refuseSeconds?: number): Promise<void> {
-    return this.call({
-      type: 'DECLINE',
-      framework_id: this.frameworkIdRef(),
-      decline: { offer_ids: offerIds.map((value) => ({ value })), ...(refuseSeconds !== undefined ? { filters: { refuse_seconds: refuseSeconds } } : {}) },
-    });
+    return this.call(declineCall(this.frameworkIdRef(), offerIds, refuseSeconds));
   }
 
   /** Clears filters and asks for offers again (after suppress, or a decline with a long filter). */
   async revive(roles?: string[]): Promise<void> {
-    return this.call({ type: 'REVIVE', framework_id: this.frameworkIdRef(), ...(roles ? { revive: { roles } } : {}) });
+    return this.call(reviveCall(this.frameworkIdRef(), roles));
   }
 
   /** Asks the master to stop sending offers until revive(). */
   async suppress(roles?: string[]): Promise<void> {
-    return this.call({ type: 'SUPPRESS', framework_id: this.frameworkIdRef(), ...(roles ? { suppress: { roles } } : {}) });
+    return this.call(suppressCall(this.frameworkIdRef(), roles));
   }
 
   /**
@@ -288,47 +280,33 @@ export class SchedulerClient extends TypedEmitter<SchedulerClientEvents> {
    * of a higher priority class than what runs gets it by preemption; `forWhat` names the work.
    */
   async requestRoom(members: Resources[], forWhat: string): Promise<void> {
-    return this.call({
-      type: 'REQUEST',
-      framework_id: this.frameworkIdRef(),
-      request: { requests: members.map((m) => ({ resources: m.toMesos() })), for: forWhat },
-    });
+    return this.call(requestRoomCall(this.frameworkIdRef(), members, forWhat));
   }
 
   async kill(taskId: string, agentId?: string): Promise<void> {
-    return this.call({
-      type: 'KILL',
-      framework_id: this.frameworkIdRef(),
-      kill: { task_id: { value: taskId }, ...(agentId ? { agent_id: { value: agentId } } : {}) },
-    });
+    return this.call(killCall(this.frameworkIdRef(), taskId, agentId));
   }
 
   /** Acknowledges one status update; one without a uuid needs none and is skipped. */
   async acknowledge(status: TaskStatusJson): Promise<void> {
-    if (!status.uuid) return;
-    if (!status.agent_id?.value) {
+    const uuid = status.uuid;
+    if (!uuid) return;
+    const agentId = status.agent_id;
+    if (!agentId?.value) {
       throw new CairnError('CAIRN_BAD_REQUEST', 'a status update with a uuid must name its agent', 'status.agent_id');
     }
-    await this.call({
-      type: 'ACKNOWLEDGE',
-      framework_id: this.frameworkIdRef(),
-      acknowledge: { agent_id: { value: status.agent_id.value }, task_id: { value: status.task_id.value }, uuid: status.uuid },
-    });
+    await this.call(acknowledgeCall(this.frameworkIdRef(), { ...status, uuid, agent_id: agentId }));
   }
 
   /** Asks for the latest state of the given tasks; none at all means every task (implicit). */
   async reconcile(tasks: { taskId: string; agentId?: string }[] = []): Promise<void> {
-    return this.call({
-      type: 'RECONCILE',
-      framework_id: this.frameworkIdRef(),
-      reconcile: { tasks: tasks.map((t) => ({ task_id: { value: t.taskId }, ...(t.agentId ? { agent_id: { value: t.agentId } } : {}) })) },
-    });
+    return this.call(reconcileCall(this.frameworkIdRef(), tasks));
   }
 
   /** Ends the framework (the master kills its tasks), then closes this client. */
   async teardown(): Promise<void> {
     try {
-      await this.call({ type: 'TEARDOWN', framework_id: this.frameworkIdRef() });
+      await this.call(teardownCall(this.frameworkIdRef()));
     } finally {
       this.close();
     }

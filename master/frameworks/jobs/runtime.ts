@@ -13,7 +13,8 @@ import { Resources } from '../../../shared/resources.ts';
 import { heldOffer } from '../../../shared/sdk/held-offer.ts';
 import { SchedulerClient } from '../../../shared/sdk/scheduler-client.ts';
 import type { BuiltinEnv, BuiltinInstance } from '../../../shared/framework-host/contract.ts';
-import { DecisionQueue, OfferInterest } from '../../../shared/framework-host/decision-queue.ts';
+import { DecisionQueue } from '../../../shared/framework-runtime/decision-queue.ts';
+import { OfferInterest } from '../../../shared/framework-runtime/offer-interest.ts';
 import type { JsonValue } from '../../../shared/framework-host/store.ts';
 import { JOBS_FRAMEWORK_NAME } from '../../../shared/jobs/api.ts';
 import { DEFAULT_ENGINE_OPTIONS, JobEngine, type EngineOptions } from './engine.ts';
@@ -69,7 +70,7 @@ export class JobsRuntime implements BuiltinInstance {
   private stopped = false;
   /** Kills decided before their subscription was up: sent once it is. */
   private pendingKills: { taskId: string; agentId?: string; role: string }[] = [];
-  private readonly interest = new OfferInterest<string>();
+  private readonly interest = new OfferInterest<string>({ reviveAgainMs: Infinity, suppressOnOffer: false });
   private readonly now: () => number;
 
   constructor(private readonly env: BuiltinEnv, opts: JobsRuntimeOptions = {}) {
@@ -180,7 +181,7 @@ export class JobsRuntime implements BuiltinInstance {
       this.clients.get(role)?.decline(ids, refuse).catch((err: Error) => this.log.debug({ err: err.message }, 'decline not sent'));
     }
     // Offers while a job needs them, and not otherwise.
-    for (const [role, client] of this.clients) if (client.connected) this.interest.adjust(role, client, this.engine.wantsOffers(role));
+    for (const [role, client] of this.clients) if (client.connected) void this.interest.adjust(role, client, this.engine.wantsOffers(role), this.now());
     for (const role of this.engine.roles()) this.ensureSubscribed(role);
   }
 
@@ -204,7 +205,7 @@ export class JobsRuntime implements BuiltinInstance {
     }));
     this.clients.set(role, client);
     client.on('subscribed', (frameworkId) => {
-      this.interest.subscribed(role);
+      this.interest.subscribed(role, true, this.now());
       void this.run(() => {}).then(async () => {
         if (this.env.store.get(key) !== frameworkId) await this.env.store.put(key, frameworkId);
         // Every task of the framework: the ones we know come back with their state, the

@@ -16,7 +16,8 @@ import type { JsonValue } from '../../../shared/framework-host/store.ts';
 import { heldOffer } from '../../../shared/sdk/held-offer.ts';
 import type { JobsApi } from '../../../shared/jobs/api.ts';
 import { isFinished, type JobView } from '../../../shared/jobs/model.ts';
-import { DecisionQueue, OfferInterest } from '../../../shared/framework-host/decision-queue.ts';
+import { DecisionQueue } from '../../../shared/framework-runtime/decision-queue.ts';
+import { OfferInterest } from '../../../shared/framework-runtime/offer-interest.ts';
 import { chiefGroup, trialJobSpec } from './trial-job.ts';
 import { policyExitCode } from '../../../shared/jobs/exit-code.ts';
 import { REFUSE_BUSY_S, TuningCore, type JobTrialLaunch, type TuningCoreOptions } from './core.ts';
@@ -50,7 +51,7 @@ export class TuningRuntime implements BuiltinInstance {
   readonly core: TuningCore;
   private readonly log: Logger;
   private readonly clients = new Map<string, SchedulerClient>();
-  private readonly interest = new OfferInterest<string>();
+  private readonly interest = new OfferInterest<string>({ reviveAgainMs: Infinity, suppressOnOffer: false });
   private readonly queue: DecisionQueue;
   private readonly timers: NodeJS.Timeout[] = [];
   private stopped = false;
@@ -193,7 +194,7 @@ export class TuningRuntime implements BuiltinInstance {
     for (const name of this.core.experimentNames()) {
       if (!this.core.needsFramework(name)) continue;
       const client = this.clients.get(name) ?? this.subscribe(name);
-      if (client?.connected) this.interest.adjust(name, client, this.core.wantsOffers(name));
+      if (client?.connected) void this.interest.adjust(name, client, this.core.wantsOffers(name), this.now());
     }
   }
 
@@ -216,7 +217,7 @@ export class TuningRuntime implements BuiltinInstance {
     }));
     this.clients.set(name, client);
     client.on('subscribed', (frameworkId) => {
-      this.interest.subscribed(name);
+      this.interest.subscribed(name, true, this.now());
       void this.run(() => {}).then(async () => {
         if (this.clients.get(name) !== client) return;
         if (this.env.store.get(key) !== frameworkId) await this.env.store.put(key, frameworkId);

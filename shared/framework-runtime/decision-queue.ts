@@ -33,37 +33,3 @@ export class DecisionQueue {
     this.stopped = true;
   }
 }
-
-/** What a framework's subscription can be asked: offers again, or none for now. */
-export interface OfferSwitch {
-  revive(): Promise<void>;
-  suppress(): Promise<void>;
-}
-
-/**
- * Asks for offers while a framework wants them and not otherwise, sending REVIVE or SUPPRESS
- * only on a change (per subscription key); a call that fails is tried again next time.
- */
-export class OfferInterest<K> {
-  private readonly suppressed = new Map<K, boolean>();
-
-  adjust(key: K, client: OfferSwitch, want: boolean): void {
-    const suppressed = this.suppressed.get(key) === true;
-    if (want && suppressed) {
-      this.suppressed.set(key, false);
-      client.revive().catch(() => this.suppressed.set(key, true));
-    } else if (!want && !suppressed) {
-      this.suppressed.set(key, true);
-      client.suppress().catch(() => this.suppressed.set(key, false));
-    }
-  }
-
-  /** A new subscription starts out asking for offers. */
-  subscribed(key: K): void {
-    this.suppressed.set(key, false);
-  }
-
-  forget(key: K): void {
-    this.suppressed.delete(key);
-  }
-}
