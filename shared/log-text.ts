@@ -4,9 +4,28 @@
 // before the next statement runs, and none is lost when the process exits), with no new
 // dependencies (pino-pretty brings a dozen packages for options the daemons do not need).
 
-/** pino's level numbers and the names shown for them. */
+/** pino's level numbers, by the names the lines carry. */
+const LEVEL_RANKS: Record<string, number> = { trace: 10, debug: 20, info: 30, warn: 40, error: 50, fatal: 60 };
+/** The names shown for the level numbers, and their colours. */
 const LEVEL_NAMES: Record<number, string> = { 10: 'TRACE', 20: 'DEBUG', 30: 'INFO', 40: 'WARN', 50: 'ERROR', 60: 'FATAL' };
 const LEVEL_COLORS: Record<number, string> = { 10: '90', 20: '36', 30: '32', 40: '33', 50: '31', 60: '35' };
+
+/**
+ * A line's level as pino's number (info 30, warn 40...), for comparing: the lines name it
+ * ("warn"); a number (lines of pino's default format) is taken as it is; 30 when neither.
+ */
+export function levelRank(level: unknown): number {
+  if (typeof level === 'number') return level;
+  return typeof level === 'string' ? (LEVEL_RANKS[level] ?? 30) : 30;
+}
+
+/** A line's time as epoch milliseconds: the lines give ISO 8601, pino's default an epoch number. */
+function timeMs(time: unknown): number | undefined {
+  if (typeof time === 'number') return time;
+  if (typeof time !== 'string') return undefined;
+  const ms = Date.parse(time);
+  return Number.isNaN(ms) ? undefined : ms;
+}
 
 /** Keys shown in the line's head, or not at all (pid, hostname and name are the same on every line). */
 const HEAD_KEYS = new Set(['level', 'time', 'msg', 'component', 'pid', 'hostname', 'name']);
@@ -40,9 +59,10 @@ export function formatLogLine(line: string, o: TextOptions): string {
   } catch {
     return line.endsWith('\n') ? line : `${line}\n`;
   }
-  const level = typeof rec.level === 'number' ? rec.level : 30;
+  const level = levelRank(rec.level);
   const name = (LEVEL_NAMES[level] ?? String(level)).padEnd(5);
-  const time = typeof rec.time === 'number' ? clock(rec.time) : '';
+  const ms = timeMs(rec.time);
+  const time = ms === undefined ? '' : clock(ms);
   const paint = (code: string, s: string) => (o.color ? `\x1b[${code}m${s}\x1b[0m` : s);
   let head = `${paint('2', time)} ${paint(LEVEL_COLORS[level] ?? '0', name)} `;
   if (typeof rec.component === 'string') head += `${rec.component}: `;

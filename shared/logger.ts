@@ -1,6 +1,8 @@
 // Process-wide structured logging (pino). Level from CAIRN_LOG_LEVEL (default info);
 // tests pass a silent logger instead. The daemons' loggers (daemonLogger) write JSON lines,
-// or lines for people (log-text.ts), to stderr.
+// or lines for people (log-text.ts), to stderr. A JSON line names its level ("level":"warn")
+// and gives its time in ISO 8601, UTC ("time":"2026-11-27T22:00:00.000Z"): what log
+// shippers and people read without pino's table of level numbers or an epoch converter.
 //
 // Every line carries each key once. Two things would repeat one: a child of a child that
 // binds `component` again (pino appends bindings, it does not replace them), and a field
@@ -19,8 +21,14 @@ export const LOG_FORMATS: readonly LogFormat[] = ['text', 'json'];
 export type LogLevelName = 'trace' | 'debug' | 'info' | 'warn' | 'error' | 'fatal' | 'silent';
 export const LOG_LEVELS: readonly LogLevelName[] = ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'];
 
+/** pino's options for the line's level (its name, not pino's number) and time (ISO 8601). */
+export const LINE_FORMAT = {
+  formatters: { level: (label: string) => ({ level: label }) },
+  timestamp: pino.stdTimeFunctions.isoTime,
+} as const;
+
 export function createLogger(name: string): Logger {
-  return pino({ name, level: process.env.CAIRN_LOG_LEVEL ?? 'info' });
+  return pino({ name, level: process.env.CAIRN_LOG_LEVEL ?? 'info', ...LINE_FORMAT });
 }
 
 export function silentLogger(): Logger {
@@ -74,7 +82,7 @@ export function daemonLogger(o: DaemonLoggerOptions): Logger {
   const dest: DestinationStream = o.format === 'json'
     ? out
     : { write: (line: string) => void out.write(formatLogLine(line, { color: o.color ?? false })) };
-  return pino({ name: o.name, level: o.level, formatters: { log: withoutLineKeys } }, dest);
+  return pino({ name: o.name, level: o.level, timestamp: LINE_FORMAT.timestamp, formatters: { ...LINE_FORMAT.formatters, log: withoutLineKeys } }, dest);
 }
 
 /** What componentLogger remembers of the loggers it made: the logger below the path, and the path. */

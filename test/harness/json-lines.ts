@@ -64,7 +64,10 @@ export function duplicateKeys(text: string): string[] {
 }
 
 export interface LogRecord {
-  level: number;
+  /** The level's name ("info", "warn"...): levelRank (shared/log-text.ts) compares them. */
+  level: string;
+  /** ISO 8601, UTC. */
+  time: string;
   msg: string;
   component?: string;
   [key: string]: unknown;
@@ -87,6 +90,9 @@ export function strictLogLines(output: string): LogRecord[] {
     if (typeof rec !== 'object' || rec === null || Array.isArray(rec)) throw new Error(`not a JSON object: ${line}`);
     const dup = duplicateKeys(line);
     if (dup.length > 0) throw new Error(`repeated key ${dup.join(', ')} in: ${line}`);
+    const { level, time } = rec as { level?: unknown; time?: unknown };
+    if (typeof level !== 'string' || !/^(trace|debug|info|warn|error|fatal)$/.test(level)) throw new Error(`no level name in: ${line}`);
+    if (typeof time !== 'string' || !/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(time)) throw new Error(`no ISO 8601 time in: ${line}`);
     records.push(rec as LogRecord);
   }
   return records;

@@ -9,6 +9,7 @@ import { runMaster } from '../../bin/commands/daemons/start.ts';
 import type { CliIo } from '../../bin/commands/common/io.ts';
 import { TEST_USER, testCredentialsFile } from '../harness/credentials.ts';
 import { strictLogLines, type LogRecord } from '../harness/json-lines.ts';
+import { levelRank } from '../../shared/log-text.ts';
 import { Cleanup, freePort, freePortRun, getJson, runCairn, startCairn, waitFor } from '../harness/processes.ts';
 
 const cleanup = new Cleanup();
@@ -36,7 +37,7 @@ const EXPECTED_WHILE_STOPPING: RegExp[] = [];
 function unexpectedWarnings(records: LogRecord[]): LogRecord[] {
   const stopAt = records.findIndex((r) => r.msg === 'stopping');
   return records.filter((r, i) => {
-    if (r.level !== 40) return false;
+    if (r.level !== 'warn') return false;
     if (EXPECTED_WARNINGS.some((w) => w.component === r.component && w.msg.test(r.msg))) return false;
     return !(stopAt >= 0 && i > stopAt && EXPECTED_WHILE_STOPPING.some((m) => m.test(r.msg)));
   });
@@ -73,7 +74,7 @@ describe('daemon logs', () => {
 
     const records = strictLogLines(stderr);
     expect(records.length).toBeGreaterThan(20);
-    const errors = records.filter((r) => r.level >= 50);
+    const errors = records.filter((r) => levelRank(r.level) >= levelRank('error'));
     expect(errors, JSON.stringify(errors)).toEqual([]);
     const warnings = unexpectedWarnings(records);
     expect(warnings, JSON.stringify(warnings)).toEqual([]);
@@ -86,10 +87,10 @@ describe('daemon logs', () => {
     // One line per end, from the agent, not one per re-sent update.
     const ended = records.filter((r) => r.msg === 'task ended');
     expect(ended).toHaveLength(1);
-    expect(ended[0]).toMatchObject({ component: 'agent', level: 30, state: 'TASK_FINISHED', exitCode: 0 });
+    expect(ended[0]).toMatchObject({ component: 'agent', level: 'info', state: 'TASK_FINISHED', exitCode: 0 });
     const failed = records.filter((r) => r.msg === 'task failed');
     expect(failed).toHaveLength(1);
-    expect(failed[0]).toMatchObject({ component: 'agent', level: 40, state: 'TASK_FAILED', exitCode: 3, reason: 'REASON_COMMAND_EXECUTOR_FAILED' });
+    expect(failed[0]).toMatchObject({ component: 'agent', level: 'warn', state: 'TASK_FAILED', exitCode: 3, reason: 'REASON_COMMAND_EXECUTOR_FAILED' });
     expect(String(failed[0]!.taskId)).not.toBe(String(ended[0]!.taskId));
   }, 240_000);
 

@@ -3,7 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { componentLogger, daemonLogger, withoutLineKeys } from '../../shared/logger.ts';
-import { formatLogLine } from '../../shared/log-text.ts';
+import { formatLogLine, levelRank } from '../../shared/log-text.ts';
 import { logSettings } from '../../bin/commands/daemons/log-flags.ts';
 import { runCli, type CommandHandlers } from '../../bin/commands/program.ts';
 import type { CliIo } from '../../bin/commands/common/io.ts';
@@ -54,6 +54,32 @@ describe('component loggers', () => {
   });
 });
 
+describe('JSON lines', () => {
+  it('name the level and give the time in ISO 8601, UTC', () => {
+    const { log, lines } = captured();
+    const before = Date.now();
+    log.warn('careful');
+    log.info('fine');
+    const after = Date.now();
+    const records = lines.map((l) => JSON.parse(l) as { level: unknown; time: unknown; msg: string });
+    expect(records.map((r) => r.level)).toEqual(['warn', 'info']);
+    for (const r of records) {
+      expect(r.time).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/);
+      const ms = Date.parse(String(r.time));
+      expect(ms).toBeGreaterThanOrEqual(before);
+      expect(ms).toBeLessThanOrEqual(after);
+    }
+    // The raw line's key order is pino's: level, then time, then the rest.
+    expect(lines[0]).toMatch(/^\{"level":"warn","time":"[^"]+","pid":/);
+  });
+
+  it('levelRank orders the names as pino numbers them, and reads numbers as they are', () => {
+    expect(['trace', 'debug', 'info', 'warn', 'error', 'fatal'].map(levelRank)).toEqual([10, 20, 30, 40, 50, 60]);
+    expect(levelRank(40)).toBe(40);
+    expect(levelRank(undefined)).toBe(30);
+  });
+});
+
 describe('text lines', () => {
   it('time level component: message key=value, the err\'s stack below', () => {
     const { log, lines } = captured('text');
@@ -65,6 +91,14 @@ describe('text lines', () => {
     expect(lines[0]!.replace(time, '')).toBe('WARN  agent: task failed taskId="t 1" exitCode=3 ok=true tags=["a"] url=http://h:1/x\n');
     expect(lines[1]!.replace(time, '')).toBe('INFO  plain\n');
     expect(lines[2]!.replace(time, '')).toMatch(/^ERROR request failed err=boom\n {4}Error: boom\n {4} {4}at /);
+  });
+
+  it('reads the ISO time and the level name of the JSON lines, and the numbers of older ones', () => {
+    const iso = '2026-11-27T22:00:00.000Z';
+    const local = new Date(Date.parse(iso));
+    const hhmm = `${String(local.getHours()).padStart(2, '0')}:${String(local.getMinutes()).padStart(2, '0')}`;
+    expect(formatLogLine(`{"level":"warn","time":"${iso}","msg":"m"}`, { color: false })).toBe(`${hhmm}:00.000 WARN  m\n`);
+    expect(formatLogLine(`{"level":40,"time":${Date.parse(iso)},"msg":"m"}`, { color: false })).toBe(`${hhmm}:00.000 WARN  m\n`);
   });
 
   it('colours only the level and time, and keeps a line that is not JSON', () => {
