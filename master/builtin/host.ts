@@ -14,6 +14,7 @@ import { leaderOrRedirect, type MasterContext } from '../context.ts';
 import { BUILTIN_PRINCIPAL } from '../auth/master-auth.ts';
 import { componentLogger } from '../../shared/logger.ts';
 import { BuiltinStore } from './store.ts';
+import { clusterHolders } from './cluster-holders.ts';
 import { steadyClock } from '../../shared/steady-clock.ts';
 import { OwnerAccess } from './owner-access.ts';
 import { secretAccess } from '../secrets/secret-access.ts';
@@ -34,7 +35,11 @@ export class BuiltinHost {
     private readonly opts: { domain: string | undefined; log: Logger },
   ) {
     for (const f of frameworks) this.stores.set(f.name, new BuiltinStore(ctx.registry, f.name));
-    this.cluster = { tasks: () => ctx.registry.state.tasks, agents: () => ctx.registry.state.agents };
+    this.cluster = {
+      tasks: () => ctx.registry.state.tasks,
+      agents: () => ctx.registry.state.agents,
+      holders: (agentId) => clusterHolders(ctx.registry.state, frameworks, ctx.priorityClasses, agentId),
+    };
     this.leadership = {
       leads: () => ctx.core() !== undefined,
       selfUrl: () => ctx.selfUrl(),

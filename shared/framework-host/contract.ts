@@ -47,10 +47,30 @@ export interface ClusterTask {
   readonly history?: readonly { readonly state: TaskState; readonly atMs: number }[];
 }
 
+/**
+ * A task that holds resources on an agent, as a queued gang's explanation names it
+ * (shared/sdk/why-queued.ts): who it is, and whether a waiting class may preempt it.
+ */
+export interface ClusterHolder {
+  readonly taskId: string;
+  /** What it runs for, as people name it: an app's id (`/dev/web`), `job mnist`; else `<framework> task <name>`. */
+  readonly name: string;
+  /** Its framework's name. */
+  readonly framework: string;
+  readonly role: string;
+  /** The class preemption compares: its framework's, or the higher one its labels name. */
+  readonly priorityClass: string;
+  /** False when its labels keep it from ever being preempted. */
+  readonly preemptible: boolean;
+  readonly resources: string;
+}
+
 /** The cluster as this master's copy of the registry holds it, read-only. */
 export interface ClusterView {
   tasks(): ReadonlyMap<string, ClusterTask>;
   agents(): ReadonlyMap<string, ClusterAgent>;
+  /** The tasks still running (or starting) on an agent, with their holders' names; [] for an unknown agent. */
+  holders(agentId: string): readonly ClusterHolder[];
 }
 
 /** Which master leads, as this one knows it. */
@@ -159,6 +179,8 @@ export interface TaskOwnership {
   runs(frameworkName: string): boolean;
   /** The owner of the object the task belongs to ('' when none, or it is gone). */
   ownerOf(labels: readonly { readonly name: string; readonly value: string }[], get: (key: string) => unknown): string;
+  /** The object the task runs for, as people name it (`/dev/web`, `job mnist`); undefined when its labels name none. */
+  nameOf?(labels: readonly { readonly name: string; readonly value: string }[]): string | undefined;
 }
 
 export interface BuiltinFramework<I extends BuiltinInstance = BuiltinInstance> {

@@ -91,6 +91,32 @@ describe('job engine: lifecycle', () => {
   });
 });
 
+describe('job engine: saying why a gang waits', () => {
+  it('says at once, as it starts gathering, what keeps the gang out and who holds it; and again when the window ends', () => {
+    const asked: { labels: string[]; cls: string | undefined }[] = [];
+    let why: string | undefined = 'worker-1 needs cpus 1; the best agent, h1, has cpus 0.5 free; /dev/web holds cpus 0.5 there';
+    const e = new JobEngine({
+      ...OPTS,
+      explainWait: (members, cls) => {
+        asked.push({ labels: members.map((m) => m.label), cls });
+        return why;
+      },
+    });
+    e.setClusterTotals([Resources.parse('cpus:4;mem:1024;ports:[31000-31009]')]);
+    e.submit(spec('w', 'batch', [group('worker', 2)], { priorityClass: 'production' }), [], 'u', 0);
+    expect(asked).toEqual([{ labels: ['worker-0', 'worker-1'], cls: 'production' }]);
+    expect(e.get('w')!.message).toBe(`its gang of 2 replicas does not fit: ${why}; gathering offers`);
+    expect(e.takeEffects().writes.get('w')?.message).toMatch(/\/dev\/web holds/);
+    e.tick(2_100);
+    expect(e.get('w')!.message).toBe(`its gang of 2 replicas does not fit: ${why}; trying again in 1000 ms (attempt 1)`);
+    // Free room again (the holder went): the next window's message says only what it saw.
+    why = undefined;
+    e.tick(3_200);
+    e.tick(5_300);
+    expect(e.get('w')!.message).toMatch(/did not fit in the offers gathered for 2000 ms; trying again in 2000 ms \(attempt 2\)/);
+  });
+});
+
 describe('job engine: gangs', () => {
   it('holds offers while the gang does not fit, then declines them all and backs off', () => {
     const { e, take } = harness();

@@ -16,6 +16,7 @@ import { DEFAULT_RESTART_BACKOFF, nextRestart, type RestartBackoffPolicy } from 
 import { neverFits, placeGang, placeMembers, scalarNeed, type AgentLaunch, type GangMember, type HeldOffer } from './gang.ts';
 import { replicaEnvironment, type JobPlacement } from './kind-env.ts';
 import { laneOf, type IgnoredField, type JobSpec, type ReplicaStatus, type TaskTemplate } from '../../../shared/jobs/model.ts';
+import type { WaitingMember } from '../../../shared/sdk/why-queued.ts';
 import { alwaysStopped, decideOnEnd, jobSucceeded, type EndDecision } from './policies.ts';
 import { isFinished, newJobRecord, replicaTaskName, setPhase, type JobRecord } from './record.ts';
 
@@ -31,6 +32,12 @@ export interface EngineOptions {
   classRank?: (priorityClass: string | undefined) => number;
   /** The wait before a replica or a gang starts again, for jobs whose spec names none; absent: DEFAULT_RESTART_BACKOFF. */
   restartBackoff?: RestartBackoffPolicy;
+  /**
+   * Why a gang does not fit in what the agents have free now, naming who holds it
+   * (shared/sdk/why-queued.ts); undefined when it would fit. Absent: the message says only
+   * that the offers gathered were too small.
+   */
+  explainWait?: (members: WaitingMember[], priorityClass: string | undefined) => string | undefined;
 }
 
 /** A job's restart back-off: its spec's, else the engine's default. */
@@ -539,7 +546,10 @@ export class JobEngine {
       const next = this.nextToGather(nowMs);
       const current = this.gathering ? this.jobs.get(this.gathering.job) : undefined;
       // A job of higher priority takes over the offers held; the one it displaces stays queued.
-      if (next && (!current || this.outranks(next, current))) this.gathering = { job: next.spec.name, sinceMs: nowMs };
+      if (next && (!current || this.outranks(next, current))) {
+        this.gathering = { job: next.spec.name, sinceMs: nowMs };
+        this.sayWhyWaiting(next);
+      }
       if (!this.gathering) break;
       const r = this.jobs.get(this.gathering.job)!;
       if (this.tryGang(r, nowMs)) {
@@ -554,7 +564,8 @@ export class JobEngine {
         this.effects.requests.push({ role: laneOf(r.spec), job: r.spec.name, members });
         const waitMs = this.rank(r) > 0 ? this.opts.backoffBaseMs : Math.min(this.opts.backoffBaseMs * 2 ** (r.gangAttempts - 1), this.opts.backoffMaxMs);
         r.nextTryAtMs = nowMs + waitMs;
-        r.message = `its gang of ${r.spec.minAvailable} replicas did not fit in the offers gathered for ${this.opts.gatherMs} ms; trying again in ${waitMs} ms (attempt ${r.gangAttempts})`;
+        const why = this.whyWaiting(r) ?? `did not fit in the offers gathered for ${this.opts.gatherMs} ms`;
+        r.message = `its gang of ${r.spec.minAvailable} replicas ${why}; trying again in ${waitMs} ms (attempt ${r.gangAttempts})`;
         this.dirty(r);
         this.gathering = undefined;
         this.declineHeld();
@@ -604,6 +615,31 @@ export class JobEngine {
         this.dirty(r);
       }
     }
+  }
+
+  /** What keeps the gang from fitting in what is free now, naming who holds it; undefined when nothing does, or no one can say. */
+  private whyWaiting(r: JobRecord): string | undefined {
+    if (!this.opts.explainWait) return undefined;
+    const members = this.gangMembers(r).map((m) => {
+      const rep = r.replicas[m.key]!;
+      const t = m.template;
+      return { label: `${rep.group}-${rep.index}`, cpus: t.cpus, mem: t.memMb, disk: t.diskMb, gpus: t.gpus, ports: t.ports };
+    });
+    const why = this.opts.explainWait(members, r.spec.priorityClass);
+    return why === undefined ? undefined : `does not fit: ${why}`;
+  }
+
+  /**
+   * As a job starts gathering, says at once what keeps its gang from fitting (the gathering
+   * window would say it only when it ends); a gang that fits in what is free keeps its message.
+   */
+  private sayWhyWaiting(r: JobRecord): void {
+    const why = this.whyWaiting(r);
+    if (why === undefined) return;
+    const message = `its gang of ${r.spec.minAvailable} replicas ${why}; gathering offers`;
+    if (r.message === message) return;
+    r.message = message;
+    this.dirty(r);
   }
 
   /** The replicas that must start together: the first minAvailable, in group order. */

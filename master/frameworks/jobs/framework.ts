@@ -12,7 +12,7 @@ import { JOB_KEY_PREFIX, jobKey, JOBS_FRAMEWORK_NAME, JobsRuntime, type JobsRunt
 import { JOB_LABEL } from './task-info.ts';
 
 /** A job's task acts as the job's owner on the master's task routes. */
-export const JOBS_TASKS: TaskOwnership = ownershipByLabel((frameworkName) => frameworkName === JOBS_FRAMEWORK_NAME, JOB_LABEL, jobKey);
+export const JOBS_TASKS: TaskOwnership = ownershipByLabel((frameworkName) => frameworkName === JOBS_FRAMEWORK_NAME, JOB_LABEL, jobKey, (name) => `job ${name}`);
 
 function notRunning(): Error {
   return new Error('the jobs framework is not running on this master');

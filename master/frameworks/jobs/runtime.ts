@@ -17,6 +17,8 @@ import { DecisionQueue } from '../../../shared/framework-runtime/decision-queue.
 import { OfferInterest } from '../../../shared/framework-runtime/offer-interest.ts';
 import type { JsonValue } from '../../../shared/framework-host/store.ts';
 import { JOBS_FRAMEWORK_NAME } from '../../../shared/jobs/api.ts';
+import { roomAgents } from '../../../shared/framework-host/room-agents.ts';
+import { explainQueued } from '../../../shared/sdk/why-queued.ts';
 import { DEFAULT_ENGINE_OPTIONS, JobEngine, type EngineOptions } from './engine.ts';
 import { laneOf, parseLane, type IgnoredField, type JobSpec } from '../../../shared/jobs/model.ts';
 import { PRIORITY_CLASS_LABEL } from '../../../shared/sharing/priority-classes.ts';
@@ -81,6 +83,7 @@ export class JobsRuntime implements BuiltinInstance {
     this.engine = new JobEngine({
       ...DEFAULT_ENGINE_OPTIONS, ...opts, domain: env.domain ?? 'cairn',
       classRank: (c) => classes.rank(classes.orDefault(c)),
+      explainWait: (members, c) => explainQueued(members, roomAgents(env.cluster), { name: classes.orDefault(c), rank: (n) => classes.rank(n) }),
     });
     const records = env.store.entries<JsonValue>(JOB_KEY_PREFIX).map(([, v]) => v as unknown as JobRecord);
     this.engine.load(records);

@@ -11,7 +11,7 @@ import { EXPERIMENT_FRAMEWORK_PREFIX, TUNING_FRAMEWORK_NAME, TuningRuntime, type
 import { EXPERIMENT_LABEL } from './trial-command.ts';
 
 /** A trial's task (of its experiment's framework) acts as the experiment's owner on the master's task routes. */
-export const TUNING_TASKS: TaskOwnership = ownershipByLabel((frameworkName) => frameworkName.startsWith(EXPERIMENT_FRAMEWORK_PREFIX), EXPERIMENT_LABEL, experimentKey);
+export const TUNING_TASKS: TaskOwnership = ownershipByLabel((frameworkName) => frameworkName.startsWith(EXPERIMENT_FRAMEWORK_PREFIX), EXPERIMENT_LABEL, experimentKey, (name) => `experiment ${name}`);
 
 export function tuningFramework(opts: TuningRuntimeOptions = {}): BuiltinFramework<TuningRuntime> {
   return {
