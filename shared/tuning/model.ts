@@ -98,7 +98,40 @@ export interface TrialTemplate {
    * first replica of its first group (the chief, the PyTorch master). Absent: one task.
    */
   readonly job?: JobDocument;
+  /**
+   * Katib's trialParameters: where present, the template is Katib's `trialSpec` form, whose
+   * strings say `${trialParameters.<name>}`, and each value goes in as it is (Katib's textual
+   * substitution; trial-parameters.ts), never shell-quoted. Absent: Cairn's `${name}` form.
+   */
+  readonly trialParameters?: readonly TrialParameter[];
+  /**
+   * A batch Job trial's primary container, program and arguments (its command then its args),
+   * with `${trialParameters.<name>}` in them: each is substituted, then passed as one word.
+   * `command` then holds the same words joined, to show.
+   */
+  readonly argv?: readonly string[];
 }
+
+/**
+ * One of Katib's trialParameters: `${trialParameters.<name>}` in the trial's spec stands for
+ * `reference` — a parameter of the search space, or the trial's metadata (`${trialSpec.Name}`).
+ */
+export interface TrialParameter {
+  readonly name: string;
+  readonly reference: string;
+  readonly description?: string;
+  /** Metadata fixed at submission (the trial spec's Kind, APIVersion, labels, the namespace): its value. */
+  readonly value?: string;
+}
+
+/**
+ * Katib's resumePolicy. `Never`: once ended, the experiment cannot be resumed (a stop asked
+ * for can be); `LongRunning` and `FromVolume`: it can, with its search where it was (the
+ * search is a function of the replicated trial records, so no suggestion service or volume
+ * has to be kept). Absent: as LongRunning, Cairn's behaviour before it read the field.
+ */
+export const RESUME_POLICIES = ['Never', 'LongRunning', 'FromVolume'] as const;
+export type ResumePolicy = (typeof RESUME_POLICIES)[number];
 
 /** A job document as the submitter wrote it (checked at submission with sample parameters). */
 export type JobDocument = { readonly [key: string]: unknown };
@@ -124,6 +157,8 @@ export interface ExperimentSpec {
   readonly scheduling: SchedulingPolicy;
   readonly dynamic: DynamicSchedulingSettings;
   readonly trial: TrialTemplate;
+  /** Absent: resumable (as LongRunning). */
+  readonly resumePolicy?: ResumePolicy;
 }
 
 /** A field Cairn read but cannot honour, reported back to the submitter (never silently dropped). */

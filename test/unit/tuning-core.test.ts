@@ -232,6 +232,58 @@ describe('the tuning core', () => {
     expect(again.trials.map((t) => t.taskId)).toEqual(l.trials.map((t) => t.taskId.replace(/-1$/, '-2')));
   });
 
+  it('resumes an experiment that reached its goal, or its budget, when given more trials, and goes on searching', () => {
+    const core = new TuningCore();
+    const store = new Store();
+    // One trial at a time, 2 in all, goal accuracy >= 0.9.
+    core.submit(spec({ parallelTrialCount: 1, maxTrialCount: 2, objective: { type: 'maximize', metricName: 'accuracy', additionalMetricNames: [], goal: 0.9 } }), [], 'u1', 0, '');
+    core.offers('exp', [offer()], 0);
+    let [l] = store.apply(core.takeEffects()).launches;
+    finish(core, l.trials[0].taskId, ['accuracy=0.95'], 1);
+    store.apply(core.takeEffects());
+    expect(store.experiments()[0]).toMatchObject({ phase: 'Succeeded', reason: 'GoalReached', trialCount: 1 });
+    // No more trials asked for: a goal reached is the end.
+    expect(core.resume('exp', 2)).toBe('nothing-left');
+    expect(core.resume('exp', 2, { maxTrialCount: 2 })).toBe('nothing-left');
+    // More trials: it searches on, its finished trial kept.
+    expect(core.resume('exp', 3, { maxTrialCount: 3 })).toBe('resumed');
+    store.apply(core.takeEffects());
+    expect(store.experiments()[0]).toMatchObject({ phase: 'Running', reason: 'ExperimentResumed', maxTrialCount: 3 });
+    expect(store.trials().map((t) => [t.index, t.state])).toEqual([[0, 'Succeeded'], [1, 'Pending']]);
+    core.offers('exp', [offer()], 4);
+    [l] = store.apply(core.takeEffects()).launches;
+    finish(core, l.trials[0].taskId, ['accuracy=0.5'], 5);
+    core.offers('exp', [offer()], 6);
+    [l] = store.apply(core.takeEffects()).launches;
+    finish(core, l.trials[0].taskId, ['accuracy=0.6'], 7);
+    store.apply(core.takeEffects());
+    expect(store.experiments()[0]).toMatchObject({ phase: 'Succeeded', reason: 'MaxTrialsReached', trialCount: 3 });
+    // Its budget spent: more trials again, and it goes on.
+    expect(core.resume('exp', 8)).toBe('nothing-left');
+    expect(core.resume('exp', 8, { maxTrialCount: 4 })).toBe('resumed');
+    store.apply(core.takeEffects());
+    expect(store.trials().map((t) => t.state)).toEqual(['Succeeded', 'Succeeded', 'Succeeded', 'Pending']);
+  });
+
+  it('keeps an experiment of resumePolicy Never ended once it ends on its own, but resumes one stopped on request', () => {
+    const core = new TuningCore();
+    const store = new Store();
+    core.submit(spec({ parallelTrialCount: 1, maxTrialCount: 1, resumePolicy: 'Never' }), [], 'u1', 0, '');
+    core.offers('exp', [offer()], 0);
+    let [l] = store.apply(core.takeEffects()).launches;
+    expect(core.stop('exp', 1)).toBe(true);
+    core.taskUpdate('exp', { taskId: l.trials[0].taskId, state: 'TASK_KILLED', message: '' }, 2);
+    store.apply(core.takeEffects());
+    expect(core.resume('exp', 3)).toBe('resumed');
+    core.offers('exp', [offer()], 4);
+    [l] = store.apply(core.takeEffects()).launches;
+    finish(core, l.trials[0].taskId, ['accuracy=0.5'], 5);
+    store.apply(core.takeEffects());
+    expect(store.experiments()[0]).toMatchObject({ phase: 'Succeeded', reason: 'MaxTrialsReached' });
+    expect(core.resume('exp', 6, { maxTrialCount: 5 })).toBe('not-resumable');
+    expect(store.apply(core.takeEffects()).writes.size).toBe(0);
+  });
+
   it('kills a trial that runs past its timeout and counts it failed', () => {
     const core = new TuningCore();
     const store = new Store();

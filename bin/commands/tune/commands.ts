@@ -49,7 +49,9 @@ function hintFor(err: unknown): string {
   if (!(err instanceof MasterHttpError)) return '';
   if (err.status === 404 && /no experiment/.test(err.message)) return ' — `cairn tune list` shows the experiments there are';
   if (err.status === 404) return ' — does this master run the tuning framework? (`cairn version` on both sides)';
-  if (err.status === 409 && err.field === 'maxTrialCount') return ' — cairn tune resume NAME --max-trials N (or --max-failed N)';
+  // The master says by how much; the flags carry other names than its fields.
+  if (err.status === 409 && err.field === 'maxTrialCount') return ' (--max-trials sets maxTrialCount)';
+  if (err.status === 409 && err.field === 'maxFailedTrialCount') return ' (--max-failed sets maxFailedTrialCount)';
   return '';
 }
 

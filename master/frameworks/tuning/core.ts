@@ -181,18 +181,22 @@ export class TuningCore {
 
   /**
    * Runs an ended experiment again, with a larger trial or failure budget when given: killed
-   * trials run again with their parameters, finished ones stay. Answers why it cannot.
+   * trials run again with their parameters, finished ones stay. One that reached its goal goes
+   * on searching only when given more trials (as Katib resumes a succeeded experiment whose
+   * maxTrialCount is raised); one whose resumePolicy is Never stays ended, unless it was
+   * stopped on request. Answers why it cannot.
    */
-  resume(name: string, now: number, limits: { maxTrialCount?: number; maxFailedTrialCount?: number } = {}): 'resumed' | 'unknown' | 'running' | 'nothing-left' {
+  resume(name: string, now: number, limits: { maxTrialCount?: number; maxFailedTrialCount?: number } = {}): 'resumed' | 'unknown' | 'running' | 'nothing-left' | 'not-resumable' {
     const l = this.live.get(name);
     if (!l) return 'unknown';
     if (l.record.phase === 'Running') return 'running';
+    if (l.record.spec.resumePolicy === 'Never' && l.record.phase !== 'Stopped') return 'not-resumable';
     const max = Math.max(l.record.maxTrialCount, limits.maxTrialCount ?? 0);
     const maxFailed = Math.max(l.record.spec.maxFailedTrialCount, limits.maxFailedTrialCount ?? 0);
     const killed = l.trials.filter((t) => t.state === 'Killed');
     const failed = l.trials.filter((t) => t.state === 'Failed').length;
-    const goal = l.record.reason === 'GoalReached';
-    if (goal || failed > maxFailed || (killed.length === 0 && (l.record.trialCount >= max || l.record.exhausted))) return 'nothing-left';
+    const goalNotRaised = l.record.reason === 'GoalReached' && max <= l.record.maxTrialCount;
+    if (goalNotRaised || failed > maxFailed || (killed.length === 0 && (l.record.trialCount >= max || l.record.exhausted))) return 'nothing-left';
     l.record.maxTrialCount = max;
     if (maxFailed !== l.record.spec.maxFailedTrialCount) l.record.spec = { ...l.record.spec, maxFailedTrialCount: maxFailed };
     for (const t of killed) {

@@ -165,9 +165,16 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
     if (!runtime) return reply;
     const out = await runtime.resume(req.params.name, limits);
     if (out === 'unknown') return notFound(reply, req.params.name);
-    if (out !== 'resumed') {
-      const why = out === 'running' ? 'is running already' : `has nothing left to run (${r.reason}): raise maxTrialCount or maxFailedTrialCount to go on`;
-      return reply.code(409).send({ code: 'CAIRN_BAD_REQUEST', message: `experiment '${req.params.name}' ${why}`, field: out === 'running' ? 'name' : 'maxTrialCount' });
+    if (out === 'running') return reply.code(409).send({ code: 'CAIRN_BAD_REQUEST', message: `experiment '${req.params.name}' is running already`, field: 'name' });
+    if (out === 'not-resumable') {
+      return reply.code(409).send({
+        code: 'CAIRN_BAD_REQUEST', field: 'spec.resumePolicy',
+        message: `experiment '${req.params.name}' has resumePolicy Never: once ended (${r.reason}) it is not resumed; submit it again, or with resumePolicy LongRunning`,
+      });
+    }
+    if (out === 'nothing-left') {
+      const { message, field } = nothingLeft(r, trialsOf(r.spec.name), limits);
+      return reply.code(409).send({ code: 'CAIRN_BAD_REQUEST', message: `experiment '${req.params.name}' ${message}`, field });
     }
     return { name: req.params.name, phase: 'Running' };
   });
@@ -179,6 +186,18 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
     if (!(await runtime.remove(req.params.name))) return notFound(reply, req.params.name);
     return { name: req.params.name, deleted: true };
   });
+}
+
+/** Why a resume found nothing to run, and the limit that would let it go on, by how much. */
+export function nothingLeft(r: ExperimentRecord, trials: readonly TrialRecord[], limits: { maxTrialCount?: number; maxFailedTrialCount?: number }): { message: string; field: string } {
+  const failed = trials.filter((t) => t.state === 'Failed').length;
+  const maxFailed = Math.max(r.spec.maxFailedTrialCount, limits.maxFailedTrialCount ?? 0);
+  if (failed > maxFailed) {
+    return { field: 'maxFailedTrialCount', message: `has ${failed} failed trials (maxFailedTrialCount ${maxFailed}): give maxFailedTrialCount ${failed} or more to go on` };
+  }
+  if (r.exhausted && (r.reason !== 'GoalReached' || (limits.maxTrialCount ?? 0) > r.maxTrialCount)) return { field: 'name', message: `has searched its whole space (${r.reason}, ${r.trialCount} trials): no more trials can be proposed` };
+  const asked = limits.maxTrialCount !== undefined ? ` (asked: ${limits.maxTrialCount})` : '';
+  return { field: 'maxTrialCount', message: `ended ${r.reason} after ${r.trialCount} trials (maxTrialCount ${r.maxTrialCount}): give maxTrialCount above ${Math.max(r.trialCount, r.maxTrialCount)}${asked} to run more` };
 }
 
 function resumeLimits(body: unknown): { maxTrialCount?: number; maxFailedTrialCount?: number } {

@@ -1,8 +1,9 @@
 // An experiment document (JSON or YAML) to a checked ExperimentSpec and the fields Cairn read
 // but cannot honour. The shape is Katib's Experiment — `metadata.name`, then under `spec`:
 // objective, algorithm, earlyStopping, parallelTrialCount, maxTrialCount,
-// maxFailedTrialCount, parameters — with a trial template Cairn runs without Kubernetes
-// (`trialTemplate.command` and its resources), and a few fields of Cairn's own: `searchSpace`
+// maxFailedTrialCount, parameters, resumePolicy — with a trial template that is Katib's own
+// (`trialSpec`, `trialParameters`, `primaryContainerName`: katib-trial.ts) or Cairn's, run
+// without Kubernetes (`trialTemplate.command` and its resources), and a few fields of Cairn's own: `searchSpace`
 // (NNI's format), `seed`, `role`, `scheduling`. `parameters` may also be the tuning paper's
 // list (`{name, type: bound|number, value}`). Everything refused names its field; nothing
 // is half-taken. Pure.
@@ -14,8 +15,9 @@ import type { AlgorithmSettings } from './algorithms/types.ts';
 import { GAP_DEFAULTS } from './dynamic-priority.ts';
 import {
   ALGORITHM_NAMES, DYNAMIC_RULES, EARLY_STOPPING_NAMES, type AlgorithmName, type DynamicRule, type EarlyStoppingName, type ExperimentSpec,
-  type IgnoredField, type PathMapping, type SchedulingPolicy, type ShippedFile, type TrialTemplate,
+  type IgnoredField, type PathMapping, type ResumePolicy, type SchedulingPolicy, type ShippedFile, type TrialTemplate, RESUME_POLICIES,
 } from '../../../shared/tuning/model.ts';
+import { isKatibTrialTemplate, katibTrialOf } from './katib-trial.ts';
 import { parseKatibParameters } from '../../../shared/tuning/space/katib-format.ts';
 import { parseNniSpace } from '../../../shared/tuning/space/nni-format.ts';
 import { parsePaperSpace } from '../../../shared/tuning/space/paper-format.ts';
@@ -76,10 +78,10 @@ export function parseExperimentDocument(body: unknown, contentType?: string, def
   if (name === undefined) throw badRequest('metadata.name', `must be ${NAME_RULE}, got ${JSON.stringify(given ?? null)}`);
   if (!isObj(doc.spec)) throw badRequest('spec', 'is required: the objective, algorithm, parameters and trial template');
   const s = doc.spec;
-  const known = new Set(['objective', 'algorithm', 'earlyStopping', 'parallelTrialCount', 'maxTrialCount', 'maxFailedTrialCount', 'parameters', 'searchSpace', 'trialTemplate', 'seed', 'role', 'priorityClassName', 'scheduling', 'appCore']);
+  const known = new Set(['objective', 'algorithm', 'earlyStopping', 'parallelTrialCount', 'maxTrialCount', 'maxFailedTrialCount', 'parameters', 'searchSpace', 'trialTemplate', 'seed', 'role', 'priorityClassName', 'scheduling', 'appCore', 'resumePolicy']);
   for (const k of Object.keys(s)) {
     if (known.has(k)) continue;
-    const reason = k === 'metricsCollectorSpec' ? 'trials report metrics on stdout (name=value), or with the report client' : k === 'resumePolicy' ? 'every experiment can be resumed with cairn tune resume' : 'not a field of a Cairn experiment';
+    const reason = k === 'metricsCollectorSpec' ? 'trials report metrics on stdout (name=value), or with the report client' : 'not a field of a Cairn experiment';
     ignored.push({ field: `spec.${k}`, reason });
   }
 
@@ -99,7 +101,11 @@ export function parseExperimentDocument(body: unknown, contentType?: string, def
     throw badRequest('spec.priorityClassName', `is not a priority class name: ${JSON.stringify(priorityClass)}`);
   }
   const { policy, dynamic } = schedulingOf(s.scheduling);
-  const trial = trialOf(s.trialTemplate, space, ignored);
+  const trial = trialOf(s.trialTemplate, space, ignored, typeof meta?.namespace === 'string' ? meta.namespace : undefined);
+  const resumePolicy = s.resumePolicy;
+  if (resumePolicy !== undefined && !(RESUME_POLICIES as readonly unknown[]).includes(resumePolicy)) {
+    throw badRequest('spec.resumePolicy', `must be ${RESUME_POLICIES.join(', ')}, got ${JSON.stringify(resumePolicy)}`);
+  }
   appCoreOf(s.appCore, ignored);
 
   const spec: ExperimentSpec = {
@@ -108,6 +114,7 @@ export function parseExperimentDocument(body: unknown, contentType?: string, def
     algorithm: { name: algorithm.name as AlgorithmName, settings: algorithm.settings },
     ...(early ? { earlyStopping: { name: early.name as EarlyStoppingName, settings: early.settings } } : {}),
     space, parallelTrialCount, maxTrialCount, maxFailedTrialCount, seed, scheduling: policy, dynamic, trial,
+    ...(resumePolicy !== undefined ? { resumePolicy: resumePolicy as ResumePolicy } : {}),
   };
   // Building the search checks its settings against the space (a grid of normals, a bad n_startup_trials).
   makeAlgorithm(spec.algorithm.name, space, spec.algorithm.settings, seed);
@@ -267,15 +274,17 @@ export function pathMapping(v: unknown, field: string): PathMapping {
   return { hostPath, name };
 }
 
-function trialOf(v: unknown, space: SearchSpace, ignored: IgnoredField[]): TrialTemplate {
+function trialOf(v: unknown, space: SearchSpace, ignored: IgnoredField[], namespace: string | undefined): TrialTemplate {
   const f = 'spec.trialTemplate';
-  if (!isObj(v)) throw badRequest(f, 'is required: {command, resources: {cpus, memory}}');
-  for (const k of Object.keys(v)) {
-    if (!['command', 'image', 'resources', 'env', 'inputs', 'outputs', 'files', 'timeoutSeconds', 'job'].includes(k)) ignored.push({ field: `${f}.${k}`, reason: k === 'trialSpec' || k === 'trialParameters' ? 'Cairn runs trialTemplate.command, not a Kubernetes Job: write the command with ${parameter} in it' : 'not a field of a trial template' });
-  }
+  if (!isObj(v)) throw badRequest(f, 'is required: {command, resources: {cpus, memory}}, or Katib\'s {trialSpec, trialParameters, primaryContainerName}');
   const names = new Set(paramNames(space));
+  // Katib's own form: the trial's Job with ${trialParameters.<name>} in it.
+  if (isKatibTrialTemplate(v)) return katibTrialOf(v, space, names, ignored, namespace, count(v.timeoutSeconds, `${f}.timeoutSeconds`, 0, 0));
+  for (const k of Object.keys(v)) {
+    if (!['command', 'image', 'resources', 'env', 'inputs', 'outputs', 'files', 'timeoutSeconds', 'job'].includes(k)) ignored.push({ field: `${f}.${k}`, reason: 'not a field of a trial template' });
+  }
   if (v.job !== undefined) return jobTrialOf(v, space, names);
-  if (typeof v.command !== 'string' || v.command.trim() === '') throw badRequest(`${f}.command`, 'is required: the shell command a trial runs, with ${name} for a parameter (or job: a job document, for a distributed trial)');
+  if (typeof v.command !== 'string' || v.command.trim() === '') throw badRequest(`${f}.command`, 'is required: the shell command a trial runs, with ${name} for a parameter (or job: a job document, for a distributed trial; or Katib\'s trialSpec with trialParameters)');
   for (const ref of placeholderNames(v.command)) {
     if (!names.has(ref)) throw badRequest(`${f}.command`, `refers to \${${ref}}, which is no parameter of the search space (parameters: ${[...names].join(', ')})`);
   }

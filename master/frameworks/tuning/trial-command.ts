@@ -1,6 +1,7 @@
 // The Mesos TaskInfo of one trial (the paper's App Runner): its parameters three ways — as
 // CAIRN_PARAM_<NAME> variables, as `$CAIRN_SANDBOX/params.json`, and in place of `${name}` in
-// its command — and a short shell preamble that prepares its sandbox first: the shipped
+// its command (in a Katib-form template, `${trialParameters.<name>}` in its words, image and
+// env) — and a short shell preamble that prepares its sandbox first: the shipped
 // files written out, each input linked in under its name, each output linked to a directory
 // of the trial's own on the host path. The preamble is plain POSIX sh with base64 (coreutils
 // and busybox both have it), so it runs the same as a process and in a container. Pure.
@@ -11,6 +12,7 @@ import type { ExperimentSpec } from '../../../shared/tuning/model.ts';
 import type { Assignment, ParamValue } from '../../../shared/tuning/space/types.ts';
 import { envName } from '../../../shared/tuning/space/sample.ts';
 import { PLACEHOLDER } from '../../../shared/tuning/placeholders.ts';
+import { fillTrialParameters } from '../../../shared/tuning/trial-parameters.ts';
 
 /** Labels every trial's task carries: whose experiment, which trial. */
 export const EXPERIMENT_LABEL = 'cairn.experiment';
@@ -39,6 +41,29 @@ export function substitute(command: string, params: Assignment): string {
   return command.replace(PLACEHOLDER, (_m, name: string) => (name in params ? (PLAIN.test(text(params[name])) ? text(params[name]) : shellQuote(text(params[name]))) : "''"));
 }
 
+/** Words that need no quotes in a shell line: paths, flags, `--lr=0.01`. */
+const PLAIN_WORD = /^[A-Za-z0-9_.+\-/=:,@%]+$/;
+
+/** Words (a program and its arguments) as one shell line, each passed as it is. */
+export function shellWords(words: readonly string[]): string {
+  return words.map((w) => (PLAIN_WORD.test(w) ? w : shellQuote(w))).join(' ');
+}
+
+/**
+ * A Katib-form template's string for one trial: each `${trialParameters.<name>}` filled with
+ * its value as it is; other templates' strings are returned unchanged.
+ */
+function katibFill(spec: ExperimentSpec, index: number, params: Assignment): (s: string) => string {
+  const declared = spec.trial.trialParameters;
+  return declared ? (s) => fillTrialParameters(s, declared, params, `${spec.name}-${index}`) : (s) => s;
+}
+
+/** The line that runs the trial's program: a batch Job's words filled then quoted one by one, or the command with `${name}` filled. */
+export function trialCommandLine(spec: ExperimentSpec, index: number, params: Assignment): string {
+  if (spec.trial.argv) return shellWords(spec.trial.argv.map(katibFill(spec, index, params)));
+  return substitute(spec.trial.command, params);
+}
+
 /** Where trial `index` of `experiment` writes an output mapped from `hostPath`. */
 export function outputDir(hostPath: string, experiment: string, index: number): string {
   return `${hostPath.replace(/\/+$/, '')}/${experiment}-${index}`;
@@ -54,12 +79,13 @@ export function trialScript(spec: ExperimentSpec, index: number, params: Assignm
     const dir = shellQuote(outputDir(o.hostPath, spec.name, index));
     lines.push(`mkdir -p ${dir}`, `ln -sfn ${dir} ${shellQuote(o.name)}`);
   }
-  lines.push('set +e', substitute(spec.trial.command, params));
+  lines.push('set +e', trialCommandLine(spec, index, params));
   return lines.join('\n');
 }
 
 export function trialTaskInfo(spec: ExperimentSpec, trial: { index: number; taskId: string; resources: MesosResource[]; params: Assignment }, agentId: string): TaskInfoJson {
-  const env: Record<string, string> = { ...spec.trial.env };
+  const fill = katibFill(spec, trial.index, trial.params);
+  const env: Record<string, string> = Object.fromEntries(Object.entries(spec.trial.env).map(([k, v]) => [k, fill(v)]));
   for (const [name, value] of Object.entries(trial.params)) env[envName(name)] = text(value);
   env.CAIRN_EXPERIMENT = spec.name;
   env.CAIRN_TRIAL = String(trial.index);
@@ -77,7 +103,7 @@ export function trialTaskInfo(spec: ExperimentSpec, trial: { index: number; task
   };
   if (spec.trial.image) {
     const paths = [...spec.trial.inputs.map((i) => ({ host_path: i.hostPath, container_path: i.hostPath, mode: 'RO' as const })), ...spec.trial.outputs.map((o) => ({ host_path: o.hostPath, container_path: o.hostPath, mode: 'RW' as const }))];
-    info.container = { type: 'DOCKER', docker: { image: spec.trial.image, network: 'HOST' }, volumes: paths };
+    info.container = { type: 'DOCKER', docker: { image: fill(spec.trial.image), network: 'HOST' }, volumes: paths };
   }
   return info;
 }

@@ -1,5 +1,6 @@
 // A distributed trial as a job of the job engine: the experiment's job document with every
-// `${name}` replaced by the trial's parameter (as in a task trial's command), parsed and checked
+// `${name}` replaced by the trial's parameter (as in a task trial's command; Katib's
+// `${trialParameters.<name>}` in a trialSpec, with the value as it is), parsed and checked
 // by the job engine's own parser, then named for the trial's attempt, put in the experiment's
 // role, and given the parameters as variables in every replica. Its metrics are read from the
 // first replica of its first group: the chief, PyTorch's master, ps-lite's scheduler. Pure.
@@ -11,30 +12,26 @@ import type { Assignment } from '../../../shared/tuning/space/types.ts';
 import { substitute } from './trial-command.ts';
 import { placeholderNames } from '../../../shared/tuning/placeholders.ts';
 import { envName } from '../../../shared/tuning/space/sample.ts';
+import { fillStrings, fillTrialParameters, stringsOf } from '../../../shared/tuning/trial-parameters.ts';
 
 /** A finished trial's job is kept this long for its logs, unless the document says otherwise. */
 const JOB_TTL_SECONDS = 3600;
 
-/** Every string of the document with its `${name}`s replaced. */
-function substituteAll(v: unknown, params: Assignment): unknown {
-  if (typeof v === 'string') return substitute(v, params);
-  if (Array.isArray(v)) return v.map((x) => substituteAll(x, params));
-  if (typeof v === 'object' && v !== null) return Object.fromEntries(Object.entries(v).map(([k, x]) => [k, substituteAll(x, params)]));
-  return v;
-}
-
 /** Every `${name}` in the document's strings. */
 export function jobPlaceholderNames(doc: unknown): string[] {
-  if (typeof doc === 'string') return placeholderNames(doc);
-  if (Array.isArray(doc)) return doc.flatMap(jobPlaceholderNames);
-  if (typeof doc === 'object' && doc !== null) return Object.values(doc).flatMap(jobPlaceholderNames);
-  return [];
+  return stringsOf(doc).flatMap(placeholderNames);
 }
 
 export function trialJobSpec(spec: ExperimentSpec, doc: JobDocument, jobName: string, index: number, params: Assignment): { job: JobSpec; ignored: JobIgnoredField[] } {
-  const withName = substituteAll(doc, params) as Record<string, unknown>;
-  // The name is the trial's: a document's own name (metadata.name, name) is replaced.
+  // Katib's form: each `${trialParameters.<name>}` gets its value as it is (Katib's textual substitution).
+  const declared = spec.trial?.trialParameters;
+  const withName = (declared
+    ? fillStrings(doc, (s) => fillTrialParameters(s, declared, params, `${spec.name}-${index}`))
+    : fillStrings(doc, (s) => substitute(s, params))) as Record<string, unknown>;
+  // The name is the trial's: a document's own name (metadata.name, name) is replaced; a
+  // Kubernetes-shaped one without metadata (Katib's trialSpec has none) is given it.
   if (typeof withName.metadata === 'object' && withName.metadata !== null) withName.metadata = { ...(withName.metadata as object), name: jobName };
+  else if (typeof withName.kind === 'string') withName.metadata = { name: jobName };
   else withName.name = jobName;
   const parsed = parseJobDocument(withName, 'application/json');
   const env: Record<string, string> = {};
