@@ -8,6 +8,8 @@ import { Command, CommanderError } from 'commander';
 import { CAIRN_VERSION } from '../../shared/version.ts';
 import { addAppCommands } from './apps/program.ts';
 import { addCliCommands, cliHandlers, type CliHandlers } from './cli/program.ts';
+import { addKindCommands } from './cli/kinds.ts';
+import { normalizeArgv, WATCHABLE_LISTS } from './common/argv.ts';
 import { withClientSide } from './common/client-side.ts';
 import { masterUrlOf, USAGE_EXIT_CODE, type FamilyContext } from './common/context.ts';
 import { addExamples } from './common/examples.ts';
@@ -19,6 +21,7 @@ import { addSharingCommands } from './sharing/program.ts';
 import { addTaskCommands, taskHandlers, type TaskHandlers } from './tasks/program.ts';
 import { addTuneCommands } from './tune/program.ts';
 import { addUiCommands } from './ui/program.ts';
+import { watchList } from './common/watch.ts';
 
 export { USAGE_EXIT_CODE };
 
@@ -65,6 +68,8 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
   addSharingCommands(program, ctx);
   addSecretCommands(program, ctx);
   addUiCommands(program, ctx);
+  addKindCommands(program, ctx);
+  addWatchOption(program);
   inHelpOrder(program);
   addExamples(program);
   return { program, result };
@@ -78,8 +83,22 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
 const HELP_ORDER = [
   'up', 'master', 'agent', 'run', 'attach', 'agents', 'tasks', 'task', 'state', 'top', 'members', 'masters',
   'logs', 'kill', 'teardown', 'version', 'completion', 'app', 'job', 'tune', 'roles', 'usage', 'quota',
-  'preemptions', 'secret', 'ui',
+  'preemptions', 'secret', 'ui', 'get', 'describe',
 ];
+
+/**
+ * `-w, --watch` in the help of every list runCli watches: the flag itself never reaches the
+ * parser (normalizeArgv takes it off the line), so it is added here for --help alone.
+ */
+function addWatchOption(program: Command): void {
+  for (const path of WATCHABLE_LISTS) {
+    let cmd: Command | undefined = program;
+    for (const word of path.split(' ')) cmd = (cmd?.commands as Command[] | undefined)?.find((c) => c.name() === word);
+    if (cmd === undefined) throw new Error(`watchable list '${path}' is not a command (argv.ts)`);
+    // `quota` and `masters` list by default; their default subcommand carries the flag.
+    if (cmd.commands.length === 0) cmd.option('-w, --watch', 'print the list again whenever it changes, until Ctrl-C (as kubectl get -w)');
+  }
+}
 
 function inHelpOrder(program: Command): void {
   const rank = (c: Command): number => {
@@ -92,6 +111,13 @@ function inHelpOrder(program: Command): void {
 
 /** Parses `argv` (without node and script) and runs the command; resolves with the exit code. */
 export async function runCli(argv: string[], io: CliIo, handlers: Partial<CommandHandlers> = {}): Promise<number> {
+  // Global flags anywhere, get/describe, -w: the line as kubectl users type it (common/argv.ts).
+  const line = normalizeArgv(argv);
+  if (line.watch) return watchList((snapshotIo) => parseAndRun(line.argv, snapshotIo, handlers), io);
+  return parseAndRun(line.argv, io, handlers);
+}
+
+async function parseAndRun(argv: string[], io: CliIo, handlers: Partial<CommandHandlers>): Promise<number> {
   const { program, result } = buildProgram(io, handlers);
   try {
     await program.parseAsync(argv, { from: 'user' });

@@ -37,3 +37,28 @@ export function nextInterrupt(io: CliIo): Promise<string> {
     });
   });
 }
+
+/**
+ * For a command that repeats until Ctrl-C (`top`, a watched list): `stopped` turns true on the
+ * first interrupt, which also cuts short the `sleep` under way; `dispose` stops listening.
+ */
+export function untilInterrupted(io: CliIo): { stopped(): boolean; sleep(ms: number): Promise<void>; dispose(): void } {
+  let stop = false;
+  let wake: () => void = () => undefined;
+  const dispose = io.onInterrupt(() => {
+    stop = true;
+    wake();
+  });
+  return {
+    stopped: () => stop,
+    sleep: (ms) => new Promise<void>((resolve) => {
+      if (stop) return resolve();
+      const t = setTimeout(resolve, ms);
+      wake = () => {
+        clearTimeout(t);
+        resolve();
+      };
+    }),
+    dispose,
+  };
+}

@@ -129,11 +129,33 @@ export function runMembers(o: ListOptions, io: CliIo): Promise<number> {
   });
 }
 
-export function runAgents(o: ListOptions, io: CliIo): Promise<number> {
+export function runAgents(o: ListOptions & { agent?: string }, io: CliIo): Promise<number> {
   return withMaster('agents', o, io, async (client) => {
     const state = await client.state();
+    if (o.agent !== undefined) {
+      const agent = state.agents.find((a) => a.id === o.agent || a.hostname === o.agent);
+      if (agent === undefined) {
+        const hint = didYouMean(o.agent, state.agents.flatMap((a) => [a.id, a.hostname]));
+        throw new Error(`no agent ${o.agent}${hint ? ` — ${hint}` : ''}`);
+      }
+      io.stdout.write(o.output === 'json' || o.output === 'yaml' ? formatObjects(o.output, agent) : describeAgent(agent, state, Date.now()));
+      return;
+    }
     printList(io, o.output, state.agents, () => agentsTable(state, Date.now(), o.output === 'wide'));
   });
+}
+
+/** `cairn agents ID`: one agent, described as `cairn task ID` describes a task. */
+export function describeAgent(a: AgentView, state: StateView, nowMs: number): string {
+  const running = state.tasks.filter((t) => t.agentId === a.id && (t.state === 'TASK_RUNNING' || t.state === 'TASK_STARTING' || t.state === 'TASK_STAGING'));
+  const rows: [string, string][] = [
+    ['ID', a.id], ['Hostname', a.hostname], ['URL', a.url], ['Status', agentStatus(a)], ['Connected', a.connected ? 'yes' : 'no'],
+    ['Resources', a.resources], ['Used', a.used || '-'], ['Offered', a.offered || '-'], ['Usage', usageCell(a.usage)],
+    ['Attributes', Object.entries(a.attributes).map(([k, v]) => `${k}:${v}`).join(';') || '-'],
+    ['Isolation', a.isolation || '-'], ['Registered', `${age(a.registeredAtMs, nowMs)} ago`],
+    ['Tasks', running.length === 0 ? 'none running' : running.map((t) => t.id).join(', ')],
+  ];
+  return rows.map(([k, v]) => `${`${k}:`.padEnd(12)}${v}\n`).join('');
 }
 
 /** `cairn tasks`: filtered, newest first, cut at the limit; a line on stderr says how many more there are. */

@@ -19,7 +19,7 @@ import { DETACH_FAILOVER_TIMEOUT_S, EXIT_TIMED_OUT } from './run-tasks.ts';
 export interface TaskHandlers {
   run(options: RunOptions, io: CliIo): Promise<number>;
   attach(options: AttachOptions, io: CliIo): Promise<number>;
-  agents(options: ListOptions, io: CliIo): Promise<number>;
+  agents(options: ListOptions & { agent?: string }, io: CliIo): Promise<number>;
   tasks(options: TasksOptions, io: CliIo): Promise<number>;
   task(options: TaskOptions, io: CliIo): Promise<number>;
   state(options: MasterClientCommandOptions, io: CliIo): Promise<number>;
@@ -134,11 +134,13 @@ Examples:
 
   program
     .command('agents')
-    .description('list the agents; STATUS is reachable, draining or unreachable')
+    .description('list the agents; STATUS is reachable, draining or unreachable; with an id or host name, describe that one')
+    .argument('[agent]', 'an agent id or host name: that agent, described (as cairn describe agent ID)')
     .addOption(masterOption())
     .addOption(outputOption())
-    .action(async (o: { master?: string; output?: OutputFormat }, cmd: Command) => {
-      result.exitCode = await h.agents({ masterUrl: masterUrlOf(o.master, io, cmd), ...(o.output ? { output: o.output } : {}) }, io);
+    .action(async (agent: string | undefined, o: { master?: string; output?: OutputFormat }, cmd: Command) => {
+      if (agent !== undefined && o.output === 'wide') cmd.error('error: -o wide is for the list; an agent described takes -o json or yaml', { exitCode: 2, code: 'cairn.badFlag' });
+      result.exitCode = await h.agents({ masterUrl: masterUrlOf(o.master, io, cmd), ...(o.output ? { output: o.output } : {}), ...(agent !== undefined ? { agent } : {}) }, io);
     });
 
   program

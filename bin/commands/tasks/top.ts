@@ -8,7 +8,7 @@ import { MasterClient } from '../../../shared/sdk/master-client.ts';
 import type { TlsClient } from '../../../shared/tls.ts';
 import { clientTls } from '../common/client-tls.ts';
 import type { AgentUsage, TaskUsage } from '../../../shared/agent-usage.ts';
-import type { CliIo } from '../common/io.ts';
+import { untilInterrupted, type CliIo } from '../common/io.ts';
 import type { TopOptions } from './options.ts';
 import { formatTable } from '../common/table.ts';
 import { findToken } from '../../../shared/sdk/credentials.ts';
@@ -87,14 +87,9 @@ export async function readAgentUsage(masterUrl: string, agent: AgentView, token?
 export async function runTop(o: TopOptions, io: CliIo): Promise<number> {
   const tls = clientTls(o.tls);
   const client = new MasterClient(o.masterUrl, { timeoutMs: 5000, token: findToken(o.masterUrl, io.env), tls });
-  let stop = false;
-  let wake: () => void = () => undefined;
-  const dispose = io.onInterrupt(() => {
-    stop = true;
-    wake();
-  });
+  const loop = untilInterrupted(io);
   try {
-    for (let frame = 0; !stop; frame++) {
+    for (let frame = 0; !loop.stopped(); frame++) {
       let text: string;
       try {
         const state = await client.state();
@@ -110,16 +105,10 @@ export async function runTop(o: TopOptions, io: CliIo): Promise<number> {
       // On a terminal each frame replaces the last; piped, frames follow one another.
       io.stdout.write(o.clear ? `\x1b[H\x1b[2J${text}` : `${frame > 0 ? '\n' : ''}${text}`);
       if (o.once) return 0;
-      await new Promise<void>((r) => {
-        const t = setTimeout(r, o.intervalMs);
-        wake = () => {
-          clearTimeout(t);
-          r();
-        };
-      });
+      await loop.sleep(o.intervalMs);
     }
     return 0;
   } finally {
-    dispose();
+    loop.dispose();
   }
 }

@@ -1,0 +1,166 @@
+// kubectl's and Nomad's habits on the command line, without a cluster: global flags anywhere,
+// get/describe, -w, one list shape with "No resources found", and -f on submit and deploy.
+// (test/integration/cli-habits.test.ts runs the same habits against a real `cairn up`.)
+
+import { describe, expect, it } from 'vitest';
+import { runCli, type CommandHandlers } from '../../bin/commands/program.ts';
+import { normalizeArgv } from '../../bin/commands/common/argv.ts';
+import { kindCommand, KINDS } from '../../bin/commands/cli/kinds.ts';
+import type { CliIo } from '../../bin/commands/common/io.ts';
+import { NO_RESOURCES, printList } from '../../bin/commands/common/output.ts';
+import { comparable } from '../../bin/commands/common/watch.ts';
+import { waitFor } from '../harness/processes.ts';
+
+function capture(env: Record<string, string> = {}) {
+  let out = '';
+  let err = '';
+  const listeners = new Set<(s: string) => void>();
+  const io: CliIo = {
+    stdout: { write: (s: string) => (out += s) },
+    stderr: { write: (s: string) => (err += s) },
+    env,
+    onInterrupt: (l) => {
+      listeners.add(l);
+      return () => listeners.delete(l);
+    },
+  };
+  return { io, out: () => out, err: () => err, interrupt: () => [...listeners].forEach((l) => l('SIGINT')), listening: () => listeners.size };
+}
+
+/** Runs the line with recording stand-ins for the task commands; what each was handed. */
+async function parse(argv: string[]) {
+  const c = capture();
+  const calls: { command: string; options: any; token?: string | undefined }[] = [];
+  const record = (command: string) => async (options: unknown, io: CliIo) => {
+    calls.push({ command, options, token: io.env.CAIRN_TOKEN });
+    return 0;
+  };
+  const handlers: Partial<CommandHandlers> = { agents: record('agents'), tasks: record('tasks'), task: record('task'), run: record('run'), logs: record('logs'), kill: record('kill') };
+  const code = await runCli(argv, c.io, handlers);
+  return { code, calls, out: c.out(), err: c.err() };
+}
+
+describe('global flags anywhere on the line', () => {
+  it('--token after the command reaches it, as before it', async () => {
+    const after = await parse(['agents', '--token', 's3cret', '--master', 'http://m:5050']);
+    expect(after.code).toBe(0);
+    expect(after.calls[0]).toMatchObject({ command: 'agents', token: 's3cret', options: { masterUrl: 'http://m:5050' } });
+    const eq = await parse(['tasks', '--limit', '3', '--token=other']);
+    expect(eq.calls[0]).toMatchObject({ command: 'tasks', token: 'other', options: { limit: 3 } });
+  });
+
+  it('-o and --master before the command go to it', async () => {
+    const r = await parse(['-o', 'json', '--master', 'http://m:5050', 'tasks']);
+    expect(r.code).toBe(0);
+    expect(r.calls[0]!.options).toMatchObject({ output: 'json', masterUrl: 'http://m:5050' });
+  });
+
+  it("a task's own command keeps its flags: nothing after -- moves, nor after run's command without --", () => {
+    expect(normalizeArgv(['run', '--token', 't', '--', 'sh', '-c', 'x --token y']).argv).toEqual(['--token', 't', 'run', '--', 'sh', '-c', 'x --token y']);
+    expect(normalizeArgv(['run', 'curl', '--token', 'y']).argv).toEqual(['run', 'curl', '--token', 'y']);
+    expect(normalizeArgv(['--master', 'http://m:5050', 'run', 'echo', 'hi']).argv).toEqual(['run', '--master', 'http://m:5050', 'echo', 'hi']);
+    expect(normalizeArgv(['-o', 'json', 'job', 'list']).argv).toEqual(['job', 'list', '-o', 'json']);
+  });
+
+  it('cairn run gets --token given after its flags', async () => {
+    const r = await parse(['run', '--cpus', '1', '--token', 't0k', '--', 'echo', '--token']);
+    expect(r.calls[0]).toMatchObject({ command: 'run', token: 't0k', options: { command: ['echo', '--token'], cpus: 1 } });
+  });
+});
+
+describe('get and describe', () => {
+  it('get KIND is the kind\'s list; get/describe KIND NAME its description', async () => {
+    const list = await parse(['get', 'pods', '-o', 'wide']);
+    expect(list.calls[0]).toMatchObject({ command: 'tasks', options: { output: 'wide' } });
+    const one = await parse(['describe', 'task', 'train-0-abc']);
+    expect(one.calls[0]).toMatchObject({ command: 'task', options: { taskId: 'train-0-abc' } });
+    const yaml = await parse(['get', '-o', 'yaml', 'task', 'train-0-abc']);
+    expect(yaml.calls[0]).toMatchObject({ command: 'task', options: { taskId: 'train-0-abc', output: 'yaml' } });
+    const node = await parse(['describe', 'node', 'h1']);
+    expect(node.calls[0]).toMatchObject({ command: 'agents', options: { agent: 'h1' } });
+    const filtered = await parse(['get', 'tasks', '--state', 'running']);
+    expect(filtered.calls[0]).toMatchObject({ command: 'tasks', options: { states: ['TASK_RUNNING'] } });
+  });
+
+  it('every kind maps onto a command the program has', async () => {
+    expect(kindCommand('get', 'jobs', undefined)).toEqual(['job', 'list']);
+    expect(kindCommand('describe', 'exp', 'digits')).toEqual(['tune', 'show', 'digits']);
+    expect(kindCommand('describe', 'apps', '/dev/web')).toEqual(['app', 'show', '/dev/web']);
+    for (const k of KINDS) {
+      const help = capture();
+      expect(await runCli([...k.list, '--help'], help.io), k.list.join(' ')).toBe(0);
+      expect(help.out()).toContain(`Usage: cairn ${k.list.join(' ')}`);
+    }
+  });
+
+  it('an unknown kind, or describe without a name, is a usage error naming the kinds', async () => {
+    const bad = await parse(['get', 'widgets']);
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain("unknown kind 'widgets'; kinds: tasks, agents, jobs");
+    const noName = await parse(['describe', 'jobs']);
+    expect(noName.code).toBe(2);
+    expect(noName.err).toContain('describe jobs needs a name or id');
+    expect(bad.calls).toEqual([]);
+  });
+});
+
+describe('-w on lists', () => {
+  it('prints a snapshot, again only when it changed (not when AGE ticks), and stops on Ctrl-C with 0', async () => {
+    const c = capture();
+    const frames = ['ID  AGE\na   5s\n', 'ID  AGE\na   6s\n', 'ID  AGE\na   7s\nb   0s\n'];
+    let reads = 0;
+    const tasks = async (_o: unknown, io: CliIo) => {
+      io.stdout.write(frames[Math.min(reads++, frames.length - 1)]!);
+      return 0;
+    };
+    const running = runCli(['get', 'tasks', '-w'], c.io, { tasks });
+    await waitFor('the third read', async () => (reads >= 3 ? true : undefined), 10_000);
+    expect(c.listening()).toBe(1);
+    c.interrupt();
+    expect(await running).toBe(0);
+    expect(c.out()).toBe(`${frames[0]}\n${frames[2]}`);
+    expect(normalizeArgv(['job', 'list', '--watch'])).toEqual({ argv: ['job', 'list'], watch: true });
+    expect(normalizeArgv(['job', 'show', 'x', '-w']).watch).toBe(false);
+  });
+
+  it('a refused line ends the watch with 2, said once', async () => {
+    const c = capture();
+    expect(await runCli(['tasks', '-w', '--limit', 'x'], c.io, { tasks: async () => 0 })).toBe(2);
+    expect(c.err().match(/--limit/g)?.length).toBe(1);
+  });
+
+  it('ages and their padding do not count as a change', () => {
+    expect(comparable('a   9s\n')).toBe(comparable('a   10s\n'));
+    expect(comparable('a   9s\n')).not.toBe(comparable('b   9s\n'));
+  });
+});
+
+describe('lists: one shape, and "No resources found"', () => {
+  it('-o json is a bare array; an empty table says so on stderr, stdout empty', () => {
+    const c = capture();
+    printList(c.io, 'json', [{ id: 'a' }], () => 'table');
+    expect(JSON.parse(c.out())).toEqual([{ id: 'a' }]);
+    const e = capture();
+    printList(e.io, undefined, [], () => 'HEADER\n');
+    expect([e.out(), e.err()]).toEqual(['', NO_RESOURCES]);
+    const j = capture();
+    printList(j.io, 'yaml', [], () => 'HEADER\n');
+    expect([j.out(), j.err()]).toEqual(['[]\n', '']);
+  });
+});
+
+describe('-f FILE on submit and deploy', () => {
+  it('job submit and app deploy take -f; the file given twice, or -f with --kind, is a usage error', async () => {
+    for (const argv of [['job', 'submit', '-f', 'a.yaml', 'b.yaml'], ['job', 'submit', '-f', 'a.yaml', '--kind', 'pytorch', '--', 'x'], ['app', 'deploy', '-f', 'a.json', 'b.json'], ['app', 'deploy']]) {
+      const c = capture();
+      expect(await runCli(argv, c.io), argv.join(' ')).toBe(2);
+      expect(c.err()).toMatch(/-f/);
+    }
+    const missing = capture();
+    expect(await runCli(['job', 'submit', '-f', '/nonexistent/job.yaml', '--master', 'http://127.0.0.1:9'], missing.io)).toBe(1);
+    expect(missing.err()).toContain('cannot read /nonexistent/job.yaml');
+    const app = capture();
+    expect(await runCli(['app', 'deploy', '-f', '/nonexistent/app.json', '--master', 'http://127.0.0.1:9'], app.io)).toBe(1);
+    expect(app.err()).toContain('cannot read /nonexistent/app.json');
+  });
+});
