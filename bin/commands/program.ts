@@ -11,6 +11,7 @@ import { addCliCommands, cliHandlers, type CliHandlers } from './cli/program.ts'
 import { addKindCommands } from './cli/kinds.ts';
 import { normalizeArgv, WATCHABLE_LISTS } from './common/argv.ts';
 import { withClientSide } from './common/client-side.ts';
+import { EXIT_CODES_HELP } from './common/exit-codes.ts';
 import { masterUrlOf, USAGE_EXIT_CODE, type FamilyContext } from './common/context.ts';
 import { addExamples } from './common/examples.ts';
 import type { CliIo } from './common/io.ts';
@@ -72,6 +73,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
   addWatchOption(program);
   inHelpOrder(program);
   addExamples(program);
+  program.addHelpText('after', '\nExit codes (0 ok, 1 failed, 2 usage, 67 credential refused, 77 not permitted, 124 timed out): cairn help exit-codes');
   return { program, result };
 }
 
@@ -113,6 +115,8 @@ function inHelpOrder(program: Command): void {
 export async function runCli(argv: string[], io: CliIo, handlers: Partial<CommandHandlers> = {}): Promise<number> {
   // Global flags anywhere, get/describe, -w: the line as kubectl users type it (common/argv.ts).
   const line = normalizeArgv(argv);
+  // A help topic, not a command: commander's `help` knows only commands.
+  if (line.argv.length === 2 && line.argv[0] === 'help' && line.argv[1] === 'exit-codes') return void io.stdout.write(EXIT_CODES_HELP), 0;
   if (line.watch) return watchList((snapshotIo) => parseAndRun(line.argv, snapshotIo, handlers), io);
   return parseAndRun(line.argv, io, handlers);
 }

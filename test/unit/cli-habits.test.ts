@@ -2,7 +2,10 @@
 // get/describe, -w, one list shape with "No resources found", and -f on submit and deploy.
 // (test/integration/cli-habits.test.ts runs the same habits against a real `cairn up`.)
 
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
+import { EXIT_CREDENTIALS_REFUSED, EXIT_NOT_PERMITTED, EXIT_TIMED_OUT, exitCodeOf } from '../../bin/commands/common/exit-codes.ts';
 import { runCli, type CommandHandlers } from '../../bin/commands/program.ts';
 import { normalizeArgv } from '../../bin/commands/common/argv.ts';
 import { kindCommand, KINDS } from '../../bin/commands/cli/kinds.ts';
@@ -162,5 +165,35 @@ describe('-f FILE on submit and deploy', () => {
     const app = capture();
     expect(await runCli(['app', 'deploy', '-f', '/nonexistent/app.json', '--master', 'http://127.0.0.1:9'], app.io)).toBe(1);
     expect(app.err()).toContain('cannot read /nonexistent/app.json');
+  });
+});
+
+describe('exit codes', () => {
+  it('a refused credential exits 67, a refused permission 77, for every family of commands', async () => {
+    let status = 401;
+    const server = createServer((_req, res) => {
+      res.writeHead(status, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(status === 401 ? { code: 'CAIRN_UNAUTHENTICATED', message: 'a valid credential is required' } : { code: 'CAIRN_FORBIDDEN', message: 'not permitted' }));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+    try {
+      for (const [code, s] of [[EXIT_CREDENTIALS_REFUSED, 401], [EXIT_NOT_PERMITTED, 403]] as const) {
+        status = s;
+        for (const argv of [['tasks'], ['get', 'jobs'], ['tune', 'list'], ['app', 'list'], ['secret', 'list'], ['quota', 'list']]) {
+          const c = capture({ CAIRN_TOKEN: 'wrong' });
+          expect(await runCli([...argv, '--master', url], c.io), `${argv.join(' ')} on ${s}: ${c.err()}`).toBe(code);
+        }
+      }
+    } finally {
+      await new Promise((r) => server.close(r));
+    }
+    expect([exitCodeOf(new Error('x')), exitCodeOf({ status: 500 })]).toEqual([1, 1]);
+  });
+
+  it('cairn help exit-codes lists every code', async () => {
+    const c = capture();
+    expect(await runCli(['help', 'exit-codes'], c.io)).toBe(0);
+    for (const code of [0, 1, 2, EXIT_CREDENTIALS_REFUSED, EXIT_NOT_PERMITTED, EXIT_TIMED_OUT, 130]) expect(c.out()).toMatch(new RegExp(`^ {2}${code} `, 'm'));
   });
 });

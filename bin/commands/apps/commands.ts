@@ -9,6 +9,7 @@ import { clientTls } from '../common/client-tls.ts';
 import type { CliIo } from '../common/io.ts';
 import { formatObjects, printList } from '../common/output.ts';
 import { formatTable } from '../common/table.ts';
+import { exitCodeOf } from '../common/exit-codes.ts';
 
 interface Common {
   masterUrl: string;
@@ -214,6 +215,6 @@ export async function runApp(c: AppCommand, io: CliIo, stdin: () => string = rea
     }
   } catch (err) {
     io.stderr.write(`cairn app ${c.action}: ${(err as Error).message}\n`);
-    return 1;
+    return exitCodeOf(err);
   }
 }

@@ -7,6 +7,7 @@ import { clientTls } from '../common/client-tls.ts';
 import type { CliIo } from '../common/io.ts';
 import type { DrainOptions } from './options.ts';
 import { findToken } from '../../../shared/sdk/credentials.ts';
+import { exitCodeOf } from '../common/exit-codes.ts';
 
 /** The one agent `host` names (id first, then host name or IP); throws when none or several match. */
 export function findAgent(agents: readonly AgentView[], host: string): AgentView {
@@ -34,6 +35,6 @@ export async function runDrain(o: DrainOptions, io: CliIo): Promise<number> {
     return 0;
   } catch (err) {
     io.stderr.write(`cairn agent ${verb}: ${err instanceof Error ? err.message : String(err)}\n`);
-    return 1;
+    return exitCodeOf(err);
   }
 }

@@ -11,6 +11,7 @@ import { formatTable } from '../common/table.ts';
 import type { OutputOption } from '../common/options.ts';
 import { formatObjects } from '../common/output.ts';
 import { findToken } from '../../../shared/sdk/credentials.ts';
+import { exitCodeOf } from '../common/exit-codes.ts';
 
 /** An add waits for the new master to catch up (the leader gives it 60 s) before it is promoted. */
 const CHANGE_TIMEOUT_MS = 90_000;
@@ -47,6 +48,6 @@ export async function runMasters(o: MastersOptions & OutputOption, io: CliIo): P
   } catch (err) {
     const e = err as Error & { code?: string };
     io.stderr.write(`cairn masters: ${e.message}${e.code?.startsWith('CAIRN_') ? ` (${e.code})` : ''}\n`);
-    return 1;
+    return exitCodeOf(err);
   }
 }

@@ -15,6 +15,7 @@ import { JobsClient } from './client.ts';
 import { LinePrefixer, printTaskLog } from '../common/log-relay.ts';
 import { formatObjects, printList, type OutputFormat } from '../common/output.ts';
 import { age, formatTable } from '../common/table.ts';
+import { EXIT_TIMED_OUT, exitCodeOf } from '../common/exit-codes.ts';
 
 export interface JobCommandOptions {
   masterUrl: string;
@@ -34,7 +35,7 @@ async function withJobs(name: string, o: JobCommandOptions, io: CliIo, body: (c:
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     io.stderr.write(`cairn ${name}: ${message}${hintFor(err)}\n`);
-    return 1;
+    return exitCodeOf(err);
   }
 }
 
@@ -145,7 +146,7 @@ export function runJobWait(o: JobCommandOptions & { name: string; timeoutMs?: nu
       }
       if (Date.now() >= deadline) {
         io.stderr.write(`cairn job wait: job ${j.name} is still ${j.phase} after ${o.timeoutMs} ms: ${j.message}\n`);
-        return 1;
+        return EXIT_TIMED_OUT;
       }
       await new Promise((r) => setTimeout(r, WAIT_POLL_MS));
     }

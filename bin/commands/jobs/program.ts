@@ -87,9 +87,9 @@ export function addJobCommands(program: Command, ctx: FamilyContext): void {
     });
 
   withExamples(job.command('wait'), 'wait')
-    .description('wait for a job to end: exit 0 when it succeeded, 1 with the reason when it failed')
+    .description('wait for a job to end: exit 0 when it succeeded, 1 with the reason when it failed, 124 when --timeout ran out')
     .argument('<name>', 'job name')
-    .option('--timeout <duration>', 'give up (exit 1) after this long, e.g. 10m', durationFlag())
+    .option('--timeout <duration>', 'give up after this long, e.g. 10m: exit 124 (as timeout(1) does; cairn help exit-codes)', durationFlag())
     .addOption(masterOption())
     .action(async (name: string, o: { master?: string; timeout?: number }, cmd: Command) => {
       const side = clientSide(program, ctx.io);

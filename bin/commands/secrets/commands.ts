@@ -10,6 +10,7 @@ import { isUnreachable, unreachableHint } from '../common/hints.ts';
 import type { CliIo } from '../common/io.ts';
 import { apiClientOptions, MasterApiClient } from '../common/master-api-client.ts';
 import { printList, type OutputFormat } from '../common/output.ts';
+import { exitCodeOf } from '../common/exit-codes.ts';
 
 export interface SecretCommandOptions {
   masterUrl: string;
@@ -45,7 +46,7 @@ async function withSecrets(name: string, o: SecretCommandOptions, io: CliIo, bod
       ? err.code === 'CAIRN_UNKNOWN_SECRET' ? ' — `cairn secret list` shows yours' : ''
       : isUnreachable(message) ? ` — ${unreachableHint(o.masterUrl)}` : '';
     io.stderr.write(`cairn secret ${name}: ${message}${hint}\n`);
-    return 1;
+    return exitCodeOf(err);
   }
 }
 

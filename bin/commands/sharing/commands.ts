@@ -12,6 +12,7 @@ import { formatObjects, printList, type OutputFormat } from '../common/output.ts
 import { inSubtree, mergedQuota, type QuotaChange } from './flags.ts';
 import { SharingClient, type RolesAnswer } from './client.ts';
 import { formatTable } from '../common/table.ts';
+import { exitCodeOf } from '../common/exit-codes.ts';
 
 export interface SharingCommandOptions {
   masterUrl: string;
@@ -28,7 +29,7 @@ async function withSharing(name: string, o: SharingCommandOptions, io: CliIo, bo
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     io.stderr.write(`cairn ${name}: ${message}${hintFor(err, o.masterUrl)}\n`);
-    return 1;
+    return exitCodeOf(err);
   }
 }
 

@@ -17,6 +17,7 @@ import { formatObjects, printList } from '../common/output.ts';
 import { age, formatTable } from '../common/table.ts';
 import { describeTask, exitCell, selectTasks, usageCell, type TaskUsageRead } from './task-format.ts';
 import { findToken } from '../../../shared/sdk/credentials.ts';
+import { exitCodeOf } from '../common/exit-codes.ts';
 
 /** How long the look behind a hint (an agent's /health, the task list) may take. */
 const HINT_TIMEOUT_MS = 3000;
@@ -36,7 +37,7 @@ async function withMaster(name: string, o: MasterClientCommandOptions, io: CliIo
     const message = err instanceof Error ? err.message : String(err);
     const hint = await hintFor(err, client, tls, context).catch(() => undefined);
     io.stderr.write(`cairn ${name}: ${message}${hint ? ` — ${hint}` : ''}\n`);
-    return 1;
+    return exitCodeOf(err);
   }
 }
 

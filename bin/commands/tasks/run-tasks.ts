@@ -16,8 +16,8 @@ export const RUN_FAILOVER_TIMEOUT_S = 60;
  */
 export const DETACH_FAILOVER_TIMEOUT_S = 7 * 24 * 3600;
 
-/** Exit code of a `cairn run` whose `--timeout` ended the wait, as timeout(1) has it. */
-export const EXIT_TIMED_OUT = 124;
+/** Exit code of a `cairn run` whose `--timeout` ended the wait, as timeout(1) has it (every --timeout's). */
+export { EXIT_TIMED_OUT } from '../common/exit-codes.ts';
 
 export function runFrameworkInfo(o: Pick<RunOptions, 'name' | 'role'> & { detach?: boolean }, user: string): FrameworkInfo {
   return {

@@ -15,6 +15,7 @@ import { age, formatTable } from '../common/table.ts';
 import { ExperimentsClient, type ResumeLimits } from './client.ts';
 import { MasterClient, type LogStream } from '../../../shared/sdk/master-client.ts';
 import { printTaskLog } from '../common/log-relay.ts';
+import { exitCodeOf } from '../common/exit-codes.ts';
 
 export interface TuneCommandOptions {
   masterUrl: string;
@@ -41,7 +42,7 @@ async function withExperiments(name: string, o: TuneCommandOptions, io: CliIo, b
     // The experiment's name is the command's argument: "name: " says nothing more.
     if (err instanceof MasterHttpError && err.field === 'name') message = message.replace(/^name: /, '');
     io.stderr.write(`cairn ${name}: ${message}${hintFor(err)}\n`);
-    return 1;
+    return exitCodeOf(err);
   }
 }
 
