@@ -49,6 +49,8 @@ export type CairnErrorCode =
   | 'CAIRN_NOT_READY'
   // A job document (Cairn's own, a TFJob, a PyTorchJob, a Volcano Job, or flags) refused
   | 'CAIRN_INVALID_JOB'
+  // A job with a replica bigger than every agent: waiting cannot help (allowUnschedulable submits it anyway)
+  | 'CAIRN_UNSCHEDULABLE'
   // Registry credentials: a Docker config.json refused, a stored credential (secret) not found
   | 'CAIRN_BAD_DOCKER_CONFIG'
   | 'CAIRN_UNKNOWN_SECRET'

@@ -27,6 +27,8 @@ const STATUS: Partial<Record<CairnErrorCode, number>> = {
   // WebDAV's Insufficient Storage (RFC 4918): the server cannot store what the request needs.
   CAIRN_STORAGE_FULL: 507,
   CAIRN_RAFT_OFF: 404,
+  // Well formed, but no agent of this cluster can ever hold it.
+  CAIRN_UNSCHEDULABLE: 422,
 };
 
 export interface ErrorBody {

@@ -106,6 +106,12 @@ export interface JobSpec {
    * class is offered first and may preempt lower classes' tasks when its gang does not fit.
    */
   priorityClass?: string;
+  /**
+   * Submitted although a replica is bigger than every agent (`allowUnschedulable=true` on
+   * POST /api/v1/jobs): it waits for an agent that can hold it instead of failing as
+   * Unschedulable, unless a failure policy says otherwise.
+   */
+  allowUnschedulable?: boolean;
 }
 
 /**

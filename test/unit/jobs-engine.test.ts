@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import { Resources } from '../../shared/resources.ts';
 import { JobEngine, type Effects, type EngineOptions } from '../../master/frameworks/jobs/engine.ts';
-import type { HeldOffer } from '../../master/frameworks/jobs/gang.ts';
+import type { HeldOffer } from '../../shared/sdk/held-offer.ts';
 import type { JobKind, JobSpec, ReplicaGroup, RestartPolicy } from '../../shared/jobs/model.ts';
 import type { JobRecord } from '../../master/frameworks/jobs/record.ts';
 
@@ -220,6 +220,10 @@ describe('job engine: gangs', () => {
     e.submit(spec('patient', 'batch', [group('worker', 3, 'OnFailure', 3)], { failurePolicies: [{ event: 'Unschedulable', action: 'RestartJob' }] }), [], 'u', 0);
     expect(e.get('patient')!.phase).toBe('Queued');
     expect(e.get('patient')!.message).toMatch(/^Unschedulable/);
+    // Submitted with allowUnschedulable: it waits too, with no policy of its own.
+    e.submit(spec('allowed', 'batch', [group('worker', 1, 'OnFailure', 9)], { allowUnschedulable: true }), [], 'u', 0);
+    expect(e.get('allowed')!.phase).toBe('Queued');
+    expect(e.get('allowed')!.message).toMatch(/^Unschedulable/);
   });
 
   it('places a 1000-replica gang on 100 agents, all at once', () => {

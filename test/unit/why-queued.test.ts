@@ -3,6 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import { explainQueued, type RoomAgent, type RoomHolder, type WaiterClass } from '../../shared/sdk/why-queued.ts';
+import { neverFitsAnyAgent } from '../../shared/sdk/never-fits.ts';
 import { PriorityClasses } from '../../shared/sharing/priority-classes.ts';
 
 const classes = new PriorityClasses();
@@ -58,5 +59,22 @@ describe('explainQueued', () => {
     expect(explainQueued([{ label: 'x', cpus: 1, mem: 64 }], agents, as('research'))).toBeUndefined();
     expect(explainQueued([{ label: 'x', cpus: 4, mem: 64 }], agents, as('research'))).toBeUndefined();
     expect(explainQueued([{ label: 'x', cpus: 2, mem: 64 }], [agent('a', 'cpus:2;mem:1024', [holder('/w', 'cpus:1;mem:32')], false)], as('research'))).toBeUndefined();
+  });
+});
+
+describe('neverFitsAnyAgent', () => {
+  const agents = [
+    { id: 'a1', hostname: 'small', resources: 'cpus:1;mem:512;ports:[31000-31009]' },
+    { id: 'a2', hostname: 'big', resources: 'cpus:2;mem:1024;ports:[31000-31009]' },
+  ];
+
+  it('names the largest agent and its size when a task is bigger than every agent', () => {
+    expect(neverFitsAnyAgent({ cpus: 4, mem: 256 }, agents)).toBe('needs cpus 4, mem 256 MiB, more than any agent has in all: the largest of 2 agents, big (a2), has cpus 2, mem 1024 MiB');
+    expect(neverFitsAnyAgent({ cpus: 1, mem: 64, gpus: 1 }, [agents[0]!])).toBe('needs cpus 1, mem 64 MiB, gpus 1, more than any agent has in all: the only agent, small (a1), has cpus 1, mem 512 MiB, gpus 0');
+  });
+
+  it('says nothing when some agent could hold it once free, or when no agent is known yet', () => {
+    expect(neverFitsAnyAgent({ cpus: 2, mem: 1024, ports: 10 }, agents)).toBeUndefined();
+    expect(neverFitsAnyAgent({ cpus: 4, mem: 256 }, [])).toBeUndefined();
   });
 });

@@ -603,7 +603,8 @@ export class JobEngine {
 
   private unschedulable(r: JobRecord, why: string, nowMs: number): void {
     const policy = r.spec.failurePolicies.find((p) => p.event === 'Unschedulable');
-    const action = policy?.action ?? 'AbortJob';
+    // A job submitted knowing it does not fit waits for the cluster to grow.
+    const action = policy?.action ?? (r.spec.allowUnschedulable ? 'RestartJob' : 'AbortJob');
     const message = `Unschedulable: ${why}`;
     if (action === 'AbortJob') this.finish(r, 'Failed', 'Unschedulable', message, nowMs);
     else if (action === 'CompleteJob') this.finish(r, 'Succeeded', 'Unschedulable', message, nowMs);

@@ -19,6 +19,8 @@ import { invalidJob } from '../../../shared/jobs/field-paths.ts';
 import type { JobSpec } from '../../../shared/jobs/model.ts';
 import type { PriorityClasses } from '../../../shared/sharing/priority-classes.ts';
 import { checkJobEnv, jobAdmission } from './job-limits.ts';
+import { CairnError } from '../../../shared/errors.ts';
+import { neverFitsAnyAgent } from '../../../shared/sdk/never-fits.ts';
 
 
 /**
@@ -41,6 +43,28 @@ function requireImagePullSecrets(parsed: ParsedJob, secrets: SecretUse, principa
   }));
 }
 
+/**
+ * A replica bigger than every agent can never start: refused (422, naming the largest agent)
+ * unless `?allowUnschedulable=true`, which submits it to wait for a bigger agent; then the
+ * sentences come back as warnings.
+ */
+function neverFitting(parsed: ParsedJob, env: BuiltinRoutesEnv<JobsRuntime>, query: unknown): string[] {
+  const raw = (query as Record<string, unknown> | undefined)?.allowUnschedulable;
+  if (raw !== undefined && raw !== 'true' && raw !== 'false') throw new CairnError('CAIRN_BAD_REQUEST', `must be true or false, got '${String(raw).slice(0, 32)}'`, 'allowUnschedulable');
+  const agents = [...env.cluster.agents().values()];
+  const out: string[] = [];
+  parsed.spec.groups.forEach((g, i) => {
+    const t = g.template;
+    const why = neverFitsAnyAgent({ cpus: t.cpus, mem: t.memMb, disk: t.diskMb, gpus: t.gpus, ports: t.ports }, agents);
+    if (why === undefined) return;
+    const message = `each ${g.name} replica ${why}`;
+    if (raw !== 'true') throw new CairnError('CAIRN_UNSCHEDULABLE', `${message}; it can never start (submit with allowUnschedulable=true to let it wait for a bigger agent)`, parsed.locate(`groups[${i}].template`));
+    out.push(`${parsed.locate(`groups[${i}].template`)}: ${message}`);
+  });
+  if (out.length > 0) parsed.spec.allowUnschedulable = true;
+  return out;
+}
+
 function notFound(reply: FastifyReply, name: string): FastifyReply {
   return reply.code(404).send({ code: 'CAIRN_UNKNOWN_JOB', message: `no job '${name}'`, field: 'name' });
 }
@@ -60,6 +84,7 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
 
     sub.post('/api/v1/jobs', async (req: FastifyRequest, reply: FastifyReply) => {
       let parsed;
+      let unschedulable: string[] = [];
       try {
         parsed = parseJobDocument(req.body, req.headers['content-type']);
         checkJobEnv(parsed, env.quotas.limits);
@@ -68,6 +93,7 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
         access.requireCreate(req.principal, parsed.spec.role, 'role');
         access.requireClass(req.principal, parsed.spec.priorityClass, env.priorityClasses.defaultClass, 'priorityClassName');
         requireImagePullSecrets(parsed, secrets, req.principal);
+        unschedulable = neverFitting(parsed, env, req.query);
         // A finished job of the name is replaced by this one: that is deleting it.
         const old = recordOf(env, parsed.spec.name);
         if (old && isFinished(old)) requireOn(req, 'teardown_frameworks', old);
@@ -86,7 +112,7 @@ export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<Jo
       if (r === 'exists') {
         return reply.code(409).send({ code: 'CAIRN_JOB_EXISTS', message: `a job named '${parsed.spec.name}' is still live: delete it or wait for it to finish`, field: 'name' });
       }
-      return reply.code(201).send({ name: r.spec.name, ignored: r.ignored });
+      return reply.code(201).send({ name: r.spec.name, ignored: r.ignored, ...(unschedulable.length > 0 ? { warnings: unschedulable } : {}) });
     });
   });
 

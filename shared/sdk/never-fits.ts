@@ -1,0 +1,49 @@
+// Whether one task of a submission can never fit: bigger than every agent's total resources,
+// so that waiting cannot help (a busy cluster is no reason; what others hold is let go one
+// day). Said at submit, naming the largest agent and its size, so that the submitter sees
+// at once what a queue would hide. Pure: the caller passes the agents' totals.
+
+import { Resources } from '../resources.ts';
+import type { TaskRequirement } from './offer-fit.ts';
+import { WAIT_RESOURCES, neededAmounts, type WaitResource } from './why-waiting.ts';
+import { amountText } from './why-queued.ts';
+
+export interface AgentSize {
+  id: string;
+  hostname: string;
+  /** Its total resources (`cpus:2;mem:1024;...`). */
+  resources: string;
+}
+
+type Amounts = Record<WaitResource, number>;
+
+function amountsOf(text: string): Amounts | undefined {
+  try {
+    const r = Resources.parse(text);
+    return { cpus: r.cpus, mem: r.mem, disk: r.disk, gpus: r.gpus, ports: r.portCount() };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Why `req` fits on no agent's total, naming the largest agent (most gpus, then cpus, then
+ * memory) and what it has of each resource asked for; undefined when some agent could hold
+ * it, or no agent is known (a cluster still starting is not judged).
+ */
+export function neverFitsAnyAgent(req: TaskRequirement, agents: readonly AgentSize[]): string | undefined {
+  const need = neededAmounts(req);
+  const known = agents.flatMap((a) => {
+    const total = amountsOf(a.resources);
+    return total ? [{ a, total }] : [];
+  });
+  if (known.length === 0) return undefined;
+  if (known.some(({ total }) => [...need].every(([name, amount]) => total[name] + 1e-9 >= amount))) return undefined;
+  const largest = known.reduce((x, y) => (y.total.gpus - x.total.gpus || y.total.cpus - x.total.cpus || y.total.mem - x.total.mem) > 0 ? y : x);
+  const asked = WAIT_RESOURCES.filter((name) => need.has(name));
+  const needs = asked.map((name) => amountText(name, need.get(name)!)).join(', ');
+  const has = asked.map((name) => amountText(name, largest.total[name])).join(', ');
+  const who = largest.a.hostname && largest.a.hostname !== largest.a.id ? `${largest.a.hostname} (${largest.a.id})` : largest.a.id;
+  const of = known.length === 1 ? 'the only agent' : `the largest of ${known.length} agents`;
+  return `needs ${needs}, more than any agent has in all: ${of}, ${who}, has ${has}`;
+}
