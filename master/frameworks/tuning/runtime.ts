@@ -1,6 +1,7 @@
-// The tuning framework's shell on the leading master. Every experiment subscribes as a
-// framework of its own (`tuning:<name>`), as in the paper, so the master's DRF and the
-// experiments' declines decide between them. One queue takes every input: the core decides,
+// The tuning core on the framework runtime (shared/framework-runtime/), on the leading
+// master. Every experiment subscribes as a framework of its own (`tuning:<name>`), as in the
+// paper, so the master's DRF and the experiments' declines decide between them. The runtime's
+// queue takes every input: the core decides,
 // the records it changed are written and durable, and only then are trials launched or
 // killed — a new leader never finds a trial task it did not record, and a finished trial is
 // recorded once. Trials' stdout is read from their agents for metrics while they run, and
@@ -10,17 +11,19 @@ import { randomBytes, randomInt } from 'node:crypto';
 import type { Logger } from 'pino';
 import { isTerminal } from '../../../shared/agent-messages.ts';
 import type { TaskStatusJson } from '../../../shared/mesos-v1.ts';
-import { SchedulerClient } from '../../../shared/sdk/scheduler-client.ts';
 import type { BuiltinEnv, BuiltinInstance } from '../../../shared/framework-host/contract.ts';
 import type { JsonValue } from '../../../shared/framework-host/store.ts';
 import { heldOffer } from '../../../shared/sdk/held-offer.ts';
 import type { JobsApi } from '../../../shared/jobs/api.ts';
 import { isFinished, type JobView } from '../../../shared/jobs/model.ts';
+import type { Cancel } from '../../../shared/framework-runtime/clock.ts';
 import { DecisionQueue } from '../../../shared/framework-runtime/decision-queue.ts';
-import { OfferInterest } from '../../../shared/framework-runtime/offer-interest.ts';
+import { runtimeIo, type RuntimeIoOptions } from '../../../shared/framework-runtime/io.ts';
+import { recordThenAct } from '../../../shared/framework-runtime/record-then-act.ts';
+import { Subscriptions } from '../../../shared/framework-runtime/subscriptions.ts';
 import { chiefGroup, trialJobSpec } from './trial-job.ts';
 import { policyExitCode } from '../../../shared/jobs/exit-code.ts';
-import { REFUSE_BUSY_S, TuningCore, type JobTrialLaunch, type TuningCoreOptions } from './core.ts';
+import { REFUSE_BUSY_S, TuningCore, type JobTrialLaunch, type TuningEffects, type TuningCoreOptions } from './core.ts';
 import type { ExperimentSpec, IgnoredField } from '../../../shared/tuning/model.ts';
 import { EXPERIMENT_KEY_PREFIX, type ExperimentRecord, type TrialRecord } from './record.ts';
 import { trialTaskInfo } from './trial-command.ts';
@@ -31,7 +34,6 @@ export const TUNING_FRAMEWORK_NAME = 'tuning';
 /** Each experiment's framework is named this, then the experiment's name. */
 export const EXPERIMENT_FRAMEWORK_PREFIX = 'tuning:';
 const FRAMEWORK_ID_PREFIX = 'framework-id/';
-const FAILOVER_TIMEOUT_S = 7 * 24 * 3600;
 const TICK_MS = 200;
 /** How often running trials' stdout is read for intermediate metrics. */
 const LOG_POLL_MS = 1_000;
@@ -39,9 +41,7 @@ const RECONCILE_STARTING_MS = 5_000;
 const TEARDOWN_DELAY_MS = 1_000;
 const JOB_SYNC_MS = 1_000;
 
-export interface TuningRuntimeOptions extends TuningCoreOptions {
-  now?: () => number;
-}
+export interface TuningRuntimeOptions extends TuningCoreOptions, RuntimeIoOptions {}
 
 export function frameworkIdKey(experiment: string): string {
   return `${FRAMEWORK_ID_PREFIX}${experiment}`;
@@ -50,12 +50,11 @@ export function frameworkIdKey(experiment: string): string {
 export class TuningRuntime implements BuiltinInstance {
   readonly core: TuningCore;
   private readonly log: Logger;
-  private readonly clients = new Map<string, SchedulerClient>();
-  private readonly interest = new OfferInterest<string>({ reviveAgainMs: Infinity, suppressOnOffer: false });
+  /** One subscription per experiment. */
+  private readonly subs: Subscriptions<string>;
   private readonly queue: DecisionQueue;
-  private readonly timers: NodeJS.Timeout[] = [];
+  private readonly timers: Cancel[] = [];
   private stopped = false;
-  private pendingKills: { experiment: string; taskId?: string; agentId?: string; jobName?: string }[] = [];
   /** Distributed trials' jobs being submitted now (not in the job store yet, and not lost). */
   private readonly submitting = new Set<string>();
   /**
@@ -71,9 +70,35 @@ export class TuningRuntime implements BuiltinInstance {
 
   constructor(private readonly env: BuiltinEnv, opts: TuningRuntimeOptions = {}) {
     this.log = env.log;
-    this.now = opts.now ?? env.now;
+    const io = runtimeIo(env, opts);
+    this.now = () => io.clock.now();
     this.core = new TuningCore(opts.restartBackoff ? { restartBackoff: opts.restartBackoff } : {});
     this.queue = new DecisionQueue(() => this.flush(), (err) => this.log.error({ err }, 'the tuning framework could not carry out a decision'));
+    this.subs = new Subscriptions<string>({
+      name: TUNING_FRAMEWORK_NAME, transport: io.transport, store: env.store, clock: io.clock, log: env.log,
+      // Offers while an experiment has trials to place; a call only when that changes.
+      interest: { reviveAgainMs: Infinity, suppressOnOffer: false },
+      reviveOnSubscribe: true,
+      settled: () => this.run(() => {}),
+      handlers: {
+        frameworkInfo: (name) => {
+          const role = this.core.roleOf(name) ?? '*';
+          const priorityClass = this.core.priorityClassOf(name);
+          return {
+            name: `${EXPERIMENT_FRAMEWORK_PREFIX}${name}`,
+            user: '',
+            capabilities: [{ type: 'GPU_RESOURCES' }],
+            ...(role !== '*' ? { role } : {}),
+            ...(priorityClass !== undefined ? { labels: { labels: [{ key: PRIORITY_CLASS_LABEL, value: priorityClass }] } } : {}),
+          };
+        },
+        idKey: frameworkIdKey,
+        wanted: (name) => this.core.needsFramework(name),
+        offers: (name, offers) => void this.run(() => this.core.offers(name, offers.map(heldOffer), this.now())),
+        update: (name, status) => this.onUpdate(name, status),
+        subscribed: () => this.reconcileStarting(),
+      },
+    });
     // Distributed trials' jobs are followed through the jobs framework's API.
     this.offJobs = env.api('jobs')?.onChange(() => this.syncJobTrials()) ?? (() => {});
     const records = env.store.entries<JsonValue>(EXPERIMENT_KEY_PREFIX).map(([, v]) => v as unknown as ExperimentRecord);
@@ -81,14 +106,13 @@ export class TuningRuntime implements BuiltinInstance {
     for (const t of trials) if (t.jobName && (t.state === 'Starting' || t.state === 'Running')) this.followed.add(t.jobName);
     void this.run(() => this.core.load(records, trials, this.now()));
     let ticks = 0;
-    this.timers.push(setInterval(() => void this.run(() => {
+    this.timers.push(io.clock.every(TICK_MS, () => void this.run(() => {
       this.core.tick(this.now());
       if (++ticks % Math.round(RECONCILE_STARTING_MS / TICK_MS) === 0) this.reconcileStarting();
       // Job changes come as they are applied; this catches any missed (a leader's first moments).
       if (ticks % Math.round(JOB_SYNC_MS / TICK_MS) === 0) this.syncJobTrials();
-    }), TICK_MS));
-    this.timers.push(setInterval(() => this.pollLogs(), LOG_POLL_MS));
-    for (const t of this.timers) t.unref();
+    })));
+    this.timers.push(io.clock.every(LOG_POLL_MS, () => this.pollLogs()));
   }
 
   /** Submits an experiment; 'exists' while a live one has its name. Resolves once durable. */
@@ -130,8 +154,8 @@ export class TuningRuntime implements BuiltinInstance {
     this.stopped = true;
     this.queue.stop();
     this.offJobs();
-    for (const t of this.timers) clearInterval(t);
-    for (const c of this.clients.values()) c.close();
+    for (const cancel of this.timers) cancel();
+    this.subs.stop();
   }
 
   // ---- the queue ----------------------------------------------------------------------
@@ -142,108 +166,40 @@ export class TuningRuntime implements BuiltinInstance {
 
   private async flush(): Promise<void> {
     const e = this.core.takeEffects();
-    if (e.writes.size > 0) {
-      // Durable first: a leader that dies after this line leaves records the next one acts on.
-      await this.env.store.write([...e.writes].map(([key, value]) => ({ key, value })));
-    }
-    for (const name of e.teardowns) {
-      const client = this.clients.get(name);
-      this.clients.delete(name);
-      this.interest.forget(name);
-      this.pendingKills = this.pendingKills.filter((k) => k.experiment !== name);
-      if (this.env.store.get(frameworkIdKey(name)) !== undefined) await this.env.store.put(frameworkIdKey(name), null);
-      if (client) {
-        // The master kills whatever still runs of it (a removed experiment's trials). A moment
-        // later, so the acknowledgement of the update that settled it goes out first.
-        setTimeout(() => client.teardown().catch((err: Error) => this.log.debug({ err: err.message, experiment: name }, 'teardown not sent')), TEARDOWN_DELAY_MS).unref();
-      }
-    }
-    this.pendingKills.push(...e.kills);
-    const waiting: typeof this.pendingKills = [];
-    for (const k of this.pendingKills) {
-      if (k.jobName) {
-        this.removeJob(k.jobName);
-        continue;
-      }
-      const client = this.clients.get(k.experiment);
-      if (client?.connected !== true || !k.taskId) {
-        waiting.push(k);
-        continue;
-      }
-      client.kill(k.taskId, k.agentId).catch((err: Error) => this.log.warn({ err: err.message, taskId: k.taskId }, 'kill not sent'));
-    }
-    this.pendingKills = waiting;
-    for (const l of e.launches) {
-      const record = this.core.experiment(l.experiment)?.record;
-      const client = this.clients.get(l.experiment);
-      const ids = l.trials.map((t) => t.taskId);
-      if (!record || client?.connected !== true) {
-        queueMicrotask(() => void this.run(() => this.core.launchFailed(l.experiment, ids, 'not subscribed')));
-        continue;
-      }
-      const tasks = l.trials.map((t) => trialTaskInfo(record.spec, t, l.agentId));
-      client.accept(l.offerIds, tasks, { refuse_seconds: REFUSE_BUSY_S }).catch((err: Error) => {
-        this.log.warn({ err: err.message, tasks: ids }, 'trial launch refused');
-        void this.run(() => this.core.launchFailed(l.experiment, ids, err.message));
-      });
-    }
-    for (const j of e.jobLaunches) this.submitJob(j);
-    for (const d of e.declines) {
-      this.clients.get(d.experiment)?.decline(d.offerIds, d.refuseSeconds).catch((err: Error) => this.log.debug({ err: err.message }, 'decline not sent'));
-    }
-    for (const name of this.core.experimentNames()) {
-      if (!this.core.needsFramework(name)) continue;
-      const client = this.clients.get(name) ?? this.subscribe(name);
-      if (client?.connected) void this.interest.adjust(name, client, this.core.wantsOffers(name), this.now());
-    }
+    await recordThenAct(this.env.store, [...e.writes].map(([key, value]) => ({ key, value })), () => this.act(e));
   }
 
-  // ---- subscriptions ------------------------------------------------------------------
-
-  private subscribe(name: string): SchedulerClient | undefined {
-    if (this.stopped) return undefined;
-    const role = this.core.roleOf(name) ?? '*';
-    const priorityClass = this.core.priorityClassOf(name);
-    const key = frameworkIdKey(name);
-    const stored = this.env.store.get<string>(key);
-    const client = new SchedulerClient(this.env.schedulerOptions({
-      name: `${EXPERIMENT_FRAMEWORK_PREFIX}${name}`,
-      user: '',
-      failover_timeout: FAILOVER_TIMEOUT_S,
-      capabilities: [{ type: 'GPU_RESOURCES' }],
-      ...(role !== '*' ? { role } : {}),
-      ...(priorityClass !== undefined ? { labels: { labels: [{ key: PRIORITY_CLASS_LABEL, value: priorityClass }] } } : {}),
-      ...(stored ? { id: { value: stored } } : {}),
-    }));
-    this.clients.set(name, client);
-    client.on('subscribed', (frameworkId) => {
-      this.interest.subscribed(name, true, this.now());
-      void this.run(() => {}).then(async () => {
-        if (this.clients.get(name) !== client) return;
-        if (this.env.store.get(key) !== frameworkId) await this.env.store.put(key, frameworkId);
-        // Every task of the framework: known ones come back with their state, unknown ones
-        // (launched by a leader that died before recording) are killed.
-        await client.reconcile([]).catch((err: Error) => this.log.warn({ err: err.message }, 'reconcile not sent'));
-        this.reconcileStarting();
-        await client.revive().catch(() => {});
-      }).catch((err: unknown) => this.log.warn({ err }, 'could not record the framework id'));
-    });
-    client.on('offers', (offers) => void this.run(() => this.core.offers(name, offers.map(heldOffer), this.now())));
-    client.on('update', (status) => this.onUpdate(name, status));
-    client.on('error', (message) => this.log.error({ message, experiment: name }, 'the master ended an experiment\'s framework'));
-    client.subscribe().catch((err: Error) => {
-      this.log.warn({ err: err.message, experiment: name }, 'an experiment\'s framework could not subscribe; trying again');
-      if (this.clients.get(name) === client) this.clients.delete(name);
-      client.close();
-      if (!this.stopped) setTimeout(() => void this.run(() => {}), 1_000).unref();
-    });
-    return client;
+  /** What the core decided, once its records are durable. */
+  private async act(e: TuningEffects): Promise<void> {
+    // The master kills whatever still runs of a finished experiment's framework (a removed
+    // one's trials); a moment later, so the acknowledgement of the update that settled it goes first.
+    for (const name of e.teardowns) await this.subs.teardown(name, TEARDOWN_DELAY_MS);
+    for (const k of e.kills) {
+      if (k.jobName) this.removeJob(k.jobName);
+      else if (k.taskId) this.subs.kill(k.experiment, k.taskId, k.agentId);
+    }
+    for (const l of e.launches) {
+      const record = this.core.experiment(l.experiment)?.record;
+      const ids = l.trials.map((t) => t.taskId);
+      const failed = (message: string): void => void this.run(() => this.core.launchFailed(l.experiment, ids, message));
+      if (!record) {
+        queueMicrotask(() => failed('not subscribed'));
+        continue;
+      }
+      this.subs.launch(l.experiment, l.offerIds, l.trials.map((t) => trialTaskInfo(record.spec, t, l.agentId)), { refuse_seconds: REFUSE_BUSY_S }, failed);
+    }
+    for (const j of e.jobLaunches) this.submitJob(j);
+    for (const d of e.declines) void this.subs.decline(d.experiment, d.offerIds, d.refuseSeconds);
+    for (const name of this.core.experimentNames()) {
+      if (!this.core.needsFramework(name)) continue;
+      this.subs.ensure(name);
+      void this.subs.wantOffers(name, this.core.wantsOffers(name));
+    }
   }
 
   private reconcileStarting(): void {
     for (const s of this.core.startingSince(this.now(), RECONCILE_STARTING_MS)) {
-      const client = this.clients.get(s.experiment);
-      if (client?.connected === true) client.reconcile([{ taskId: s.taskId, ...(s.agentId ? { agentId: s.agentId } : {}) }]).catch(() => {});
+      if (this.subs.connected(s.experiment)) this.subs.reconcile(s.experiment, [{ taskId: s.taskId, ...(s.agentId ? { agentId: s.agentId } : {}) }]).catch(() => {});
     }
   }
 
