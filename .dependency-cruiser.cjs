@@ -15,6 +15,8 @@ const CORE = [
   // Packing tasks into an offer: arithmetic on Resources only; the restart back-off's arithmetic;
   // an offer as the frameworks hold it.
   '^shared/sdk/(offer-fit|restart-backoff|held-offer)[.]ts$',
+  // The one placement pipeline: feasibility checks, ranking and selection over Resources.
+  '^shared/placement/',
   '^master/registry/(state-machine|commands)[.]ts$',
   // The credential a launch pulls with, picked from the registry's secrets.
   '^master/secrets/pull-auth[.]ts$',
@@ -24,8 +26,8 @@ const CORE = [
   '^master/(metrics|api/scheduler-calls)[.]ts$',
   '^master/leader/',
   // The built-in frameworks' decisions, and the agent's health-check verdicts.
-  '^master/frameworks/jobs/(engine|gang|policies|record|kind-env)[.]ts$',
-  '^master/frameworks/marathon/(core|constraints|app-model)[.]ts$',
+  '^master/frameworks/jobs/(engine|policies|record|kind-env)[.]ts$',
+  '^master/frameworks/marathon/(core|app-model)[.]ts$',
   // The tuning core, its search algorithms, spaces and early-stopping rules, the paper's strategy.
   '^master/frameworks/tuning/(core|record|metrics-parse|dynamic-priority|trial-command|views)[.]ts$',
   '^master/frameworks/tuning/(algorithms|space|early-stopping|math)/',

@@ -14,7 +14,8 @@ import { silentLogger } from '../shared/logger.ts';
 import { Resources } from '../shared/resources.ts';
 import { tempDir } from '../test/harness/processes.ts';
 import { JobEngine, DEFAULT_ENGINE_OPTIONS } from '../master/frameworks/jobs/engine.ts';
-import { placeGang, type GangMember, type HeldOffer } from '../master/frameworks/jobs/gang.ts';
+import { placeGang, type GangMember } from '../shared/placement/gang.ts';
+import type { HeldOffer } from '../shared/sdk/held-offer.ts';
 import type { JobSpec } from '../shared/jobs/model.ts';
 import type { JobView } from '../shared/jobs/model.ts';
 

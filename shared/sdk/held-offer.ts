@@ -3,7 +3,7 @@
 
 import type { OfferJson } from '../mesos-v1.ts';
 import { Resources } from '../resources.ts';
-import { offerRole } from './offer-fit.ts';
+import { offerRole } from '../placement/offer-role.ts';
 
 export interface HeldOffer {
   id: string;

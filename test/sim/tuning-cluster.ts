@@ -19,7 +19,7 @@
 
 import { Allocator, type Offer } from '../../master/allocator/allocator.ts';
 import { REFUSE_BUSY_S, REFUSE_DYNAMIC_S, TuningCore, type TuningEffects } from '../../master/frameworks/tuning/core.ts';
-import type { HeldOffer } from '../../master/frameworks/jobs/gang.ts';
+import type { HeldOffer } from '../../shared/sdk/held-offer.ts';
 import type { ExperimentSpec } from '../../shared/tuning/model.ts';
 import type { Assignment } from '../../shared/tuning/space/types.ts';
 import { Resources } from '../../shared/resources.ts';

@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { Resources } from '../../shared/resources.ts';
 import { backoffDelayMs, DEFAULT_RESTART_BACKOFF, nextRestart, secondsUntil } from '../../shared/sdk/restart-backoff.ts';
 import { JobEngine, type Effects } from '../../master/frameworks/jobs/engine.ts';
-import type { HeldOffer } from '../../master/frameworks/jobs/gang.ts';
+import type { HeldOffer } from '../../shared/sdk/held-offer.ts';
 import type { JobSpec } from '../../shared/jobs/model.ts';
 import type { JobRecord } from '../../master/frameworks/jobs/record.ts';
 import { validateJobSpec } from '../../shared/jobs/spec-validate.ts';

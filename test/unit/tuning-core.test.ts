@@ -8,7 +8,7 @@ import { Resources } from '../../shared/resources.ts';
 import { TuningCore, type TuningEffects } from '../../master/frameworks/tuning/core.ts';
 import type { ExperimentSpec } from '../../shared/tuning/model.ts';
 import type { ExperimentRecord, TrialRecord } from '../../master/frameworks/tuning/record.ts';
-import type { HeldOffer } from '../../master/frameworks/jobs/gang.ts';
+import type { HeldOffer } from '../../shared/sdk/held-offer.ts';
 import { runCurves } from '../sim/tuning-curves.ts';
 
 function spec(over: Partial<ExperimentSpec> = {}): ExperimentSpec {

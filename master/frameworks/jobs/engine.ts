@@ -13,7 +13,8 @@
 import { isTerminal, type TaskState } from '../../../shared/agent-messages.ts';
 import type { MesosResource, Resources } from '../../../shared/resources.ts';
 import { DEFAULT_RESTART_BACKOFF, nextRestart, type RestartBackoffPolicy } from '../../../shared/sdk/restart-backoff.ts';
-import { neverFits, placeGang, placeMembers, scalarNeed, type AgentLaunch, type GangMember, type HeldOffer } from './gang.ts';
+import { neverFits, placeGang, placeMembers, scalarNeed, type AgentLaunch, type GangMember } from '../../../shared/placement/gang.ts';
+import type { HeldOffer } from '../../../shared/sdk/held-offer.ts';
 import { replicaEnvironment, type JobPlacement } from './kind-env.ts';
 import { laneOf, type IgnoredField, type JobSpec, type ReplicaStatus, type TaskTemplate } from '../../../shared/jobs/model.ts';
 import type { WaitingMember } from '../../../shared/sdk/why-queued.ts';

@@ -2,15 +2,9 @@
 // core and the task builder never ask "was it given?". Pure types and defaults; the parser
 // (app-parse.ts) is the only way an app JSON becomes an AppDefinition.
 
-export const CONSTRAINT_OPERATORS = ['UNIQUE', 'CLUSTER', 'GROUP_BY', 'LIKE', 'UNLIKE', 'MAX_PER', 'IS'] as const;
-export type ConstraintOperator = (typeof CONSTRAINT_OPERATORS)[number];
-
-export interface Constraint {
-  /** `hostname` or an agent attribute's name. */
-  field: string;
-  operator: ConstraintOperator;
-  value?: string;
-}
+// Constraints are the placement pipeline's (shared/placement/constraints.ts): one definition.
+export { CONSTRAINT_OPERATORS, type Constraint, type ConstraintOperator } from '../../../shared/placement/constraints.ts';
+import type { Constraint } from '../../../shared/placement/constraints.ts';
 
 export interface PortDefinition {
   port: number;

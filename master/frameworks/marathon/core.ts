@@ -13,8 +13,12 @@
 
 import { Resources } from '../../../shared/resources.ts';
 import { backoffDelayMs as delayAfter } from '../../../shared/sdk/restart-backoff.ts';
-import { portCount, requiredPorts, type AppDefinition, type StoredApp } from './app-model.ts';
-import { Placement, type AgentFacts } from './constraints.ts';
+import { requiredPorts, type AppDefinition, type StoredApp } from './app-model.ts';
+import type { Candidate } from '../../../shared/placement/candidate.ts';
+import { constraintCheck, RESOURCE_CHECKS, roleCheck, type Check, type Reason } from '../../../shared/placement/checks.ts';
+import { ConstraintTracker, fieldValue, type AgentFacts } from '../../../shared/placement/constraints.ts';
+import { repeatDemand, type Demand } from '../../../shared/placement/demand.ts';
+import { place } from '../../../shared/placement/pipeline.ts';
 
 export type InstanceState = 'pending' | 'staging' | 'running' | 'killing' | 'unreachable' | 'terminal';
 
@@ -169,15 +173,17 @@ interface AppPlan {
   stored: StoredApp;
   /** How many new instances to start this round. */
   toLaunch: number;
-  placement: Placement;
-  portsNeeded: number;
-  fixedPorts: number[];
-  /** The fixed ports as Resources (empty when none). */
-  fixed: Resources;
-  /** Where each port goes: a fixed number, or 0 for any. */
-  wanted: number[];
-  scalars: Resources;
+  /** One instance's resources and ports (a fixed number, or 0 for any). */
+  demand: Omit<Demand, 'key'>;
+  /** The framework's role, then the app's constraints, then resources: the first failure is the offer's reason. */
+  checks: readonly Check[];
 }
+
+/** Marathon's names for the placement pipeline's reasons (its queue's offer statistics). */
+const REJECT_OF: Partial<Record<Reason, RejectReason>> = {
+  role: 'UnfulfilledRole', constraint: 'UnfulfilledConstraint', cpus: 'InsufficientCpus', mem: 'InsufficientMemory',
+  disk: 'InsufficientDisk', gpus: 'InsufficientGpus', ports: 'InsufficientPorts',
+};
 
 export function decide(input: CoreInput): CoreOutput {
   const { nowMs } = input;
@@ -295,76 +301,49 @@ export function decide(input: CoreInput): CoreOutput {
     }
 
     for (const c of app.constraints) if (!knownValues.has(c.field)) knownValues.set(c.field, new Set());
-    const placement = new Placement(app.constraints, knownValues);
-    for (const i of counted) if (!kills.has(i.taskId)) placement.add(i);
+    const tracker = new ConstraintTracker(app.constraints, knownValues);
+    for (const i of counted) if (!kills.has(i.taskId)) tracker.add(i);
     if (toLaunch > 0) {
-      const wanted = requiredPorts(app);
-      const fixedPorts = wanted.filter((p) => p > 0);
       plans.push({
-        stored, toLaunch, placement, portsNeeded: portCount(app), fixedPorts, wanted,
-        fixed: Resources.of({ ports: fixedPorts.map((p) => ({ begin: p, end: p })) }),
-        scalars: Resources.of({ cpus: app.cpus, mem: app.mem, disk: app.disk, gpus: app.gpus }),
+        stored, toLaunch,
+        demand: { scalars: Resources.of({ cpus: app.cpus, mem: app.mem, disk: app.disk, gpus: app.gpus }), ports: requiredPorts(app) },
+        checks: [roleCheck(input.role), constraintCheck(tracker), ...RESOURCE_CHECKS],
       });
     }
   }
   for (const [field, set] of knownValues) {
     for (const a of input.agents) {
-      const v = field === 'hostname' || field === '@hostname' ? a.hostname : a.attributes[field];
+      const v = fieldValue(a, field);
       if (v !== undefined) set.add(v);
     }
   }
 
   const offers = [...input.offers].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   for (const offer of offers) {
-    let remaining = offer.resources;
+    const candidate: Candidate = { id: offer.id, agentId: offer.agentId, hostname: offer.hostname, attributes: offer.attributes, role: offer.role, offerIds: [offer.id], left: offer.resources };
     let used = false;
     for (const plan of plans) {
       if (plan.toLaunch === 0) continue;
       const facts = out.queue.get(plan.stored.app.id)!;
       facts.processed++;
-      let launchedHere = 0;
-      let reason: RejectReason | undefined;
-      while (plan.toLaunch > 0) {
-        const r = tryPlace(plan, offer, remaining, input.role);
-        if (typeof r === 'string') {
-          reason = r;
-          break;
-        }
-        remaining = remaining.subtract(r.taken);
-        plan.placement.add(offer);
+      // As many instances as this offer takes, until the first that does not fit.
+      const r = place({ demands: repeatDemand(plan.demand, plan.toLaunch), candidates: [candidate], checks: plan.checks, stopAtFirstMiss: true });
+      for (const p of r.placed) {
         plan.toLaunch--;
-        launchedHere++;
         facts.launched++;
         out.launches.push({
           appId: plan.stored.app.id, configVersion: plan.stored.configVersion, offerId: offer.id, agentId: offer.agentId,
-          hostname: offer.hostname, attributes: offer.attributes, resources: r.taken, ports: r.ports,
+          hostname: offer.hostname, attributes: offer.attributes, resources: p.taken, ports: p.ports,
         });
       }
-      if (launchedHere > 0) used = true;
-      else if (reason) facts.declined[reason] = (facts.declined[reason] ?? 0) + 1;
+      if (r.placed.length > 0) used = true;
+      else {
+        const why = r.unplaced[0]?.reasons.get(candidate.id);
+        const reason = why === undefined ? undefined : REJECT_OF[why];
+        if (reason) facts.declined[reason] = (facts.declined[reason] ?? 0) + 1;
+      }
     }
     if (!used) out.declines.push(offer.id);
   }
   return out;
-}
-
-/** Resources and ports for one instance of the plan's app from what is left of the offer, or why not. */
-function tryPlace(plan: AppPlan, offer: OfferView, remaining: Resources, role: string): { taken: Resources; ports: number[] } | RejectReason {
-  if (offer.role !== '*' && offer.role !== role) return 'UnfulfilledRole';
-  if (plan.placement.broken(offer)) return 'UnfulfilledConstraint';
-  const need = plan.scalars;
-  if (need.getMilli('cpus') > remaining.getMilli('cpus')) return 'InsufficientCpus';
-  if (need.getMilli('mem') > remaining.getMilli('mem')) return 'InsufficientMemory';
-  if (need.getMilli('disk') > remaining.getMilli('disk')) return 'InsufficientDisk';
-  if (need.getMilli('gpus') > remaining.getMilli('gpus')) return 'InsufficientGpus';
-  const { fixed, fixedPorts, wanted } = plan;
-  if (fixedPorts.length > 0 && (new Set(fixedPorts).size !== fixedPorts.length || !remaining.contains(fixed))) return 'InsufficientPorts';
-  const afterFixed = fixedPorts.length > 0 ? remaining.subtract(fixed) : remaining;
-  const anyCount = plan.portsNeeded - fixedPorts.length;
-  const any = afterFixed.takePorts(anyCount);
-  if (!any) return 'InsufficientPorts';
-  const anyList = any.portList();
-  const ports = wanted.map((p) => (p > 0 ? p : anyList.shift()!));
-  const withFixed = fixedPorts.length > 0 ? need.add(fixed) : need;
-  return { taken: anyCount > 0 ? withFixed.add(any) : withFixed, ports };
 }

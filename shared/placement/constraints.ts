@@ -1,9 +1,17 @@
-// Marathon's placement constraints, as a pure check: may one more instance of an app go to
-// an agent with these facts, given where its instances already are? `hostname` is the
-// agent's host name; any other field is an agent attribute. An agent without the attribute
-// fails every operator but UNLIKE (nothing to be unlike).
+// Marathon's placement constraints, as a pure check: may one more instance go to an agent
+// with these facts, given where the others already are? `hostname` is the agent's host
+// name; any other field is an agent attribute. An agent without the attribute fails every
+// operator but UNLIKE (nothing to be unlike).
 
-import type { Constraint } from './app-model.ts';
+export const CONSTRAINT_OPERATORS = ['UNIQUE', 'CLUSTER', 'GROUP_BY', 'LIKE', 'UNLIKE', 'MAX_PER', 'IS'] as const;
+export type ConstraintOperator = (typeof CONSTRAINT_OPERATORS)[number];
+
+export interface Constraint {
+  /** `hostname` or an agent attribute's name. */
+  field: string;
+  operator: ConstraintOperator;
+  value?: string;
+}
 
 export interface AgentFacts {
   hostname: string;
@@ -16,10 +24,10 @@ export function fieldValue(agent: AgentFacts, field: string): string | undefined
 }
 
 /**
- * Where an app's instances are, by constraint field: value → count. Kept per app while a
+ * Where a group's instances are, by constraint field: value → count. Kept per group while a
  * round of offers is placed, so each check is a map lookup.
  */
-export class Placement {
+export class ConstraintTracker {
   private readonly counts = new Map<string, Map<string, number>>();
 
   constructor(
