@@ -12,6 +12,9 @@ import { kindCommand, KINDS } from '../../bin/commands/cli/kinds.ts';
 import type { CliIo } from '../../bin/commands/common/io.ts';
 import { NO_RESOURCES, printList } from '../../bin/commands/common/output.ts';
 import { comparable } from '../../bin/commands/common/watch.ts';
+import { lastLines, printTaskLog } from '../../bin/commands/common/log-relay.ts';
+import type { LogChunk } from '../../shared/master-state.ts';
+import type { LogStream } from '../../shared/sdk/master-client.ts';
 import { waitFor } from '../harness/processes.ts';
 
 function capture(env: Record<string, string> = {}) {
@@ -195,5 +198,39 @@ describe('exit codes', () => {
     const c = capture();
     expect(await runCli(['help', 'exit-codes'], c.io)).toBe(0);
     for (const code of [0, 1, 2, EXIT_CREDENTIALS_REFUSED, EXIT_NOT_PERMITTED, EXIT_TIMED_OUT, 130]) expect(c.out()).toMatch(new RegExp(`^ {2}${code} `, 'm'));
+  });
+});
+
+describe('logs --tail', () => {
+  it('the last N lines, as tail -n; a line not yet ended counts', () => {
+    expect(lastLines('1\n2\n3\n', 2)).toBe('2\n3\n');
+    expect(lastLines('1\n2\n3', 2)).toBe('2\n3');
+    expect(lastLines('1\n2\n', 5)).toBe('1\n2\n');
+    expect(lastLines('1\n2\n', 0)).toBe('');
+  });
+
+  it('with -f: the last N lines of what is there, then what comes after it, each byte once', async () => {
+    const backlog = 'a\nb\nc\nd\n';
+    const later = 'e\nf\n';
+    const reads: number[] = [];
+    const client = {
+      // What is there now, two bytes a read, as an agent reads in pieces.
+      logs: async (_id: string, _s: LogStream, offset: number): Promise<LogChunk> => {
+        reads.push(offset);
+        const data = backlog.slice(offset, offset + 2);
+        return { data, offset, nextOffset: offset + data.length, eof: false };
+      },
+      followLogs: async function* (_id: string, _s: LogStream, offset: number): AsyncIterable<LogChunk> {
+        const all = backlog + later;
+        yield { data: all.slice(offset), offset, nextOffset: all.length, eof: true };
+      },
+    };
+    let out = '';
+    await printTaskLog(client, 't', 'stdout', true, (s) => void (out += s), 2);
+    expect(out).toBe('c\nd\ne\nf\n');
+    expect(reads).toEqual([0, 2, 4, 6, 8]);
+    let once = '';
+    await printTaskLog(client, 't', 'stdout', false, (s) => void (once += s), 3);
+    expect(once).toBe('b\nc\nd\n');
   });
 });

@@ -119,6 +119,8 @@ export interface StreamFollowOptions {
   giveUpMs: number;
   now(): number;
   sleep(ms: number): Promise<void>;
+  /** Where to start (what was already written, e.g. the lines `--tail` kept); 0 when absent. */
+  startOffset?: number;
 }
 
 /**
@@ -146,7 +148,7 @@ function isRefusal(err: unknown): boolean {
  * reached.
  */
 export async function followLogStream(o: StreamFollowOptions): Promise<number> {
-  let offset = 0;
+  let offset = o.startOffset ?? 0;
   let connected = false;
   let brokenSinceMs: number | undefined;
   for (;;) {
@@ -188,9 +190,19 @@ export interface TaskLogReader extends LogStreamSource {
  * read (a stream that breaks is followed again from where it stopped); without, what there
  * is now, read until a read brings nothing more.
  */
-export async function printTaskLog(client: TaskLogReader, taskId: string, stream: LogStream, follow: boolean, write: (text: string) => void): Promise<void> {
+export async function printTaskLog(client: TaskLogReader, taskId: string, stream: LogStream, follow: boolean, write: (text: string) => void, tailLines?: number): Promise<void> {
+  let offset = 0;
+  if (tailLines !== undefined) {
+    // --tail N: what is there now, read whole, of which the last N lines; then, following,
+    // on from where that read ended.
+    let backlog = '';
+    offset = await readLog(client, taskId, stream, 0, (text) => void (backlog += text));
+    write(lastLines(backlog, tailLines));
+    if (!follow) return;
+  }
   if (follow) {
     await followLogStream({
+      startOffset: offset,
       source: client,
       taskId,
       stream,
@@ -202,11 +214,24 @@ export async function printTaskLog(client: TaskLogReader, taskId: string, stream
     });
     return;
   }
-  let offset = 0;
+  await readLog(client, taskId, stream, 0, write);
+}
+
+/** Reads the log from `offset` until a read brings nothing more; resolves with the offset reached. */
+async function readLog(client: TaskLogReader, taskId: string, stream: LogStream, from: number, write: (text: string) => void): Promise<number> {
+  let offset = from;
   for (;;) {
     const chunk = await client.logs(taskId, stream, offset);
     write(chunk.data);
-    if (chunk.eof || chunk.data === '' || chunk.nextOffset <= offset) return;
+    if (chunk.eof || chunk.data === '' || chunk.nextOffset <= offset) return chunk.data === '' ? offset : chunk.nextOffset;
     offset = chunk.nextOffset;
   }
+}
+
+/** The last `n` lines of `text` (a line not yet ended counts as one), as `tail -n` gives them. */
+export function lastLines(text: string, n: number): string {
+  if (n <= 0 || text === '') return '';
+  const ended = text.endsWith('\n');
+  const lines = (ended ? text.slice(0, -1) : text).split('\n');
+  return `${lines.slice(-n).join('\n')}${ended ? '\n' : ''}`;
 }

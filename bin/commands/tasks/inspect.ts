@@ -210,7 +210,7 @@ export function runState(o: MasterClientCommandOptions, io: CliIo): Promise<numb
 export function runLogs(o: LogsOptions, io: CliIo): Promise<number> {
   const out = o.stream === 'stdout' ? io.stdout : io.stderr;
   return withMaster('logs', o, io, async (client) => {
-    await printTaskLog(client, o.taskId, o.stream, o.follow, (text) => void out.write(text));
+    await printTaskLog(client, o.taskId, o.stream, o.follow, (text) => void out.write(text), o.tail);
   }, { taskId: o.taskId });
 }
 

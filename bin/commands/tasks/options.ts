@@ -57,6 +57,8 @@ export interface LogsOptions extends MasterClientCommandOptions {
   taskId: string;
   stream: 'stdout' | 'stderr';
   follow: boolean;
+  /** `--tail N`: only the last N lines of what is there, then (following) what comes. */
+  tail?: number;
 }
 
 export interface KillOptions extends MasterClientCommandOptions {

@@ -208,9 +208,13 @@ Examples:
     .addOption(masterOption())
     .option('--stderr', 'print stderr instead of stdout', false)
     .option('-f, --follow', 'keep printing until the task has ended and everything is read', false)
-    .action(async (taskId: string, o: { master?: string; stderr: boolean; follow: boolean }, cmd: Command) => {
-      if (isReplicaRef(taskId)) return void (result.exitCode = await replicaLogs(program, io, masterUrlOf(o.master, io, cmd), taskId, o));
-      result.exitCode = await h.logs({ masterUrl: masterUrlOf(o.master, io, cmd), taskId, stream: o.stderr ? 'stderr' : 'stdout', follow: o.follow }, io);
+    .addOption(new Option('--tail <lines>', 'only the last this many lines of what is there (with -f, then what comes), as kubectl logs --tail').argParser(integerFlag(0, 100_000_000)))
+    .action(async (taskId: string, o: { master?: string; stderr: boolean; follow: boolean; tail?: number }, cmd: Command) => {
+      if (isReplicaRef(taskId)) {
+        if (o.tail !== undefined) cmd.error('error: --tail takes a task id; for a replica, give its task id (cairn job show JOB lists them)', { exitCode: 2, code: 'cairn.badFlag' });
+        return void (result.exitCode = await replicaLogs(program, io, masterUrlOf(o.master, io, cmd), taskId, o));
+      }
+      result.exitCode = await h.logs({ masterUrl: masterUrlOf(o.master, io, cmd), taskId, stream: o.stderr ? 'stderr' : 'stdout', follow: o.follow, ...(o.tail !== undefined ? { tail: o.tail } : {}) }, io);
     });
 
   program
