@@ -12,11 +12,14 @@
 
 import { Resources, type MesosResource } from '../resources.ts';
 import type { AgentView } from '../master-state.ts';
-import type { TaskRequirement } from './offer-fit.ts';
+import type { Candidate } from '../placement/candidate.ts';
+import { NOT_DRAINING, REACHABLE, RESOURCE_CHECKS, RESOURCE_NAMES, shortfall, type ResourceName } from '../placement/checks.ts';
+import { demandOf, type TaskRequirement } from '../placement/demand.ts';
+import { countReasons, place } from '../placement/pipeline.ts';
 
-/** The resources a task can ask for, in the order they are named. */
-export const WAIT_RESOURCES = ['cpus', 'mem', 'disk', 'gpus', 'ports'] as const;
-export type WaitResource = (typeof WAIT_RESOURCES)[number];
+/** The resources a task can ask for, in the order they are named (the placement pipeline's). */
+export const WAIT_RESOURCES = RESOURCE_NAMES;
+export type WaitResource = ResourceName;
 
 /** How much of each resource a task needs (ports: how many), leaving out what it does not ask for. */
 export function neededAmounts(req: TaskRequirement): Map<WaitResource, number> {
@@ -59,29 +62,28 @@ function agentTotal(agent: AgentView): Resources | undefined {
   }
 }
 
-function fits(total: Resources, need: Map<WaitResource, number>): boolean {
-  const has = amountsOf(total);
-  return [...need].every(([name, amount]) => has[name] + 1e-9 >= amount);
-}
-
 /**
  * Why no offer will fit one task of `req`, judged from the agents' totals and conditions;
  * undefined when some agent that could fit it is available (offers will come, or other
- * tasks hold its resources for now).
+ * tasks hold its resources for now). The placement pipeline judges it, with the resource
+ * checks first and the node filters after them, so an agent too small counts as too small
+ * whatever its condition.
  */
 export function explainUnfit(req: TaskRequirement, agents: readonly AgentView[]): string | undefined {
-  const need = neededAmounts(req);
   const known = agents.map((agent) => ({ agent, total: agentTotal(agent) })).filter((a): a is { agent: AgentView; total: Resources } => a.total !== undefined);
   if (known.length === 0) return 'no agent is registered with the master';
 
-  const candidates = known.filter((a) => fits(a.total, need));
-  if (candidates.length === 0) return noAgentHas(need, known);
-
-  const available = candidates.filter((a) => a.agent.reachable && a.agent.draining === null);
-  if (available.length > 0) return undefined;
-  const unreachable = candidates.filter((a) => !a.agent.reachable).length;
-  const draining = candidates.length - unreachable;
-  const n = candidates.length;
+  const candidates: Candidate[] = known.map(({ agent, total }) => ({
+    id: agent.id, agentId: agent.id, hostname: agent.hostname, attributes: agent.attributes, role: '*', offerIds: [], left: total,
+    unreachable: !agent.reachable, draining: agent.draining !== null,
+  }));
+  const r = place({ demands: [demandOf(req, 0)], candidates, checks: [...RESOURCE_CHECKS, REACHABLE, NOT_DRAINING] });
+  if (r.placed.length > 0) return undefined;
+  const reasons = countReasons(r.unplaced);
+  const unreachable = reasons.get('unreachable') ?? 0;
+  const draining = reasons.get('draining') ?? 0;
+  const n = unreachable + draining;
+  if (n === 0) return noAgentHas(neededAmounts(req), known);
   const subject = n === 1 ? 'the 1 agent that could fit it is' : `the ${n} agents that could fit it are`;
   if (unreachable === 0) return `${subject} draining`;
   if (draining === 0) return `${subject} unreachable`;
@@ -109,17 +111,11 @@ function noAgentHas(need: Map<WaitResource, number>, known: readonly { agent: Ag
 
 /** What one declined offer lacked: for each short resource, how much it had and how much was needed. */
 export function offerShortfall(req: TaskRequirement, offer: readonly MesosResource[] | Resources): Map<WaitResource, { free: number; needed: number }> {
-  const short = new Map<WaitResource, { free: number; needed: number }>();
-  let has: Record<WaitResource, number>;
   try {
-    has = amountsOf(offer instanceof Resources ? offer : Resources.fromMesos(offer));
+    return shortfall(demandOf(req, 0), offer instanceof Resources ? offer : Resources.fromMesos(offer));
   } catch {
-    return short;
+    return new Map();
   }
-  for (const [name, needed] of neededAmounts(req)) {
-    if (has[name] + 1e-9 < needed) short.set(name, { free: has[name], needed });
-  }
-  return short;
 }
 
 /**
