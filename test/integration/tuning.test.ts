@@ -135,7 +135,8 @@ describe('tuning experiments on a real cluster', () => {
       // The metric is the parameter itself, as printed by the trial (the last report counts).
       expect(t.value).toBeCloseTo(t.params.lr as number, 10);
       expect(t.metrics.loss).toBe(0.5);
-      expect(t.intermediate.map((s) => s.step)).toEqual([1, 2]);
+      // Step 1 given, then the result on a line without a step: no phantom step 2.
+      expect(t.intermediate).toEqual([{ step: 1, value: 0.01 }]);
     }
     for (const t of done.trials) expect(readFileSync(join(output, `contract-${t.index}`, 'marker'), 'utf8').trim()).toBe(String(t.index));
     const best = Math.max(...good.map((t) => t.value!));
@@ -226,7 +227,8 @@ describe('tuning experiments on a real cluster', () => {
     for (const t of done.trials) {
       expect(t.state, t.message).toBe('Succeeded');
       expect(t.value).toBeCloseTo(t.params.lr as number, 10);
-      expect(t.intermediate).toEqual([{ step: 1, value: 9 }, { step: 2, value: t.value }]);
+      // Step 1 given; the last line, without a step, is the result and no step of its own.
+      expect(t.intermediate).toEqual([{ step: 1, value: 9 }]);
       // The trial's job: both replicas ran and succeeded, in the jobs framework.
       // The master's end decides the job; the worker's own end is recorded a moment later.
       const replicas = (job: { replicas: { group: string; state: string }[] }) => job.replicas.map((x) => `${x.group}:${x.state}`);

@@ -29,9 +29,9 @@ export function trialJobSpec(spec: ExperimentSpec, doc: JobDocument, jobName: st
     ? fillStrings(doc, (s) => fillTrialParameters(s, declared, params, `${spec.name}-${index}`))
     : fillStrings(doc, (s) => substitute(s, params))) as Record<string, unknown>;
   // The name is the trial's: a document's own name (metadata.name, name) is replaced; a
-  // Kubernetes-shaped one without metadata (Katib's trialSpec has none) is given it.
+  // Kubernetes-shaped one (an apiVersion) without metadata, as Katib's trialSpec is, is given it.
   if (typeof withName.metadata === 'object' && withName.metadata !== null) withName.metadata = { ...(withName.metadata as object), name: jobName };
-  else if (typeof withName.kind === 'string') withName.metadata = { name: jobName };
+  else if (typeof withName.apiVersion === 'string') withName.metadata = { name: jobName };
   else withName.name = jobName;
   const parsed = parseJobDocument(withName, 'application/json');
   const env: Record<string, string> = {};
