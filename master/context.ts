@@ -28,6 +28,8 @@ export interface MasterContext {
   readonly audit: Logger;
   /** Raft status of this master; undefined for a single master without replication. */
   replication(): ReplicationStatus | undefined;
+  /** The built-in frameworks' families for /metrics at `nowMs` (BuiltinHost.metricsFamilies). */
+  frameworkMetrics(nowMs: number): string[];
   /** The cluster's priority classes (a master setting, the same on every master of a group). */
   readonly priorityClasses: PriorityClasses;
   /** Per-principal quotas on stored objects, and the task environment cap (`quotas.limits`). */

@@ -2,6 +2,7 @@
 // api/metrics-text.ts in the Prometheus text format, shared/prometheus.ts).
 
 import { DURATION_BUCKETS_S, Histogram } from '../shared/prometheus.ts';
+import type { PreemptionRecord } from '../shared/sharing/views.ts';
 
 export { promFamily } from '../shared/prometheus.ts';
 
@@ -22,6 +23,17 @@ export class MasterMetrics {
   /** From a task's ACCEPT to its TASK_RUNNING, both as the leader recorded them. */
   readonly launchSeconds = new Histogram(LAUNCH_BUCKETS_S);
   private allocationLastMs = 0;
+  /** Preemptions committed, by `cause\tclass` (the preemptor's priority class). */
+  readonly preemptions = new Map<string, number>();
+  /** Tasks preempted, by `cause\tclass` (the victim's priority class). */
+  readonly preemptedTasks = new Map<string, number>();
+
+  /** A preemption the leader committed: one for its cause and preemptor's class, one per victim. */
+  countPreemption(r: PreemptionRecord): void {
+    const bump = (m: Map<string, number>, k: string) => m.set(k, (m.get(k) ?? 0) + 1);
+    bump(this.preemptions, `${r.cause}\t${r.preemptor.priorityClass}`);
+    for (const v of r.victims) bump(this.preemptedTasks, `${r.cause}\t${v.priorityClass}`);
+  }
 
   observeAllocation(ms: number): void {
     this.allocationSeconds.observe(ms / 1000);

@@ -211,6 +211,8 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
     },
     selfUrl: () => selfUrl,
     replication: () => raft?.status(),
+    // `builtins` is made just below, from this context; metrics are read only once it is.
+    frameworkMetrics: (nowMs) => builtins.metricsFamilies(nowMs),
     priorityClasses: config.priorityClasses,
     quotas: new QuotaGate(() => registry.state, objectLimits),
   };

@@ -74,6 +74,9 @@ export class Histogram {
 /** Buckets for durations from a millisecond to a minute. */
 export const DURATION_BUCKETS_S: readonly number[] = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60];
 
+/** Buckets for time spent queued: placed at once (a tenth of a second) to waiting hours. */
+export const QUEUE_WAIT_BUCKETS_S: readonly number[] = [0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600];
+
 /** One histogram family (one series; `labels` are added to every sample). */
 export function histogramFamily(name: string, help: string, h: HistogramSnapshot, labels: Labels = {}): string {
   const lines = header(name, 'histogram', help);

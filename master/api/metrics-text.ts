@@ -1,7 +1,9 @@
 // The master's `GET /metrics` in the Prometheus text format: the cluster as the registry holds
 // it (every master), the leader's counters and histograms (the leader only: they start again
 // at zero with each new leader), Raft's state (every master of a group), per-agent usage and
-// GPUs (the leader, from the agents' usage reports), build, process and Node.js figures.
+// GPUs (the leader, from the agents' usage reports), per-role allocation and quotas
+// (role-metrics.ts), the built-in frameworks' figures (jobs, experiments, trials, queues:
+// each framework's metrics.ts), build, process and Node.js figures.
 // `clusterFigures` is also what Mesos' /metrics/snapshot reads (mesos-compat.ts).
 
 import { isTerminal, TASK_STATES } from '../../shared/agent-protocol.ts';
@@ -10,6 +12,7 @@ import { buildInfoText, processMetricsText } from '../../shared/process-metrics.
 import { histogramFamily, promFamily, type Sample } from '../../shared/prometheus.ts';
 import { Resources } from '../../shared/resources.ts';
 import type { MasterContext } from '../context.ts';
+import { roleFamilies, roleRows } from './role-metrics.ts';
 
 const MIB = 1024 * 1024;
 
@@ -103,6 +106,8 @@ export async function masterMetricsText(ctx: MasterContext): Promise<string> {
     ...resourceFamilies(f),
     promFamily('cairn_master_registry_commands_total', 'counter', 'Registry commands applied, by type.', [...registry.applied].map(([type, value]) => ({ labels: { type }, value }))),
     histogramFamily('cairn_master_registry_commit_duration_seconds', "From this master's proposal of a registry command to its commit and application: the Raft quorum's append and fsync in a group, the SQLite fsync for a single master.", registry.commitSeconds.snapshot()),
+    ...roleFamilies(roleRows(registry.state)),
+    ...ctx.frameworkMetrics(master?.now() ?? Date.now()),
     ...(master ? leaderFamilies(master) : []),
     ...replicationFamilies(ctx),
     await processMetricsText(),
@@ -126,11 +131,21 @@ function leaderFamilies(master: Leader): string[] {
     promFamily('cairn_master_bad_requests_total', 'counter', 'Requests refused as malformed or invalid.', [{ value: m.badRequests }]),
     promFamily('cairn_master_bad_agent_frames_total', 'counter', 'Agent frames that failed to decode.', [{ value: m.badAgentFrames }]),
     promFamily('cairn_master_agent_connections_total', 'counter', 'Agent connections accepted.', [{ value: m.agentConnections }]),
+    promFamily('cairn_master_preemptions_total', 'counter', "Preemptions this leader committed, by cause (priority: a higher class; guarantee: a role taking back its guarantee) and the preemptor's priority class.", byCauseAndClass(m.preemptions)),
+    promFamily('cairn_master_preempted_tasks_total', 'counter', "Tasks preempted by this leader's preemptions, by cause and the preempted task's priority class.", byCauseAndClass(m.preemptedTasks)),
     histogramFamily('cairn_master_allocation_duration_seconds', 'How long each allocation cycle took.', m.allocationSeconds.snapshot()),
     promFamily('cairn_master_allocation_last_duration_seconds', 'gauge', 'How long the last allocation cycle took.', [{ value: m.allocation.lastMs / 1000 }]),
     histogramFamily('cairn_master_task_launch_duration_seconds', "From a task's ACCEPT to its TASK_RUNNING, as this leader recorded them (tasks it launched).", m.launchSeconds.snapshot()),
     ...agentUsageFamilies(master, [...reg.agents.values()].filter((a) => a.reachable).map((a) => ({ id: a.id, hostname: a.hostname }))),
   ];
+}
+
+/** A count kept by `cause\tclass` as samples labelled with both. */
+function byCauseAndClass(m: ReadonlyMap<string, number>): Sample[] {
+  return [...m].map(([k, value]) => {
+    const [cause, priorityClass] = k.split('\t');
+    return { labels: { cause: cause!, priority_class: priorityClass! }, value };
+  });
 }
 
 /** What each agent's tasks use and its GPUs, from the agent's latest usage report. */

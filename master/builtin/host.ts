@@ -9,7 +9,7 @@
 
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { BuiltinEnv, BuiltinFramework, BuiltinInstance, BuiltinRoutesEnv, ClusterView, FrameworkApis, Leadership } from '../../shared/framework-host/contract.ts';
+import type { BuiltinEnv, BuiltinFramework, BuiltinInstance, BuiltinRoutesEnv, ClusterView, FrameworkApis, FrameworkMetrics, Leadership } from '../../shared/framework-host/contract.ts';
 import { leaderOrRedirect, type MasterContext } from '../context.ts';
 import { BUILTIN_PRINCIPAL } from '../auth/master-auth.ts';
 import { componentLogger } from '../../shared/logger.ts';
@@ -35,6 +35,8 @@ export class BuiltinHost {
     private readonly opts: { domain: string | undefined; log: Logger },
   ) {
     for (const f of frameworks) this.stores.set(f.name, new BuiltinStore(ctx.registry, f.name));
+    // Built now, not at the first scrape: what they follow of their stores, they follow from the start.
+    this.metrics = frameworks.flatMap((f) => (f.metrics ? [{ name: f.name, m: f.metrics({ store: this.stores.get(f.name)!, instance: () => this.running.get(f.name) }) }] : []));
     this.cluster = {
       tasks: () => ctx.registry.state.tasks,
       agents: () => ctx.registry.state.agents,
@@ -51,6 +53,20 @@ export class BuiltinHost {
 
   private readonly cluster: ClusterView;
   private readonly leadership: Leadership;
+  private readonly metrics: { name: string; m: FrameworkMetrics }[];
+
+  /** Every framework's families for the master's /metrics (api/metrics-text.ts). */
+  metricsFamilies(nowMs: number): string[] {
+    return this.metrics.flatMap(({ name, m }) => {
+      try {
+        return m.families(nowMs);
+      } catch (err) {
+        // One framework's figures that cannot be read must not take the others' (or /metrics) down.
+        this.opts.log.warn({ err, framework: name }, "a built-in framework's metrics could not be read");
+        return [];
+      }
+    });
+  }
 
   /** The API framework `name` exports (built once: it reads the running instance when called). */
   private api<K extends keyof FrameworkApis>(name: K): FrameworkApis[K] | undefined {

@@ -54,6 +54,7 @@ export function request(leader: LeaderState, call: Extract<SchedulerCall, { type
   leader.preempting.set(call.frameworkId, entry);
   const message = preemptionMessage(record);
   leader.propose({ type: 'preemption', record }, () => {
+    leader.metrics.countPreemption(record);
     const now = leader.registry();
     for (const v of record.victims) {
       const t = now.tasks.get(v.taskId);

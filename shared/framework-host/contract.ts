@@ -183,6 +183,17 @@ export interface TaskOwnership {
   nameOf?(labels: readonly { readonly name: string; readonly value: string }[]): string | undefined;
 }
 
+/**
+ * What a framework adds to the master's `GET /metrics`, on every master: families in the
+ * Prometheus text format (shared/prometheus.ts writes them), named `cairn_<what>` with base
+ * units, each family once. Built once per master, when the host is, so what it follows
+ * (its store's changes) it follows from the master's start; `nowMs` is the scrape's time on
+ * the clock the framework's records are written with.
+ */
+export interface FrameworkMetrics {
+  families(nowMs: number): string[];
+}
+
 export interface BuiltinFramework<I extends BuiltinInstance = BuiltinInstance> {
   readonly name: string;
   start(env: BuiltinEnv): I;
@@ -192,6 +203,11 @@ export interface BuiltinFramework<I extends BuiltinInstance = BuiltinInstance> {
    * changes through its instance while one runs on this master.
    */
   api?(host: { store: FrameworkStore; instance(): I | undefined }): unknown;
+  /**
+   * Its figures for `/metrics`: read from its store (every master answers them alike) and,
+   * for what only the running instance knows, from the instance while one runs here.
+   */
+  metrics?(host: { store: FrameworkStore; instance(): I | undefined }): FrameworkMetrics;
   /** Whose its tasks are; absent for a framework whose tasks act as the built-in principal alone. */
   readonly tasks?: TaskOwnership;
 }

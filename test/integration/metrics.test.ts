@@ -5,27 +5,17 @@
 // credential unless opened; /master/state, /state.json, /master/state-summary,
 // /metrics/snapshot and /master/redirect answer in Mesos' shapes.
 
-import { spawnSync } from 'node:child_process';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { agentAuthHeaders, authFetch } from '../harness/credentials.ts';
 import { Cleanup, startAgentProcess, startMasterProcess, waitFor, type CairnProcess } from '../harness/processes.ts';
 import { autoAck, RawScheduler, taskInfo } from '../harness/raw-scheduler.ts';
+import { promtool, promtoolProblems, sample } from '../harness/prometheus-text.ts';
 
 const cleanup = new Cleanup();
 let scheduler: RawScheduler | undefined;
 let master: CairnProcess;
 let agent: CairnProcess;
 let agentId = '';
-
-const promtool = spawnSync('promtool', ['--version'], { encoding: 'utf8' }).status === 0;
-if (!promtool && process.env.CI) throw new Error('promtool is missing (Debian package prometheus): .ci/run installs it');
-if (!promtool) console.warn('skipping the promtool checks: promtool is not installed (apt-get install prometheus)');
-
-/** `promtool check metrics` on the text: its problems, '' when none. */
-function promtoolProblems(text: string): string {
-  const r = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
-  return r.status === 0 ? '' : `${r.stdout}${r.stderr}`.trim() || `exit ${r.status}`;
-}
 
 async function masterMetrics(): Promise<string> {
   const r = await authFetch(`${master.url}/metrics`);
@@ -38,12 +28,6 @@ async function agentMetrics(): Promise<string> {
   const r = await fetch(`${agent.url}/metrics`, { headers: agentAuthHeaders() });
   expect(r.status).toBe(200);
   return r.text();
-}
-
-/** The value of one sample line (`name{labels} value`), undefined when absent. */
-function sample(text: string, series: string): number | undefined {
-  const line = text.split('\n').find((l) => l.startsWith(`${series} `));
-  return line === undefined ? undefined : Number(line.slice(series.length + 1));
 }
 
 beforeAll(async () => {

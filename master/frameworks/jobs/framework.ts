@@ -7,6 +7,7 @@ import { ownershipByLabel } from '../../../shared/framework-host/ownership.ts';
 import type { FrameworkStore, JsonValue } from '../../../shared/framework-host/store.ts';
 import type { JobsApi } from '../../../shared/jobs/api.ts';
 import { jobView, type JobRecord } from './record.ts';
+import { jobsMetrics } from './metrics.ts';
 import { registerJobRoutes } from './routes.ts';
 import { JOB_KEY_PREFIX, jobKey, JOBS_FRAMEWORK_NAME, JobsRuntime, type JobsRuntimeOptions } from './runtime.ts';
 import { JOB_LABEL } from './task-info.ts';
@@ -47,6 +48,7 @@ export function jobsFramework(opts: JobsRuntimeOptions = {}): BuiltinFramework<J
     start: (env) => new JobsRuntime(env, opts),
     routes: (app, env) => registerJobRoutes(app, env),
     api: ({ store, instance }) => jobsApi(store, instance),
+    metrics: ({ store }) => jobsMetrics(store),
     tasks: JOBS_TASKS,
   };
 }

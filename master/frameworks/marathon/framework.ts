@@ -4,6 +4,7 @@
 import type { BuiltinFramework, TaskOwnership } from '../../../shared/framework-host/contract.ts';
 import { ownershipByLabel } from '../../../shared/framework-host/ownership.ts';
 import { appKey } from './records.ts';
+import { servicesMetrics } from './metrics.ts';
 import { registerMarathonRoutes } from './routes.ts';
 import { FRAMEWORK_NAME, MarathonService } from './service.ts';
 import { APP_LABEL } from './task-info.ts';
@@ -15,5 +16,6 @@ export const marathonFramework: BuiltinFramework<MarathonService> = {
   name: FRAMEWORK_NAME,
   start: (env) => new MarathonService(env),
   routes: (app, env) => registerMarathonRoutes(app, env),
+  metrics: ({ store, instance }) => servicesMetrics(store, instance),
   tasks: SERVICES_TASKS,
 };

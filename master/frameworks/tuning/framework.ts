@@ -6,6 +6,7 @@
 import type { BuiltinFramework, TaskOwnership } from '../../../shared/framework-host/contract.ts';
 import { ownershipByLabel } from '../../../shared/framework-host/ownership.ts';
 import { experimentKey } from './record.ts';
+import { tuningMetrics } from './metrics.ts';
 import { registerTuningRoutes } from './routes.ts';
 import { EXPERIMENT_FRAMEWORK_PREFIX, TUNING_FRAMEWORK_NAME, TuningRuntime, type TuningRuntimeOptions } from './runtime.ts';
 import { EXPERIMENT_LABEL } from './trial-command.ts';
@@ -18,6 +19,7 @@ export function tuningFramework(opts: TuningRuntimeOptions = {}): BuiltinFramewo
     name: TUNING_FRAMEWORK_NAME,
     start: (env) => new TuningRuntime(env, opts),
     routes: (app, env) => registerTuningRoutes(app, env),
+    metrics: ({ store }) => tuningMetrics(store),
     tasks: TUNING_TASKS,
   };
 }
