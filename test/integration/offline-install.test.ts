@@ -1,0 +1,120 @@
+// The release tarball installs where no registry can be reached. scripts/release.js packs the
+// compiled program with its runtime dependencies bundled; here it is installed with `npm
+// install -g` inside a network namespace that has only a loopback device (no route anywhere,
+// so the registry cannot answer), and the installed `cairn` runs a whole `cairn up` there and
+// answers `cairn agents`. That is done with the Node running this suite (the tarball's native
+// module is built for it: nothing compiles) and, where the machine's own Node is another major
+// version (the suite runs on a newer one), with that Node too: the bundled binary does not load
+// there, so the install compiles better-sqlite3 from its bundled sources, still offline.
+
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterEach, describe, expect, it } from 'vitest';
+import { credentialEnv } from '../harness/credentials.ts';
+import { Cleanup, freePort, waitFor } from '../harness/processes.ts';
+import { netnsUnusable } from '../harness/netns.ts';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+const SYSTEM_NODE = '/usr/bin/node';
+
+const why = netnsUnusable();
+if (why !== undefined && process.env.CI) throw new Error(`the offline install test needs a network namespace: ${why}`);
+if (why !== undefined) console.warn(`skipped the offline install test: ${why}`);
+
+function nodeMajor(node: string): number | undefined {
+  const r = spawnSync(node, ['-p', 'process.versions.node'], { encoding: 'utf8' });
+  return r.status === 0 ? Number(r.stdout.trim().split('.')[0]) : undefined;
+}
+
+/** The Node binaries to install with: this suite's, and the machine's own when its major differs. */
+function installNodes(): string[] {
+  const nodes = [process.execPath];
+  const own = existsSync(SYSTEM_NODE) ? nodeMajor(SYSTEM_NODE) : undefined;
+  if (own !== undefined && own !== nodeMajor(process.execPath)) nodes.push(SYSTEM_NODE);
+  return nodes;
+}
+
+/** The environment `npm` and `cairn` run with under `node`: that Node first on PATH, its own headers for node-gyp. */
+function envFor(node: string, home: string): NodeJS.ProcessEnv {
+  const prefix = dirname(dirname(node));
+  const env: NodeJS.ProcessEnv = { ...process.env, ...credentialEnv(), HOME: home, PATH: `${dirname(node)}:${process.env.PATH ?? ''}`, CAIRN_LOG_LEVEL: 'warn' };
+  // A Node's headers lie beside it (/usr/include/node, or the registry package's include/):
+  // compiling against another version's would build a module this Node cannot load.
+  if (existsSync(join(prefix, 'include', 'node', 'node_version.h'))) env.npm_config_nodedir = prefix;
+  else delete env.npm_config_nodedir;
+  return env;
+}
+
+describe.skipIf(why !== undefined)('the release tarball, installed with no registry', () => {
+  const cleanup = new Cleanup();
+  const namespaces: string[] = [];
+  afterEach(async () => {
+    await cleanup.run();
+    for (const ns of namespaces.splice(0)) spawnSync('ip', ['netns', 'del', ns]);
+  });
+
+  it('installs and runs a cluster offline, on this Node and on the machine\'s own', async () => {
+    const work = cleanup.dir('cairn-offline-');
+    const release = spawnSync(process.execPath, [join(ROOT, 'scripts/release.js'), '--out', work], { encoding: 'utf8', timeout: 240_000 });
+    expect(release.status, release.stderr).toBe(0);
+    const tarball = release.stdout.trim();
+    expect(tarball).toMatch(/cairn-\d+\.\d+\.\d+-linux-x64\.tgz$/);
+    // Everything it needs at run time is inside; the source runner is not.
+    const listing = execFileSync('tar', ['tzf', tarball], { encoding: 'utf8', maxBuffer: 64 << 20 });
+    for (const f of ['package/node_modules/better-sqlite3/build/Release/better_sqlite3.node', 'package/node_modules/fastify/package.json', 'package/dist/bin/cairn.js']) {
+      expect(listing, f).toContain(f);
+    }
+    expect(listing).not.toContain('package/node_modules/tsx/');
+    expect(listing).not.toContain('package/node_modules/typescript/');
+
+    const ns = `cairn-offline-${randomBytes(3).toString('hex')}`;
+    execFileSync('ip', ['netns', 'add', ns]);
+    namespaces.push(ns);
+    execFileSync('ip', ['netns', 'exec', ns, 'ip', 'link', 'set', 'lo', 'up']);
+    // Offline for real: no route at all, so no registry, mirror or proxy can be reached.
+    expect(execFileSync('ip', ['netns', 'exec', ns, 'ip', '-4', 'route', 'show'], { encoding: 'utf8' }).trim()).toBe('');
+    expect(execFileSync('ip', ['netns', 'exec', ns, 'ip', '-6', 'route', 'show'], { encoding: 'utf8' })).not.toMatch(/default/);
+
+    for (const node of installNodes()) {
+      const major = nodeMajor(node)!;
+      const home = cleanup.dir(`cairn-offline-home-${major}-`);
+      const prefix = join(home, 'prefix');
+      const env = envFor(node, home);
+      const npm = spawnSync('ip', ['netns', 'exec', ns, 'npm', 'install', '-g', '--prefix', prefix, '--cache', join(home, 'npm-cache'), '--fetch-retries=0', '--no-audit', '--no-fund', '--loglevel=warn', tarball], {
+        encoding: 'utf8', env, timeout: 360_000,
+      });
+      expect(npm.status, `npm install on node ${major}: ${npm.stdout}${npm.stderr}`).toBe(0);
+      expect(npm.stderr).not.toMatch(/EBADENGINE/);
+      const cairn = join(prefix, 'bin', 'cairn');
+
+      const version = spawnSync('ip', ['netns', 'exec', ns, cairn, 'version'], { encoding: 'utf8', env, timeout: 30_000 });
+      expect(version.status, version.stderr).toBe(0);
+      expect(version.stdout).toMatch(new RegExp(`^node v${major}\\.`, 'm'));
+
+      // A whole cluster from the installed program, inside the namespace (its own loopback).
+      const port = await freePort();
+      const url = `http://127.0.0.1:${port}`;
+      const up = spawn('ip', ['netns', 'exec', ns, cairn, 'up', '--port', String(port), '--agent-port', String(await freePort()), '--data-dir', join(home, 'data'), '--resources', 'cpus:1;mem:512'], {
+        env, stdio: ['ignore', 'pipe', 'pipe'],
+      });
+      let output = '';
+      up.stdout.on('data', (d) => (output += d));
+      up.stderr.on('data', (d) => (output += d));
+      const exited = new Promise<number | null>((res) => up.once('exit', (code) => res(code)));
+      try {
+        const agents = await waitFor(`cairn agents on node ${major} (cairn up says: ${output.slice(-1000)})`, () => {
+          if (up.exitCode !== null) throw new Error(`cairn up exited with ${up.exitCode}: ${output.slice(-2000)}`);
+          const r = spawnSync('ip', ['netns', 'exec', ns, cairn, 'agents', '--master', url], { encoding: 'utf8', env, timeout: 20_000 });
+          return r.status === 0 && r.stdout.includes('cpus:1;mem:512') ? r.stdout : undefined;
+        }, 90_000, 300);
+        expect(agents).toContain('cpus:1;mem:512');
+      } finally {
+        if (up.exitCode === null) up.kill('SIGTERM');
+      }
+      expect(await exited, output).toBe(0);
+    }
+  }, 900_000);
+});
