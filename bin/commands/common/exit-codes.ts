@@ -8,6 +8,8 @@ export const EXIT_OK = 0;
 export const EXIT_FAILED = 1;
 /** The command line could not be understood (a bad flag, a missing argument). */
 export const EXIT_USAGE = 2;
+/** job submit --allow-unschedulable: accepted, but no agent can hold a replica, so it waits for one. */
+export const EXIT_ACCEPTED_UNSCHEDULABLE = 3;
 /** The master refused the credential, or none was given where one is needed (HTTP 401; sysexits' EX_NOUSER: no such principal). */
 export const EXIT_CREDENTIALS_REFUSED = 67;
 /** The credential was accepted, but its principal may not do this (HTTP 403; sysexits' EX_NOPERM). */
@@ -30,6 +32,7 @@ export const EXIT_CODES_HELP = `Exit codes of cairn commands:
   0    success (cairn run, attach, job wait: every task or the job succeeded)
   1    failure: the master refused the request, a job failed, no master answered
   2    the command line could not be understood (a bad flag or argument)
+  3    job submit --allow-unschedulable: submitted, but no agent can hold a replica yet
   67   the master refused the credential, or a needed one was missing (HTTP 401):
        check --token, $CAIRN_TOKEN or ~/.config/cairn/credentials
   77   the credential was accepted but may not do this (HTTP 403): see the ACLs

@@ -8,11 +8,14 @@ import { MasterApiClient } from '../common/master-api-client.ts';
 export interface SubmitAnswer {
   name: string;
   ignored: { path: string; why: string }[];
+  /** With allowUnschedulable: the replicas no agent can hold, and why. */
+  warnings?: string[];
 }
 
 export class JobsClient extends MasterApiClient {
-  submit(document: string, contentType: string): Promise<SubmitAnswer> {
-    return this.json('POST', '/api/v1/jobs', 'submitting the job', { body: document, contentType });
+  /** `allowUnschedulable`: submit a job no agent can hold yet instead of having it refused. */
+  submit(document: string, contentType: string, allowUnschedulable = false): Promise<SubmitAnswer> {
+    return this.json('POST', `/api/v1/jobs${allowUnschedulable ? '?allowUnschedulable=true' : ''}`, 'submitting the job', { body: document, contentType });
   }
 
   async list(): Promise<JobView[]> {

@@ -12,10 +12,11 @@ import type { TlsFiles } from '../../../shared/tls.ts';
 import type { CliIo } from '../common/io.ts';
 import { apiClientOptions } from '../common/master-api-client.ts';
 import { JobsClient } from './client.ts';
+import { jobProgress } from './wait-progress.ts';
 import { LinePrefixer, printTaskLog } from '../common/log-relay.ts';
 import { formatObjects, printList, type OutputFormat } from '../common/output.ts';
 import { age, formatTable } from '../common/table.ts';
-import { EXIT_TIMED_OUT, exitCodeOf } from '../common/exit-codes.ts';
+import { EXIT_ACCEPTED_UNSCHEDULABLE, EXIT_TIMED_OUT, exitCodeOf } from '../common/exit-codes.ts';
 
 export interface JobCommandOptions {
   masterUrl: string;
@@ -44,6 +45,7 @@ function hintFor(err: unknown): string {
   if (err.code === 'CAIRN_INVALID_JOB') return ' — check that field of the document (cairn job submit takes Cairn\'s own job, a TFJob, a PyTorchJob or a Volcano Job)';
   if (err.status === 404 && /no job/.test(err.message)) return ' — `cairn job list` shows the jobs there are';
   if (err.status === 409) return ' — `cairn job delete NAME` first, or choose another name';
+  if (err.code === 'CAIRN_UNSCHEDULABLE') return ' — ask for less, add a bigger agent, or submit with --allow-unschedulable to let it wait for one';
   return '';
 }
 
@@ -54,6 +56,8 @@ export interface JobSubmitOptions extends JobCommandOptions {
   file?: string;
   /** The job document built from flags (flags.ts), when there is no file. */
   document?: unknown;
+  /** Submit it even when a replica is bigger than every agent (it then waits for one). */
+  allowUnschedulable?: boolean;
 }
 
 /** JSON for a `.json` file or text that starts as JSON; YAML otherwise. */
@@ -76,9 +80,13 @@ export function runJobSubmit(o: JobSubmitOptions, io: CliIo): Promise<number> {
       text = JSON.stringify(o.document);
       type = 'application/json';
     }
-    const answer = await jobs.submit(text, type);
+    const answer = await jobs.submit(text, type, o.allowUnschedulable === true);
     for (const i of answer.ignored) io.stderr.write(`cairn job submit: ignored ${i.path}: ${i.why}\n`);
     io.stdout.write(`${answer.name}\n`);
+    const warnings = answer.warnings ?? [];
+    for (const w of warnings) io.stderr.write(`cairn job submit: warning: ${w}; job ${answer.name} waits until an agent that can hold it joins\n`);
+    // Accepted, and told apart from a plain success: it will not start until a bigger agent joins.
+    if (warnings.length > 0) return EXIT_ACCEPTED_UNSCHEDULABLE;
   });
 }
 
@@ -133,9 +141,13 @@ export function runJobShow(o: JobCommandOptions & { name: string; output?: 'json
 export function runJobWait(o: JobCommandOptions & { name: string; timeoutMs?: number }, io: CliIo): Promise<number> {
   return withJobs('job wait', o, io, async ({ jobs }) => {
     const deadline = o.timeoutMs !== undefined ? Date.now() + o.timeoutMs : Infinity;
+    let prev: JobView | undefined;
     for (;;) {
       const j = await jobs.get(o.name);
       const last = j.conditions.at(-1);
+      // Each change as it happens: a wait that says nothing for minutes looks hung.
+      if (j.phase !== 'Succeeded' && j.phase !== 'Failed') for (const line of jobProgress(prev, j)) io.stdout.write(`${line}\n`);
+      prev = j;
       if (j.phase === 'Succeeded') {
         io.stdout.write(`job ${j.name} succeeded: ${j.message}\n`);
         return 0;

@@ -43,10 +43,11 @@ export function addJobCommands(program: Command, ctx: FamilyContext): void {
   const submit = withExamples(job.command('submit'), 'submit')
     .description("submit a job from a file (Cairn's job, a Kubeflow TFJob or PyTorchJob, a Volcano Job; JSON or YAML; - for stdin), or from flags and `-- CMD ARGS`; prints the job's name")
     .argument('[file-or-command...]', 'the job file, or with --kind the command every replica runs (after --)')
-    .option('-f, --file <file>', 'the job file, as kubectl apply -f takes it (- for stdin); the same as giving it as the argument');
+    .option('-f, --file <file>', 'the job file, as kubectl apply -f takes it (- for stdin); the same as giving it as the argument')
+    .option('--allow-unschedulable', 'submit it even when a replica is bigger than every agent (it waits for one; exit code 3 and a warning)');
   addJobSubmitFlags(submit)
     .addOption(masterOption())
-    .action(async (rest: string[], o: JobFlags & { master?: string; file?: string }, cmd: Command) => {
+    .action(async (rest: string[], o: JobFlags & { master?: string; file?: string; allowUnschedulable?: boolean }, cmd: Command) => {
       const masterUrl = ctx.masterUrl(o.master, cmd);
       const side = clientSide(program, ctx.io);
       if (o.file !== undefined && (o.kind !== undefined || rest.length > 0)) cmd.error('error: -f FILE goes alone: give the job file either with -f or as the argument, not with --kind', { exitCode: 2, code: 'cairn.badFlag' });
@@ -54,7 +55,7 @@ export function addJobCommands(program: Command, ctx: FamilyContext): void {
       if (o.kind === undefined) {
         if (args.length !== 1) cmd.error('error: give one job file (or - for stdin), or --kind with flags and -- CMD ARGS', { exitCode: 2, code: 'cairn.badFlag' });
         if (o.restartBackoff !== undefined) cmd.error('error: --restart-backoff goes with --kind; in a job file, write restartBackoff (initialSeconds, factor, maxSeconds, resetAfterSeconds)', { exitCode: 2, code: 'cairn.badFlag' });
-        result.exitCode = await (await handlers()).runJobSubmit({ masterUrl, ...(side.tls ? { tls: side.tls } : {}), file: args[0]! }, side.io);
+        result.exitCode = await (await handlers()).runJobSubmit({ masterUrl, ...(side.tls ? { tls: side.tls } : {}), file: args[0]!, allowUnschedulable: o.allowUnschedulable === true }, side.io);
         return;
       }
       if (args.length === 0) cmd.error('error: --kind needs the command every replica runs after --, e.g. -- python train.py', { exitCode: 2, code: 'cairn.badFlag' });
@@ -64,7 +65,7 @@ export function addJobCommands(program: Command, ctx: FamilyContext): void {
       } catch (err) {
         return cmd.error(`error: ${(err as Error).message}`, { exitCode: 2, code: 'cairn.badFlag' });
       }
-      result.exitCode = await (await handlers()).runJobSubmit({ masterUrl, ...(side.tls ? { tls: side.tls } : {}), document }, side.io);
+      result.exitCode = await (await handlers()).runJobSubmit({ masterUrl, ...(side.tls ? { tls: side.tls } : {}), document, allowUnschedulable: o.allowUnschedulable === true }, side.io);
     });
 
   withExamples(job.command('list'), 'list')

@@ -20,6 +20,8 @@ import { recordThenAct } from '../../../shared/framework-runtime/record-then-act
 import { Subscriptions } from '../../../shared/framework-runtime/subscriptions.ts';
 import type { JsonValue } from '../../../shared/framework-host/store.ts';
 import { JOBS_FRAMEWORK_NAME } from '../../../shared/jobs/api.ts';
+import { roomAgents } from '../../../shared/framework-host/room-agents.ts';
+import { explainQueued } from '../../../shared/sdk/why-queued.ts';
 import { DEFAULT_ENGINE_OPTIONS, JobEngine, type Effects, type EngineOptions } from './engine.ts';
 import { laneOf, parseLane, type IgnoredField, type JobSpec } from '../../../shared/jobs/model.ts';
 import { PRIORITY_CLASS_LABEL } from '../../../shared/sharing/priority-classes.ts';
@@ -77,6 +79,7 @@ export class JobsRuntime implements BuiltinInstance {
     this.engine = new JobEngine({
       ...DEFAULT_ENGINE_OPTIONS, ...opts, domain: env.domain ?? 'cairn',
       classRank: (c) => classes.rank(classes.orDefault(c)),
+      explainWait: (members, c) => explainQueued(members, roomAgents(env.cluster), { name: classes.orDefault(c), rank: (n) => classes.rank(n) }),
     });
     this.subs = new Subscriptions<string>({
       name: JOBS_FRAMEWORK_NAME, transport: io.transport, store: env.store, clock: io.clock, log: env.log,

@@ -1,0 +1,103 @@
+// Nothing waits in silence, on real processes: a master and one small agent (1 cpu), an app
+// /dev/web holding 0.2 of it, and a PyTorchJob whose gang needs the whole cpu. The job's
+// message names the app as the holder (by its id, not a task UUID) within one allocation
+// interval of its submission; `cairn job wait` prints the reason as it waits, then each
+// condition and the replicas running once the app is gone; a job with a replica bigger than
+// the agent is refused at submit naming the agent and its size, and submitted anyway with
+// --allow-unschedulable (exit 3, a warning).
+
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { authFetch } from '../harness/credentials.ts';
+import { jobsApi, pytorchJobYaml } from '../harness/jobs-api.ts';
+import { Cleanup, runCairn, startAgentProcess, startCairn, startMasterProcess, waitFor, type CairnProcess } from '../harness/processes.ts';
+
+const cleanup = new Cleanup();
+let master: CairnProcess;
+const api = jobsApi(() => master.url);
+/** The master's allocation interval (its default, Mesos' 1 s). */
+const ALLOCATION_INTERVAL_MS = 1_000;
+
+beforeAll(async () => {
+  master = await startMasterProcess(cleanup);
+  await startAgentProcess(cleanup, master.url, { resources: 'cpus:1;mem:512;disk:1000;ports:[31000-31009]' });
+  await waitFor('the agent registered', async () => {
+    const s = await (await authFetch(`${master.url}/api/v1/state`)).json();
+    return s.agents?.length === 1 ? true : undefined;
+  }, 30_000);
+}, 90_000);
+
+afterAll(async () => {
+  await cleanup.run();
+}, 60_000);
+
+async function marathon(method: string, path: string, body?: unknown): Promise<Response> {
+  return authFetch(`${master.url}${path}`, { method, ...(body !== undefined ? { headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) } : {}) });
+}
+
+describe('a queued job says what is short and who holds it', () => {
+  it('names the app that holds the missing cpu within one allocation interval; job wait prints each change', async () => {
+    expect((await marathon('POST', '/v2/apps', { id: '/dev/web', cmd: 'sleep 1000', cpus: 0.2, mem: 32, instances: 1 })).status).toBe(201);
+    await waitFor('/dev/web running', async () => {
+      const app = (await (await marathon('GET', '/v2/apps/dev/web')).json()).app;
+      return app?.tasksRunning === 1 ? true : undefined;
+    }, 30_000);
+
+    const submittedAt = Date.now();
+    await api.submit(pytorchJobYaml('pt', ['sleep', '3'], { workers: 1, cpu: '500m', memory: '64Mi' }), 'application/yaml');
+    // Polled, not slept: the reason must be there before the next allocation round ends.
+    const queued = await waitFor('the job names its blocker', async () => {
+      const j = await api.job('pt');
+      return /\/dev\/web holds cpus 0\.2/.test(j.message) ? j : undefined;
+    }, ALLOCATION_INTERVAL_MS, 25);
+    expect(Date.now() - submittedAt).toBeLessThanOrEqual(ALLOCATION_INTERVAL_MS + 500);
+    expect(queued.phase).toBe('Queued');
+    expect(queued.message).toMatch(/^its gang of 2 replicas does not fit: \w+-0 needs cpus 0\.5; the best agent, localhost, has cpus 0\.3 free after the gang's other replicas; \/dev\/web holds cpus 0\.2 there; research class may preempt it: no \(it is research class too\)/);
+
+    const wait = cleanup.track(startCairn(['job', 'wait', 'pt', '--master', master.url, '--timeout', '90s'], master.url));
+    await waitFor('job wait says why the job waits', () => (/\/dev\/web holds cpus 0\.2/.test(wait.output) ? true : undefined), 15_000);
+    expect(wait.output).toMatch(/pt: Queued \(WaitingForGang\)/);
+
+    // The holder goes: the gang fits, runs and ends, and job wait says so as it happens.
+    expect((await marathon('DELETE', '/v2/apps/dev/web')).status).toBeLessThan(300);
+    const code = await waitFor('job wait ended', () => (wait.child.exitCode !== null ? wait.child.exitCode : undefined), 60_000, 100);
+    expect(code, wait.output).toBe(0);
+    const out = wait.output;
+    const order = [/pt: Queued \(WaitingForGang\)/, /\/dev\/web holds cpus 0\.2/, /pt: Running \(GangRunning\)/, /pt: replicas 2\/2 running/, /job pt succeeded/];
+    let at = 0;
+    for (const re of order) {
+      const m = re.exec(out.slice(at));
+      expect(m, `${re} after offset ${at} in:\n${out}`).not.toBeNull();
+      at += m!.index + m![0].length;
+    }
+  }, 120_000);
+
+  it('refuses a job with a replica bigger than every agent, naming the largest; --allow-unschedulable submits it with exit 3', async () => {
+    const huge = pytorchJobYaml('huge', ['true'], { workers: 1, cpu: '4', memory: '64Mi' });
+    const r = await authFetch(`${master.url}/api/v1/jobs`, { method: 'POST', headers: { 'content-type': 'application/yaml' }, body: huge });
+    expect(r.status).toBe(422);
+    const body = await r.json();
+    expect(body.code).toBe('CAIRN_UNSCHEDULABLE');
+    expect(body.message).toMatch(/needs cpus 4, mem 64 MiB, ports 1, more than any agent has in all: the only agent, localhost \([^)]+\), has cpus 1, mem 512 MiB, ports 10; it can never start/);
+    expect(body.field).toMatch(/Master|Worker/);
+    expect((await authFetch(`${master.url}/api/v1/jobs/huge`)).status).toBe(404);
+
+    const file = join(cleanup.dir('cairn-why-queued-'), 'huge.yaml');
+    writeFileSync(file, huge);
+    const refused = await runCairn(['job', 'submit', file, '--master', master.url]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toMatch(/the only agent, localhost .* has cpus 1.*--allow-unschedulable/s);
+
+    const allowed = await runCairn(['job', 'submit', file, '--allow-unschedulable', '--master', master.url]);
+    expect(allowed.code, allowed.stderr).toBe(3);
+    expect(allowed.stdout.trim()).toBe('huge');
+    expect(allowed.stderr).toMatch(/warning: .*needs cpus 4.*waits until an agent that can hold it joins/);
+    const j = await waitFor('huge says it is unschedulable', async () => {
+      const v = await api.job('huge');
+      return /^Unschedulable/.test(v.message) ? v : undefined;
+    }, 10_000);
+    expect(j.phase).toBe('Queued');
+    expect((await authFetch(`${master.url}/api/v1/jobs/huge`, { method: 'DELETE' })).status).toBeLessThan(300);
+  }, 60_000);
+});
