@@ -3,7 +3,8 @@
 // (test/fixtures/katib/); a copy with two lines changed (no image, the program's path at a
 // stand-in for Katib's mnist.py, which prints its loss from the --lr and --momentum it is
 // given) runs its trials with the values substituted; `cairn tune resume --max-trials`
-// continues an experiment ended by its budget or its goal, and resumePolicy Never is honoured.
+// continues an experiment ended by its budget or its goal, and resumePolicy Never is honoured;
+// pytorchjob-mnist.yaml, changed the same way, runs each trial as a PyTorch job of the job engine.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
@@ -82,6 +83,9 @@ function runnableDoc(name: string, spec: Record<string, unknown>): string {
   writeFileSync(file, JSON.stringify(doc));
   return file;
 }
+
+const PYTORCHJOB = new URL('../fixtures/katib/pytorchjob-mnist.yaml', import.meta.url);
+const REPLICA_IMAGE_LINE = '                    image: ghcr.io/kubeflow/katib/pytorch-mnist-cpu:latest\n';
 
 describe("Katib's experiment files through cairn tune", () => {
   it('takes random.yaml as it is upstream: trials of its primary container, values in its command', async () => {
@@ -168,4 +172,29 @@ describe("Katib's experiment files through cairn tune", () => {
     expect(refused.stderr).toMatch(/spec\.resumePolicy: experiment 'katib-never' has resumePolicy Never/);
     expect((await view('katib-never'))!.trials).toHaveLength(1);
   }, 240_000);
+
+  it("runs pytorchjob-mnist.yaml's PyTorchJob trials as jobs, master and worker given the trial's values", async () => {
+    // The same two changes in both replicas (master and worker), and 2 trials rather than 12.
+    const text = readFileSync(PYTORCHJOB, 'utf8');
+    expect(text.split(REPLICA_IMAGE_LINE)).toHaveLength(3);
+    expect(text.split(PROGRAM)).toHaveLength(3);
+    const doc = parseYaml(text.replaceAll(REPLICA_IMAGE_LINE, '').replaceAll(PROGRAM, join(base, 'mnist.py')));
+    doc.spec.maxTrialCount = 2;
+    const file = join(base, 'pytorchjob-mnist.json');
+    writeFileSync(file, JSON.stringify(doc));
+    const r = await runCairn(['tune', 'submit', '-f', file, '--master', master.url]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toBe('pytorchjob-mnist\n');
+    const v = await settled('pytorchjob-mnist');
+    expect(v, JSON.stringify(v.trials.map((t) => t.message))).toMatchObject({ phase: 'Succeeded', reason: 'MaxTrialsReached' });
+    for (const t of v.trials) {
+      expect(t.state).toBe('Succeeded');
+      expect(t.value).toBeCloseTo((t.params.lr as number) * (t.params.momentum as number), 12);
+      // The trial's job: a PyTorch job of a master and a worker, each given the trial's words.
+      const job = await (await authFetch(`${master.url}/api/v1/jobs/${t.jobName}`)).json();
+      expect(job.spec.kind).toBe('pytorch');
+      for (const g of job.spec.groups) expect(g.template.args.slice(-2)).toEqual([`--lr=${t.params.lr}`, `--momentum=${t.params.momentum}`]);
+      expect(job.spec.groups.map((g: { name: string }) => g.name)).toEqual(['master', 'worker']);
+    }
+  }, 180_000);
 });
