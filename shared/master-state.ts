@@ -40,6 +40,11 @@ export interface TaskView {
   id: string;
   name: string;
   frameworkId: string;
+  /**
+   * Its framework's name, kept after the framework is gone (a finished `cairn run`), so a
+   * list can show `cairn-run:train` rather than an id nobody knows; absent where unknown.
+   */
+  frameworkName?: string;
   agentId: string;
   state: TaskState;
   resources: string;

@@ -54,7 +54,8 @@ export function registerRestApi(app: FastifyInstance, ctx: MasterContext): void 
 
   app.get<{ Params: { id: string } }>('/api/v1/tasks/:id', async (req, reply) => {
     try {
-      return taskDetailView(taskFor(ctx, req.principal, req.params.id, 'view_tasks'));
+      const t = taskFor(ctx, req.principal, req.params.id, 'view_tasks');
+      return taskDetailView(t, ctx.registry.state.frameworks.get(t.frameworkId)?.name);
     } catch (err) {
       return fail(reply, err);
     }

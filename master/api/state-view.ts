@@ -34,8 +34,13 @@ export function taskView(t: TaskRecord): TaskView {
 }
 
 /** One task with its status history (`GET /api/v1/tasks/:id`); the state's list leaves it out to stay small. */
-export function taskDetailView(t: TaskRecord): TaskView {
-  return { ...taskView(t), history: (t.history ?? []).map((c) => ({ ...c })) };
+/** A task's view with its framework's name, which the registry keeps after the framework is gone. */
+export function namedTaskView(t: TaskRecord, frameworkName: string | undefined): TaskView {
+  return frameworkName ? { ...taskView(t), frameworkName } : taskView(t);
+}
+
+export function taskDetailView(t: TaskRecord, frameworkName?: string): TaskView {
+  return { ...namedTaskView(t, frameworkName), history: (t.history ?? []).map((c) => ({ ...c })) };
 }
 
 /** Every agent, whole (agents are not private to any framework): what `/api/v1/state` and `/api/v1/agents` list. */
@@ -98,7 +103,7 @@ export function stateView(ctx: MasterContext, viewer: Principal): StateView {
     agents,
     frameworks,
     // A built-in framework's task is its app's or job's owner's to view (builtin/task-owner.ts).
-    tasks: [...reg.tasks.values()].filter((t) => ctx.auth.mayActOn(viewer, 'view_tasks', taskOwner(reg, t))).map(taskView),
+    tasks: [...reg.tasks.values()].filter((t) => ctx.auth.mayActOn(viewer, 'view_tasks', taskOwner(reg, t))).map((t) => namedTaskView(t, reg.frameworks.get(t.frameworkId)?.name)),
     offers: [...(master?.offers.all() ?? [])].filter((o) => visible(o.frameworkId)).map((o) => ({ id: o.id, frameworkId: o.frameworkId, agentId: o.agentId, resources: o.resources.toString() })),
   };
 }

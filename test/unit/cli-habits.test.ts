@@ -13,7 +13,9 @@ import type { CliIo } from '../../bin/commands/common/io.ts';
 import { NO_RESOURCES, printList } from '../../bin/commands/common/output.ts';
 import { comparable } from '../../bin/commands/common/watch.ts';
 import { lastLines, printTaskLog } from '../../bin/commands/common/log-relay.ts';
-import type { LogChunk } from '../../shared/master-state.ts';
+import type { LogChunk, TaskView } from '../../shared/master-state.ts';
+import { tasksTable } from '../../bin/commands/tasks/inspect.ts';
+import { selectTasks } from '../../bin/commands/tasks/task-format.ts';
 import type { LogStream } from '../../shared/sdk/master-client.ts';
 import { waitFor } from '../harness/processes.ts';
 
@@ -232,5 +234,25 @@ describe('logs --tail', () => {
     let once = '';
     await printTaskLog(client, 't', 'stdout', false, (s) => void (once += s), 3);
     expect(once).toBe('b\nc\nd\n');
+  });
+});
+
+describe('framework names beside ids', () => {
+  const task = (id: string, frameworkId: string, frameworkName?: string): TaskView => ({
+    id, name: id, frameworkId, ...(frameworkName ? { frameworkName } : {}), agentId: 'a1', state: 'TASK_FINISHED', resources: 'cpus:1', message: '', exitCode: 0, launchedAtMs: 0, updatedAtMs: 0,
+  });
+  const state = {
+    agents: [], offers: [], members: [], version: '', startedAtMs: 0, leader: undefined, master: { id: 1, role: 'leader' as const, term: 1, commitIndex: 0, appliedIndex: 0 },
+    frameworks: [{ id: 'fw-live', name: 'jobs', role: '*', user: 'u', connected: true, failoverTimeoutS: 0, registeredAtMs: 0 }],
+    tasks: [task('gone-0', '5d1c-uuid-0001', 'cairn-run:train'), task('live-0', 'fw-live'), task('old-0', '9e2f-uuid-0002')],
+  };
+  it("the table's FRAMEWORK is the name, also of a framework gone; the id only where no name is known", () => {
+    const rows = tasksTable(state, 1000).split('\n').slice(1, 4).map((l) => l.split(/\s{2,}/)[4]);
+    expect(rows).toEqual(['cairn-run:train', 'jobs', '9e2f-uuid-0002']);
+    const wide = tasksTable(state, 1000, true).split('\n')[1]!;
+    expect(wide).toContain('5d1c-uuid-0001');
+  });
+  it('--framework selects by a gone framework\'s name too', () => {
+    expect(selectTasks(state, { framework: 'cairn-run:train', limit: 0 }).tasks.map((t) => t.id)).toEqual(['gone-0']);
   });
 });

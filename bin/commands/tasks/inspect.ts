@@ -96,7 +96,8 @@ export function tasksTable(state: StateView, nowMs: number, wide = false, tasks:
     t.state.replace(/^TASK_/, ''),
     exitCell(t),
     agents.get(t.agentId) ?? t.agentId,
-    frameworks.get(t.frameworkId) || t.frameworkId,
+    // The name, also of a framework gone since (the master keeps it); the id where it has none.
+    t.frameworkName || frameworks.get(t.frameworkId) || t.frameworkId,
     t.resources,
     age(t.launchedAtMs, nowMs),
     ...(wide ? [t.name, t.agentId, t.frameworkId, t.reason ?? '-', age(t.updatedAtMs, nowMs), t.message || '-'] : []),

@@ -56,7 +56,7 @@ export function selectTasks(state: Pick<StateView, 'tasks' | 'agents' | 'framewo
   const picked = state.tasks
     .filter((t) => (f.states === undefined || f.states.includes(t.state))
       && (agentIds === undefined || agentIds.has(t.agentId) || t.agentId === f.agent)
-      && (frameworkIds === undefined || frameworkIds.has(t.frameworkId) || t.frameworkId === f.framework))
+      && (frameworkIds === undefined || frameworkIds.has(t.frameworkId) || t.frameworkId === f.framework || t.frameworkName === f.framework))
     .sort((a, b) => b.launchedAtMs - a.launchedAtMs || (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   if (f.limit <= 0 || picked.length <= f.limit) return { tasks: picked, more: 0 };
   return { tasks: picked.slice(0, f.limit), more: picked.length - f.limit };
@@ -99,7 +99,7 @@ export function describeTask(d: TaskDescription): string {
     ['Exit code', exitCell(t)],
     ['Reason', t.reason ?? '-'],
     ['Message', t.message || '-'],
-    ['Framework', d.framework ? `${d.framework.name} (${d.framework.id})` : t.frameworkId],
+    ['Framework', d.framework ? `${d.framework.name} (${d.framework.id})` : t.frameworkName ? `${t.frameworkName} (${t.frameworkId})` : t.frameworkId],
     ['Agent', d.agent ? `${d.agent.hostname} (${d.agent.id}, ${d.agent.url})` : `${t.agentId} (gone)`],
     ['Resources', t.resources],
     ...(t.healthCheck !== undefined || t.healthy !== undefined ? [['Health', healthCell(t)] as [string, string]] : []),
