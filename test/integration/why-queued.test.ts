@@ -4,7 +4,8 @@
 // interval of its submission; `cairn job wait` prints the reason as it waits, then each
 // condition and the replicas running once the app is gone; a job with a replica bigger than
 // the agent is refused at submit naming the agent and its size, and submitted anyway with
-// --allow-unschedulable (exit 3, a warning).
+// --allow-unschedulable (exit 3, a warning). An app's waiting instance says the same in the
+// launch queue.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
@@ -72,6 +73,21 @@ describe('a queued job says what is short and who holds it', () => {
       at += m!.index + m![0].length;
     }
   }, 120_000);
+
+  it('an app instance that waits says what is short and who holds it, in /v2/queue and cairn app queue', async () => {
+    expect((await marathon('POST', '/v2/apps', { id: '/dev/web', cmd: 'sleep 1000', cpus: 0.2, mem: 32, instances: 1 })).status).toBe(201);
+    await waitFor('/dev/web running', async () => ((await (await marathon('GET', '/v2/apps/dev/web')).json()).app?.tasksRunning === 1 ? true : undefined), 30_000);
+    expect((await marathon('POST', '/v2/apps', { id: '/dev/big', cmd: 'sleep 1000', cpus: 0.9, mem: 32, instances: 1 })).status).toBe(201);
+    const item = await waitFor('/dev/big queued with a reason', async () => {
+      const q = (await (await marathon('GET', '/v2/queue?cairn=true')).json()).queue as { app: { id: string }; why?: string }[];
+      return q.find((x) => x.app.id === '/dev/big' && x.why !== undefined);
+    }, 15_000);
+    expect(item.why).toBe('needs cpus 0.9; the best agent, localhost, has cpus 0.8 free; /dev/web holds cpus 0.2 there; research class may preempt it: no (it is research class too)');
+    const listed = await runCairn(['app', 'queue', '--master', master.url]);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(listed.stdout).toMatch(/\/dev\/big .*needs cpus 0\.9; .*\/dev\/web holds cpus 0\.2 there/);
+    for (const id of ['dev/big', 'dev/web']) expect((await marathon('DELETE', `/v2/apps/${id}`)).status).toBeLessThan(300);
+  }, 60_000);
 
   it('refuses a job with a replica bigger than every agent, naming the largest; --allow-unschedulable submits it with exit 3', async () => {
     const huge = pytorchJobYaml('huge', ['true'], { workers: 1, cpu: '4', memory: '64Mi' });

@@ -208,8 +208,9 @@ export async function runApp(c: AppCommand, io: CliIo, stdin: () => string = rea
           item.app.id, String(item.count), item.delay.overdue ? '-' : `${item.delay.timeLeftSeconds}s`,
           String(item.processedOffersSummary.processedOffersCount),
           item.waitingOn.length === 0 ? '-' : item.waitingOn.map((w: { reason: string; offers: number }) => `${w.reason}:${w.offers}`).join(' '),
+          item.why ?? '-',
         ]);
-        printList(io, c.output, queue, () => formatTable(['APP', 'WAITING', 'DELAY', 'OFFERS', 'DECLINED FOR'], rows()));
+        printList(io, c.output, queue, () => formatTable(['APP', 'WAITING', 'DELAY', 'OFFERS', 'DECLINED FOR', 'WHY'], rows()));
         return 0;
       }
     }

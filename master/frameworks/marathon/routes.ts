@@ -34,6 +34,7 @@ import { registerGroupRoutes } from './groups.ts';
 import { registerLeaderProxy } from './leader-proxy.ts';
 import { builtinLabelRefusal } from '../../../shared/framework-host/task-labels.ts';
 import { appAdmission } from './app-quota.ts';
+import { appWaitReason } from './queue-why.ts';
 
 /** Cairn's error code beside Marathon's error body. */
 export const CAIRN_ERROR_CODE_HEADER = 'cairn-error-code';
@@ -271,7 +272,10 @@ export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutes
           if (!mayView(req, s.owner)) continue;
           const f = svc.queue().get(s.app.id);
           if (!f || f.waiting === 0) continue;
-          queue.push(queueItemJson(s, f, svc.queueCounters(s.app.id), nowMs, cairn));
+          const item = queueItemJson(s, f, svc.queueCounters(s.app.id), nowMs, cairn);
+          // Cairn's sentence of what is short and who holds it, beside the decline counts.
+          const why = cairn ? appWaitReason(s.app, env.cluster, env.priorityClasses) : undefined;
+          queue.push(why === undefined ? item : { ...item, why });
         }
         return { queue };
       } catch (err) {
