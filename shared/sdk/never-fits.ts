@@ -4,7 +4,8 @@
 // at once what a queue would hide. Pure: the caller passes the agents' totals.
 
 import { Resources } from '../resources.ts';
-import type { TaskRequirement } from './offer-fit.ts';
+import { demandOf, type TaskRequirement } from '../placement/demand.ts';
+import { place } from '../placement/pipeline.ts';
 import { WAIT_RESOURCES, neededAmounts, type WaitResource } from './why-waiting.ts';
 import { amountText } from './why-queued.ts';
 
@@ -38,7 +39,9 @@ export function neverFitsAnyAgent(req: TaskRequirement, agents: readonly AgentSi
     return total ? [{ a, total }] : [];
   });
   if (known.length === 0) return undefined;
-  if (known.some(({ total }) => [...need].every(([name, amount]) => total[name] + 1e-9 >= amount))) return undefined;
+  // Whether some agent's total could hold it is the placement pipeline's question.
+  const totals = known.map(({ a }) => ({ id: a.id, agentId: a.id, hostname: a.hostname, attributes: {}, role: '*', offerIds: [], left: Resources.parse(a.resources) }));
+  if (place({ demands: [demandOf(req, 0)], candidates: totals }).placed.length > 0) return undefined;
   const largest = known.reduce((x, y) => (y.total.gpus - x.total.gpus || y.total.cpus - x.total.cpus || y.total.mem - x.total.mem) > 0 ? y : x);
   const asked = WAIT_RESOURCES.filter((name) => need.has(name));
   const needs = asked.map((name) => amountText(name, need.get(name)!)).join(', ');
