@@ -56,6 +56,17 @@ describe("Katib's trialSpec form", () => {
     }
   });
 
+  it('runs a first word holding = as the program, not as a variable assignment', () => {
+    const doc = randomWith((d) => {
+      d.spec.trialTemplate.trialSpec.spec.template.spec.containers[0].command = ['${trialParameters.learningRate}', 'x'];
+      d.spec.trialTemplate.trialParameters[0].reference = '${trialSpec.Kind}';
+    });
+    const { spec } = parseExperimentDocument(doc);
+    expect(trialCommandLine(spec, 0, PARAMS)).toBe('Job x');
+    const assign = randomWith((d) => { d.spec.trialTemplate.trialSpec.spec.template.spec.containers[0].command = ['A=1', 'b']; });
+    expect(trialCommandLine(parseExperimentDocument(assign).spec, 0, PARAMS)).toBe("'A=1' b");
+  });
+
   it("fills the image and env, and Katib's metadata references (trial-metadata-substitution.yaml)", () => {
     const { spec, ignored } = parseExperimentDocument(fixture('trial-metadata-substitution.yaml'), 'application/yaml');
     expect(ignored.map((i) => i.field)).toEqual(['spec.trialTemplate.trialSpec.metadata']);

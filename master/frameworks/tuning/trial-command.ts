@@ -46,7 +46,8 @@ const PLAIN_WORD = /^[A-Za-z0-9_.+\-/=:,@%]+$/;
 
 /** Words (a program and its arguments) as one shell line, each passed as it is. */
 export function shellWords(words: readonly string[]): string {
-  return words.map((w) => (PLAIN_WORD.test(w) ? w : shellQuote(w))).join(' ');
+  // A first word with `=` would be read as a variable's assignment, not as the program.
+  return words.map((w, i) => (PLAIN_WORD.test(w) && !(i === 0 && w.includes('=')) ? w : shellQuote(w))).join(' ');
 }
 
 /**
