@@ -1,6 +1,6 @@
 // The master's /metrics with work of every kind present, as real processes (a master, an
-// agent): an app, jobs (one running in a role with a quota, one queued that fits the agent
-// but not what is free), an experiment whose trial ran, and a production job that preempted
+// agent): apps (one running, one whose instance waits), jobs (one running in a role with a
+// quota, one queued that fits the agent but not what is free), an experiment whose trial ran, and a production job that preempted
 // research work. Each new family is there with the values the scenario makes, the whole
 // text passes `promtool check metrics`, and the Grafana dashboard in deploy/ reads only
 // metrics this master exports.
@@ -75,11 +75,17 @@ beforeAll(async () => {
   expect((await send('POST', '/api/v1/jobs', job('big', 1.5))).status).toBe(201);
   await waitFor('the big job queued', async () => (await jobPhase('big')) === 'Queued' || undefined, 30_000);
 
-  // The agent's usage report is in (the dashboard reads it), and the big job has waited a while.
-  text = await waitFor('the queued job waiting and a usage report in', async () => {
+  // An app whose instance fits the agent but not what is free: it waits in the launch queue.
+  const waiting = await send('POST', '/v2/apps', { id: '/metrics-wait', cmd: 'sleep 600', cpus: 1, mem: 32, instances: 1 });
+  expect(waiting.status, JSON.stringify(waiting.body)).toBe(201);
+
+  // The agent's usage report is in (the dashboard reads it); the big job and the app's
+  // instance have waited a while (an app's wait is seen from one scrape to the next).
+  text = await waitFor('the queued job and app instance waiting and a usage report in', async () => {
     const t = await metricsText();
-    return (sample(t, 'cairn_jobs_queued_oldest_wait_seconds') ?? 0) > 0.5 && t.includes('\ncairn_master_agent_cpus_used{') ? t : undefined;
-  }, 30_000);
+    const waited = (sample(t, 'cairn_jobs_queued_oldest_wait_seconds') ?? 0) > 0.5 && (sample(t, 'cairn_app_instances_queued_oldest_wait_seconds') ?? 0) > 0.5;
+    return waited && t.includes('\ncairn_master_agent_cpus_used{') ? t : undefined;
+  }, 30_000, 250);
 }, 240_000);
 
 afterAll(async () => {
@@ -123,11 +129,18 @@ describe("the master's /metrics with jobs, an app, an experiment and a preemptio
     expect(sample(text, 'cairn_trials_queue_wait_seconds_count')).toBe(1);
   });
 
-  it('apps and their launch queue', () => {
-    expect(sample(text, 'cairn_apps')).toBe(1);
-    // Its one instance runs: nothing of it waits.
-    expect(sample(text, 'cairn_app_instances_queued')).toBe(0);
-    expect(sample(text, 'cairn_app_instances_queued_oldest_wait_seconds')).toBe(0);
+  it('apps and their launch queue', async () => {
+    expect(sample(text, 'cairn_apps')).toBe(2);
+    // /metrics-web runs; /metrics-wait's one instance waits.
+    expect(sample(text, 'cairn_app_instances_queued')).toBe(1);
+    expect(sample(text, 'cairn_app_instances_queued_oldest_wait_seconds')).toBeGreaterThan(0.5);
+    expect(sample(text, 'cairn_app_instances_queued_oldest_wait_seconds')).toBeLessThan(60);
+    // Scaled to none (forced: its deployment never ends), nothing waits any more.
+    expect((await send('PUT', '/v2/apps/metrics-wait?force=true', { instances: 0 })).status).toBeLessThan(300);
+    await waitFor('the launch queue empty', async () => {
+      const t = await metricsText();
+      return (sample(t, 'cairn_app_instances_queued') === 0 && sample(t, 'cairn_app_instances_queued_oldest_wait_seconds') === 0) || undefined;
+    }, 20_000);
   });
 
   it('the preemption, by cause and class, and its victims', async () => {
