@@ -20,7 +20,9 @@ import type { SchedulerCall } from '../../master/leader/messages.ts';
 import type { BuiltinStore } from '../../master/builtin/store.ts';
 import type { BuiltinPut, JsonValue } from '../../master/registry/commands.ts';
 import { storedDelays } from '../../master/frameworks/marathon/launch-delays.ts';
-import { NO_INTEREST, offerInterest, planRound, type OfferInterest, type RoundPlan } from '../../master/frameworks/marathon/round-plan.ts';
+import { planRound, type RoundPlan } from '../../master/frameworks/marathon/round-plan.ts';
+import { SERVICES_INTEREST } from '../../master/frameworks/marathon/offer-policy.ts';
+import { NO_INTEREST, nextInterest, type InterestState } from '../../shared/framework-runtime/offer-interest.ts';
 import { FRAMEWORK_ID_KEY, MarathonRecords, type DeploymentRecord, type InstanceRecord } from '../../master/frameworks/marathon/records.ts';
 import { APP_LABEL, appIdOfTaskId } from '../../master/frameworks/marathon/task-info.ts';
 import type { AppDefinition, StoredApp } from '../../master/frameworks/marathon/app-model.ts';
@@ -77,7 +79,7 @@ export class SimServices {
   private pendingOffers: OfferJson[] = [];
   private adoptedAtMs = -Infinity;
   private inheritedPending: Set<string> | undefined;
-  private interest: OfferInterest = { ...NO_INTEREST };
+  private interest: InterestState = { ...NO_INTEREST };
   private looping = false;
   private dirty = false;
   private soon = false;
@@ -311,7 +313,7 @@ export class SimServices {
       this.call({ type: 'KILL', frameworkId, taskId: rec.taskId });
     }
     for (const k of killNow) this.call({ type: 'KILL', frameworkId, taskId: k.taskId });
-    const interest = offerInterest(this.interest, waitingNow, offers, nowMs);
+    const interest = nextInterest(this.interest, SERVICES_INTEREST, waitingNow, offers, nowMs);
     this.interest = interest.next;
     if (interest.call === 'revive') this.call({ type: 'REVIVE', frameworkId });
     else if (interest.call === 'suppress') this.call({ type: 'SUPPRESS', frameworkId });

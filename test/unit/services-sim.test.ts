@@ -9,7 +9,8 @@ import { runServicesSeed } from '../sim/services.sim.ts';
 import { maxCapacity } from '../sim/cluster-services.ts';
 import { parseApp } from '../../master/frameworks/marathon/app-parse.ts';
 import { decide, type CoreInput, type InstanceView } from '../../master/frameworks/marathon/core.ts';
-import { NO_INTEREST, offerInterest } from '../../master/frameworks/marathon/round-plan.ts';
+import { SERVICES_INTEREST } from '../../master/frameworks/marathon/offer-policy.ts';
+import { NO_INTEREST, nextInterest } from '../../shared/framework-runtime/offer-interest.ts';
 import { Resources } from '../../shared/resources.ts';
 
 describe('services in the cluster simulation', () => {
@@ -95,12 +96,12 @@ describe('fixes the simulation found', () => {
   });
 
   it('a REVIVE is sent again while instances wait and no offer comes, not while offers flow', () => {
-    const first = offerInterest(NO_INTEREST, true, 0, 1_000);
+    const first = nextInterest(NO_INTEREST, SERVICES_INTEREST, true, 0, 1_000);
     expect(first.call).toBe('revive');
-    expect(offerInterest(first.next, true, 0, 3_000).call).toBeUndefined();
-    expect(offerInterest(first.next, true, 0, 6_000).call).toBe('revive');
-    const offered = offerInterest(first.next, true, 2, 4_000).next;
-    expect(offerInterest(offered, true, 0, 7_000).call).toBeUndefined();
-    expect(offerInterest(offered, false, 1, 8_000)).toMatchObject({ call: 'suppress', next: { suppressed: true, wanted: false } });
+    expect(nextInterest(first.next, SERVICES_INTEREST, true, 0, 3_000).call).toBeUndefined();
+    expect(nextInterest(first.next, SERVICES_INTEREST, true, 0, 6_000).call).toBe('revive');
+    const offered = nextInterest(first.next, SERVICES_INTEREST, true, 2, 4_000).next;
+    expect(nextInterest(offered, SERVICES_INTEREST, true, 0, 7_000).call).toBeUndefined();
+    expect(nextInterest(offered, SERVICES_INTEREST, false, 1, 8_000)).toMatchObject({ call: 'suppress', next: { suppressed: true, wanted: false } });
   });
 });

@@ -3,6 +3,9 @@
 // names the masters that hold the replicated state in ZooKeeper's connection-string form,
 // and its timeouts are Marathon's defaults, which no Cairn setting changes. Pure.
 
+// The failover timeout reported is the one the built-in frameworks subscribe with (in seconds, as Marathon's flag is).
+import { FAILOVER_TIMEOUT_S } from '../../../shared/framework-runtime/failover.ts';
+
 /** `http://host:port` → `host:port`, the form Marathon gives its leader in. */
 export function hostPort(url: string): string {
   return new URL(url).host;
@@ -21,8 +24,6 @@ export interface InfoFacts {
 /** Marathon's defaults for what Cairn has no setting of its own. */
 const ZK_TIMEOUT_MS = 10_000;
 const ZK_MAX_VERSIONS = 50;
-/** The services framework's failover timeout (service.ts), in seconds as Marathon's flag is. */
-const FAILOVER_TIMEOUT_S = 7 * 24 * 3600;
 
 export function marathonInfo(f: InfoFacts): Record<string, unknown> {
   const self = new URL(f.selfUrl);

@@ -176,36 +176,3 @@ export function planRound(input: RoundInput): RoundPlan {
   for (const d of finished) puts.push({ key: deploymentKey(d.id), value: null });
   return { out, puts, kills, killNow, launches, finished };
 }
-
-/**
- * A REVIVE that goes missing (a call lost as a leader changes) would leave the framework
- * suppressed, or filtered, while instances wait: as long as no offer comes, it is sent again
- * this often (Marathon repeats its revives for the same reason).
- */
-export const REVIVE_AGAIN_MS = 5_000;
-
-export interface OfferInterest {
-  /** The last round had instances waiting for offers (not delayed). */
-  wanted: boolean;
-  suppressed: boolean;
-  revivedAtMs: number;
-  /** When a round last had offers to look at. */
-  offeredAtMs: number;
-}
-
-/**
- * Whether to REVIVE or SUPPRESS after a round: offers are declined for long while nothing
- * waits; the moment something does, REVIVE clears those filters (and a SUPPRESS), so a
- * replacement never waits out a refusal.
- */
-export function offerInterest(prev: OfferInterest, wantsOffers: boolean, offers: number, nowMs: number): { next: OfferInterest; call?: 'revive' | 'suppress' } {
-  const offeredAtMs = offers > 0 ? nowMs : prev.offeredAtMs;
-  if (wantsOffers && (!prev.wanted || nowMs - Math.max(prev.revivedAtMs, offeredAtMs) >= REVIVE_AGAIN_MS)) {
-    return { next: { wanted: true, suppressed: false, revivedAtMs: nowMs, offeredAtMs }, call: 'revive' };
-  }
-  if (!wantsOffers && !prev.suppressed && offers > 0) return { next: { ...prev, wanted: false, suppressed: true, offeredAtMs }, call: 'suppress' };
-  return { next: { ...prev, wanted: wantsOffers, offeredAtMs } };
-}
-
-/** A fresh subscription: nothing asked of the master yet. */
-export const NO_INTEREST: OfferInterest = { wanted: false, suppressed: false, revivedAtMs: -Infinity, offeredAtMs: -Infinity };

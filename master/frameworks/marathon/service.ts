@@ -1,27 +1,30 @@
-// The services framework on the leading master: a client of its scheduler API (subscribed
-// once there is an app, or a framework id from an earlier leader), the shell around the
-// pure core (core.ts). Each round reads apps, deployments and instances, asks the core what
-// to do, writes what it decided to the replicated store, and only then launches and kills:
-// a new leader reads back every instance the old one may have started, and never starts
-// one twice. Rounds run one at a time; offers, status updates, API changes and a 1 s tick
-// each ask for one.
+// The services framework on the framework runtime (shared/framework-runtime/), on the
+// leading master: one subscription (made once there is an app, or a framework id from an
+// earlier leader) around the pure core (core.ts). Each round reads apps, deployments and
+// instances, asks the core what to do, writes what it decided to the replicated store, and
+// only then launches and kills: a new leader reads back every instance the old one may have
+// started, and never starts one twice. Rounds run one at a time (the runtime's RoundLoop);
+// offers, status updates, API changes and a 1 s tick each ask for one.
 
 import { randomUUID } from 'node:crypto';
 import type { OfferJson, TaskStatusJson } from '../../../shared/mesos-v1.ts';
-import { SchedulerClient } from '../../../shared/sdk/scheduler-client.ts';
+import type { Cancel } from '../../../shared/framework-runtime/clock.ts';
+import { runtimeIo, type RuntimeIoOptions } from '../../../shared/framework-runtime/io.ts';
+import { recordThenAct } from '../../../shared/framework-runtime/record-then-act.ts';
+import { RoundLoop } from '../../../shared/framework-runtime/round-loop.ts';
+import { Subscriptions } from '../../../shared/framework-runtime/subscriptions.ts';
 import type { BuiltinEnv, BuiltinInstance } from '../../../shared/framework-host/contract.ts';
 import type { JsonValue } from '../../../shared/framework-host/store.ts';
 import type { AppQueueFacts } from './core.ts';
 import { storedDelays } from './launch-delays.ts';
-import { NO_INTEREST, offerInterest, planRound, type OfferInterest } from './round-plan.ts';
+import { planRound, type RoundPlan } from './round-plan.ts';
+import { SERVICES_INTEREST } from './offer-policy.ts';
 import { AppChanges } from './app-changes.ts';
 import { EventBus } from './event-bus.ts';
 import { failureKey, FRAMEWORK_ID_KEY, instanceKey, MarathonRecords, type InstanceRecord, type TaskFailureRecord } from './records.ts';
 import { deploymentPlanJson, type QueueCounters } from './views.ts';
 
 export const FRAMEWORK_NAME = 'marathon';
-/** A week: the framework's tasks outlive any leader change and any restart of every master. */
-const FAILOVER_TIMEOUT_S = 7 * 24 * 3600;
 const TICK_MS = 1000;
 /** How often tasks of the framework that no record names are looked for. */
 const ADOPT_EVERY_MS = 5000;
@@ -40,7 +43,11 @@ const FAILURE_STATES = new Set(['TASK_FAILED', 'TASK_ERROR', 'TASK_LOST', 'TASK_
 export class MarathonService implements BuiltinInstance {
   readonly bus = new EventBus();
   readonly records: MarathonRecords;
-  private client: SchedulerClient | undefined;
+  /** The one subscription, under the key '*'. */
+  private readonly subs: Subscriptions<'*'>;
+  private readonly loop: RoundLoop;
+  private readonly timers: Cancel[] = [];
+  private readonly clockNow: () => number;
   /** The leader's working copy of the instance records (the store holds the durable one). */
   private readonly instances = new Map<string, InstanceRecord>();
   private queueFacts = new Map<string, AppQueueFacts>();
@@ -48,11 +55,7 @@ export class MarathonService implements BuiltinInstance {
   private readonly killSentAt = new Map<string, number>();
   private readonly lastHealth = new Map<string, boolean | undefined>();
   private pendingOffers: OfferJson[] = [];
-  private interest: OfferInterest = { ...NO_INTEREST };
-  private dirty = false;
-  private looping = false;
   private stopped = false;
-  private readonly timer: NodeJS.Timeout;
   private adoptedAtMs = -Infinity;
   /**
    * Instances an earlier leader recorded whose tasks the registry did not have when this one
@@ -61,17 +64,46 @@ export class MarathonService implements BuiltinInstance {
    * and is placed again at once rather than after the pending timeout.
    */
   private inheritedPending: Set<string> | undefined;
-  private soon: NodeJS.Timeout | undefined;
+  private soon: Cancel | undefined;
+  private readonly after: (ms: number, fn: () => void) => Cancel;
 
   /** Changes from the REST API. */
   readonly changes: AppChanges;
 
   /** This leadership's clock (BuiltinEnv.now): what launch delays are measured on. */
   now(): number {
-    return this.env.now();
+    return this.clockNow();
   }
 
-  constructor(private readonly env: BuiltinEnv) {
+  constructor(private readonly env: BuiltinEnv, opts: RuntimeIoOptions = {}) {
+    const io = runtimeIo(env, opts);
+    this.clockNow = () => io.clock.now();
+    this.after = (ms, fn) => io.clock.after(ms, fn);
+    this.loop = new RoundLoop(() => this.round(), (err) => this.env.log.warn({ err }, 'a services round failed; the next one retries'));
+    this.subs = new Subscriptions<'*'>({
+      name: FRAMEWORK_NAME, transport: io.transport, store: env.store, clock: io.clock, log: env.log,
+      interest: SERVICES_INTEREST,
+      // Its rounds ask for offers when instances wait.
+      reviveOnSubscribe: false,
+      handlers: {
+        frameworkInfo: () => ({ user: '', name: FRAMEWORK_NAME, capabilities: [{ type: 'GPU_RESOURCES' }] }),
+        idKey: () => FRAMEWORK_ID_KEY,
+        wanted: () => true,
+        offers: (_k, offers) => {
+          this.pendingOffers.push(...offers);
+          this.kick();
+        },
+        rescind: (_k, offerId) => {
+          this.pendingOffers = this.pendingOffers.filter((o) => o.id.value !== offerId);
+        },
+        update: (_k, status) => this.onUpdate(status),
+        // Every task's latest state (health included) was asked for; orphans are looked for at once.
+        subscribed: () => {
+          this.adoptedAtMs = -Infinity;
+          this.kick();
+        },
+      },
+    });
     this.records = new MarathonRecords(env.store);
     this.changes = new AppChanges({
       records: this.records,
@@ -89,25 +121,25 @@ export class MarathonService implements BuiltinInstance {
     const tasks = env.cluster.tasks();
     this.inheritedPending = new Set([...this.instances.keys()].filter((id) => !tasks.has(id)));
     if (this.records.frameworkId() !== undefined || this.records.apps().length > 0 || this.records.deployments().length > 0) this.ensureSubscribed();
-    this.timer = setInterval(() => {
-      if (this.client) this.kick();
-    }, TICK_MS);
-    this.timer.unref();
+    this.timers.push(io.clock.every(TICK_MS, () => {
+      if (this.subs.has('*')) this.kick();
+    }));
   }
 
   stop(): void {
     this.stopped = true;
-    clearInterval(this.timer);
-    if (this.soon) clearTimeout(this.soon);
-    this.client?.close();
+    this.loop.stop();
+    for (const cancel of this.timers) cancel();
+    this.soon?.();
+    this.subs.stop();
   }
 
   get frameworkId(): string | undefined {
-    return this.client?.frameworkId ?? this.records.frameworkId();
+    return this.subs.get('*')?.frameworkId ?? this.records.frameworkId();
   }
 
   get connected(): boolean {
-    return this.client?.connected ?? false;
+    return this.subs.connected('*');
   }
 
   queue(): Map<string, AppQueueFacts> {
@@ -119,38 +151,7 @@ export class MarathonService implements BuiltinInstance {
   }
 
   private ensureSubscribed(): void {
-    if (this.client || this.stopped) return;
-    const id = this.records.frameworkId();
-    const client = new SchedulerClient({
-      ...this.env.schedulerOptions({
-        user: '',
-        name: FRAMEWORK_NAME,
-        failover_timeout: FAILOVER_TIMEOUT_S,
-        capabilities: [{ type: 'GPU_RESOURCES' }],
-        ...(id ? { id: { value: id } } : {}),
-      }),
-    });
-    this.client = client;
-    client.on('subscribed', (frameworkId) => {
-      if (this.records.frameworkId() !== frameworkId) {
-        void this.env.store.put(FRAMEWORK_ID_KEY, frameworkId).catch((err) => this.env.log.warn({ err }, 'could not store the framework id'));
-      }
-      this.interest = { ...NO_INTEREST };
-      this.adoptedAtMs = -Infinity;
-      // Ask for the latest state of every task (health included) after a leader change.
-      void client.reconcile([]).catch(() => {});
-      this.kick();
-    });
-    client.on('offers', (offers) => {
-      this.pendingOffers.push(...offers);
-      this.kick();
-    });
-    client.on('rescind', (offerId) => {
-      this.pendingOffers = this.pendingOffers.filter((o) => o.id.value !== offerId);
-    });
-    client.on('update', (status) => this.onUpdate(status));
-    client.on('error', (message) => this.env.log.error({ message }, 'the master refused the services framework'));
-    void client.subscribe().catch((err) => this.env.log.warn({ err }, 'services framework subscription failed'));
+    this.subs.ensure('*');
   }
 
   private onUpdate(status: TaskStatusJson): void {
@@ -185,37 +186,20 @@ export class MarathonService implements BuiltinInstance {
    */
   private kickSoon(): void {
     if (this.soon) return;
-    this.soon = setTimeout(() => {
+    this.soon = this.after(UPDATE_BATCH_MS, () => {
       this.soon = undefined;
       this.kick();
-    }, UPDATE_BATCH_MS);
+    });
   }
 
   /** Asks for a round; rounds never overlap, and one asked for during a round follows it. */
   kick(): void {
-    this.dirty = true;
-    if (this.looping || this.stopped) return;
-    this.looping = true;
-    void (async () => {
-      try {
-        while (this.dirty && !this.stopped) {
-          this.dirty = false;
-          try {
-            await this.round();
-          } catch (err) {
-            this.env.log.warn({ err }, 'a services round failed; the next one retries');
-          }
-        }
-      } finally {
-        this.looping = false;
-      }
-    })();
+    void this.loop.kick();
   }
 
   private async round(): Promise<void> {
-    const client = this.client;
-    const frameworkId = client?.frameworkId;
-    if (!client || !frameworkId || !client.connected) return;
+    const frameworkId = this.subs.get('*')?.frameworkId;
+    if (!frameworkId || !this.subs.connected('*')) return;
     const offers = this.pendingOffers.splice(0);
     // Launch delays, pending and kill time-outs run on the leader's steady clock: a wall-clock
     // step neither ends a delay early nor holds it for the step's length.
@@ -231,12 +215,16 @@ export class MarathonService implements BuiltinInstance {
       newUuid: randomUUID, pendingTimeoutMs: PENDING_TIMEOUT_MS, killRetryMs: KILL_RETRY_MS,
     });
     this.inheritedPending = undefined;
-    const { out, puts, kills, killNow, launches, finished } = plan;
-    for (const id of out.forget) this.lastHealth.delete(id);
+    for (const id of plan.out.forget) this.lastHealth.delete(id);
 
     // Durable before acting: a leader that dies after this write leaves its decisions to the next.
-    await this.env.store.write(puts);
+    await recordThenAct(this.env.store, plan.puts, () => this.act(plan, offers.length, nowMs));
+  }
+
+  /** What the round decided, once its records are durable. */
+  private async act(plan: RoundPlan, offers: number, nowMs: number): Promise<void> {
     if (this.stopped) return;
+    const { out, kills, killNow, launches, finished } = plan;
 
     // Soft state of apps that are gone goes with them.
     for (const id of this.counters.keys()) if (!out.queue.has(id)) this.counters.delete(id);
@@ -253,7 +241,7 @@ export class MarathonService implements BuiltinInstance {
     const waitingNow = [...out.queue.values()].some((q) => q.waiting > q.launched && (q.delayUntilMs === undefined || q.delayUntilMs <= nowMs));
     const calls: Promise<unknown>[] = [];
     for (const [offerId, list] of byOffer) {
-      calls.push(client.accept([offerId], list.map((x) => x.info), { refuse_seconds: waitingNow ? REFUSE_WHILE_WAITING_S : REFUSE_IDLE_S }).catch(async (err) => {
+      calls.push(this.subs.accept('*', [offerId], list.map((x) => x.info), { refuse_seconds: waitingNow ? REFUSE_WHILE_WAITING_S : REFUSE_IDLE_S }).catch(async (err) => {
         // Never launched: forget the instances now rather than after the pending timeout, and count no failure.
         this.env.log.warn({ err, offerId }, 'an accept failed; its instances will be placed again');
         for (const x of list) this.instances.delete(x.rec.taskId);
@@ -261,16 +249,13 @@ export class MarathonService implements BuiltinInstance {
         this.kick();
       }));
     }
-    if (out.declines.length > 0) calls.push(client.decline(out.declines, waitingNow ? REFUSE_WHILE_WAITING_S : REFUSE_IDLE_S).catch(() => {}));
+    if (out.declines.length > 0) calls.push(this.subs.decline('*', out.declines, waitingNow ? REFUSE_WHILE_WAITING_S : REFUSE_IDLE_S));
     for (const rec of kills) {
       this.killSentAt.set(rec.taskId, nowMs);
-      calls.push(client.kill(rec.taskId, rec.agentId).catch(() => {}));
+      calls.push(this.subs.killNow('*', rec.taskId, rec.agentId));
     }
-    for (const k of killNow) calls.push(client.kill(k.taskId, k.agentId).catch(() => {}));
-    const interest = offerInterest(this.interest, waitingNow, offers.length, nowMs);
-    this.interest = interest.next;
-    if (interest.call === 'revive') calls.push(client.revive().catch(() => {}));
-    else if (interest.call === 'suppress') calls.push(client.suppress().catch(() => {}));
+    for (const k of killNow) calls.push(this.subs.killNow('*', k.taskId, k.agentId));
+    calls.push(this.subs.wantOffers('*', waitingNow, offers));
     await Promise.all(calls);
   }
 
