@@ -85,7 +85,7 @@ export function buildProgram(io: CliIo, handlers: Partial<CommandHandlers> = {})
 const HELP_ORDER = [
   'up', 'master', 'agent', 'run', 'attach', 'agents', 'tasks', 'task', 'state', 'top', 'members', 'masters',
   'logs', 'kill', 'teardown', 'version', 'completion', 'app', 'job', 'tune', 'roles', 'usage', 'quota',
-  'preemptions', 'secret', 'ui', 'get', 'describe',
+  'preemptions', 'secret', 'ui', 'get', 'describe', '__complete',
 ];
 
 /**

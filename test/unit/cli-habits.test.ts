@@ -2,11 +2,17 @@
 // get/describe, -w, one list shape with "No resources found", and -f on submit and deploy.
 // (test/integration/cli-habits.test.ts runs the same habits against a real `cairn up`.)
 
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { describe, expect, it } from 'vitest';
 import { EXIT_CREDENTIALS_REFUSED, EXIT_NOT_PERMITTED, EXIT_TIMED_OUT, exitCodeOf } from '../../bin/commands/common/exit-codes.ts';
-import { runCli, type CommandHandlers } from '../../bin/commands/program.ts';
+import { buildProgram, runCli, type CommandHandlers } from '../../bin/commands/program.ts';
+import { lineCandidates } from '../../bin/commands/cli/completion.ts';
+import { COMPLETE_TIMEOUT_MS } from '../../bin/commands/cli/complete-ids.ts';
 import { normalizeArgv } from '../../bin/commands/common/argv.ts';
 import { kindCommand, KINDS } from '../../bin/commands/cli/kinds.ts';
 import type { CliIo } from '../../bin/commands/common/io.ts';
@@ -254,5 +260,80 @@ describe('framework names beside ids', () => {
   });
   it('--framework selects by a gone framework\'s name too', () => {
     expect(selectTasks(state, { framework: 'cairn-run:train', limit: 0 }).tasks.map((t) => t.id)).toEqual(['gone-0']);
+  });
+});
+
+describe('completion of ids and names', () => {
+  const { program } = buildProgram(capture().io);
+  const asked: [string, string | undefined][] = [];
+  const ids = async (kind: string, master: string | undefined) => {
+    asked.push([kind, master]);
+    return kind === 'kinds' ? ['tasks', 'jobs'] : [`${kind}-one`, `${kind}-two`];
+  };
+
+  it('the line completer offers the ids of the kind an argument names, and only there', async () => {
+    expect(await lineCandidates(program, ['task', ''], ids)).toEqual(['tasks-one', 'tasks-two']);
+    expect(await lineCandidates(program, ['job', 'wait', '--master', 'http://m:1', 'jobs-t'], ids)).toEqual(['jobs-two']);
+    expect(asked.at(-1)).toEqual(['jobs', 'http://m:1']);
+    expect(await lineCandidates(program, ['describe', 'exp', ''], ids)).toEqual(['experiments-one', 'experiments-two']);
+    expect(await lineCandidates(program, ['get', ''], ids)).toEqual(['tasks', 'jobs']);
+    asked.length = 0;
+    expect(await lineCandidates(program, ['tasks', '-o', ''], ids)).toEqual(['json', 'yaml', 'wide']);
+    expect(await lineCandidates(program, ['job', 'w'], ids)).toEqual(['wait']);
+    expect(await lineCandidates(program, ['task', 'x', ''], ids)).toEqual([]);
+    expect(asked).toEqual([]);
+  });
+
+  it('fish asks cairn __complete --line; the answer is the line completer\'s', async () => {
+    const c = capture();
+    expect(await runCli(['completion', 'fish'], c.io)).toBe(0);
+    expect(c.out()).toContain('cairn __complete --line -- $words "$cur"');
+    const line = capture();
+    expect(await runCli(['__complete', '--line', '--', 'tasks', '--st'], line.io)).toBe(0);
+    expect(line.out()).toBe('--state\n');
+  });
+
+  it('with no master, __complete prints nothing, says nothing, exits 0, within its time-out', async () => {
+    // A port that takes connections and never answers: the Tab must not hang on it.
+    const silent = createServer(() => undefined);
+    await new Promise<void>((r) => silent.listen(0, '127.0.0.1', r));
+    try {
+      const c = capture();
+      const started = Date.now();
+      expect(await runCli(['__complete', 'tasks', '--master', `http://127.0.0.1:${(silent.address() as AddressInfo).port}`], c.io)).toBe(0);
+      expect(Date.now() - started).toBeLessThan(COMPLETE_TIMEOUT_MS + 1000);
+      expect([c.out(), c.err()]).toEqual(['', '']);
+    } finally {
+      silent.closeAllConnections();
+      await new Promise((r) => silent.close(r));
+    }
+  });
+
+  it.skipIf(spawnSync('bash', ['--version']).status !== 0)('bash completes task ids and job names from cairn __complete, with the line\'s --master', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'cairn-complete-'));
+    try {
+      const c = capture();
+      expect(await runCli(['completion', 'bash'], c.io)).toBe(0);
+      writeFileSync(join(dir, 'cairn.bash'), c.out());
+      // A stand-in cairn on PATH that answers __complete as the master would.
+      writeFileSync(join(dir, 'cairn'), '#!/bin/sh\n[ "$1" = __complete ] || exit 1\nshift\nif [ "$1" = --master ]; then echo "at-$2"; shift 2; fi\necho "$1-a"; echo "$1-b"\n', { mode: 0o755 });
+      const complete = (line: string): string[] => {
+        const words = line.split(' ');
+        const driver = `source cairn.bash
+COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}
+_cairn
+printf '%s\\n' "\${COMPREPLY[@]}"`;
+        return execFileSync('bash', ['--norc', '--noprofile', '-c', driver], { encoding: 'utf8', cwd: dir, env: { PATH: `${dir}:${process.env.PATH}` } }).split('\n').filter((l) => l !== '').sort();
+      };
+      expect(complete('cairn task ')).toEqual(['tasks-a', 'tasks-b']);
+      expect(complete('cairn job wait --master http://m:1 ')).toEqual(['at-http://m:1', 'jobs-a', 'jobs-b']);
+      // The kind as typed: __complete knows kubectl's names for it (app, exp, node).
+      expect(complete('cairn describe app ')).toEqual(['app-a', 'app-b']);
+      expect(complete('cairn get ')).toEqual(['kinds-a', 'kinds-b']);
+      expect(complete('cairn tasks ')).toEqual([]);
+      expect(complete('cairn ta')).toEqual(['task', 'tasks']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

@@ -311,10 +311,10 @@ printf '%s\\n' "\${COMPREPLY[@]}"`;
     expect(complete('cairn agent drain --dead')).toEqual(['--deadline']);
   });
 
-  it('cairn completion needs bash or zsh', async () => {
+  it('cairn completion needs bash, zsh or fish', async () => {
     const c = capture();
-    expect(await runCli(['completion', 'fish'], c.io)).toBe(2);
-    expect(c.err()).toContain('bash, zsh');
+    expect(await runCli(['completion', 'tcsh'], c.io)).toBe(2);
+    expect(c.err()).toContain('bash, zsh, fish');
     const z = capture();
     expect(await runCli(['completion', 'zsh'], z.io)).toBe(0);
     expect(z.out()).toMatch(/^#compdef cairn/);
