@@ -156,7 +156,7 @@ describe("Katib's experiment files through cairn tune", () => {
     expect(v.trials).toHaveLength(1);
     const same = await runCairn(['tune', 'resume', 'katib-goal', '--max-trials', '1', '--master', master.url]);
     expect(same.code).toBe(1);
-    expect(same.stderr).toMatch(/ended GoalReached after 1 trials \(maxTrialCount 12\): give maxTrialCount above 12 \(asked: 1\)/);
+    expect(same.stderr).toMatch(/ended GoalReached after 1 trial \(maxTrialCount 12\): give maxTrialCount above 12 \(asked: 1\)/);
     const more = await runCairn(['tune', 'resume', 'katib-goal', '--max-trials', '13', '--master', master.url]);
     expect(more.code, more.stderr).toBe(0);
     await waitFor('katib-goal to run a second trial', async () => ((await view('katib-goal'))?.trials.length === 2 ? true : undefined), 60_000);

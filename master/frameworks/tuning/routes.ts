@@ -16,6 +16,7 @@ import { freshSeed, type TuningRuntime } from './runtime.ts';
 import { MAX_TRIAL_COUNT, parseExperimentDocument } from './spec-parse.ts';
 import { experimentSummary, experimentView, trialView } from './views.ts';
 import { checkTrialEnv, experimentAdmission } from './experiment-limits.ts';
+import { nothingLeft } from './resume-refusal.ts';
 
 
 function notFound(reply: FastifyReply, name: string): FastifyReply {
@@ -186,18 +187,6 @@ export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv
     if (!(await runtime.remove(req.params.name))) return notFound(reply, req.params.name);
     return { name: req.params.name, deleted: true };
   });
-}
-
-/** Why a resume found nothing to run, and the limit that would let it go on, by how much. */
-export function nothingLeft(r: ExperimentRecord, trials: readonly TrialRecord[], limits: { maxTrialCount?: number; maxFailedTrialCount?: number }): { message: string; field: string } {
-  const failed = trials.filter((t) => t.state === 'Failed').length;
-  const maxFailed = Math.max(r.spec.maxFailedTrialCount, limits.maxFailedTrialCount ?? 0);
-  if (failed > maxFailed) {
-    return { field: 'maxFailedTrialCount', message: `has ${failed} failed trials (maxFailedTrialCount ${maxFailed}): give maxFailedTrialCount ${failed} or more to go on` };
-  }
-  if (r.exhausted && (r.reason !== 'GoalReached' || (limits.maxTrialCount ?? 0) > r.maxTrialCount)) return { field: 'name', message: `has searched its whole space (${r.reason}, ${r.trialCount} trials): no more trials can be proposed` };
-  const asked = limits.maxTrialCount !== undefined ? ` (asked: ${limits.maxTrialCount})` : '';
-  return { field: 'maxTrialCount', message: `ended ${r.reason} after ${r.trialCount} trials (maxTrialCount ${r.maxTrialCount}): give maxTrialCount above ${Math.max(r.trialCount, r.maxTrialCount)}${asked} to run more` };
 }
 
 function resumeLimits(body: unknown): { maxTrialCount?: number; maxFailedTrialCount?: number } {
