@@ -434,14 +434,15 @@ describe('the other tune commands, against a fake master', () => {
   });
   afterAll(() => new Promise<void>((r) => server.close(() => r())));
 
-  it('submit --wait: the ignored fields on stderr, the name, a line per trial as it ends, the best, exit 0 on success', async () => {
+  it('submit --wait: the ignored fields on stderr, the name, each trial as it starts and ends, why trials wait, the best, exit 0 on success', async () => {
     seen.length = 0;
     gets = 0;
     const t0 = trial(0, 'Succeeded', 0.9, { lr: 0.1, batch: 32 });
     const t1 = trial(1, 'Failed', undefined, { lr: 0.5, batch: 64 }, { message: 'exited with 1' });
     const t2 = trial(2, 'Succeeded', 0.96, { lr: 0.0123456789, batch: 16 });
+    const waiting = 'waiting for room: needs cpus 1; the best agent, h1, has cpus 0.5 free; /dev/web holds cpus 0.5 there; research class may preempt it: no (it is research class too)';
     views = [
-      view('Running', [t0, trial(1, 'Running', undefined, t1.params)]),
+      view('Running', [t0, trial(1, 'Running', undefined, t1.params), trial(2, 'Pending', undefined, t2.params, { message: waiting })]),
       view('Running', [t0, t1, trial(2, 'Running', undefined, t2.params)]),
       view('Succeeded', [t0, t1, t2]),
     ];
@@ -450,7 +451,11 @@ describe('the other tune commands, against a fake master', () => {
     expect(r.err).toBe('cairn tune submit: ignored spec.appCore: the search runs inside the leading master\ncairn tune submit: following digits (seed 9); Ctrl-C stops following, not the experiment\n');
     expect(r.out).toBe([
       'digits',
+      // As it happens: each trial as it starts, and why the others wait.
+      'trial 1 started on h1',
+      `1 trial ${waiting}`,
       'trial 0 Succeeded accuracy=0.9 lr=0.1 batch=32',
+      'trial 2 started on h2',
       'trial 1 Failed accuracy=- lr=0.5 batch=64 (exited with 1)',
       'trial 2 Succeeded accuracy=0.96 lr=0.0123457 batch=16',
       'experiment digits Succeeded (GoalReached): trial 2 reached the goal',
@@ -487,7 +492,7 @@ describe('the other tune commands, against a fake master', () => {
     const started = Date.now();
     expect(await runCli(['tune', 'submit', '--app-runner-launch-cmd', 'true', '--tuning-parameters', nniFile, '--wait', '--master', url], io)).toBe(130);
     expect(Date.now() - started).toBeLessThan(900);
-    expect(out).toBe('digits\ntrial 0 Succeeded accuracy=0.9 lr=0.1\n');
+    expect(out).toBe('digits\ntrial 1 started on h1\ntrial 0 Succeeded accuracy=0.9 lr=0.1\n');
     expect(err).toMatch(/stopped following; experiment digits runs on \(cairn tune show digits; cairn tune stop digits stops it\)\n$/);
   });
 

@@ -51,6 +51,35 @@ function finish(core: TuningCore, taskId: string, lines: string[], now: number, 
   core.taskUpdate('exp', { taskId, state, message: state === 'TASK_FINISHED' ? '' : 'exited with code 1' }, now);
 }
 
+describe('the tuning core: why trials wait', () => {
+  it('an offer too small for a trial makes the pending trials say what is short and who holds it, once per change; a started trial forgets it', () => {
+    let why = 'needs cpus 1; the best agent, a1, has cpus 0.5 free; /dev/web holds cpus 0.5 there';
+    const asked: (string | undefined)[] = [];
+    const core = new TuningCore({ explainWait: (members, cls) => {
+      asked.push(`${members.map((m) => `${m.label}:${m.cpus}`).join()} ${cls}`);
+      return why;
+    } });
+    const store = new Store();
+    core.submit(spec({ priorityClass: 'production' }), [], 'u1', 0, 'alice');
+    store.apply(core.takeEffects());
+    core.offers('exp', [offer(0.5), offer(0.5, 'a2')], 10);
+    let e = store.apply(core.takeEffects());
+    expect(asked).toEqual(['a trial:1 production']);
+    expect(store.trials().map((t) => t.message)).toEqual([`waiting for room: ${why}`, `waiting for room: ${why}`]);
+    // The same reason again writes nothing.
+    core.offers('exp', [offer(0.5)], 20);
+    e = store.apply(core.takeEffects());
+    expect([...e.writes.keys()].filter((k) => k.startsWith('trial/'))).toEqual([]);
+    why = 'needs cpus 1; the best agent, a1, has cpus 0.7 free; /dev/web holds cpus 0.3 there';
+    core.offers('exp', [offer(0.7)], 30);
+    store.apply(core.takeEffects());
+    expect(store.trials()[0]!.message).toBe(`waiting for room: ${why}`);
+    core.offers('exp', [offer(1)], 40);
+    store.apply(core.takeEffects());
+    expect(store.trials().find((t) => t.state === 'Starting')?.message).toBeUndefined();
+  });
+});
+
 describe('the tuning core', () => {
   it('proposes trials up to the parallelism, writes them before it launches them, and places them on offers', () => {
     const core = new TuningCore();

@@ -16,6 +16,7 @@ import { ExperimentsClient, type ResumeLimits } from './client.ts';
 import { MasterClient, type LogStream } from '../../../shared/sdk/master-client.ts';
 import { printTaskLog } from '../common/log-relay.ts';
 import { exitCodeOf } from '../common/exit-codes.ts';
+import { ExperimentProgress } from './wait-progress.ts';
 
 export interface TuneCommandOptions {
   masterUrl: string;
@@ -199,6 +200,7 @@ export function runTuneSubmit(o: TuneSubmitOptions, io: CliIo): Promise<number> 
 /** Prints each trial as it ends, then the outcome and the best trial: 0 when it succeeded. */
 export async function follow(c: ExperimentsClient, name: string, io: CliIo, pollMs: number): Promise<number> {
   const printed = new Set<number>();
+  const progress = new ExperimentProgress();
   let interrupted = false;
   let wake: (() => void) | undefined;
   const dispose = io.onInterrupt(() => {
@@ -226,6 +228,8 @@ export async function follow(c: ExperimentsClient, name: string, io: CliIo, poll
         if (err instanceof MasterHttpError || ++unreachable > MAX_UNREACHABLE) throw err;
       }
       if (e) {
+        // Trials starting and why the others wait, as it happens: not only each trial's end.
+        for (const line of progress.lines(e)) io.stdout.write(`${line}\n`);
         const ended = e.trials.filter((t) => ENDED.has(t.state) && !printed.has(t.index)).sort((a, b) => (a.finishedMs ?? 0) - (b.finishedMs ?? 0) || a.index - b.index);
         for (const t of ended) {
           printed.add(t.index);

@@ -22,6 +22,7 @@ import {
   type ExperimentPhase, type ExperimentRecord, type StopCause, type TrialRecord, type TrialState,
 } from './record.ts';
 import type { Assignment } from '../../../shared/tuning/space/types.ts';
+import type { WaitingMember } from '../../../shared/sdk/why-queued.ts';
 
 /** A lost launch (its agent gone) is tried this many times in all before the trial fails. */
 const MAX_ATTEMPTS = 3;
@@ -106,7 +107,15 @@ function isJobExperiment(l: Live): boolean {
 export interface TuningCoreOptions {
   /** The wait before a lost trial runs again (written in the trial as a time); default DEFAULT_RESTART_BACKOFF. */
   restartBackoff?: RestartBackoffPolicy;
+  /**
+   * Why a trial does not fit in what the agents have free now, naming who holds it
+   * (shared/sdk/why-queued.ts); undefined when it would fit. Absent: pending trials say nothing.
+   */
+  explainWait?: (members: WaitingMember[], priorityClass: string | undefined) => string | undefined;
 }
+
+/** The start of a pending trial's message that says why it waits for room. */
+export const WAITING_FOR_ROOM = 'waiting for room: ';
 
 /** A pending trial that may be placed now: not waiting out its back-off. */
 function placeable(t: TrialRecord, now: number): boolean {
@@ -119,8 +128,11 @@ export class TuningCore {
   private nowMs = 0;
   private readonly restartBackoff: RestartBackoffPolicy;
 
+  private readonly explainWait: TuningCoreOptions['explainWait'];
+
   constructor(opts: TuningCoreOptions = {}) {
     this.restartBackoff = opts.restartBackoff ?? DEFAULT_RESTART_BACKOFF;
+    this.explainWait = opts.explainWait;
   }
 
   private readonly dirty = new Set<string>();
@@ -238,6 +250,7 @@ export class TuningCore {
     this.nowMs = now;
     const spec = l.record.spec;
     const need = { cpus: spec.trial.cpus, mem: spec.trial.memMb, disk: spec.trial.diskMb, gpus: spec.trial.gpus };
+    let said = false;
     for (const o of offers) {
       const pending = l.record.phase === 'Running' ? l.trials.filter((t) => placeable(t, now)) : [];
       if (pending.length === 0) {
@@ -247,6 +260,8 @@ export class TuningCore {
       const fit = fitTasks(o.resources, pending.map(() => need), { role: o.role });
       if (fit.placed.length === 0) {
         this.decline(experiment, [o.id], REFUSE_BUSY_S);
+        if (!said) this.sayWhyTrialsWait(l, pending);
+        said = true;
         continue;
       }
       if (spec.scheduling === 'dynamic' && l.priority.offer(this.higherWaiting(l, o)) === 'decline') {
@@ -264,6 +279,21 @@ export class TuningCore {
         launched.push({ index: t.index, taskId: t.taskId, resources: p.resources, params: t.params });
       }
       this.effects.launches.push({ experiment, role: spec.role, agentId: o.agentId, hostname: o.hostname, offerIds: [o.id], trials: launched });
+    }
+  }
+
+  /** An offer too small for a trial: the pending trials say what is short and who holds it (once per change). */
+  private sayWhyTrialsWait(l: Live, pending: readonly TrialRecord[]): void {
+    const spec = l.record.spec;
+    const why = this.explainWait?.([{ label: 'a trial', cpus: spec.trial.cpus, mem: spec.trial.memMb, disk: spec.trial.diskMb, gpus: spec.trial.gpus }], spec.priorityClass);
+    if (why === undefined) return;
+    for (const t of pending) {
+      // A message of its own (a lost attempt's) is kept: it says more than the wait does.
+      if (t.message !== undefined && !t.message.startsWith(WAITING_FOR_ROOM)) continue;
+      const message = `${WAITING_FOR_ROOM}${why}`;
+      if (t.message === message) continue;
+      t.message = message;
+      this.touchTrial(l, t);
     }
   }
 

@@ -11,6 +11,8 @@ import { randomBytes, randomInt } from 'node:crypto';
 import type { Logger } from 'pino';
 import { isTerminal } from '../../../shared/agent-messages.ts';
 import type { TaskStatusJson } from '../../../shared/mesos-v1.ts';
+import { roomAgents } from '../../../shared/framework-host/room-agents.ts';
+import { explainQueued } from '../../../shared/sdk/why-queued.ts';
 import type { BuiltinEnv, BuiltinInstance } from '../../../shared/framework-host/contract.ts';
 import type { JsonValue } from '../../../shared/framework-host/store.ts';
 import { heldOffer } from '../../../shared/sdk/held-offer.ts';
@@ -72,7 +74,11 @@ export class TuningRuntime implements BuiltinInstance {
     this.log = env.log;
     const io = runtimeIo(env, opts);
     this.now = () => io.clock.now();
-    this.core = new TuningCore(opts.restartBackoff ? { restartBackoff: opts.restartBackoff } : {});
+    const classes = env.priorityClasses;
+    this.core = new TuningCore({
+      ...(opts.restartBackoff ? { restartBackoff: opts.restartBackoff } : {}),
+      explainWait: (members, c) => explainQueued(members, roomAgents(env.cluster), { name: classes.orDefault(c), rank: (n) => classes.rank(n) }),
+    });
     this.queue = new DecisionQueue(() => this.flush(), (err) => this.log.error({ err }, 'the tuning framework could not carry out a decision'));
     this.subs = new Subscriptions<string>({
       name: TUNING_FRAMEWORK_NAME, transport: io.transport, store: env.store, clock: io.clock, log: env.log,
