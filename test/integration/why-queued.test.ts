@@ -5,7 +5,7 @@
 // condition and the replicas running once the app is gone; a job with a replica bigger than
 // the agent is refused at submit naming the agent and its size, and submitted anyway with
 // --allow-unschedulable (exit 3, a warning). An app's waiting instance says the same in the
-// launch queue.
+// launch queue, and `cairn app deploy --wait` prints it, then the instance running.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
@@ -74,20 +74,33 @@ describe('a queued job says what is short and who holds it', () => {
     }
   }, 120_000);
 
-  it('an app instance that waits says what is short and who holds it, in /v2/queue and cairn app queue', async () => {
+  it('an app instance that waits says what is short and who holds it: /v2/queue, cairn app queue, and app deploy --wait as it happens', async () => {
     expect((await marathon('POST', '/v2/apps', { id: '/dev/web', cmd: 'sleep 1000', cpus: 0.2, mem: 32, instances: 1 })).status).toBe(201);
     await waitFor('/dev/web running', async () => ((await (await marathon('GET', '/v2/apps/dev/web')).json()).app?.tasksRunning === 1 ? true : undefined), 30_000);
-    expect((await marathon('POST', '/v2/apps', { id: '/dev/big', cmd: 'sleep 1000', cpus: 0.9, mem: 32, instances: 1 })).status).toBe(201);
-    const item = await waitFor('/dev/big queued with a reason', async () => {
-      const q = (await (await marathon('GET', '/v2/queue?cairn=true')).json()).queue as { app: { id: string }; why?: string }[];
-      return q.find((x) => x.app.id === '/dev/big' && x.why !== undefined);
-    }, 15_000);
-    expect(item.why).toBe('needs cpus 0.9; the best agent, localhost, has cpus 0.8 free; /dev/web holds cpus 0.2 there; research class may preempt it: no (it is research class too)');
+    const file = join(cleanup.dir('cairn-why-queued-'), 'big.json');
+    writeFileSync(file, JSON.stringify({ id: '/dev/big', cmd: 'sleep 1000', cpus: 0.9, mem: 32, instances: 1 }));
+    const deploy = cleanup.track(startCairn(['app', 'deploy', file, '--wait', '--timeout', '90s', '--master', master.url], master.url));
+    await waitFor('app deploy --wait says why /dev/big waits', () => (/\/dev\/big: waiting: needs cpus 0\.9;/.test(deploy.output) ? true : undefined), 15_000);
+
+    const q = (await (await marathon('GET', '/v2/queue?cairn=true')).json()).queue as { app: { id: string }; why?: string }[];
+    expect(q.find((x) => x.app.id === '/dev/big')?.why).toBe('needs cpus 0.9; the best agent, localhost, has cpus 0.8 free; /dev/web holds cpus 0.2 there; research class may preempt it: no (it is research class too)');
     const listed = await runCairn(['app', 'queue', '--master', master.url]);
     expect(listed.code, listed.stderr).toBe(0);
     expect(listed.stdout).toMatch(/\/dev\/big .*needs cpus 0\.9; .*\/dev\/web holds cpus 0\.2 there/);
-    for (const id of ['dev/big', 'dev/web']) expect((await marathon('DELETE', `/v2/apps/${id}`)).status).toBeLessThan(300);
-  }, 60_000);
+
+    // The holder goes: the instance starts, and deploy --wait says so and ends.
+    expect((await marathon('DELETE', '/v2/apps/dev/web')).status).toBeLessThan(300);
+    const code = await waitFor('app deploy --wait ended', () => (deploy.child.exitCode !== null ? deploy.child.exitCode : undefined), 60_000, 100);
+    expect(code, deploy.output).toBe(0);
+    const order = [/app created: \/dev\/big/, /\/dev\/big: replicas 0\/1 running/, /\/dev\/big: waiting: needs cpus 0\.9; the best agent, localhost, has cpus 0\.8 free; \/dev\/web holds cpus 0\.2 there/, /\/dev\/big: replicas 1\/1 running/, /\/dev\/big: deployed \(1\/1 running\)/];
+    let at = 0;
+    for (const re of order) {
+      const m = re.exec(deploy.output.slice(at));
+      expect(m, `${re} after offset ${at} in:\n${deploy.output}`).not.toBeNull();
+      at += m!.index + m![0].length;
+    }
+    expect((await marathon('DELETE', '/v2/apps/dev/big')).status).toBeLessThan(300);
+  }, 90_000);
 
   it('refuses a job with a replica bigger than every agent, naming the largest; --allow-unschedulable submits it with exit 3', async () => {
     const huge = pytorchJobYaml('huge', ['true'], { workers: 1, cpu: '4', memory: '64Mi' });

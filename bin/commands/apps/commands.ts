@@ -8,8 +8,9 @@ import { findToken } from '../../../shared/sdk/credentials.ts';
 import { clientTls } from '../common/client-tls.ts';
 import type { CliIo } from '../common/io.ts';
 import { formatObjects, printList } from '../common/output.ts';
+import { waitDeployed } from './deploy-wait.ts';
 import { formatTable } from '../common/table.ts';
-import { exitCodeOf } from '../common/exit-codes.ts';
+import { EXIT_TIMED_OUT, exitCodeOf } from '../common/exit-codes.ts';
 
 interface Common {
   masterUrl: string;
@@ -18,7 +19,7 @@ interface Common {
 }
 
 export type AppCommand = Common & (
-  | { action: 'deploy'; file: string; force: boolean }
+  | { action: 'deploy'; file: string; force: boolean; wait?: boolean; timeoutMs?: number }
   | { action: 'list' }
   | { action: 'show'; id: string }
   | { action: 'tasks'; id: string }
@@ -123,6 +124,9 @@ export function appsOfFile(text: string, source: string): Record<string, unknown
   return list as Record<string, unknown>[];
 }
 
+/** How often `deploy --wait` looks. */
+const DEPLOY_POLL_MS = 500;
+
 const short = (s: string | undefined, n = 40) => (s === undefined ? '-' : s.length > n ? `${s.slice(0, n - 1)}…` : s);
 
 export async function runApp(c: AppCommand, io: CliIo, stdin: () => string = readStdin): Promise<number> {
@@ -141,6 +145,7 @@ export async function runApp(c: AppCommand, io: CliIo, stdin: () => string = rea
           throw new Error(`cannot read ${source}: ${(err as Error).message}`);
         }
         let failed = 0;
+        const ids: string[] = [];
         for (const app of appsOfFile(text, source)) {
           const id = app.id as string;
           try {
@@ -153,6 +158,7 @@ export async function runApp(c: AppCommand, io: CliIo, stdin: () => string = rea
               : await api.call('POST', `/v2/apps${q(c.force)}`, `creating app ${id}`, app);
             const deployment = r.body.deploymentId ?? r.body.deployments?.[0]?.id ?? '-';
             out(`app ${exists ? 'updated' : 'created'}: ${r.body.id ?? id} (deployment ${deployment})\n`);
+            ids.push(r.body.id ?? id);
             const ignored = (r.headers.get('cairn-ignored-fields') ?? '').split(',').filter((f: string) => f !== '');
             if (ignored.length > 0) io.stderr.write(`cairn app deploy: ${id}: fields not used: ${ignored.join(', ')}\n`);
           } catch (err) {
@@ -160,7 +166,21 @@ export async function runApp(c: AppCommand, io: CliIo, stdin: () => string = rea
             io.stderr.write(`cairn app deploy: ${(err as Error).message}\n`);
           }
         }
-        return failed === 0 ? 0 : 1;
+        if (failed > 0) return 1;
+        if (!c.wait) return 0;
+        const outcome = await waitDeployed(ids, {
+          app: async (id) => (await api.call('GET', `/v2/apps${appPath(id)}`, `app ${id}`)).body.app,
+          reasons: async () => {
+            const queue: { app: { id: string }; why?: string }[] = (await api.call('GET', '/v2/queue?cairn=true', 'the launch queue')).body.queue;
+            return new Map(queue.flatMap((x) => (x.why !== undefined ? [[x.app.id, x.why] as const] : [])));
+          },
+          write: (line) => out(`${line}\n`),
+          sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
+          nowMs: () => Date.now(),
+        }, { pollMs: DEPLOY_POLL_MS, ...(c.timeoutMs !== undefined ? { timeoutMs: c.timeoutMs } : {}) });
+        if (outcome === 'deployed') return 0;
+        io.stderr.write(`cairn app deploy: not every app was deployed after ${c.timeoutMs} ms (cairn app queue says why instances wait)\n`);
+        return EXIT_TIMED_OUT;
       }
       case 'list': {
         const apps: any[] = (await api.call('GET', '/v2/apps', 'listing apps')).body.apps;

@@ -7,7 +7,7 @@ import { Command, Option } from 'commander';
 import type { FamilyContext } from '../common/context.ts';
 import type { CliIo } from '../common/io.ts';
 import { DEFAULT_MASTER_URL } from '../common/options.ts';
-import { checkMasterUrl, integerFlag } from '../common/flags.ts';
+import { checkMasterUrl, durationFlag, integerFlag } from '../common/flags.ts';
 import { clientSide, masterOption } from '../common/client-side.ts';
 import { examplesFrom } from '../common/examples.ts';
 import { OBJECT_FORMATS, OUTPUT_FORMATS } from '../common/output.ts';
@@ -16,7 +16,7 @@ import type { AppCommand } from './commands.ts';
 
 const EXAMPLES: Record<string, readonly string[]> = {
   app: ['cairn app deploy web.json', 'cairn app list', 'cairn app queue'],
-  deploy: ['cairn app deploy web.json', 'cairn app deploy -f web.json', 'cat apps.json | cairn app deploy -', 'cairn app deploy web.json --force'],
+  deploy: ['cairn app deploy web.json', 'cairn app deploy -f web.json', 'cat apps.json | cairn app deploy -', 'cairn app deploy web.json --force', 'cairn app deploy web.json --wait --timeout 5m'],
   list: ['cairn app list', 'cairn app list -o wide', 'cairn app list -o json | jq -r \'.[].id\''],
   show: ['cairn app show /dev/web', 'cairn app show dev/web -o json'],
   tasks: ['cairn app tasks /dev/web', 'cairn app tasks /dev/web -o json'],
@@ -53,9 +53,12 @@ export function addAppCommands(program: Command, ctx: FamilyContext, handler: Ha
   app.command('deploy').description('create or update the apps in a Marathon app JSON file (one app, or a list of them); - reads stdin')
     .argument('[file]', 'app JSON file, or - for stdin').option('-f, --file <file>', 'the app JSON file, as kubectl apply -f takes it (- for stdin)')
     .addOption(masterOption()).addOption(force())
-    .action((arg: string | undefined, o: { master?: string; force?: boolean; file?: string }, cmd: Command) => {
+    .option('--wait', 'follow the apps until every instance runs (and is healthy): prints the instances running and why the others wait as it changes')
+    .option('--timeout <duration>', 'with --wait: give up after this long, e.g. 5m (exit 124)', durationFlag())
+    .action((arg: string | undefined, o: { master?: string; force?: boolean; file?: string; wait?: boolean; timeout?: number }, cmd: Command) => {
       if ((arg === undefined) === (o.file === undefined)) return cmd.error('error: give the app file once: as the argument or with -f FILE', { exitCode: 2, code: 'cairn.badFlag' });
-      return run({ action: 'deploy', file: (o.file ?? arg)!, force: o.force === true, masterUrl: '' }, cmd, o);
+      if (o.timeout !== undefined && o.wait !== true) return cmd.error('error: --timeout goes with --wait', { exitCode: 2, code: 'cairn.badFlag' });
+      return run({ action: 'deploy', file: (o.file ?? arg)!, force: o.force === true, wait: o.wait === true, ...(o.timeout !== undefined ? { timeoutMs: o.timeout } : {}), masterUrl: '' }, cmd, o);
     });
   app.command('list').description('list apps: instances running and wanted, healthy, resources, deployments')
     .addOption(masterOption()).addOption(output())
