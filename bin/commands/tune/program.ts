@@ -51,7 +51,9 @@ export function addTuneCommands(program: Command, ctx: FamilyContext): void {
     .addHelpText('after', `
 Trials get their parameters as \${name} in the command, as CAIRN_PARAM_<NAME> variables and
 in $CAIRN_SANDBOX/params.json, and report metrics by printing name=value lines (step=N for
-intermediate results), e.g. with Cairn's report clients in clients/python and clients/node.`)
+intermediate results), e.g. with Cairn's report clients in clients/python and clients/node.
+A Katib file's trialTemplate.trialSpec (a batch Job, PyTorchJob or TFJob) is run as it is,
+with \${trialParameters.NAME} filled in its primary container's command, args, image and env.`)
     .action(async (o: TuneFlags & { file?: string; wait?: boolean; dryRun?: boolean; master?: string }, cmd: Command) => {
       const masterUrl = ctx.masterUrl(o.master, cmd);
       const side = clientSide(program, ctx.io);
