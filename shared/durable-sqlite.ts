@@ -11,7 +11,7 @@
 // - journal_size_limit: the WAL is cut back to this size after a checkpoint, so one large
 //   transaction does not leave a large `-wal` file behind.
 
-import Database from 'better-sqlite3';
+import { openDatabase, type SqliteDatabase } from './sqlite/driver.ts';
 import { fileSize } from './file-size.ts';
 import { isStorageRefusal } from './storage-full.ts';
 
@@ -21,9 +21,9 @@ export const WAL_LIMIT_BYTES = 4 * 1024 * 1024;
 const AUTO_VACUUM_INCREMENTAL = 2;
 
 /** Opens (creating if missing) the database at `path` with Cairn's durable settings. */
-export function openDurable(path: string): Database.Database {
+export function openDurable(path: string): SqliteDatabase {
   const size = fileSize(path);
-  const db = new Database(path);
+  const db = openDatabase(path);
   try {
     // Both before the first access that reads the file: a new file is made with them.
     db.pragma('locking_mode = EXCLUSIVE');
@@ -44,7 +44,7 @@ export function openDurable(path: string): Database.Database {
  * rewrites it: needs free space about its size). Returns false when the disk refused that:
  * the file works as before and the next start tries again. Other errors are thrown.
  */
-export function adoptIncrementalVacuum(db: Database.Database): boolean {
+export function adoptIncrementalVacuum(db: SqliteDatabase): boolean {
   if (db.pragma('auto_vacuum', { simple: true }) === AUTO_VACUUM_INCREMENTAL) return true;
   try {
     db.pragma('auto_vacuum = INCREMENTAL');
@@ -60,7 +60,7 @@ export function adoptIncrementalVacuum(db: Database.Database): boolean {
  * Gives the pages freed by deletions back to the file system and cuts the WAL back. Run it
  * after dropping much (a compaction); it writes, so it throws what a full disk throws.
  */
-export function reclaim(db: Database.Database): void {
+export function reclaim(db: SqliteDatabase): void {
   if (db.pragma('freelist_count', { simple: true }) !== 0) db.pragma('incremental_vacuum');
   db.pragma('wal_checkpoint(TRUNCATE)');
 }

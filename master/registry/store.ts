@@ -6,11 +6,11 @@
 // them), and gives the space a compaction frees back to the file system (durable-sqlite.ts).
 // A write the disk refuses throws and changes nothing, in memory as on disk.
 
-import type Database from 'better-sqlite3';
 import { mkdirSync, renameSync } from 'node:fs';
 import { fileSize } from '../../shared/file-size.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { adoptIncrementalVacuum, openDurable, reclaim } from '../../shared/durable-sqlite.ts';
+import type { SqliteDatabase, SqliteStatement } from '../../shared/sqlite/driver.ts';
 import type { LogSize } from './compaction-policy.ts';
 import { join } from 'node:path';
 import type { RegistryCommand } from './commands.ts';
@@ -37,8 +37,8 @@ export interface RegistryStoreOptions {
 export const ACCEPT_EMPTY_REGISTRY_FLAG = '--accept-empty-registry';
 
 export class RegistryStore {
-  private readonly db: Database.Database;
-  private readonly insert: Database.Statement;
+  private readonly db: SqliteDatabase;
+  private readonly insert: SqliteStatement;
   private seq = 0;
   private readonly size: LogSize = { entries: 0, bytes: 0, snapshotBytes: 0 };
   /** The file, for messages. */
@@ -54,7 +54,7 @@ export class RegistryStore {
     // A brand-new data dir (no file) starts empty; a file that is there but empty or
     // unreadable is a registry that was lost, and starting empty would invent a new cluster.
     if (size === 0 && !options.acceptEmpty) throw unusable(path, 'is empty (0 bytes)');
-    let db: Database.Database | undefined;
+    let db: SqliteDatabase | undefined;
     try {
       db = openDurable(path);
       if (size !== undefined && size > 0) {

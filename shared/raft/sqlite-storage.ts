@@ -1,4 +1,4 @@
-// Durable Raft storage in SQLite (better-sqlite3, WAL, synchronous=FULL): the hard state,
+// Durable Raft storage in SQLite (shared/sqlite, WAL, synchronous=FULL): the hard state,
 // the log and the latest snapshot, each row with a CRC-32 of its contents. The shell calls
 // save() with each Ready's hard state, entries and snapshot — one transaction, one fsync —
 // before it sends the Ready's messages. A Ready that changes only the commit index is
@@ -12,7 +12,6 @@
 // (CAIRN_RAFT_CORRUPT_LOG) so an operator decides (wipe the member and re-add it, or open
 // with onLostCommitted: 'truncate' to accept the loss on this member).
 
-import type Database from 'better-sqlite3';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { fileSize } from '../file-size.ts';
@@ -20,6 +19,7 @@ import { dirname } from 'node:path';
 import { crc32 } from 'node:zlib';
 import { CairnError } from '../errors.ts';
 import { adoptIncrementalVacuum, openDurable, reclaim } from '../durable-sqlite.ts';
+import type { SqliteDatabase, SqliteStatement } from '../sqlite/driver.ts';
 import { isStorageRefusal } from '../storage-full.ts';
 import { bootstrapSnapshot, HeldLog } from './held-log.ts';
 import type { ConfState, Entry, HardState, NodeId, Snapshot } from './types.ts';
@@ -103,7 +103,7 @@ function rowToEntry(row: EntryRow): Entry {
  * checksum-verified when it was loaded or written, and memory moves only once a write is durable.
  */
 export class SqliteRaftStorage extends HeldLog {
-  private readonly db: Database.Database;
+  private readonly db: SqliteDatabase;
   readonly recovery: RecoveryReport = { truncatedFrom: undefined, droppedEntries: 0, reason: undefined, commitClamped: false };
   private syncing = true;
   /**
@@ -116,14 +116,14 @@ export class SqliteRaftStorage extends HeldLog {
   /** False when the file predates auto vacuum and the disk had no room to rewrite it: it shrinks only from a later start. */
   readonly shrinks: boolean = true;
   private readonly stmt: {
-    insertEntry: Database.Statement;
-    deleteFrom: Database.Statement;
-    deleteUpTo: Database.Statement;
-    deleteAll: Database.Statement;
-    putHard: Database.Statement;
-    putSnapshot: Database.Statement;
-    putBase: Database.Statement;
-    getSnapshot: Database.Statement;
+    insertEntry: SqliteStatement;
+    deleteFrom: SqliteStatement;
+    deleteUpTo: SqliteStatement;
+    deleteAll: SqliteStatement;
+    putHard: SqliteStatement;
+    putSnapshot: SqliteStatement;
+    putBase: SqliteStatement;
+    getSnapshot: SqliteStatement;
   };
 
   /** Opens (creating if needed) the store at `path`, verifying and repairing it. */

@@ -3,7 +3,7 @@
 // cut off and never reaches the core; a corrupt committed entry refuses to open.
 
 import { afterEach, describe, expect, it } from 'vitest';
-import Database from 'better-sqlite3';
+import { openDatabase, type SqliteDatabase } from '../../shared/sqlite/driver.ts';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -78,19 +78,19 @@ describe('SqliteRaftStorage', () => {
   it('runs WAL with synchronous=FULL', () => {
     const path = dbPath();
     new SqliteRaftStorage(path).close();
-    const db = new Database(path);
+    const db = openDatabase(path);
     // synchronous is per connection; the store sets it on every open. Check the file is WAL.
     expect(db.pragma('journal_mode', { simple: true })).toBe('wal');
     db.close();
     const s = new SqliteRaftStorage(path);
-    expect((s as unknown as { db: Database.Database }).db.pragma('synchronous', { simple: true })).toBe(2);
+    expect((s as unknown as { db: SqliteDatabase }).db.pragma('synchronous', { simple: true })).toBe(2);
     s.close();
   });
 
   it('writes a commit-only Ready without an fsync, and syncs again for the next entries', () => {
     const path = dbPath();
     let s = new SqliteRaftStorage(path);
-    const db = (s as unknown as { db: Database.Database }).db;
+    const db = (s as unknown as { db: SqliteDatabase }).db;
     s.bootstrap([1]);
     s.save({ entries: [entry(2, 2, 'a')], hardState: { term: 2, vote: 1, commit: 1 }, mustSync: true });
     s.save({ hardState: { term: 2, vote: 1, commit: 2 }, mustSync: false });
@@ -157,7 +157,7 @@ describe('SqliteRaftStorage', () => {
     const s = new SqliteRaftStorage(path);
     s.bootstrap([1]);
     s.close();
-    const db = new Database(path);
+    const db = openDatabase(path);
     db.prepare('UPDATE hard_state SET term = 7').run();
     db.close();
     expect(() => new SqliteRaftStorage(path)).toThrowError(expect.objectContaining({ code: 'CAIRN_RAFT_CORRUPT_LOG' }));

@@ -5,7 +5,7 @@
 // registry file made before auto vacuum is converted at open, its contents kept.
 
 import { afterEach, describe, expect, it } from 'vitest';
-import Database from 'better-sqlite3';
+import { openDatabase, type SqliteDatabase } from '../../shared/sqlite/driver.ts';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { LocalCommandLog } from '../../master/registry/local-log.ts';
@@ -99,7 +99,7 @@ describe('a registry file made before auto vacuum', () => {
     dirs.push(dir);
     mkdirSync(dir, { recursive: true });
     const path = join(dir, 'registry.sqlite');
-    const old = new Database(path);
+    const old = openDatabase(path);
     old.pragma('journal_mode = WAL');
     old.exec(`
       CREATE TABLE commands (seq INTEGER PRIMARY KEY, body TEXT NOT NULL);
@@ -114,7 +114,7 @@ describe('a registry file made before auto vacuum', () => {
 
     const store = new RegistryStore(dir);
     expect(store.shrinks).toBe(true);
-    const db = (store as unknown as { db: Database.Database }).db;
+    const db = (store as unknown as { db: SqliteDatabase }).db;
     expect(db.pragma('auto_vacuum', { simple: true })).toBe(2);
     const loaded = store.load();
     expect(loaded.commands).toHaveLength(40);
