@@ -36,25 +36,26 @@ async function withMaster(name: string, o: MasterClientCommandOptions, io: CliIo
   } catch (err) {
     const message = err instanceof Error ? err.message : String(err);
     const hint = await hintFor(err, client, tls, context).catch(() => undefined);
-    io.stderr.write(`cairn ${name}: ${message}${hint ? ` — ${hint}` : ''}\n`);
-    return exitCodeOf(err);
+    io.stderr.write(`cairn ${name}: ${message}${hint?.text ? ` — ${hint.text}` : ''}\n`);
+    // An agent's URL given for the master's: its 401 is no verdict on the credential.
+    return hint?.notAMaster ? 1 : exitCodeOf(err);
   }
 }
 
 /** The hint for a failed command, looking where needed (the URL's /health, the task ids). */
-async function hintFor(err: unknown, client: MasterClient, tls: TlsClient | undefined, context: HintContext): Promise<string | undefined> {
+async function hintFor(err: unknown, client: MasterClient, tls: TlsClient | undefined, context: HintContext): Promise<{ text: string | undefined; notAMaster?: true } | undefined> {
   const message = err instanceof Error ? err.message : String(err);
-  if (isUnreachable(message)) return unreachableHint(client.masterUrls.join(','));
+  if (isUnreachable(message)) return { text: unreachableHint(client.masterUrls.join(',')) };
   if (!(err instanceof MasterHttpError)) return undefined;
   if (err.code === 'CAIRN_UNKNOWN_TASK' && context.taskId !== undefined) {
     const state = await client.state();
-    return didYouMean(context.taskId, state.tasks.map((t) => t.id));
+    return { text: didYouMean(context.taskId, state.tasks.map((t) => t.id)) };
   }
   if (err.status === 404 || err.status === 401) {
     // An agent answers its own paths only to masters (401) and has no master routes (404).
     const res = await (tls?.fetch ?? fetch)(`${client.baseUrl}/health`, { signal: AbortSignal.timeout(HINT_TIMEOUT_MS) });
     const body: unknown = await res.json();
-    if (isAgentHealth(body)) return agentUrlHint(client.baseUrl, (body as { agentId: string | null }).agentId);
+    if (isAgentHealth(body)) return { text: agentUrlHint(client.baseUrl, (body as { agentId: string | null }).agentId), notAMaster: true };
   }
   return undefined;
 }
