@@ -59,9 +59,19 @@ function load(): { sqlite: NodeSqlite } | { why: string } {
     sqlite = undefined;
   }
   if (sqlite === undefined) loaded = { why: `Node ${process.version} has no node:sqlite (Node >= 22.16 has)` };
-  else if (!('isTransaction' in sqlite.DatabaseSync.prototype)) loaded = { why: `the node:sqlite of Node ${process.version} lacks isTransaction (Node >= 22.16 has it)` };
+  else if (!hasIsTransaction(sqlite)) loaded = { why: `the node:sqlite of Node ${process.version} lacks isTransaction (Node >= 22.16 has it)` };
   else loaded = { sqlite };
   return loaded;
+}
+
+/** Whether a database says if a transaction is open (an accessor on each instance, not the prototype). */
+function hasIsTransaction(sqlite: NodeSqlite): boolean {
+  const probe = new sqlite.DatabaseSync(':memory:', { readOnly: false });
+  try {
+    return typeof (probe as { isTransaction?: unknown }).isTransaction === 'boolean';
+  } finally {
+    probe.close();
+  }
 }
 
 /** Why node:sqlite cannot be used on this Node, or undefined when it can. */
