@@ -5,7 +5,8 @@
 // condition and the replicas running once the app is gone; a job with a replica bigger than
 // the agent is refused at submit naming the agent and its size, and submitted anyway with
 // --allow-unschedulable (exit 3, a warning). An app's waiting instance says the same in the
-// launch queue, and `cairn app deploy --wait` prints it, then the instance running.
+// launch queue, and `cairn app deploy --wait` prints it, then the instance running; a pending
+// trial too, and `cairn tune submit --wait` prints it, then the trial starting.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
@@ -100,6 +101,31 @@ describe('a queued job says what is short and who holds it', () => {
       at += m!.index + m![0].length;
     }
     expect((await marathon('DELETE', '/v2/apps/dev/big')).status).toBeLessThan(300);
+  }, 90_000);
+
+  it('a pending trial says what is short and who holds it; tune submit --wait prints it, then the trial starting', async () => {
+    expect((await marathon('POST', '/v2/apps', { id: '/dev/web', cmd: 'sleep 1000', cpus: 0.2, mem: 32, instances: 1 })).status).toBe(201);
+    await waitFor('/dev/web running', async () => ((await (await marathon('GET', '/v2/apps/dev/web')).json()).app?.tasksRunning === 1 ? true : undefined), 30_000);
+    const file = join(cleanup.dir('cairn-why-queued-'), 'hp.json');
+    writeFileSync(file, JSON.stringify({
+      apiVersion: 'kubeflow.org/v1beta1', kind: 'Experiment', metadata: { name: 'hp' },
+      spec: {
+        objective: { type: 'maximize', objectiveMetricName: 'accuracy' }, algorithm: { algorithmName: 'random' },
+        parallelTrialCount: 1, maxTrialCount: 1,
+        parameters: [{ name: 'lr', parameterType: 'double', feasibleSpace: { min: '0.1', max: '0.9' } }],
+        trialTemplate: { command: 'sleep 3; echo accuracy=${lr}', resources: { cpus: 0.9, memory: '32M' } },
+      },
+    }));
+    const tune = cleanup.track(startCairn(['tune', 'submit', '-f', file, '--wait', '--master', master.url], master.url));
+    await waitFor('tune submit --wait says why the trial waits', () => (/1 trial waiting for room: needs cpus 0\.9; .*\/dev\/web holds cpus 0\.2 there/.test(tune.output) ? true : undefined), 20_000);
+    const e = await (await authFetch(`${master.url}/api/v1/experiments/hp`)).json();
+    expect(e.trials[0].message).toBe('waiting for room: needs cpus 0.9; the best agent, localhost, has cpus 0.8 free; /dev/web holds cpus 0.2 there; research class may preempt it: no (it is research class too)');
+
+    expect((await marathon('DELETE', '/v2/apps/dev/web')).status).toBeLessThan(300);
+    const code = await waitFor('tune submit --wait ended', () => (tune.child.exitCode !== null ? tune.child.exitCode : undefined), 60_000, 100);
+    expect(code, tune.output).toBe(0);
+    expect(tune.output).toMatch(/waiting for room[\s\S]*trial 0 started on localhost[\s\S]*trial 0 Succeeded[\s\S]*experiment hp Succeeded/);
+    expect((await authFetch(`${master.url}/api/v1/experiments/hp`, { method: 'DELETE' })).status).toBeLessThan(300);
   }, 90_000);
 
   it('refuses a job with a replica bigger than every agent, naming the largest; --allow-unschedulable submits it with exit 3', async () => {
