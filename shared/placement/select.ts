@@ -13,27 +13,31 @@ export interface Taken {
   ports: number[];
 }
 
+const NONE: readonly number[] = [];
+
 function portSet(ports: readonly number[]): Resources {
   return Resources.of({ ports: ports.map((p) => ({ begin: p, end: p })) });
 }
 
 /** The ports `demand` gets from `left` on `agentId`, or undefined when they are not free. */
 export function selectPorts(demand: Demand, left: Resources, agentId: string): { set: Resources; list: number[] } | undefined {
-  const fixed = demand.ports.filter((p) => p > 0);
+  const fixed = demand.ports.some((p) => p > 0) ? demand.ports.filter((p) => p > 0) : NONE;
   const prev = demand.previous;
   if (fixed.length === 0 && prev && prev.agentId === agentId && prev.ports.length === demand.ports.length) {
     const same = portSet(prev.ports);
     if (left.contains(same)) return { set: same, list: same.portList() };
   }
-  let fixedSet = Resources.EMPTY;
-  if (fixed.length > 0) {
-    fixedSet = portSet(fixed);
-    if (new Set(fixed).size !== fixed.length || !left.contains(fixedSet)) return undefined;
+  if (fixed.length === 0) {
+    // Any ports only (the common case): the lowest free, in order.
+    const any = left.takePorts(demand.ports.length);
+    return any === undefined ? undefined : { set: any, list: any.portList() };
   }
-  const any = (fixed.length > 0 ? left.subtract(fixedSet) : left).takePorts(demand.ports.length - fixed.length);
+  const fixedSet = portSet(fixed);
+  if (new Set(fixed).size !== fixed.length || !left.contains(fixedSet)) return undefined;
+  const any = left.subtract(fixedSet).takePorts(demand.ports.length - fixed.length);
   if (any === undefined) return undefined;
   const anyList = any.portList();
-  return { set: fixed.length > 0 ? fixedSet.add(any) : any, list: demand.ports.map((p) => (p > 0 ? p : anyList.shift()!)) };
+  return { set: fixedSet.add(any), list: demand.ports.map((p) => (p > 0 ? p : anyList.shift()!)) };
 }
 
 /** Takes `demand` from `candidate.left` (the checks have passed), or undefined when its ports are not free. */
