@@ -1,7 +1,7 @@
 // A client of the master's REST API (the JSON of shared/master-state.ts): cluster state,
 // one task, a task's logs (a chunk, or followed as a stream), killing a task, drains and
-// the masters' membership. The command line and tests use it; it speaks plain fetch, which
-// follows a follower master's redirect to the leader. Given several masters (`a,b,c`), a
+// the masters' membership. The command line and tests use it; it speaks plain fetch, and
+// follows a follower master's redirect to the leader (follow-redirects.ts). Given several masters (`a,b,c`), a
 // request that cannot reach one goes to the next, and the one that answered is asked first
 // next time.
 
@@ -11,6 +11,7 @@ import { LOG_FOLLOW_KEEPALIVE_MS } from '../log-query.ts';
 import type { LogChunk, StateView, TaskView } from '../master-state.ts';
 import type { MastersView } from '../masters-view.ts';
 import { describeTlsError, type TlsClient } from '../tls.ts';
+import { fetchFollowing } from './follow-redirects.ts';
 import { errorFromResponse } from './http-error.ts';
 
 export type LogStream = 'stdout' | 'stderr';
@@ -45,9 +46,6 @@ export function parseMasterUrl(masterUrl: string): URL {
   return url;
 }
 
-/** A follower names the leader; the leader never redirects. More hops mean a confused group. */
-const MAX_REDIRECTS = 3;
-
 export class MasterClient {
   readonly masterUrls: readonly string[];
   private current = 0;
@@ -64,21 +62,10 @@ export class MasterClient {
 
   private readonly token: string | undefined;
 
-  /**
-   * One request, following a follower's redirect to the leader by hand: fetch would drop the
-   * Authorization header on the way to another origin, and the leader would answer 401.
-   */
-  private async fetchFollowing(url: string, init: RequestInit): Promise<Response> {
-    const request: RequestInit = { ...init, redirect: 'manual', headers: { ...(init.headers as Record<string, string> | undefined), ...(this.token ? { authorization: `Bearer ${this.token}` } : {}) } };
-    let res = await this.dial(url, request);
-    for (let hop = 0; hop < MAX_REDIRECTS && (res.status === 307 || res.status === 308); hop++) {
-      const location = res.headers.get('location');
-      if (!location) break;
-      await res.body?.cancel().catch(() => undefined);
-      url = new URL(location, url).href;
-      res = await this.dial(url, request);
-    }
-    return res;
+  /** One request, following a follower's redirect to the leader with the credential kept (follow-redirects.ts). */
+  private fetchFollowing(url: string, init: RequestInit): Promise<Response> {
+    const request: RequestInit = { ...init, headers: { ...(init.headers as Record<string, string> | undefined), ...(this.token ? { authorization: `Bearer ${this.token}` } : {}) } };
+    return fetchFollowing(this.dial, url, () => request);
   }
 
   /** The master asked first: the one that last answered. */

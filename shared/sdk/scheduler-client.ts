@@ -7,7 +7,8 @@
 // stream has a connection of its own so it never holds a pool slot.
 //
 // What the client does on its own, because every framework needs it:
-// - follows 307 answers (a non-leading master points at the leader), for SUBSCRIBE too;
+// - follows 307 answers (a non-leading master points at the leader), for SUBSCRIBE too
+//   (follow-redirects.ts, as every client of the masters does);
 // - acknowledges each status update that carries a uuid once the update handlers ran;
 // - watches heartbeats and, when the stream ends or goes quiet, subscribes again with
 //   its framework id (backoff up to 2 s) until close() — except after an ERROR event or a
@@ -32,6 +33,7 @@ import {
   type TaskInfoJson,
   type TaskStatusJson,
 } from '../mesos-v1.ts';
+import { followRedirects, type Answer, type FollowOptions } from './follow-redirects.ts';
 import { errorFromResponse, MasterHttpError } from './http-error.ts';
 import { parseMasterUrl } from './master-client.ts';
 import { acceptCall, acceptOperationsCall, acknowledgeCall, declineCall, killCall, reconcileCall, requestRoomCall, reviveCall, suppressCall, teardownCall } from './scheduler-calls.ts';
@@ -130,6 +132,12 @@ export function schedulerEndpoint(masterUrl: string): URL {
   base.search = '';
   base.hash = '';
   return new URL(SCHEDULER_API_PATH, base);
+}
+
+/** A node:http answer as the redirect loop sees it. */
+function answerOf(res: http.IncomingMessage): Answer {
+  const location = res.headers.location;
+  return { status: res.statusCode ?? 0, location: location || undefined, discard: () => void res.resume() };
 }
 
 function readText(res: http.IncomingMessage): Promise<string> {
@@ -235,19 +243,11 @@ export class SchedulerClient extends TypedEmitter<SchedulerClientEvents> {
       throw new CairnError('CAIRN_STREAM_MISMATCH', `cannot send ${call.type}: ${this.closed ? 'the client is closed' : 'not subscribed'}`);
     }
     const body = JSON.stringify(call);
-    let url = this.endpoint;
-    for (let hop = 0; ; hop++) {
-      const res = await this.post(url, body, { [STREAM_ID_HEADER]: streamId }, this.callTimeoutMs);
-      const status = res.statusCode ?? 0;
-      if ((status === 307 || status === 308) && hop < MAX_REDIRECTS) {
-        res.resume();
-        url = this.redirectTarget(res, url);
-        continue;
-      }
-      const text = await readText(res);
-      if (status >= 200 && status < 300) return;
-      throw errorFromResponse(status, text, `${call.type} call`);
-    }
+    const res = await followRedirects(this.endpoint, (url) => this.post(url, body, { [STREAM_ID_HEADER]: streamId }, this.callTimeoutMs), answerOf, this.follow);
+    const status = res.statusCode ?? 0;
+    const text = await readText(res);
+    if (status >= 200 && status < 300) return;
+    throw errorFromResponse(status, text, `${call.type} call`);
   }
 
   /** Launches `tasks` on the offers (all on one agent); unused resources return to the master. */
@@ -440,80 +440,81 @@ export class SchedulerClient extends TypedEmitter<SchedulerClientEvents> {
       this.abortStream = (reason) => finish(reason);
       this.armWatchdog(this.callTimeoutMs, () => finish(`no answer from the master within ${this.callTimeoutMs} ms`));
 
-      const open = (url: URL, hop: number) => {
+      const failed = (err: Error) => {
+        const tls = describeTlsError(err);
+        finish(tls ?? err.message, tls !== undefined ? new Error(tls, { cause: err }) : err);
+      };
+      const send = (url: URL) => new Promise<http.IncomingMessage>((resolve, reject) => {
         const req = this.request(url, body, {}, false);
         current = req;
+        let answered = false;
         req.on('error', (err) => {
           if (req !== current) return;
-          const tls = describeTlsError(err);
-          finish(tls ?? err.message, tls !== undefined ? new Error(tls, { cause: err }) : err);
+          if (answered) failed(err);
+          else reject(err);
         });
         req.on('response', (res) => {
           if (req !== current) {
             res.resume();
             return;
           }
-          const status = res.statusCode ?? 0;
-          if ((status === 307 || status === 308) && hop < MAX_REDIRECTS) {
-            res.resume();
-            let next: URL;
-            try {
-              next = this.redirectTarget(res, url);
-            } catch (err) {
-              finish((err as Error).message, err as Error);
-              return;
-            }
-            open(next, hop + 1);
-            return;
-          }
-          if (status !== 200) {
-            readText(res).then(
-              (text) => {
-                const error = errorFromResponse(status, text, 'SUBSCRIBE');
-                const refused = status >= 400 && status < 500 && status !== 408 && status !== 429;
-                finish(error.message, error, refused ? error.message : undefined);
-              },
-              (err: Error) => finish(err.message, err),
-            );
-            return;
-          }
-          const streamId = res.headers[STREAM_ID_HEADER];
-          if (typeof streamId !== 'string' || streamId === '') {
-            res.resume();
-            finish(`the SUBSCRIBE answer carries no ${STREAM_ID_HEADER} header`);
-            return;
-          }
-          const decoder = new RecordIODecoder();
-          res.on('data', (chunk: Buffer) => {
-            if (settled) return;
-            this.watchdog?.refresh();
-            let events: SchedulerEvent[];
-            try {
-              events = decoder.decodeJson<SchedulerEvent>(chunk);
-            } catch (err) {
-              finish(`bad event stream: ${(err as Error).message}`, err as Error);
-              return;
-            }
-            for (const event of events) {
-              if (settled) return;
-              if (event.type === 'SUBSCRIBED') {
-                subscribed = true;
-                this.currentStreamId = streamId;
-              }
-              const fatal = this.dispatch(event);
-              if (fatal !== undefined) {
-                finish(`ERROR event: ${fatal}`, new CairnError('CAIRN_BAD_REQUEST', fatal), fatal);
-                return;
-              }
-            }
-          });
-          res.on('end', () => finish('the master ended the event stream'));
-          res.on('error', (err) => finish(err.message, err));
-          res.on('close', () => finish('the event stream closed'));
+          answered = true;
+          resolve(res);
         });
         req.end(body);
+      });
+      const stream = (res: http.IncomingMessage) => {
+        if (settled) {
+          res.resume();
+          return;
+        }
+        const status = res.statusCode ?? 0;
+        if (status !== 200) {
+          readText(res).then(
+            (text) => {
+              const error = errorFromResponse(status, text, 'SUBSCRIBE');
+              const refused = status >= 400 && status < 500 && status !== 408 && status !== 429;
+              finish(error.message, error, refused ? error.message : undefined);
+            },
+            (err: Error) => finish(err.message, err),
+          );
+          return;
+        }
+        const streamId = res.headers[STREAM_ID_HEADER];
+        if (typeof streamId !== 'string' || streamId === '') {
+          res.resume();
+          finish(`the SUBSCRIBE answer carries no ${STREAM_ID_HEADER} header`);
+          return;
+        }
+        const decoder = new RecordIODecoder();
+        res.on('data', (chunk: Buffer) => {
+          if (settled) return;
+          this.watchdog?.refresh();
+          let events: SchedulerEvent[];
+          try {
+            events = decoder.decodeJson<SchedulerEvent>(chunk);
+          } catch (err) {
+            finish(`bad event stream: ${(err as Error).message}`, err as Error);
+            return;
+          }
+          for (const event of events) {
+            if (settled) return;
+            if (event.type === 'SUBSCRIBED') {
+              subscribed = true;
+              this.currentStreamId = streamId;
+            }
+            const fatal = this.dispatch(event);
+            if (fatal !== undefined) {
+              finish(`ERROR event: ${fatal}`, new CairnError('CAIRN_BAD_REQUEST', fatal), fatal);
+              return;
+            }
+          }
+        });
+        res.on('end', () => finish('the master ended the event stream'));
+        res.on('error', (err) => finish(err.message, err));
+        res.on('close', () => finish('the event stream closed'));
       };
-      open(this.endpoint, 0);
+      followRedirects(this.endpoint, send, answerOf, this.follow).then(stream, failed).catch((err: unknown) => failed(err as Error));
     });
   }
 
@@ -637,14 +638,16 @@ export class SchedulerClient extends TypedEmitter<SchedulerClientEvents> {
     return { value };
   }
 
-  private redirectTarget(res: http.IncomingMessage, from: URL): URL {
-    const location = res.headers.location;
-    if (!location) throw new MasterHttpError(res.statusCode ?? 307, 'CAIRN_BAD_REQUEST', `the master at ${from.origin} redirected without a Location`);
-    const target = schedulerEndpoint(new URL(location, from).href);
-    this.logger?.info({ from: from.origin, to: target.origin }, 'following the master redirect');
-    this.endpoint = target;
-    return target;
-  }
+  /** How calls and the subscription follow a follower's redirect: to the leader's scheduler endpoint, which calls use from then on. */
+  private readonly follow: FollowOptions = {
+    maxRedirects: MAX_REDIRECTS,
+    target: (location, from) => schedulerEndpoint(new URL(location, from).href),
+    noLocation: (from, status) => new MasterHttpError(status, 'CAIRN_BAD_REQUEST', `the master at ${from.origin} redirected without a Location`),
+    onRedirect: (from, to) => {
+      this.logger?.info({ from: from.origin, to: to.origin }, 'following the master redirect');
+      this.endpoint = to;
+    },
+  };
 
   private request(url: URL, body: string, headers: Record<string, string>, agent: http.Agent | false, timeoutMs?: number): http.ClientRequest {
     const secure = url.protocol === 'https:';

@@ -5,6 +5,7 @@
 import { readFileSync } from 'node:fs';
 import type { TlsFiles } from '../../../shared/tls.ts';
 import { findToken } from '../../../shared/sdk/credentials.ts';
+import { fetchFollowing } from '../../../shared/sdk/follow-redirects.ts';
 import { clientTls } from '../common/client-tls.ts';
 import type { CliIo } from '../common/io.ts';
 import { formatObjects, printList } from '../common/output.ts';
@@ -66,24 +67,16 @@ class Api {
   async call(method: string, path: string, what: string, body?: unknown): Promise<{ status: number; body: any; headers: Headers }> {
     let lastErr: unknown;
     for (const base of this.urls) {
-      let url = `${base}${path}`;
       const init: RequestInit = {
         method,
-        redirect: 'manual',
         headers: { accept: 'application/json', ...(body !== undefined ? { 'content-type': 'application/json' } : {}), ...(this.token ? { authorization: `Bearer ${this.token}` } : {}) },
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
         signal: AbortSignal.timeout(TIMEOUT_MS),
       };
       let res: Response;
       try {
-        res = await this.dial(url, init);
         // A follower points at the leader; followed by hand so the credential goes along.
-        for (let hop = 0; hop < MAX_REDIRECTS && (res.status === 307 || res.status === 308); hop++) {
-          const location = res.headers.get('location');
-          if (!location) break;
-          url = new URL(location, url).href;
-          res = await this.dial(url, init);
-        }
+        res = await fetchFollowing(this.dial, `${base}${path}`, () => init, { maxRedirects: MAX_REDIRECTS });
       } catch (err) {
         lastErr = err;
         if (method !== 'GET') break;

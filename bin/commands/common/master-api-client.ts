@@ -4,12 +4,12 @@
 // be reached.
 
 import { findToken } from '../../../shared/sdk/credentials.ts';
+import { fetchFollowing } from '../../../shared/sdk/follow-redirects.ts';
 import { errorFromResponse } from '../../../shared/sdk/http-error.ts';
 import type { TlsClient, TlsFiles } from '../../../shared/tls.ts';
 import { clientTls } from './client-tls.ts';
 import type { CliIo } from './io.ts';
 
-const MAX_REDIRECTS = 3;
 const TIMEOUT_MS = 30_000;
 
 /** What a command's client of these APIs needs: the credential the CLI finds for the master, and its TLS client. */
@@ -33,17 +33,9 @@ export abstract class MasterApiClient {
     const headers: Record<string, string> = { accept: 'application/json', ...(send ? { 'content-type': send.contentType } : {}), ...(this.opts.token ? { authorization: `Bearer ${this.opts.token}` } : {}) };
     const failures: string[] = [];
     for (const base of this.urls) {
-      let url = `${base}${path}`;
       let res: Response;
       try {
-        res = await this.dial(url, { method, headers, redirect: 'manual', ...(send ? { body: send.body } : {}), signal: AbortSignal.timeout(TIMEOUT_MS) });
-        for (let hop = 0; hop < MAX_REDIRECTS && (res.status === 307 || res.status === 308); hop++) {
-          const location = res.headers.get('location');
-          if (!location) break;
-          await res.body?.cancel().catch(() => undefined);
-          url = new URL(location, url).href;
-          res = await this.dial(url, { method, headers, redirect: 'manual', ...(send ? { body: send.body } : {}), signal: AbortSignal.timeout(TIMEOUT_MS) });
-        }
+        res = await fetchFollowing(this.dial, `${base}${path}`, () => ({ method, headers, ...(send ? { body: send.body } : {}), signal: AbortSignal.timeout(TIMEOUT_MS) }));
       } catch (err) {
         const e = err as { cause?: { code?: string }; message?: string };
         failures.push(`${base}: ${e.cause?.code ?? e.message ?? String(err)}`);
