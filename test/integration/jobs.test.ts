@@ -155,12 +155,13 @@ describe('training jobs on a real cluster', () => {
   }
 
   it('marks a job that asks for more than the cluster has Unschedulable, with a message', async () => {
-    const res = await submit({ name: 'huge', kind: 'batch', groups: [{ name: 'worker', replicas: 3, template: { command: 'true', cpus: 3, mem: 64 } }] });
+    // Each replica fits an agent, the gang not the cluster (a replica bigger than every agent is refused at submit: why-queued.test.ts).
+    const res = await submit({ name: 'huge', kind: 'batch', groups: [{ name: 'worker', replicas: 3, template: { command: 'true', cpus: 1.5, mem: 64 } }] });
     expect(res.status).toBe(201);
     const j = await waitFinished('huge', 30_000);
     expect(j.phase).toBe('Failed');
     expect(j.conditions.at(-1)).toMatchObject({ type: 'Failed', reason: 'Unschedulable' });
-    expect(j.message).toMatch(/Unschedulable: its gang of 3 replicas needs cpus:9.*2 agents have cpus:4/);
+    expect(j.message).toMatch(/Unschedulable: its gang of 3 replicas needs cpus:4.5.*2 agents have cpus:4/);
   }, 60_000);
 
   it('refuses bad documents naming the field, and creates nothing', async () => {
