@@ -3,6 +3,7 @@
 
 import type { TaskState } from '../../../shared/agent-messages.ts';
 import type { TlsFiles } from '../../../shared/tls.ts';
+import type { ShippedRunFile } from './run-files.ts';
 import type { ListOptions, MasterClientCommandOptions } from '../common/options.ts';
 
 export interface RunOptions {
@@ -28,6 +29,8 @@ export interface RunOptions {
   detach?: boolean;
   /** `--image`: run the command in a Docker container of this image. */
   image?: string;
+  /** `--file LOCAL[:NAME]`: files read here, written into each task's sandbox. */
+  files?: ShippedRunFile[];
 }
 
 /** `cairn attach TASK_ID...`: follow tasks a `cairn run --detach` launched. */

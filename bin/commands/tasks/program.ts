@@ -14,6 +14,7 @@ import { OBJECT_FORMATS, type OutputFormat } from '../common/output.ts';
 import { isReplicaRef, replicaLogs } from '../jobs/program.ts';
 import { DEFAULT_TASK_LIMIT, type AttachOptions, type KillOptions, type LogsOptions, type RunOptions, type TaskOptions, type TasksOptions, type TeardownOptions, type TopOptions } from './options.ts';
 import { DETACH_FAILOVER_TIMEOUT_S, EXIT_TIMED_OUT } from './run-tasks.ts';
+import { fileFlag, readRunFiles, type FileFlag } from './run-files.ts';
 
 /** Each handler runs one command and resolves with the process exit code. */
 export interface TaskHandlers {
@@ -63,6 +64,7 @@ export function addTaskCommands(program: Command, ctx: FamilyContext & { handler
     .addOption(new Option('--user <name>', "the OS user the tasks run as (default: the agent's default task user, or the agent's own user where it is not root)").argParser(userFlag))
     .addOption(new Option('--env <name=value>', 'environment variable for the tasks (repeatable)').argParser(envFlag))
     .addOption(new Option('--image <image>', 'run the command in a Docker container of this image (host networking; pulled if the agent lacks it)').argParser(imageFlag))
+    .addOption(new Option('--file <local[:name]>', "ship a local file (64 KiB in all) into each task's sandbox as NAME (default: its base name), executable if it is here; the command runs in the sandbox (repeatable)").argParser(fileFlag))
     .addOption(new Option('--timeout <duration>', `give up when the tasks are not all launched after this long, e.g. 30s, 5m: what was launched is killed, exit ${EXIT_TIMED_OUT}`).argParser(durationFlag()))
     .option('--detach', `print the task ids (one a line) once they are launched, and return; they run on (for ${DETACH_FAILOVER_TIMEOUT_S / 86_400} days at most) — follow them with cairn attach`)
     .passThroughOptions()
@@ -87,9 +89,18 @@ Examples:
   cairn run 'echo hello from $(hostname)'
   cairn run --instances 4 --cpus 1 --mem 2048 -- python train.py --shard-count 4
   cairn run --image python:3.12 --timeout 5m -- python -c 'print(42)'
-  cairn attach $(cairn run --detach --instances 2 -- ./long-job.sh)`,
+  cairn run --file train.sh -- ./train.sh --epochs 2
+  cairn attach $(cairn run --detach --instances 2 --file long-job.sh -- ./long-job.sh)`,
     )
-    .action(async (command: string[], o: { master?: string; name: string; instances: number; cpus: number; mem: number; gpus: number; ports: number; role: string; user?: string; env?: [string, string][]; image?: string; timeout?: number; detach?: boolean }, cmd: Command) => {
+    .action(async (command: string[], o: { master?: string; name: string; instances: number; cpus: number; mem: number; gpus: number; ports: number; role: string; user?: string; env?: [string, string][]; image?: string; file?: FileFlag[]; timeout?: number; detach?: boolean }, cmd: Command) => {
+      let files;
+      try {
+        files = o.file ? readRunFiles(o.file) : undefined;
+      } catch (err) {
+        io.stderr.write(`cairn run: ${(err as Error).message}\n`);
+        result.exitCode = 2;
+        return;
+      }
       result.exitCode = await h.run(
         {
           masterUrl: masterUrlOf(o.master, io, cmd),
@@ -104,6 +115,7 @@ Examples:
           env: o.env ?? [],
           command,
           ...(o.image !== undefined ? { image: o.image } : {}),
+          ...(files !== undefined ? { files } : {}),
           ...(o.timeout !== undefined ? { timeoutMs: o.timeout } : {}),
           ...(o.detach ? { detach: true } : {}),
         },

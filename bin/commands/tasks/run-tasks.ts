@@ -6,6 +6,7 @@ import type { TaskState } from '../../../shared/agent-protocol.ts';
 import type { CommandInfoJson, FrameworkInfo, TaskInfoJson } from '../../../shared/mesos-v1.ts';
 import type { PlacedTask, TaskRequirement } from '../../../shared/sdk/offer-fit.ts';
 import type { RunOptions } from './options.ts';
+import { shellQuote, withShippedFiles, type ShippedRunFile } from './run-files.ts';
 
 /** How long the master keeps this framework's tasks after losing `cairn run` (seconds). */
 export const RUN_FAILOVER_TIMEOUT_S = 60;
@@ -76,6 +77,19 @@ export interface RunTaskSpec {
   env: readonly [string, string][];
   /** `--image`: run the command in a Docker container of this image (host networking). */
   image?: string;
+  /** `--file`: written into each task's sandbox before the command runs there. */
+  files?: readonly ShippedRunFile[];
+}
+
+/**
+ * The command as the task runs it: as given, or, with files to ship, one shell line that
+ * writes them into the sandbox first (a program and its argv become quoted words).
+ */
+export function taskCommand(command: readonly string[], files: readonly ShippedRunFile[] = []): CommandInfoJson {
+  const plain = commandInfo(command);
+  if (files.length === 0) return plain;
+  const line = command.length === 1 ? command[0] : command.map(shellQuote).join(' ');
+  return { shell: true, value: withShippedFiles(files, line) };
 }
 
 export function buildTaskInfo(spec: RunTaskSpec, task: { index: number; id: string }, agentId: string, placed: PlacedTask): TaskInfoJson {
@@ -85,7 +99,7 @@ export function buildTaskInfo(spec: RunTaskSpec, task: { index: number; id: stri
     agent_id: { value: agentId },
     resources: placed.resources,
     command: {
-      ...commandInfo(spec.command),
+      ...taskCommand(spec.command, spec.files),
       environment: { variables: taskEnvironment(task.index, spec.count, placed.ports, spec.env) },
     },
     ...(spec.image !== undefined ? { container: { type: 'DOCKER', docker: { image: spec.image, network: 'HOST' } } } : {}),

@@ -131,7 +131,7 @@ class RunSession {
     const suffix = tuning.randomSuffix ?? (() => randomBytes(3).toString('hex'));
     this.tasks = taskIds(o.name, o.instances, suffix).map((id, index) => ({ index, id, phase: 'pending', ended: false, settled: false }));
     this.tasks.forEach((t) => this.byId.set(t.id, t));
-    this.spec = { name: o.name, count: o.instances, command: o.command, env: o.env, ...(o.image !== undefined ? { image: o.image } : {}) };
+    this.spec = { name: o.name, count: o.instances, command: o.command, env: o.env, ...(o.image !== undefined ? { image: o.image } : {}), ...(o.files !== undefined ? { files: o.files } : {}) };
     this.requirement = taskRequirement(o);
     this.pollIntervalMs = tuning.pollIntervalMs ?? 250;
     this.logGiveUpMs = tuning.logGiveUpMs ?? 10_000;
