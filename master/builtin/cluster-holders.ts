@@ -8,7 +8,6 @@
 import { isTerminal } from '../../shared/agent-messages.ts';
 import type { BuiltinFramework, ClusterHolder } from '../../shared/framework-host/contract.ts';
 import { PREEMPTIBLE_LABEL, PRIORITY_CLASS_LABEL, type PriorityClasses } from '../../shared/sharing/priority-classes.ts';
-import { classOf } from '../leader/preemption.ts';
 import type { RegistryStateMachine } from '../registry/state-machine.ts';
 
 export function clusterHolders(state: RegistryStateMachine, frameworks: readonly BuiltinFramework[], classes: PriorityClasses, agentId: string): ClusterHolder[] {
@@ -17,7 +16,8 @@ export function clusterHolders(state: RegistryStateMachine, frameworks: readonly
     if (isTerminal(t.state) || t.state === 'TASK_UNREACHABLE') continue;
     const fw = state.frameworks.get(t.frameworkId);
     const fwName = fw?.name ?? t.frameworkId;
-    let priorityClass = classOf(fw, classes);
+    // Its framework's class, as preemption reads it (master/leader/preemption.ts classOf).
+    let priorityClass = classes.orDefault(fw?.priorityClass);
     let preemptible = true;
     for (const l of t.labels) {
       if (l.name === PRIORITY_CLASS_LABEL && classes.has(l.value) && classes.rank(l.value) > classes.rank(priorityClass)) priorityClass = classes.orDefault(l.value);

@@ -17,9 +17,19 @@ import { neverFits, placeGang, placeMembers, scalarNeed, type AgentLaunch, type 
 import type { HeldOffer } from '../../../shared/sdk/held-offer.ts';
 import { replicaEnvironment, type JobPlacement } from './kind-env.ts';
 import { laneOf, type IgnoredField, type JobSpec, type ReplicaStatus, type TaskTemplate } from '../../../shared/jobs/model.ts';
-import type { WaitingMember } from '../../../shared/sdk/why-queued.ts';
 import { alwaysStopped, decideOnEnd, jobSucceeded, type EndDecision } from './policies.ts';
 import { isFinished, newJobRecord, replicaTaskName, setPhase, type JobRecord } from './record.ts';
+
+/** One task of a waiting gang as the explanation reads it (shared/sdk/why-queued.ts WaitingMember, restated: a core imports no SDK module). */
+export interface WaitingTask {
+  /** How it is named: `worker-0`, `a trial`. */
+  label: string;
+  cpus: number;
+  mem: number;
+  disk?: number;
+  gpus?: number;
+  ports?: number;
+}
 
 export interface EngineOptions {
   /** The DNS zone replicas are named in. */
@@ -38,7 +48,7 @@ export interface EngineOptions {
    * (shared/sdk/why-queued.ts); undefined when it would fit. Absent: the message says only
    * that the offers gathered were too small.
    */
-  explainWait?: (members: WaitingMember[], priorityClass: string | undefined) => string | undefined;
+  explainWait?: (members: WaitingTask[], priorityClass: string | undefined) => string | undefined;
 }
 
 /** A job's restart back-off: its spec's, else the engine's default. */

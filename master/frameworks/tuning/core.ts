@@ -22,7 +22,6 @@ import {
   type ExperimentPhase, type ExperimentRecord, type StopCause, type TrialRecord, type TrialState,
 } from './record.ts';
 import type { Assignment } from '../../../shared/tuning/space/types.ts';
-import type { WaitingMember } from '../../../shared/sdk/why-queued.ts';
 
 /** A lost launch (its agent gone) is tried this many times in all before the trial fails. */
 const MAX_ATTEMPTS = 3;
@@ -111,7 +110,7 @@ export interface TuningCoreOptions {
    * Why a trial does not fit in what the agents have free now, naming who holds it
    * (shared/sdk/why-queued.ts); undefined when it would fit. Absent: pending trials say nothing.
    */
-  explainWait?: (members: WaitingMember[], priorityClass: string | undefined) => string | undefined;
+  explainWait?: (members: { label: string; cpus: number; mem: number; disk?: number; gpus?: number }[], priorityClass: string | undefined) => string | undefined;
 }
 
 /** The start of a pending trial's message that says why it waits for room. */
