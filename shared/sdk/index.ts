@@ -15,6 +15,17 @@ export { SchedulerClient, schedulerEndpoint, SCHEDULER_API_PATH } from './schedu
 export type { SchedulerClientOptions, SchedulerClientEvents, SubscribedInfo, FailureInfo } from './scheduler-client.ts';
 export { fitTasks, offerRole, requirementResources } from './offer-fit.ts';
 export type { TaskRequirement, PlacedTask, OfferFit, FitOptions } from './offer-fit.ts';
+// The placement pipeline fitTasks runs on, for a framework that places over several offers.
+export { place, countReasons } from '../placement/pipeline.ts';
+export type { PlaceRequest, PlaceResult, Placed, Unplaced } from '../placement/pipeline.ts';
+export { RESOURCE_CHECKS, roleCheck, constraintCheck, REACHABLE, NOT_DRAINING, shortfall } from '../placement/checks.ts';
+export type { Check, Reason } from '../placement/checks.ts';
+export { ConstraintTracker } from '../placement/constraints.ts';
+export type { Constraint } from '../placement/constraints.ts';
+export { demandOf } from '../placement/demand.ts';
+export type { Demand } from '../placement/demand.ts';
+export type { Candidate } from '../placement/candidate.ts';
+export { inGivenOrder, previousAgentFirst, largestFirst } from '../placement/rank.ts';
 export { MasterClient } from './master-client.ts';
 export type { FollowLogsOptions, LogStream, MasterClientOptions } from './master-client.ts';
 export { MasterHttpError, errorFromResponse } from './http-error.ts';
