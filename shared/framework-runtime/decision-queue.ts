@@ -24,6 +24,18 @@ export class DecisionQueue {
     return next;
   }
 
+  /**
+   * Runs `decide` as run() does and resolves with what it returned, once its effects are
+   * carried out (a submission answered only once durable); `ifStopped` when the queue was stopped.
+   */
+  async ask<T>(decide: () => T, ifStopped: T): Promise<T> {
+    let out = ifStopped;
+    await this.run(() => {
+      out = decide();
+    });
+    return out;
+  }
+
   /** Resolves once everything queued so far has been carried out (or failed). */
   settled(): Promise<void> {
     return this.chain;

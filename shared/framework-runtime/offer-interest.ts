@@ -23,6 +23,9 @@ export interface InterestPolicy {
   suppressOnOffer: boolean;
 }
 
+/** Offers while the framework wants them, none otherwise: a call only when that changes. */
+export const ON_CHANGE: InterestPolicy = { reviveAgainMs: Infinity, suppressOnOffer: false };
+
 export interface InterestState {
   /** Offers were wanted at the last look. */
   wanted: boolean;

@@ -40,9 +40,9 @@ export interface SubscriptionHandlers<K> {
 export interface SubscriptionsOptions<K> {
   /** For logs: the framework's name. */
   name: string;
-  transport: TransportFactory;
+  /** The transport and clock (io.ts). */
+  io: { transport: TransportFactory; clock: RuntimeClock };
   store: Pick<FrameworkStore, 'get' | 'put'>;
-  clock: RuntimeClock;
   log: Logger;
   interest: InterestPolicy;
   /** REVIVE once subscribed and reconciled, whatever the framework wants (it may have waited out a filter). */
@@ -66,8 +66,11 @@ export class Subscriptions<K> {
   private readonly retries = new Set<() => void>();
   private stopped = false;
 
+  private readonly clock: RuntimeClock;
+
   constructor(private readonly o: SubscriptionsOptions<K>) {
     this.interest = new OfferInterest<K>(o.interest);
+    this.clock = o.io.clock;
   }
 
   /** The subscription of `key`, made (and subscribing) if there is none. */
@@ -77,14 +80,14 @@ export class Subscriptions<K> {
     const h = this.o.handlers;
     const idKey = h.idKey(key);
     const stored = this.o.store.get<string>(idKey);
-    const t = this.o.transport({
+    const t = this.o.io.transport({
       ...h.frameworkInfo(key),
       failover_timeout: FAILOVER_TIMEOUT_S,
       ...(stored ? { id: { value: stored } } : {}),
     });
     this.transports.set(key, t);
     t.on('subscribed', (frameworkId) => {
-      this.interest.subscribed(key, this.o.reviveOnSubscribe, this.o.clock.now());
+      this.interest.subscribed(key, this.o.reviveOnSubscribe, this.clock.now());
       void this.onSubscribed(key, t, idKey, frameworkId).catch((err: unknown) => this.o.log.warn({ err, framework: this.o.name }, 'could not record the framework id'));
     });
     t.on('offers', (offers) => h.offers(key, offers));
@@ -96,7 +99,7 @@ export class Subscriptions<K> {
       if (this.transports.get(key) === t) this.transports.delete(key);
       t.close();
       if (this.stopped) return;
-      const cancel = this.o.clock.after(RETRY_SUBSCRIBE_MS, () => {
+      const cancel = this.clock.after(RETRY_SUBSCRIBE_MS, () => {
         this.retries.delete(cancel);
         if (!this.stopped && h.wanted(key)) this.ensure(key);
       });
@@ -203,7 +206,7 @@ export class Subscriptions<K> {
       revive: () => this.send(key, (id) => reviveCall(id)),
       suppress: () => this.send(key, (id) => suppressCall(id)),
     };
-    return this.interest.adjust(key, sw, want, this.o.clock.now(), offers);
+    return this.interest.adjust(key, sw, want, this.clock.now(), offers);
   }
 
   /**
@@ -218,7 +221,7 @@ export class Subscriptions<K> {
     const idKey = this.o.handlers.idKey(key);
     if (this.o.store.get(idKey) !== undefined) await this.o.store.put(idKey, null);
     if (!t) return;
-    this.o.clock.after(delayMs, () => {
+    this.clock.after(delayMs, () => {
       const id = t.frameworkId;
       const sent = t.connected && id !== undefined ? t.call(teardownCall({ value: id })) : Promise.reject(new Error('not subscribed'));
       sent.catch((err: Error) => this.o.log.debug({ err: err.message, framework: this.o.name, key }, 'teardown not sent')).finally(() => t.close());

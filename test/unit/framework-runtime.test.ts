@@ -9,7 +9,7 @@ import type { RuntimeClock } from '../../shared/framework-runtime/clock.ts';
 import type { SchedulerTransport, TransportEvents } from '../../shared/framework-runtime/transport.ts';
 import { RETRY_SUBSCRIBE_MS, Subscriptions, type SubscriptionHandlers } from '../../shared/framework-runtime/subscriptions.ts';
 import { FAILOVER_TIMEOUT_S } from '../../shared/framework-runtime/failover.ts';
-import { NO_INTEREST, nextInterest, OfferInterest, type InterestPolicy } from '../../shared/framework-runtime/offer-interest.ts';
+import { NO_INTEREST, nextInterest, OfferInterest, ON_CHANGE, type InterestPolicy } from '../../shared/framework-runtime/offer-interest.ts';
 import { recordThenAct } from '../../shared/framework-runtime/record-then-act.ts';
 import { DecisionQueue } from '../../shared/framework-runtime/decision-queue.ts';
 import { RoundLoop } from '../../shared/framework-runtime/round-loop.ts';
@@ -114,7 +114,7 @@ const flush = async (): Promise<void> => {
   for (let i = 0; i < 20; i++) await Promise.resolve();
 };
 
-const ONCE: InterestPolicy = { reviveAgainMs: Infinity, suppressOnOffer: false };
+const ONCE: InterestPolicy = ON_CHANGE;
 const REPEAT: InterestPolicy = { reviveAgainMs: 5_000, suppressOnOffer: true };
 
 function setup(opts: { reviveOnSubscribe?: boolean; wanted?: () => boolean; stored?: string } = {}) {
@@ -138,12 +138,15 @@ function setup(opts: { reviveOnSubscribe?: boolean; wanted?: () => boolean; stor
     },
   };
   const subs = new Subscriptions<string>({
-    name: 'test', clock, store, log: pino({ level: 'silent' }), interest: ONCE,
+    name: 'test', store, log: pino({ level: 'silent' }), interest: ONCE,
     reviveOnSubscribe: opts.reviveOnSubscribe ?? true, handlers,
-    transport: (info) => {
-      const t = new FakeTransport(info, log);
-      transports.push(t);
-      return t;
+    io: {
+      clock,
+      transport: (info) => {
+        const t = new FakeTransport(info, log);
+        transports.push(t);
+        return t;
+      },
     },
   });
   return { log, clock, store, transports, offers, updates, subscribed, subs };
@@ -345,6 +348,19 @@ describe('framework runtime: write the record, then act', () => {
     expect(order).toEqual(['decide 1', 'carried out', 'decide 2']);
     gates.shift()!();
     await q.settled();
+  });
+
+  it('a question to the queue is answered once its effects are carried out, and with the stopped answer after stop', async () => {
+    const order: string[] = [];
+    const q = new DecisionQueue(async () => void order.push('carried out'), () => {});
+    const answer = await q.ask(() => {
+      order.push('decided');
+      return 'job-a';
+    }, 'stopped');
+    expect(answer).toBe('job-a');
+    expect(order).toEqual(['decided', 'carried out']);
+    q.stop();
+    expect(await q.ask(() => 'job-b', 'stopped')).toBe('stopped');
   });
 
   it('rounds never overlap, and asks during a round make one round after it', async () => {

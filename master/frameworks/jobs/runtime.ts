@@ -18,13 +18,14 @@ import { DecisionQueue } from '../../../shared/framework-runtime/decision-queue.
 import { runtimeIo, type RuntimeIoOptions } from '../../../shared/framework-runtime/io.ts';
 import { recordThenAct } from '../../../shared/framework-runtime/record-then-act.ts';
 import { Subscriptions } from '../../../shared/framework-runtime/subscriptions.ts';
+import { ON_CHANGE } from '../../../shared/framework-runtime/offer-interest.ts';
+import { builtinFrameworkInfo } from '../../../shared/framework-host/framework-info.ts';
 import type { JsonValue } from '../../../shared/framework-host/store.ts';
 import { JOBS_FRAMEWORK_NAME } from '../../../shared/jobs/api.ts';
 import { roomAgents } from '../../../shared/framework-host/room-agents.ts';
 import { explainQueued } from '../../../shared/sdk/why-queued.ts';
 import { DEFAULT_ENGINE_OPTIONS, JobEngine, type Effects, type EngineOptions } from './engine.ts';
 import { laneOf, parseLane, type IgnoredField, type JobSpec } from '../../../shared/jobs/model.ts';
-import { PRIORITY_CLASS_LABEL } from '../../../shared/sharing/priority-classes.ts';
 import type { JobRecord } from './record.ts';
 import { policyExitCode, taskInfoFor } from './task-info.ts';
 
@@ -82,22 +83,12 @@ export class JobsRuntime implements BuiltinInstance {
       explainWait: (members, c) => explainQueued(members, roomAgents(env.cluster), { name: classes.orDefault(c), rank: (n) => classes.rank(n) }),
     });
     this.subs = new Subscriptions<string>({
-      name: JOBS_FRAMEWORK_NAME, transport: io.transport, store: env.store, clock: io.clock, log: env.log,
-      // Offers while a job needs them; a call only when that changes.
-      interest: { reviveAgainMs: Infinity, suppressOnOffer: false },
-      reviveOnSubscribe: true,
+      name: JOBS_FRAMEWORK_NAME, io, store: env.store, log: env.log, interest: ON_CHANGE, reviveOnSubscribe: true,
       settled: () => this.run(() => {}),
       handlers: {
         frameworkInfo: (role) => {
           const lane = parseLane(role);
-          return {
-            name: JOBS_FRAMEWORK_NAME,
-            user: '',
-            // Training wants GPUs: without this the master offers no agent that has any.
-            capabilities: [{ type: 'GPU_RESOURCES' }],
-            ...(lane.role !== '*' ? { role: lane.role } : {}),
-            ...(lane.priorityClass !== undefined ? { labels: { labels: [{ key: PRIORITY_CLASS_LABEL, value: lane.priorityClass }] } } : {}),
-          };
+          return builtinFrameworkInfo(JOBS_FRAMEWORK_NAME, lane.role, lane.priorityClass);
         },
         idKey: frameworkIdKey,
         wanted: () => true,
@@ -131,23 +122,18 @@ export class JobsRuntime implements BuiltinInstance {
 
   /** Submits a job owned by `owner` ('' for none); 'exists' while a live job has its name. Resolves once the job is durable. */
   async submit(spec: JobSpec, ignored: IgnoredField[], owner = ''): Promise<JobRecord | 'exists'> {
-    let out: JobRecord | 'exists' = 'exists';
-    await this.run(() => {
+    const out = await this.queue.ask<JobRecord | 'exists'>(() => {
       this.engine.setClusterTotals(this.clusterTotals());
       const r = this.engine.submit(spec, ignored, randomBytes(4).toString('hex'), this.now(), owner);
-      out = r === 'exists' ? r : structuredClone(r);
-    });
+      return r === 'exists' ? r : structuredClone(r);
+    }, 'exists');
     if (out !== 'exists') this.subs.ensure(laneOf(spec));
     return out;
   }
 
   /** Kills a job's replicas and removes it; false when there is none. Resolves once durable. */
-  async remove(name: string): Promise<boolean> {
-    let found = false;
-    await this.run(() => {
-      found = this.engine.remove(name, this.now());
-    });
-    return found;
+  remove(name: string): Promise<boolean> {
+    return this.queue.ask(() => this.engine.remove(name, this.now()), false);
   }
 
   stop(): void {

@@ -13,6 +13,7 @@ import { runtimeIo, type RuntimeIoOptions } from '../../../shared/framework-runt
 import { recordThenAct } from '../../../shared/framework-runtime/record-then-act.ts';
 import { RoundLoop } from '../../../shared/framework-runtime/round-loop.ts';
 import { Subscriptions } from '../../../shared/framework-runtime/subscriptions.ts';
+import { builtinFrameworkInfo } from '../../../shared/framework-host/framework-info.ts';
 import type { BuiltinEnv, BuiltinInstance } from '../../../shared/framework-host/contract.ts';
 import type { JsonValue } from '../../../shared/framework-host/store.ts';
 import type { AppQueueFacts } from './core.ts';
@@ -81,12 +82,12 @@ export class MarathonService implements BuiltinInstance {
     this.after = (ms, fn) => io.clock.after(ms, fn);
     this.loop = new RoundLoop(() => this.round(), (err) => this.env.log.warn({ err }, 'a services round failed; the next one retries'));
     this.subs = new Subscriptions<'*'>({
-      name: FRAMEWORK_NAME, transport: io.transport, store: env.store, clock: io.clock, log: env.log,
+      name: FRAMEWORK_NAME, io, store: env.store, log: env.log,
       interest: SERVICES_INTEREST,
       // Its rounds ask for offers when instances wait.
       reviveOnSubscribe: false,
       handlers: {
-        frameworkInfo: () => ({ user: '', name: FRAMEWORK_NAME, capabilities: [{ type: 'GPU_RESOURCES' }] }),
+        frameworkInfo: () => builtinFrameworkInfo(FRAMEWORK_NAME),
         idKey: () => FRAMEWORK_ID_KEY,
         wanted: () => true,
         offers: (_k, offers) => {

@@ -23,6 +23,8 @@ import { DecisionQueue } from '../../../shared/framework-runtime/decision-queue.
 import { runtimeIo, type RuntimeIoOptions } from '../../../shared/framework-runtime/io.ts';
 import { recordThenAct } from '../../../shared/framework-runtime/record-then-act.ts';
 import { Subscriptions } from '../../../shared/framework-runtime/subscriptions.ts';
+import { ON_CHANGE } from '../../../shared/framework-runtime/offer-interest.ts';
+import { builtinFrameworkInfo } from '../../../shared/framework-host/framework-info.ts';
 import { chiefGroup, trialJobSpec } from './trial-job.ts';
 import { policyExitCode } from '../../../shared/jobs/exit-code.ts';
 import { REFUSE_BUSY_S, TuningCore, type JobTrialLaunch, type TuningEffects, type TuningCoreOptions } from './core.ts';
@@ -30,7 +32,6 @@ import type { ExperimentSpec, IgnoredField } from '../../../shared/tuning/model.
 import { EXPERIMENT_KEY_PREFIX, type ExperimentRecord, type TrialRecord } from './record.ts';
 import { trialTaskInfo } from './trial-command.ts';
 import { readTrialStdout } from './trial-logs.ts';
-import { PRIORITY_CLASS_LABEL } from '../../../shared/sharing/priority-classes.ts';
 
 export const TUNING_FRAMEWORK_NAME = 'tuning';
 /** Each experiment's framework is named this, then the experiment's name. */
@@ -81,23 +82,10 @@ export class TuningRuntime implements BuiltinInstance {
     });
     this.queue = new DecisionQueue(() => this.flush(), (err) => this.log.error({ err }, 'the tuning framework could not carry out a decision'));
     this.subs = new Subscriptions<string>({
-      name: TUNING_FRAMEWORK_NAME, transport: io.transport, store: env.store, clock: io.clock, log: env.log,
-      // Offers while an experiment has trials to place; a call only when that changes.
-      interest: { reviveAgainMs: Infinity, suppressOnOffer: false },
-      reviveOnSubscribe: true,
+      name: TUNING_FRAMEWORK_NAME, io, store: env.store, log: env.log, interest: ON_CHANGE, reviveOnSubscribe: true,
       settled: () => this.run(() => {}),
       handlers: {
-        frameworkInfo: (name) => {
-          const role = this.core.roleOf(name) ?? '*';
-          const priorityClass = this.core.priorityClassOf(name);
-          return {
-            name: `${EXPERIMENT_FRAMEWORK_PREFIX}${name}`,
-            user: '',
-            capabilities: [{ type: 'GPU_RESOURCES' }],
-            ...(role !== '*' ? { role } : {}),
-            ...(priorityClass !== undefined ? { labels: { labels: [{ key: PRIORITY_CLASS_LABEL, value: priorityClass }] } } : {}),
-          };
-        },
+        frameworkInfo: (name) => builtinFrameworkInfo(`${EXPERIMENT_FRAMEWORK_PREFIX}${name}`, this.core.roleOf(name), this.core.priorityClassOf(name)),
         idKey: frameworkIdKey,
         wanted: (name) => this.core.needsFramework(name),
         offers: (name, offers) => void this.run(() => this.core.offers(name, offers.map(heldOffer), this.now())),
@@ -122,37 +110,23 @@ export class TuningRuntime implements BuiltinInstance {
   }
 
   /** Submits an experiment; 'exists' while a live one has its name. Resolves once durable. */
-  async submit(spec: ExperimentSpec, ignored: IgnoredField[], owner: string): Promise<ExperimentRecord | 'exists'> {
-    let out: ExperimentRecord | 'exists' = 'exists';
-    await this.run(() => {
+  submit(spec: ExperimentSpec, ignored: IgnoredField[], owner: string): Promise<ExperimentRecord | 'exists'> {
+    return this.queue.ask<ExperimentRecord | 'exists'>(() => {
       const r = this.core.submit(spec, ignored, randomBytes(3).toString('hex'), this.now(), owner);
-      out = r === 'exists' ? r : structuredClone(r);
-    });
-    return out;
+      return r === 'exists' ? r : structuredClone(r);
+    }, 'exists');
   }
 
-  async stopExperiment(name: string): Promise<boolean> {
-    let ok = false;
-    await this.run(() => {
-      ok = this.core.stop(name, this.now());
-    });
-    return ok;
+  stopExperiment(name: string): Promise<boolean> {
+    return this.queue.ask(() => this.core.stop(name, this.now()), false);
   }
 
-  async resume(name: string, limits: { maxTrialCount?: number; maxFailedTrialCount?: number }): Promise<ReturnType<TuningCore['resume']>> {
-    let out: ReturnType<TuningCore['resume']> = 'unknown';
-    await this.run(() => {
-      out = this.core.resume(name, this.now(), limits);
-    });
-    return out;
+  resume(name: string, limits: { maxTrialCount?: number; maxFailedTrialCount?: number }): Promise<ReturnType<TuningCore['resume']>> {
+    return this.queue.ask<ReturnType<TuningCore['resume']>>(() => this.core.resume(name, this.now(), limits), 'unknown');
   }
 
-  async remove(name: string): Promise<boolean> {
-    let ok = false;
-    await this.run(() => {
-      ok = this.core.remove(name);
-    });
-    return ok;
+  remove(name: string): Promise<boolean> {
+    return this.queue.ask(() => this.core.remove(name), false);
   }
 
   /** This master stops leading: trials keep running for the next leader's instance. */
