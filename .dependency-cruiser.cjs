@@ -240,6 +240,22 @@ module.exports = {
       { path: '^(master|agent|bin)/', pathNot: '^master/frameworks/$1/' },
     ),
     rule(
+      'frameworks-run-on-the-runtime',
+      'A built-in framework reaches the scheduler API through the framework runtime ' +
+        '(shared/framework-runtime/: its offer loop, its one offer-interest switch, write-then-act), ' +
+        "never through the SDK's client itself, so that a test or the simulator can drive it over another transport.",
+      { path: '^master/frameworks/' },
+      { path: '^shared/sdk/scheduler-client[.]ts$' },
+    ),
+    rule(
+      'framework-runtime-io-through-transport',
+      'The framework runtime does its I/O through its transport interface (transport.ts); only the ' +
+        'production transport (http-transport.ts) and the default wiring (io.ts) know HTTP. It knows ' +
+        'no framework: nothing of shared/jobs/, shared/tuning/ or shared/sharing/.',
+      { path: '^shared/framework-runtime/(?!(http-transport|io)[.]ts$)' },
+      { path: ['^shared/sdk/scheduler-client[.]ts$', '^shared/(jobs|tuning|sharing)/', '^(node:)?(http|https|net|dgram)$'] },
+    ),
+    rule(
       'frameworks-import-no-allocator',
       'Frameworks (the event stream and the built-in ones) see offers, as any framework ' +
         "would; the allocator's internals are the master's business, reached through offers.",

@@ -71,6 +71,8 @@ describe('import rules', () => {
         'agent/entry.ts': `export { agent } from './agent.ts';\n`,
         'master/leader/leader-core.ts': `export const core = 1;\n`,
         'shared/random.ts': `export const random = 1;\n`,
+        'shared/sdk/scheduler-client.ts': `export const SchedulerClient = 1;\n`,
+        'shared/jobs/model.ts': `export const jobs = 1;\n`,
         'shared/__planted_violation.ts': `import { master } from '../master/master.ts';\nexport const x = master;\n`,
         'master/leader/__planted.ts': `import { readFileSync } from 'node:fs';\nexport const x = readFileSync;\n`,
         // Type-only, and still forbidden: the swc parser keeps `import type`.
@@ -116,6 +118,10 @@ describe('import rules', () => {
         'master/frameworks/jobs/runtime.ts': `export const runtime = 1;\n`,
         'master/frameworks/jobs/__planted_boundary.ts': `import { objectKey } from '../../sharing/object-quota.ts';\nexport const x = objectKey;\n`,
         'master/frameworks/tuning/__planted_boundary.ts': `import { runtime } from '../jobs/runtime.ts';\nexport const x = runtime;\n`,
+        // A framework that opens a scheduler client itself, and a runtime file that does HTTP or knows a framework.
+        'master/frameworks/jobs/__planted_client.ts': `import { SchedulerClient } from '../../../shared/sdk/scheduler-client.ts';\nexport const x = SchedulerClient;\n`,
+        'shared/framework-runtime/__planted_io.ts': `import http from 'node:http';\nimport { jobs } from '../jobs/model.ts';\nexport const x = [http, jobs];\n`,
+        'shared/framework-runtime/http-transport.ts': `import { SchedulerClient } from '../sdk/scheduler-client.ts';\nexport const x = SchedulerClient;\n`,
         'master/frameworks/tuning/__planted_allowed.ts':
           `import { x } from './__planted_boundary.ts';\nimport { random } from '../../../shared/random.ts';\nexport const y = [x, random];\n`,
         // Two folders importing each other, with no module cycle: a cycle between folders.
@@ -147,6 +153,7 @@ describe('import rules', () => {
         'master/frameworks/__planted.ts → master/allocator/allocator.ts [frameworks-import-no-allocator]',
         'master/frameworks/__planted_layer.ts → master/ui/__planted_layer.ts [master-layer-frameworks]',
         'master/frameworks/jobs/__planted_boundary.ts → master/sharing/object-quota.ts [frameworks-import-only-shared]',
+        'master/frameworks/jobs/__planted_client.ts → shared/sdk/scheduler-client.ts [frameworks-run-on-the-runtime]',
         'master/frameworks/tuning/__planted_boundary.ts → master/frameworks/jobs/runtime.ts [frameworks-import-only-shared]',
         'master/leader/__planted.ts → fs [core-imports-no-io]',
         'master/leader/__planted_logger.ts → node_modules/pino/pino.js [core-imports-no-io]',
@@ -158,6 +165,8 @@ describe('import rules', () => {
         'master/ui/__planted_layer.ts → master/server.ts [master-layer-ui]',
         'shared/__planted_cycle_a.ts → shared/__planted_cycle_b.ts [no-cycles]', // one per cycle
         'shared/__planted_violation.ts → master/master.ts [shared-imports-no-daemon]',
+        'shared/framework-runtime/__planted_io.ts → http [framework-runtime-io-through-transport]',
+        'shared/framework-runtime/__planted_io.ts → shared/jobs/model.ts [framework-runtime-io-through-transport]',
         'shared/raft/__planted.ts → shared/raft/sqlite-storage.ts [core-imports-only-cores]',
       ]);
       // A layer added to MASTER_LAYERS needs its plant here too.
