@@ -12,7 +12,7 @@ import { TASK_STATES, type TaskState } from '../../shared/agent-messages.ts';
 import type { AgentView, TaskView } from '../../shared/master-state.ts';
 import { CairnError } from '../../shared/errors.ts';
 import type { Principal } from '../auth/credentials.ts';
-import { agentViews, taskView } from '../api/state-view.ts';
+import { agentViews, namedTaskView } from '../api/state-view.ts';
 import { taskOwner } from '../builtin/task-owner.ts';
 import type { MasterContext } from '../context.ts';
 import { BUILTIN_PRINCIPAL } from '../auth/master-auth.ts';
@@ -273,9 +273,11 @@ export function taskPage(ctx: MasterContext, viewer: Principal, query: TaskQuery
     return ctx.auth.mayActOn(viewer, 'view_tasks', f ? f.principal : '') ? 1 : 0;
   });
   const page: TaskView[] = [];
+  // Each task of the page with its framework's name (the dashboard shows names, ids in titles).
+  const view = (t: TaskRecord) => namedTaskView(t, reg.frameworks.get(t.frameworkId)?.name);
   if (!filtered && byFw.every((v) => v === 1)) {
     // Nothing hidden, nothing filtered: the page is a slice.
-    for (let k = query.offset; k < Math.min(end, n); k++) page.push(taskView(order[newest ? n - 1 - k : k]!));
+    for (let k = query.offset; k < Math.min(end, n); k++) page.push(view(order[newest ? n - 1 - k : k]!));
     return { total: n, offset: query.offset, limit: query.limit, tasks: page };
   }
   let total = 0;
@@ -294,7 +296,7 @@ export function taskPage(ctx: MasterContext, viewer: Principal, query: TaskQuery
     if (query.agent !== undefined && t.agentId !== query.agent) continue;
     if (query.q !== undefined && !matchesText(t, query.q)) continue;
     if (v === -1 && !ctx.auth.mayActOn(viewer, 'view_tasks', taskOwner(reg, t))) continue;
-    if (total >= query.offset && total < end) page.push(taskView(t));
+    if (total >= query.offset && total < end) page.push(view(t));
     total++;
   }
   return { total, offset: query.offset, limit: query.limit, tasks: page };

@@ -329,7 +329,7 @@ describe('events and paginated reads', () => {
 });
 
 describe('one-time login links', () => {
-  it('gives the token back once, then 404; an expired code 404', async () => {
+  it('gives the token back once, then 404; an expired code 410 saying so', async () => {
     const res = await post('/api/v1/ui/links', {}, 'alice');
     expect(res.status).toBe(201);
     const link = await res.json();
@@ -345,7 +345,20 @@ describe('one-time login links', () => {
     expect((await post('/api/v1/ui/redeem', {})).status).toBe(400);
     // One that has outlived its time (made here already expired: the route is the same).
     const old = master.ui.links.create(secret('alice'), 'alice', -1);
-    expect((await post('/api/v1/ui/redeem', { code: old.code })).status).toBe(404);
+    const expired = await post('/api/v1/ui/redeem', { code: old.code });
+    expect(expired.status).toBe(410);
+    expect(await expired.json()).toMatchObject({ code: 'CAIRN_LINK_EXPIRED', message: expect.stringMatching(/expired.*cairn ui again/) });
+    // Still expired (not unknown) when tried again.
+    expect((await post('/api/v1/ui/redeem', { code: old.code })).status).toBe(410);
+    // A shorter life may be asked for, within the limit; a bad one is named.
+    const short = await post('/api/v1/ui/links', { ttlMs: 5_000 }, 'alice');
+    expect(short.status).toBe(201);
+    expect((await short.json()).expiresAtMs).toBeLessThan(Date.now() + 5_500);
+    for (const ttlMs of [0, 60_001, 'soon', 1.5]) {
+      const bad = await post('/api/v1/ui/links', { ttlMs }, 'alice');
+      expect(bad.status).toBe(400);
+      expect((await bad.json()).field).toBe('ttlMs');
+    }
     // Basic credentials make no link (the page sends Bearer tokens).
     const basic = await post('/api/v1/ui/links', {}, undefined, { authorization: `Basic ${Buffer.from(`alice:${secret('alice')}`).toString('base64')}` });
     expect(basic.status).toBe(400);

@@ -18,6 +18,15 @@ describe('formatting', () => {
     expect(S.formatAge(1_000, 61_000)).toBe('1m 00s ago');
   });
 
+  it('writes every point in time one way: local date and time to the second', () => {
+    const ms = new Date(2026, 10, 7, 9, 5, 3).getTime();
+    expect(S.formatTime(ms)).toBe('2026-11-07 09:05:03');
+    // Today's times too carry their date (no bare time of day).
+    expect(S.formatTime(Date.now())).toMatch(S.TIME_PATTERN);
+    expect(S.formatTime(undefined)).toBe('');
+    expect(S.TIME_PATTERN.test('22:10:05')).toBe(false);
+  });
+
   it('writes numbers in a few significant digits', () => {
     expect(S.formatNumber(0.123456)).toBe('0.1235');
     expect(S.formatNumber(42)).toBe('42');

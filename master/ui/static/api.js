@@ -52,7 +52,11 @@ function candidates() {
   return [...new Set(list)];
 }
 
+/** Why a login is needed, said before anyone listened (a link redeemed before the page drew): told to the first listener. */
+let unheardReason;
+
 function needLogin(reason) {
+  if (loginListeners.size === 0) unheardReason = reason;
   for (const fn of loginListeners) fn(reason);
 }
 
@@ -212,6 +216,11 @@ export const api = {
   },
   onLoginNeeded(fn) {
     loginListeners.add(fn);
+    if (unheardReason !== undefined) {
+      const reason = unheardReason;
+      unheardReason = undefined;
+      fn(reason);
+    }
     return () => loginListeners.delete(fn);
   },
 };
@@ -224,6 +233,9 @@ export async function redeemFromHash() {
   try {
     await api.redeem(decodeURIComponent(m[1]));
   } catch (err) {
-    needLogin(`that login link did not work (${err.message}); paste a token instead`);
+    // An expired link is the common case (they last a minute): say so plainly, and what to do.
+    if (err.code === 'CAIRN_LINK_EXPIRED') needLogin('This login link has expired (links last 60 s). Run cairn ui again for a new link, or paste a token.');
+    else if (err.code === 'CAIRN_UNKNOWN_LINK') needLogin('This login link was used already (each works once) or was made by another master. Run cairn ui again, or paste a token.');
+    else needLogin(`that login link did not work (${err.message}); paste a token instead`);
   }
 }

@@ -36,6 +36,7 @@ class Boundary extends Component {
 function Login({ reason, onDone }) {
   const [value, setValue] = useState('');
   const [error, setError] = useState(reason);
+  useEffect(() => setError(reason), [reason]);
   const submit = async (e) => {
     e.preventDefault();
     api.setToken(value);
@@ -100,7 +101,7 @@ function Shell({ hash }) {
         })}
       </nav>
       <span class="spacer"></span>
-      <span class=${`live ${connected ? 'on' : ''}`} title=${connected ? 'live updates on' : 'live updates reconnecting'}>${connected ? 'live' : 'reconnecting'}</span>
+      <span class=${`live ${connected ? 'on' : ''}`} title=${`${connected ? 'live updates on' : 'live updates reconnecting'} · ${s.current.replace(/^https?:\/\//, '')}`}>${connected ? 'live' : 'reconnecting'}</span>
       <span class="muted master" title="the master answering">${s.current.replace(/^https?:\/\//, '')}${hello?.role ? ` (${hello.role})` : ''}</span>
       <button class="link" onClick=${() => window.dispatchEvent(new Event('cairn-help'))} aria-label="keyboard shortcuts">?</button>
       <button class="link" onClick=${() => api.logout()}>log out</button>

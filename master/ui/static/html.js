@@ -1,6 +1,7 @@
 // The one way the dashboard renders: htm's tagged templates over preact's h.
 import { h } from 'preact';
 import htm from 'htm';
+import { formatAge, formatDuration, formatTime } from './components/series.js';
 
 export const html = htm.bind(h);
 
@@ -47,18 +48,20 @@ export function fmtResources(text) {
   return parts.join(' · ');
 }
 
-/** How long ago `ms` was: 4s, 12m, 3h, 2d. */
-export function fmtAge(ms, now = Date.now()) {
-  if (!ms) return '—';
-  const s = Math.max(0, Math.round((now - ms) / 1000));
-  if (s < 60) return `${s}s`;
-  if (s < 3600) return `${Math.floor(s / 60)}m`;
-  if (s < 86400) return `${Math.floor(s / 3600)}h`;
-  return `${Math.floor(s / 86400)}d`;
+/**
+ * A point in time, the one way every page shows one (series.js formatTime: "2026-11-27
+ * 22:10:05", local), with how long ago it was when `ago` is set; UTC in its title.
+ */
+export function When({ ms, ago = false, now }) {
+  if (ms === undefined || ms === null || !Number.isFinite(ms) || ms <= 0) return html`<span class="muted">—</span>`;
+  const iso = new Date(ms).toISOString();
+  return html`<time class="when" datetime=${iso} title=${iso}>${formatTime(ms)}</time>${ago ? html` <span class="muted">(${formatAge(ms, now)})</span>` : null}`;
 }
 
-export function fmtTime(ms) {
-  return ms ? new Date(ms).toLocaleString() : '—';
+/** How long ago `ms` was, compact ("4m 05s") for a column headed Age, Up or Since; the time itself in its title. */
+export function Ago({ ms, now = Date.now() }) {
+  if (ms === undefined || ms === null || !Number.isFinite(ms) || ms <= 0) return html`<span class="muted">—</span>`;
+  return html`<time class="age" datetime=${new Date(ms).toISOString()} title=${formatTime(ms)}>${formatDuration(now - ms)}</time>`;
 }
 
 /** A task state without Mesos' prefix: TASK_RUNNING → running. */

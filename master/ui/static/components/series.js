@@ -34,15 +34,19 @@ export function parseIso(text) {
   return Number.isNaN(ms) ? undefined : ms;
 }
 
-/** A time of day for today's times, else the date and time (local). */
-export function formatTime(ms, nowMs = Date.now()) {
-  if (ms === undefined || ms === null) return '';
+/**
+ * The dashboard's one format for a point in time: local, ISO-like, to the second
+ * ("2026-11-27 22:10:05"), the same on every page (a time of day alone is ambiguous after
+ * midnight, and the browser's locale format differs between people reading one screen).
+ */
+export function formatTime(ms) {
+  if (ms === undefined || ms === null || !Number.isFinite(ms)) return '';
   const d = new Date(ms);
-  const now = new Date(nowMs);
-  const hms = `${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
-  if (d.toDateString() === now.toDateString()) return hms;
-  return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())} ${hms}`;
+  return `${d.getFullYear()}-${pad2(d.getMonth() + 1)}-${pad2(d.getDate())} ${pad2(d.getHours())}:${pad2(d.getMinutes())}:${pad2(d.getSeconds())}`;
 }
+
+/** The pattern formatTime's answers match (the browser tests check every time on a page against it). */
+export const TIME_PATTERN = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 
 /** A number in at most `digits` significant digits, exponent form when very small or large. */
 export function formatNumber(v, digits = 4) {

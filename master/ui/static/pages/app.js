@@ -1,11 +1,11 @@
 // One service (a Marathon app): what it runs and asks for, its tasks (each linking to the
 // task's page and log), its deployment and queue entry while it has them, and its versions.
 
-import { html } from '../html.js';
+import { html, Ago, When } from '../html.js';
 import { useLive } from '../live.js';
 import { Table } from '../components/table.js';
 import { Badge, Facts, Note, StateBadge, TaskLink } from '../components/badges.js';
-import { formatAge, formatNumber, formatTime, parseIso } from '../components/series.js';
+import { formatNumber, parseIso } from '../components/series.js';
 import { DEPLOYMENT_COLUMNS, QUEUE_COLUMNS } from './services.js';
 
 export const route = { pattern: /^#\/services\/(.+)$/, title: 'Service' };
@@ -27,13 +27,12 @@ const TASK_COLUMNS = [
   { key: 'health', title: 'Health', width: '7em', render: health },
   { key: 'host', title: 'Host', render: (t) => t.host },
   { key: 'ports', title: 'Ports', render: (t) => (t.ports ?? []).join(', ') },
-  { key: 'started', title: 'Started', width: '9em', render: (t) => html`<span title=${t.startedAt ?? t.stagedAt}>${formatAge(parseIso(t.startedAt ?? t.stagedAt))}</span>` },
-  { key: 'version', title: 'Version', width: '8em', render: (t) => html`<span title=${t.version}>${formatTime(parseIso(t.version))}</span>` },
+  { key: 'started', title: 'Started', width: '9em', render: (t) => html`<${Ago} ms=${parseIso(t.startedAt ?? t.stagedAt)} />` },
+  { key: 'version', title: 'Version', width: '11em', render: (t) => html`<${When} ms=${parseIso(t.version)} />` },
 ];
 
 const VERSION_COLUMNS = [
-  { key: 'v', title: 'Version', render: (v) => html`<code>${v}</code>` },
-  { key: 'at', title: 'When', render: (v) => formatAge(parseIso(v)) },
+  { key: 'v', title: 'Version', render: (v) => html`<${When} ms=${parseIso(v)} ago />` },
 ];
 
 function summary(a) {
@@ -47,7 +46,7 @@ function summary(a) {
     ['Constraints', (a.constraints ?? []).map((c) => c.join(' ')).join('; ')],
     ['Labels', Object.entries(a.labels ?? {}).map(([k, v]) => `${k}=${v}`).join(', ')],
     ['Role', a.role],
-    ['Version', a.version ? `${a.version} (${formatAge(parseIso(a.version))})` : undefined],
+    ['Version', a.version ? html`<${When} ms=${parseIso(a.version)} ago />` : undefined],
   ];
 }
 

@@ -2,7 +2,7 @@
 // per-GPU memory and utilisation where the agent reports them, attributes, its state) and
 // the masters with the leader.
 import { useMemo, useState } from 'preact/hooks';
-import { html, parseResources, fmtMiB, trim, fmtAge, Bar, ErrorNote, Tag, toneOf } from '../html.js';
+import { html, parseResources, fmtMiB, trim, Ago, Bar, ErrorNote, Tag, toneOf } from '../html.js';
 import { useLive, useLeader } from '../live.js';
 import { Table } from '../components/table.js';
 
@@ -103,7 +103,7 @@ export function Page() {
           { key: 'disk', title: 'Disk', width: '12em', render: (a) => { const r = parseResources(a.resources), u = parseResources(a.used); return html`<${Bar} used=${u.disk} total=${r.disk} label=${`${fmtMiB(u.disk)} / ${fmtMiB(r.disk)}`} />`; } },
           { key: 'gpus', title: 'GPUs', render: (a) => html`<${Gpus} agent=${a} />` },
           { key: 'attributes', title: 'Attributes', render: (a) => html`<${Attributes} attrs=${a.attributes} />` },
-          { key: 'age', title: 'Up', width: '4em', align: 'right', render: (a) => fmtAge(a.registeredAtMs) },
+          { key: 'age', title: 'Up', width: '6em', align: 'right', render: (a) => html`<${Ago} ms=${a.registeredAtMs} />` },
         ]} />
     </section>
     <${Masters} />

@@ -3,13 +3,13 @@
 // parameters against the metric, every trial as a table, and the conditions it went through.
 
 import { useMemo } from 'preact/hooks';
-import { html } from '../html.js';
+import { html, When } from '../html.js';
 import { useLive } from '../live.js';
 import { Table } from '../components/table.js';
 import { Chart } from '../components/chart.js';
 import { ParallelCoords } from '../components/parallel-coords.js';
 import { Facts, Note, StateBadge, TaskLink } from '../components/badges.js';
-import { doneCount, flattenSpace, formatAge, formatDuration, formatNumber, formatTime, metricOverTime, metricOverTrials, runDuration } from '../components/series.js';
+import { doneCount, flattenSpace, formatDuration, formatNumber, metricOverTime, metricOverTrials, runDuration } from '../components/series.js';
 import { TOPICS } from './experiments.js';
 
 export const route = { pattern: /^#\/experiments\/([^/]+)$/, title: 'Experiment' };
@@ -43,7 +43,7 @@ function trialColumns(names, metricName) {
 }
 
 const CONDITION_COLUMNS = [
-  { key: 'at', title: 'When', width: '10em', render: (c) => formatTime(c.atMs) },
+  { key: 'at', title: 'When', width: '10em', render: (c) => html`<${When} ms=${c.atMs} />` },
   { key: 'type', title: 'Phase', width: '8em', render: (c) => html`<${StateBadge} state=${c.type} />` },
   { key: 'reason', title: 'Reason', width: '14em', render: (c) => c.reason },
   { key: 'message', title: 'Message', render: (c) => c.message },
@@ -99,7 +99,7 @@ export function Page({ match }) {
         ['Trials', `${doneCount(e.counts)} done of ${e.maxTrialCount} · ${e.counts.Running + e.counts.Starting} running · ${e.counts.Pending} pending · ${e.counts.Failed} failed (at most ${e.maxFailedTrialCount}) · ${e.counts.EarlyStopped} stopped early`],
         ['In parallel', e.parallelTrialCount],
         ['Owner', e.owner],
-        ['Submitted', `${formatTime(e.createdMs)} (${formatAge(e.createdMs)})`],
+        ['Submitted', html`<${When} ms=${e.createdMs} ago />`],
         ['Ran', formatDuration((e.finishedMs ?? Date.now()) - e.createdMs)],
         ['Ignored', (e.ignored ?? []).map((i) => `${i.field} (${i.reason})`).join('; ')],
       ]} />

@@ -2,11 +2,11 @@
 // how it restarts) with every replica's state, host, restarts, exit code and a link to its
 // task's log, and the conditions it went through with their reasons and times.
 
-import { html } from '../html.js';
+import { html, When } from '../html.js';
 import { useLive } from '../live.js';
 import { Table } from '../components/table.js';
 import { Facts, Note, StateBadge, TaskLink } from '../components/badges.js';
-import { formatAge, formatNumber, formatTime } from '../components/series.js';
+import { formatNumber, formatTime } from '../components/series.js';
 import { jobRuntime, TOPICS } from './jobs.js';
 
 export const route = { pattern: /^#\/jobs\/([^/]+)$/, title: 'Training job' };
@@ -16,7 +16,7 @@ const taskHref = (id) => `#/tasks/${encodeURIComponent(id)}`;
 /** A replica (or a gang) waiting out its restart back-off: "restarting in 40 s", the time in its title. */
 function restartNote(atMs) {
   const s = atMs === undefined ? 0 : Math.ceil((atMs - Date.now()) / 1000);
-  return s > 0 ? html` <span class="muted" title=${new Date(atMs).toISOString()}>restarting in ${s} s</span>` : '';
+  return s > 0 ? html` <span class="muted" title=${formatTime(atMs)}>restarting in ${s} s</span>` : '';
 }
 
 const REPLICA_COLUMNS = [
@@ -31,7 +31,7 @@ const REPLICA_COLUMNS = [
 ];
 
 const CONDITION_COLUMNS = [
-  { key: 'at', title: 'When', width: '10em', render: (c) => html`<span title=${new Date(c.atMs).toISOString()}>${formatTime(c.atMs)}</span>` },
+  { key: 'at', title: 'When', width: '10em', render: (c) => html`<${When} ms=${c.atMs} />` },
   { key: 'type', title: 'Phase', width: '8em', render: (c) => html`<${StateBadge} state=${c.type} />` },
   { key: 'reason', title: 'Reason', width: '14em', render: (c) => c.reason },
   { key: 'message', title: 'Message', render: (c) => c.message },
@@ -76,9 +76,9 @@ export function Page({ match }) {
         ['Gang', `${spec?.minAvailable} of ${j.replicas.length} replicas start together`],
         ['Restarts', html`${j.restarts} of ${spec?.backoffLimit} allowed${restartNote(j.restartAtMs)}`],
         ['Back-off', spec?.restartBackoff ? `${spec.restartBackoff.initialSeconds} s × ${spec.restartBackoff.factor} up to ${spec.restartBackoff.maxSeconds} s, reset after a ${spec.restartBackoff.resetAfterSeconds} s run` : "the master's (10 s × 2 up to 300 s)"],
-        ['Submitted', `${formatTime(j.createdAtMs)} (${formatAge(j.createdAtMs)})`],
-        ['Started', j.startedAtMs === undefined ? undefined : formatTime(j.startedAtMs)],
-        ['Finished', j.finishedAtMs === undefined ? undefined : formatTime(j.finishedAtMs)],
+        ['Submitted', html`<${When} ms=${j.createdAtMs} ago />`],
+        ['Started', j.startedAtMs === undefined ? undefined : html`<${When} ms=${j.startedAtMs} />`],
+        ['Finished', j.finishedAtMs === undefined ? undefined : html`<${When} ms=${j.finishedAtMs} />`],
         ['Ran', jobRuntime(j)],
         ['Deadline', spec?.activeDeadlineSeconds ? `${spec.activeDeadlineSeconds}s` : undefined],
         ['Ignored', (j.ignored ?? []).map((i) => `${i.field} (${i.reason})`).join('; ')],

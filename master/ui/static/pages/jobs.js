@@ -1,11 +1,11 @@
 // Training jobs: each job's kind, phase (and why), its replicas by state, restarts and age.
 
 import { useMemo, useState } from 'preact/hooks';
-import { html } from '../html.js';
+import { html, Ago } from '../html.js';
 import { useLive } from '../live.js';
 import { Table } from '../components/table.js';
 import { Note, StateBadge } from '../components/badges.js';
-import { formatAge, formatDuration, stateSummary } from '../components/series.js';
+import { formatDuration, stateSummary } from '../components/series.js';
 
 export const route = { pattern: /^#\/jobs\/?$/, title: 'Training jobs', nav: 'Jobs' };
 
@@ -25,7 +25,7 @@ const COLUMNS = [
   { key: 'replicas', title: 'Replicas', render: (j) => stateSummary(j.replicas ?? []) },
   { key: 'restarts', title: 'Restarts', align: 'right', width: '5em', render: (j) => j.restarts },
   { key: 'runtime', title: 'Ran', width: '7em', render: (j) => jobRuntime(j) },
-  { key: 'created', title: 'Submitted', width: '9em', render: (j) => formatAge(j.createdAtMs) },
+  { key: 'created', title: 'Age', width: '7em', render: (j) => html`<${Ago} ms=${j.createdAtMs} />` },
 ];
 
 export function Page() {

@@ -2,11 +2,11 @@
 // deployments in flight, and the launch queue with why each waiting instance waits.
 
 import { useMemo, useState } from 'preact/hooks';
-import { html } from '../html.js';
+import { html, Ago, When } from '../html.js';
 import { useLive } from '../live.js';
 import { Table } from '../components/table.js';
 import { Badge, Note } from '../components/badges.js';
-import { formatAge, formatNumber, formatTime, parseIso } from '../components/series.js';
+import { formatNumber, parseIso } from '../components/series.js';
 
 export const route = { pattern: /^#\/services\/?$/, title: 'Services', nav: 'Services' };
 
@@ -43,7 +43,7 @@ const APP_COLUMNS = [
   { key: 'waiting', title: 'Waiting', align: 'right', width: '5em', render: (a) => a.tasksWaiting ?? 0 },
   { key: 'res', title: 'Each', width: '11em', render: (a) => `${formatNumber(a.cpus)} cpu · ${formatNumber(a.mem)} MB${a.gpus ? ` · ${a.gpus} gpu` : ''}` },
   { key: 'deploy', title: 'Deploying', width: '7em', render: (a) => ((a.deployments ?? []).length > 0 ? html`<${Badge} tone="info">yes<//>` : '') },
-  { key: 'version', title: 'Version', width: '10em', render: (a) => html`<span title=${a.version}>${formatAge(parseIso(a.version))}</span>` },
+  { key: 'version', title: 'Version', width: '10em', render: (a) => html`<${Ago} ms=${parseIso(a.version)} />` },
 ];
 
 export const DEPLOYMENT_COLUMNS = [
@@ -51,7 +51,7 @@ export const DEPLOYMENT_COLUMNS = [
   { key: 'apps', title: 'Apps', render: (d) => (d.affectedApps ?? []).map((id) => html`<a href=${appHref(id)}>${id}</a> `) },
   { key: 'action', title: 'Action', render: (d) => (d.currentActions ?? []).map((a) => a.action).join(', ') },
   { key: 'step', title: 'Step', width: '5em', render: (d) => `${d.currentStep} / ${d.totalSteps}` },
-  { key: 'version', title: 'Started', width: '10em', render: (d) => html`<span title=${d.version}>${formatAge(parseIso(d.version))}</span>` },
+  { key: 'version', title: 'Started', width: '10em', render: (d) => html`<${Ago} ms=${parseIso(d.version)} />` },
 ];
 
 export const QUEUE_COLUMNS = [
@@ -59,7 +59,7 @@ export const QUEUE_COLUMNS = [
   { key: 'count', title: 'Waiting', align: 'right', width: '5em', render: (q) => q.count },
   { key: 'why', title: 'Why it waits', render: (q) => waitReason(q) },
   { key: 'offers', title: 'Offers seen', align: 'right', width: '7em', render: (q) => q.processedOffersSummary?.processedOffersCount ?? 0 },
-  { key: 'since', title: 'Since', width: '8em', render: (q) => html`<span title=${q.since}>${formatTime(parseIso(q.since))}</span>` },
+  { key: 'since', title: 'Since', width: '8em', render: (q) => html`<${When} ms=${parseIso(q.since)} />` },
 ];
 
 export function Page() {

@@ -1,6 +1,6 @@
 // One task: what it is and where it runs, its status history (the latest 20 changes, why,
 // who said so) and its log, streamed live.
-import { html, fmtResources, fmtTime, fmtAge, StateTag, ErrorNote, stateName } from '../html.js';
+import { html, fmtResources, When, StateTag, ErrorNote, stateName } from '../html.js';
 import { useLive } from '../live.js';
 import { Table } from '../components/table.js';
 import { LogView } from '../components/log-view.js';
@@ -21,10 +21,10 @@ export function Page({ match }) {
     ${t ? html`<dl class="facts">
       <dt>Id</dt><dd class="mono">${t.id}</dd>
       <dt>Agent</dt><dd>${agent ? html`${agent.hostname} ` : null}<span class="mono muted">${t.agentId}</span></dd>
-      <dt>Framework</dt><dd class="mono">${t.frameworkId}</dd>
+      <dt>Framework</dt><dd>${t.frameworkName ? html`<span class="fwname" title=${t.frameworkId}>${t.frameworkName}</span>` : html`<span class="mono">${t.frameworkId}</span>`}</dd>
       <dt>Resources</dt><dd>${fmtResources(t.resources)} <span class="muted mono">${t.resources}</span></dd>
-      <dt>Launched</dt><dd>${fmtTime(t.launchedAtMs)} (${fmtAge(t.launchedAtMs)} ago)</dd>
-      <dt>Updated</dt><dd>${fmtTime(t.updatedAtMs)}</dd>
+      <dt>Launched</dt><dd><${When} ms=${t.launchedAtMs} ago /></dd>
+      <dt>Updated</dt><dd><${When} ms=${t.updatedAtMs} /></dd>
       ${t.exitCode !== undefined ? html`<dt>Exit code</dt><dd>${t.exitCode}</dd>` : null}
       ${t.healthCheck ? html`<dt>Health</dt><dd>${t.healthCheck}: ${t.healthy === undefined ? 'not checked yet' : t.healthy ? 'healthy' : 'unhealthy'}</dd>` : null}
       ${t.reason ? html`<dt>Reason</dt><dd class="mono">${t.reason}</dd>` : null}
@@ -34,7 +34,7 @@ export function Page({ match }) {
     ${t?.history ? html`<section>
       <h2>Status history</h2>
       <${Table} label="status history" rows=${[...t.history].reverse()} rowKey=${(c) => `${c.atMs}-${c.state}`} columns=${[
-        { key: 'atMs', title: 'When', width: '13em', render: (c) => fmtTime(c.atMs) },
+        { key: 'atMs', title: 'When', width: '13em', render: (c) => html`<${When} ms=${c.atMs} />` },
         { key: 'state', title: 'State', width: '8em', render: (c) => html`<${StateTag} state=${c.state} />` },
         { key: 'reason', title: 'Reason', render: (c) => html`<span class="mono">${c.reason || '—'}</span>` },
         { key: 'message', title: 'Message', render: (c) => c.message || '' },

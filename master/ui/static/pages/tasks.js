@@ -4,7 +4,7 @@
 // filter (the cluster page opens an agent's tasks that way).
 import { useCallback, useEffect, useMemo, useRef, useState } from 'preact/hooks';
 import { api } from '../api.js';
-import { html, fmtAge, fmtResources, StateTag, ErrorNote } from '../html.js';
+import { html, Ago, fmtResources, StateTag, ErrorNote } from '../html.js';
 import { onTopics, useLive } from '../live.js';
 import { VirtualList } from '../components/virtual-list.js';
 
@@ -145,9 +145,9 @@ export function Page({ match }) {
     return html`<span class="c-state"><${StateTag} state=${t.state} /></span>
       <span class="c-name"><a href=${`#/tasks/${encodeURIComponent(t.id)}`} title=${t.id}>${t.name || t.id}</a>${t.name && t.name !== t.id ? html` <span class="mono muted">${t.id}</span>` : null}</span>
       <span class="c-agent" title=${t.agentId}>${hostOf.get(t.agentId) ?? t.agentId.slice(-10)}</span>
-      <span class="c-fw mono" title=${t.frameworkId}>${t.frameworkId.slice(-10)}</span>
+      <span class="c-fw" title=${t.frameworkId}>${t.frameworkName || html`<span class="mono">${t.frameworkId.slice(-10)}</span>`}</span>
       <span class="c-res">${fmtResources(t.resources)}</span>
-      <span class="c-age num">${fmtAge(t.launchedAtMs, now)}</span>`;
+      <span class="c-age num"><${Ago} ms=${t.launchedAtMs} now=${now} /></span>`;
   };
 
   const total = pages.total;

@@ -2,7 +2,7 @@
 // and limit), its weight and its dominant (DRF) share; per principal, the same without the
 // quota. The master computes it (GET /api/v1/roles, sharing/usage-view.ts), as `cairn roles`
 // and `cairn usage` show it; the latest preemptions below, each naming its preemptor.
-import { html, fmtMiB, trim, fmtAge, Bar, ErrorNote } from '../html.js';
+import { html, fmtMiB, trim, When, Bar, ErrorNote } from '../html.js';
 import { useLive } from '../live.js';
 import { Table } from '../components/table.js';
 
@@ -76,7 +76,7 @@ export function Page() {
     <${Table} label="preemptions" rows=${latest} rowKey=${(p) => p.id}
       empty=${pre.loading ? 'Loading…' : 'No preemptions.'}
       columns=${[
-        { key: 'at', title: 'When', render: (p) => fmtAge(p.atMs) },
+        { key: 'at', title: 'When', render: (p) => html`<${When} ms=${p.atMs} ago />` },
         { key: 'for', title: 'For', render: (p) => html`<b>${p.preemptor.for || p.preemptor.name}</b> <span class="muted">${p.preemptor.role}</span>` },
         { key: 'cause', title: 'Cause', render: (p) => (p.cause === 'priority' ? `class ${p.preemptor.priorityClass}` : 'guarantee') },
         { key: 'victims', title: 'Victims', render: (p) => html`${p.victims.length} <span class="muted">${p.victims.slice(0, 3).map((x) => x.taskId).join(', ')}${p.victims.length > 3 ? ', …' : ''}</span>` },
