@@ -10,12 +10,16 @@
 //
 // tsx is left out: it only runs the TypeScript sources, and the tarball has none.
 //
-// The one native module, better-sqlite3, travels built for this platform and this Node's ABI.
-// npm runs a bundled dependency's install script, and better-sqlite3's would download a
-// prebuilt binary (impossible offline) and otherwise compile from source (needs g++, make,
-// python3 and Node's headers). The tarball's copy first tries the binary it carries and keeps
-// it when it loads: an install on the same platform and Node ABI compiles nothing; another Node
-// version falls through to the usual download-or-compile.
+// SQLite: a Node with node:sqlite (22.16 and later, 24 LTS) needs no native module at all
+// (shared/sqlite/driver.ts). For Node 20 the one native module, better-sqlite3 (an optional
+// dependency), travels built for this platform and this Node's ABI. npm runs a bundled
+// dependency's install script, and better-sqlite3's would download a prebuilt binary
+// (impossible offline) and otherwise compile from source (needs g++, make, python3 and Node's
+// headers). The tarball's copy runs its own install step instead (SQLITE_INSTALL): on a Node
+// with node:sqlite it does nothing; otherwise it keeps the binary it carries when that loads
+// (same platform and Node ABI: nothing compiles) and falls through to the usual
+// download-or-compile when not. Should that fail, npm drops the optional module and the
+// install still succeeds.
 //
 // Usage: node scripts/release.js [--out DIR]     (default: the checkout's root)
 // Prints the tarball's path on stdout.
@@ -34,8 +38,38 @@ const outDir = resolve(outFlag >= 0 && args[outFlag + 1] ? args[outFlag + 1] : r
 
 /** Dependencies the shipped build never loads: the source runner. */
 const NOT_SHIPPED = new Set(['tsx']);
-/** The bundled better-sqlite3 keeps the binary it carries when that binary loads here. */
-const SQLITE_INSTALL = `node -e "require('./build/Release/better_sqlite3.node')" 2>/dev/null || prebuild-install || node-gyp rebuild --release`;
+/**
+ * The bundled better-sqlite3's install step (cairn-install.cjs in its folder). The node:sqlite
+ * check is the one shared/sqlite/node-sqlite.ts makes: it exists, and its databases have
+ * isTransaction.
+ */
+const SQLITE_INSTALL_SCRIPT = `// Written by Cairn's scripts/release.js: better-sqlite3's install step in the release tarball.
+'use strict';
+const { execSync } = require('node:child_process');
+function hasNodeSqlite() {
+  try {
+    const sqlite = process.getBuiltinModule && process.getBuiltinModule('node:sqlite');
+    if (!sqlite) return false;
+    const db = new sqlite.DatabaseSync(':memory:');
+    const usable = typeof db.isTransaction === 'boolean';
+    db.close();
+    return usable;
+  } catch {
+    return false;
+  }
+}
+function carriedBinaryLoads() {
+  try {
+    require('./build/Release/better_sqlite3.node');
+    return true;
+  } catch {
+    return false;
+  }
+}
+if (hasNodeSqlite()) console.log('cairn: this Node has node:sqlite; better-sqlite3 is not needed and is not built');
+else if (!carriedBinaryLoads()) execSync('prebuild-install || node-gyp rebuild --release', { stdio: 'inherit' });
+`;
+const SQLITE_INSTALL = 'node --no-warnings cairn-install.cjs';
 
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const platform = `${process.platform}-${process.arch}`;
@@ -58,6 +92,7 @@ try {
   cpSync(join(root, 'clients'), join(dir, 'clients'), { recursive: true });
 
   const dependencies = Object.fromEntries(Object.entries(pkg.dependencies).filter(([name]) => !NOT_SHIPPED.has(name)));
+  const optionalDependencies = pkg.optionalDependencies ?? {};
   const shipped = {
     name: pkg.name,
     version: pkg.version,
@@ -71,7 +106,8 @@ try {
     os: [process.platform],
     cpu: [process.arch],
     dependencies,
-    bundleDependencies: Object.keys(dependencies),
+    optionalDependencies,
+    bundleDependencies: [...Object.keys(dependencies), ...Object.keys(optionalDependencies)],
     ...(pkg.overrides ? { overrides: pkg.overrides } : {}),
   };
   writeFileSync(join(dir, 'package.json'), `${JSON.stringify(shipped, null, 2)}\n`);
@@ -96,7 +132,10 @@ try {
   const sqlitePkgFile = join(dir, 'node_modules', 'better-sqlite3', 'package.json');
   const sqlitePkg = JSON.parse(readFileSync(sqlitePkgFile, 'utf8'));
   sqlitePkg.scripts = { ...sqlitePkg.scripts, install: SQLITE_INSTALL };
+  // npm packs an optional bundled dependency by its own `files`, which name neither.
+  sqlitePkg.files = [...(sqlitePkg.files ?? []), 'build/Release/better_sqlite3.node', 'cairn-install.cjs'];
   writeFileSync(sqlitePkgFile, `${JSON.stringify(sqlitePkg, null, 2)}\n`);
+  writeFileSync(join(dir, 'node_modules', 'better-sqlite3', 'cairn-install.cjs'), SQLITE_INSTALL_SCRIPT);
 
   const packed = execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', staging], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   const filename = JSON.parse(packed)[0].filename;

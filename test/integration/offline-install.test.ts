@@ -2,14 +2,16 @@
 // compiled program with its runtime dependencies bundled; here it is installed with `npm
 // install -g` inside a network namespace that has only a loopback device (no route anywhere,
 // so the registry cannot answer), and the installed `cairn` runs a whole `cairn up` there and
-// answers `cairn agents`. That is done with the Node running this suite (the tarball's native
-// module is built for it: nothing compiles) and, where the machine's own Node is another major
-// version (the suite runs on a newer one), with that Node too: the bundled binary does not load
-// there, so the install compiles better-sqlite3 from its bundled sources, still offline.
+// answers `cairn agents`. That is done with the Node running this suite and, where the
+// machine's own Node is another major version (the suite runs on a newer one), with that Node
+// too. A Node with node:sqlite (22.16 and later) needs no native module: the install builds
+// nothing, and the cluster runs with the bundled better-sqlite3 removed. On Node 20 the
+// install keeps the better-sqlite3 binary the tarball carries when it was built for that Node,
+// and compiles it from its bundled sources otherwise, still offline.
 
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync } from 'node:fs';
+import { existsSync, rmSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -23,6 +25,12 @@ const SYSTEM_NODE = '/usr/bin/node';
 const why = netnsUnusable();
 if (why !== undefined && process.env.CI) throw new Error(`the offline install test needs a network namespace: ${why}`);
 if (why !== undefined) console.warn(`skipped the offline install test: ${why}`);
+
+/** Whether `node` has the node:sqlite Cairn uses (the check shared/sqlite/node-sqlite.ts makes). */
+function hasNodeSqlite(node: string): boolean {
+  const probe = "const s = process.getBuiltinModule?.('node:sqlite'); const db = s && new s.DatabaseSync(':memory:'); process.exit(typeof db?.isTransaction === 'boolean' ? 0 : 1)";
+  return spawnSync(node, ['--no-warnings', '-e', probe]).status === 0;
+}
 
 function nodeMajor(node: string): number | undefined {
   const r = spawnSync(node, ['-p', 'process.versions.node'], { encoding: 'utf8' });
@@ -64,7 +72,9 @@ describe.skipIf(why !== undefined)('the release tarball, installed with no regis
     expect(tarball).toMatch(/cairn-\d+\.\d+\.\d+-linux-x64\.tgz$/);
     // Everything it needs at run time is inside; the source runner is not.
     const listing = execFileSync('tar', ['tzf', tarball], { encoding: 'utf8', maxBuffer: 64 << 20 });
-    for (const f of ['package/node_modules/better-sqlite3/build/Release/better_sqlite3.node', 'package/node_modules/fastify/package.json', 'package/dist/bin/cairn.js']) {
+    // better-sqlite3 travels for Node 20 hosts, with the install step that skips it elsewhere.
+    const carried = ['package/node_modules/better-sqlite3/build/Release/better_sqlite3.node', 'package/node_modules/better-sqlite3/cairn-install.cjs'];
+    for (const f of [...carried, 'package/node_modules/fastify/package.json', 'package/dist/bin/cairn.js']) {
       expect(listing, f).toContain(f);
     }
     expect(listing).not.toContain('package/node_modules/tsx/');
@@ -89,6 +99,17 @@ describe.skipIf(why !== undefined)('the release tarball, installed with no regis
       expect(npm.status, `npm install on node ${major}: ${npm.stdout}${npm.stderr}`).toBe(0);
       expect(npm.stderr).not.toMatch(/EBADENGINE/);
       const cairn = join(prefix, 'bin', 'cairn');
+      const installedSqlite = join(prefix, 'lib', 'node_modules', 'cairn', 'node_modules', 'better-sqlite3');
+      if (hasNodeSqlite(node)) {
+        // node-gyp did not run (it leaves its objects under build/), and the program runs
+        // without better-sqlite3 at all: this install needs no native module.
+        expect(existsSync(join(installedSqlite, 'package.json')), 'the bundled better-sqlite3 is installed').toBe(true);
+        expect(existsSync(join(installedSqlite, 'build', 'Release', 'obj.target')), `node ${major} compiled better-sqlite3`).toBe(false);
+        rmSync(installedSqlite, { recursive: true, force: true });
+      } else {
+        const loads = spawnSync(node, ['-e', `require(${JSON.stringify(join(installedSqlite, 'build', 'Release', 'better_sqlite3.node'))})`], { encoding: 'utf8' });
+        expect(loads.status, `better-sqlite3 loads on node ${major}: ${loads.stderr}`).toBe(0);
+      }
 
       const version = spawnSync('ip', ['netns', 'exec', ns, cairn, 'version'], { encoding: 'utf8', env, timeout: 30_000 });
       expect(version.status, version.stderr).toBe(0);
