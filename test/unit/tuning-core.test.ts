@@ -332,6 +332,25 @@ describe('the tuning core', () => {
 });
 
 describe('distributed trials', () => {
+  it('a trial whose job waits for its gang says why, once per reason, and forgets it when the chief runs', () => {
+    const core = new TuningCore();
+    const store = new Store();
+    core.submit(spec({ parallelTrialCount: 1, maxTrialCount: 1, trial: { ...spec().trial, job: { kind: 'pytorch', groups: [] } } }), [], 'u1', 0, '');
+    store.apply(core.takeEffects());
+    const why = 'worker-0 needs cpus 0.5; the best agent, h1, has cpus 0.3 free after the gang\'s other replicas; /dev/web holds cpus 0.2 there';
+    core.jobTrialUpdate('exp', 'tune-u1-0-1', { phase: 'queued', message: `its gang of 2 replicas does not fit: ${why}; gathering offers` }, 1);
+    store.apply(core.takeEffects());
+    expect(store.trials()[0]!.message).toBe(`waiting for room: ${why}`);
+    // The countdown of the same reason writes nothing; a message that says no reason is not taken.
+    core.jobTrialUpdate('exp', 'tune-u1-0-1', { phase: 'queued', message: `its gang of 2 replicas does not fit: ${why}; trying again in 8000 ms (attempt 3)` }, 2);
+    core.jobTrialUpdate('exp', 'tune-u1-0-1', { phase: 'queued', message: 'waiting to place its gang of 2 replicas' }, 2);
+    expect([...core.takeEffects().writes.keys()]).toEqual([]);
+    core.jobTrialUpdate('exp', 'tune-u1-0-1', { phase: 'running', taskId: 't0', agentId: 'a1', hostname: 'h1' }, 3);
+    store.apply(core.takeEffects());
+    expect(store.trials()[0]).toMatchObject({ state: 'Running' });
+    expect(store.trials()[0]!.message).toBeUndefined();
+  });
+
   it('runs each trial as a job, follows it, and removes the jobs of a removed experiment', () => {
     const core = new TuningCore();
     const store = new Store();

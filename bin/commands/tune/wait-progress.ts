@@ -20,16 +20,19 @@ export class ExperimentProgress {
     this.conditions = e.conditions.length;
     for (const c of fresh) out.push(`experiment ${e.name}: ${c.type} (${c.reason}): ${c.message}`);
     for (const t of [...e.trials].sort((a, b) => a.index - b.index)) {
-      if (t.state !== 'Starting' && t.state !== 'Running') continue;
+      // A distributed trial is Starting from its job's submission; it has started once its chief runs (it has a task).
+      if (t.state !== 'Running' && !(t.state === 'Starting' && t.taskId !== undefined)) continue;
       // An attempt started again is news too: its task id changes.
       const key = `${t.index}/${t.name}/${t.startedMs ?? ''}`;
       if (this.started.has(key)) continue;
       this.started.add(key);
       out.push(`trial ${t.index} started${t.hostname ? ` on ${t.hostname}` : ''}`);
     }
-    const reason = e.trials.find((t) => t.state === 'Pending' && t.message?.startsWith(WAITING_FOR_ROOM))?.message;
+    // Pending trials wait for an offer; a distributed trial's job (Starting) for its gang to fit.
+    const waits = (t: ExperimentView['trials'][number]) => (t.state === 'Pending' || t.state === 'Starting') && t.message?.startsWith(WAITING_FOR_ROOM) === true;
+    const reason = e.trials.find(waits)?.message;
     if (reason !== undefined && reason !== this.waiting) {
-      const n = e.trials.filter((t) => t.state === 'Pending').length;
+      const n = e.trials.filter((t) => t.state === 'Pending' || (waits(t) && t.state === 'Starting')).length;
       out.push(`${n} trial${n === 1 ? '' : 's'} ${reason}`);
     }
     this.waiting = reason;

@@ -60,7 +60,9 @@ export type JobTrialUpdate =
   | { readonly phase: 'running'; readonly taskId: string; readonly agentId: string; readonly hostname: string }
   | { readonly phase: 'succeeded' | 'failed'; readonly message: string }
   /** The job is not there: removed (a kill), or never created (its submission was lost). */
-  | { readonly phase: 'gone'; readonly message: string };
+  | { readonly phase: 'gone'; readonly message: string }
+  /** The job waits for its gang to fit; `message` is the job's, which says why. */
+  | { readonly phase: 'queued'; readonly message: string };
 
 export interface TuningEffects {
   /** Durable first: keys of the tuning framework's store, null to remove. */
@@ -368,6 +370,10 @@ export class TuningCore {
     const l = this.live.get(experiment);
     const t = l?.trials.find((x) => x.jobName === jobName);
     if (!l || !t || !isActive(t)) return;
+    if (u.phase === 'queued') {
+      this.jobTrialQueued(l, t, u.message);
+      return;
+    }
     if (u.phase === 'running') {
       if (t.taskId !== u.taskId) {
         // The chief started, or the job engine restarted it: its stdout is read from the start.
@@ -379,6 +385,7 @@ export class TuningCore {
       }
       t.agentId = u.agentId;
       t.hostname = u.hostname;
+      if (t.message?.startsWith(WAITING_FOR_ROOM)) delete t.message;
       if (t.state === 'Starting') {
         t.state = 'Running';
         t.startedMs = now;
@@ -392,6 +399,20 @@ export class TuningCore {
     this.fill(l, now);
     this.placeJobs(l, now);
     this.settle(l, now);
+  }
+
+  /**
+   * A distributed trial whose job waits for room says why, as a task trial does: the job
+   * engine's sentence (`... does not fit: WHY; trying again in ...`), without its countdown,
+   * so that it is written once per reason.
+   */
+  private jobTrialQueued(l: Live, t: TrialRecord, jobMessage: string): void {
+    const why = /does not fit: (.*?)(?:; (?:trying again in .*|gathering offers))?$/.exec(jobMessage)?.[1];
+    if (why === undefined || t.state !== 'Starting') return;
+    const message = `${WAITING_FOR_ROOM}${why}`;
+    if (t.message === message) return;
+    t.message = message;
+    this.touchTrial(l, t);
   }
 
   /** Distributed trials in flight, with their job's name, for the runtime to follow. */
