@@ -194,6 +194,18 @@ export class Subscriptions<K> {
     return this.send(key, (id) => reconcileCall(id, tasks));
   }
 
+  /**
+   * Asks about launches not heard of for STARTING_TIMEOUT_MS (time-outs.ts), one RECONCILE per
+   * subscription that is up (one that is not reconciles every task once it is).
+   */
+  reconcileStarting(tasks: readonly { key: K; taskId: string; agentId?: string }[]): void {
+    const byKey = new Map<K, { taskId: string; agentId?: string }[]>();
+    for (const { key, ...t } of tasks) byKey.set(key, [...(byKey.get(key) ?? []), t]);
+    for (const [key, list] of byKey) {
+      if (this.connected(key)) this.reconcile(key, list).catch((err: Error) => this.o.log.debug({ err: err.message, framework: this.o.name }, 'reconcile not sent'));
+    }
+  }
+
   /** Asks the master to make room (by preemption) for a gang it could not place. */
   requestRoom(key: K, members: Resources[], forWhat: string): Promise<void> {
     return this.send(key, (id) => requestRoomCall(id, members, forWhat));

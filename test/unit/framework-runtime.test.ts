@@ -229,6 +229,21 @@ describe('framework runtime: the offer loop', () => {
     expect(transports[0]!.calls[1]).toMatchObject({ kill: { task_id: { value: 'task-1' }, agent_id: { value: 'agent-1' } } });
   });
 
+  it('asks about launches not heard of with one RECONCILE per subscription that is up', async () => {
+    const { subs, transports } = setup();
+    subs.ensure('a');
+    subs.ensure('b');
+    transports[0]!.accept('fw-a');
+    await flush();
+    transports[0]!.calls.length = 0;
+    subs.reconcileStarting([{ key: 'a', taskId: 't1', agentId: 's1' }, { key: 'b', taskId: 't2' }, { key: 'a', taskId: 't3' }]);
+    await flush();
+    expect(transports[0]!.calls).toEqual([{ type: 'RECONCILE', framework_id: { value: 'fw-a' }, reconcile: { tasks: [
+      { task_id: { value: 't1' }, agent_id: { value: 's1' } }, { task_id: { value: 't3' } },
+    ] } }]);
+    expect(transports[1]!.calls).toEqual([]);
+  });
+
   it('tells the framework of a launch the master refused', async () => {
     const { subs, transports } = setup();
     subs.ensure('*');

@@ -18,6 +18,7 @@ import { DecisionQueue } from '../../../shared/framework-runtime/decision-queue.
 import { runtimeIo, type RuntimeIoOptions } from '../../../shared/framework-runtime/io.ts';
 import { recordThenAct } from '../../../shared/framework-runtime/record-then-act.ts';
 import { Subscriptions } from '../../../shared/framework-runtime/subscriptions.ts';
+import { STARTING_TIMEOUT_MS } from '../../../shared/framework-runtime/time-outs.ts';
 import { ON_CHANGE } from '../../../shared/framework-runtime/offer-interest.ts';
 import { builtinFrameworkInfo } from '../../../shared/framework-host/framework-info.ts';
 import type { JsonValue } from '../../../shared/framework-host/store.ts';
@@ -51,8 +52,6 @@ function roleOfKey(key: string): string {
 }
 
 const TICK_MS = 200;
-/** A launch not heard of for this long is asked about (the ACCEPT or the leader may be lost). */
-const RECONCILE_STARTING_MS = 5_000;
 /** Offers nobody needs come back after this long, or at once after a revive. */
 const REFUSE_IDLE_S = 30;
 const REFUSE_BUSY_S = 0.5;
@@ -114,7 +113,7 @@ export class JobsRuntime implements BuiltinInstance {
     this.stopTicks = io.clock.every(TICK_MS, () => void this.run(() => {
       this.engine.setClusterTotals(this.clusterTotals());
       this.engine.tick(this.now());
-      if (++ticks % Math.round(RECONCILE_STARTING_MS / TICK_MS) === 0) this.reconcileStarting();
+      if (++ticks % Math.round(STARTING_TIMEOUT_MS / TICK_MS) === 0) this.reconcileStarting();
     }));
     // Kills re-sent from the records wait for the subscription.
     void this.run(() => {});
@@ -181,12 +180,7 @@ export class JobsRuntime implements BuiltinInstance {
   }
 
   private reconcileStarting(): void {
-    const stale = this.engine.startingSince(this.now(), RECONCILE_STARTING_MS);
-    const byRole = new Map<string, { taskId: string; agentId?: string }[]>();
-    for (const { role, ...t } of stale) byRole.set(role, [...(byRole.get(role) ?? []), t]);
-    for (const [role, tasks] of byRole) {
-      if (this.subs.connected(role)) this.subs.reconcile(role, tasks).catch((err: Error) => this.log.debug({ err: err.message }, 'reconcile not sent'));
-    }
+    this.subs.reconcileStarting(this.engine.startingSince(this.now(), STARTING_TIMEOUT_MS).map(({ role, ...t }) => ({ key: role, ...t })));
   }
 
   private onUpdate(status: TaskStatusJson, role: string): void {

@@ -23,6 +23,7 @@ import { DecisionQueue } from '../../../shared/framework-runtime/decision-queue.
 import { runtimeIo, type RuntimeIoOptions } from '../../../shared/framework-runtime/io.ts';
 import { recordThenAct } from '../../../shared/framework-runtime/record-then-act.ts';
 import { Subscriptions } from '../../../shared/framework-runtime/subscriptions.ts';
+import { STARTING_TIMEOUT_MS } from '../../../shared/framework-runtime/time-outs.ts';
 import { ON_CHANGE } from '../../../shared/framework-runtime/offer-interest.ts';
 import { builtinFrameworkInfo } from '../../../shared/framework-host/framework-info.ts';
 import { chiefGroup, trialJobSpec } from './trial-job.ts';
@@ -40,7 +41,6 @@ const FRAMEWORK_ID_PREFIX = 'framework-id/';
 const TICK_MS = 200;
 /** How often running trials' stdout is read for intermediate metrics. */
 const LOG_POLL_MS = 1_000;
-const RECONCILE_STARTING_MS = 5_000;
 const TEARDOWN_DELAY_MS = 1_000;
 const JOB_SYNC_MS = 1_000;
 
@@ -102,7 +102,7 @@ export class TuningRuntime implements BuiltinInstance {
     let ticks = 0;
     this.timers.push(io.clock.every(TICK_MS, () => void this.run(() => {
       this.core.tick(this.now());
-      if (++ticks % Math.round(RECONCILE_STARTING_MS / TICK_MS) === 0) this.reconcileStarting();
+      if (++ticks % Math.round(STARTING_TIMEOUT_MS / TICK_MS) === 0) this.reconcileStarting();
       // Job changes come as they are applied; this catches any missed (a leader's first moments).
       if (ticks % Math.round(JOB_SYNC_MS / TICK_MS) === 0) this.syncJobTrials();
     })));
@@ -178,9 +178,7 @@ export class TuningRuntime implements BuiltinInstance {
   }
 
   private reconcileStarting(): void {
-    for (const s of this.core.startingSince(this.now(), RECONCILE_STARTING_MS)) {
-      if (this.subs.connected(s.experiment)) this.subs.reconcile(s.experiment, [{ taskId: s.taskId, ...(s.agentId ? { agentId: s.agentId } : {}) }]).catch(() => {});
-    }
+    this.subs.reconcileStarting(this.core.startingSince(this.now(), STARTING_TIMEOUT_MS).map(({ experiment, ...t }) => ({ key: experiment, ...t })));
   }
 
   /**
@@ -260,8 +258,6 @@ export class TuningRuntime implements BuiltinInstance {
         const running = { phase: 'running' as const, taskId: chief.taskId, agentId: chief.agentId, hostname: chief.host ?? '' };
         void this.run(() => this.core.jobTrialUpdate(t.experiment, t.jobName, running, this.now()));
       }
-      // Waiting for its gang to fit: the trial says why (once per reason: the core compares).
-      if (job.phase === 'Queued' && job.message !== '') void this.run(() => this.core.jobTrialUpdate(t.experiment, t.jobName, { phase: 'queued', message: job.message }, this.now()));
       if (isFinished(job)) void this.finishJobTrial(t.experiment, t.jobName, job);
     }
   }
