@@ -172,6 +172,18 @@ export function buildAgentHttp(opts: Omit<AgentHttpOptions, 'host' | 'port'>): F
     return opts.usage.current();
   });
 
+  // The recent samples: the agent's (sums, GPUs, each task's share), and one task's.
+  app.get('/api/v1/usage/history', async (_req, reply) => {
+    if (!opts.usage) return sendError(reply, 404, new CairnError('CAIRN_UNKNOWN_CALL', 'usage sampling is off on this agent'));
+    return opts.usage.history.agent(opts.usage.current().intervalMs);
+  });
+
+  app.get<{ Params: { id: string } }>('/api/v1/tasks/:id/usage/history', async (req, reply) => {
+    if (!opts.usage) return sendError(reply, 404, new CairnError('CAIRN_UNKNOWN_CALL', 'usage sampling is off on this agent'));
+    const found = opts.usage.history.task(req.params.id, opts.usage.current().intervalMs);
+    return found ?? sendError(reply, 404, new CairnError('CAIRN_UNKNOWN_TASK', `no samples of task '${req.params.id}' on this agent (none ran in the last ${opts.usage.history.capacity} samples)`, 'taskId'));
+  });
+
   app.get<{ Params: { id: string } }>('/api/v1/tasks/:id/usage', async (req, reply) => {
     const id = req.params.id;
     if (!opts.usage) return sendError(reply, 404, new CairnError('CAIRN_UNKNOWN_CALL', 'usage sampling is off on this agent'));

@@ -60,3 +60,30 @@ export interface AgentUsage {
   /** GPUs taken out of service, with why. */
   unhealthyGpus: { index: number; reason: string }[];
 }
+
+/** One sample of an agent's recent history (`GET /api/v1/usage/history`): its sums, its GPUs, and each task's share. */
+export interface AgentUsagePoint {
+  timestampMs: number;
+  cpusUsed: number;
+  cpusLimit: number;
+  memoryBytes: number;
+  memoryLimitBytes: number;
+  gpus: { index: number; utilizationPercent: number | null; memoryUsedMiB: number | null }[];
+  tasks: { taskId: string; frameworkId: string; cpusUsed: number | null; cpusLimit: number; memoryBytes: number; memoryLimitBytes: number; gpuIndices: number[] }[];
+}
+
+/** One sample of a task's recent history (`GET /api/v1/tasks/:id/usage/history`); its GPUs' whole-device figures. */
+export interface TaskUsagePoint {
+  timestampMs: number;
+  cpusUsed: number | null;
+  cpusLimit: number;
+  memoryBytes: number;
+  memoryLimitBytes: number;
+  gpus: { index: number; utilizationPercent: number | null; memoryUsedMiB: number | null }[];
+}
+
+/** What the history routes answer: the samples oldest first, taken every `intervalMs`. */
+export interface UsageHistory<P> {
+  intervalMs: number;
+  points: P[];
+}

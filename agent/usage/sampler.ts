@@ -12,6 +12,7 @@ import { readUsage } from '../isolation/cgroups.ts';
 import { queryGpuUsage, unhealthyGpus, type GpuUsageResult } from '../resources/gpu-usage.ts';
 import { cpuRate, sumUsage } from './usage.ts';
 import type { AgentUsage, GpuUsage, TaskUsage } from '../../shared/agent-usage.ts';
+import { UsageRing } from './history.ts';
 
 export const DEFAULT_USAGE_INTERVAL_MS = 5000;
 
@@ -28,6 +29,8 @@ export interface UsageSamplerOptions {
   onGpuUnhealthy?: (index: number, reason: string) => void;
   /** The latest disk figures of a task (the disk watcher's), when there are any. */
   disk?: (taskId: string) => { diskBytes: number; diskLimitBytes: number | undefined; diskComplete: boolean } | undefined;
+  /** How many samples the history keeps (history.ts; 180 by default). */
+  historyPoints?: number;
   /** Each new sample, once taken (the agent sends the sums to the master). */
   onSample?: (usage: AgentUsage) => void;
   logger?: Logger;
@@ -38,8 +41,11 @@ export class UsageSampler {
   private latest: AgentUsage;
   private readonly previous = new Map<string, { cpuSeconds: number; timestampMs: number }>();
   private running: Promise<void> | undefined;
+  /** The recent samples (GET /api/v1/usage/history, /api/v1/tasks/:id/usage/history). */
+  readonly history: UsageRing;
 
   constructor(private readonly opts: UsageSamplerOptions) {
+    this.history = new UsageRing(opts.historyPoints);
     this.latest = { agentId: null, timestampMs: 0, intervalMs: opts.intervalMs, tasks: [], total: sumUsage([]), gpus: [], unhealthyGpus: [] };
   }
 
@@ -131,6 +137,7 @@ export class UsageSampler {
       gpus,
       unhealthyGpus: this.opts.executor.gpus.unhealthy(),
     };
+    this.history.add(this.latest);
     this.opts.onSample?.(this.latest);
   }
 

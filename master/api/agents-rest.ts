@@ -6,6 +6,9 @@
 //                                                    the caller may view (view_tasks), their sums
 //                                                    over those alone
 //   GET    /api/v1/tasks/:id/usage                   one task's, from its agent
+//   GET    /api/v1/agents/:id/usage/history          the agent's recent samples (agent/usage/history.ts),
+//                                                    filtered and summed as the latest one is
+//   GET    /api/v1/tasks/:id/usage/history           one task's recent samples, from its agent
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { parseDrainRequest } from '../../shared/drain-request.ts';
@@ -16,6 +19,7 @@ import { sendHttpError as fail } from '../../shared/http-errors.ts';
 import { taskOwner } from '../builtin/task-owner.ts';
 import { agentAuthHeaders, agentBaseUrl } from '../auth/agent-http.ts';
 import type { Principal } from '../auth/credentials.ts';
+import type { AgentUsagePoint, UsageHistory } from '../../shared/agent-usage.ts';
 
 /** Forwards a GET to an agent and sends its answer on unchanged (status and JSON body). */
 export async function relayFromAgent(ctx: MasterContext, agent: AgentRecord, path: string, reply: FastifyReply): Promise<FastifyReply> {
@@ -64,6 +68,34 @@ function visibleUsage(ctx: MasterContext, principal: Principal, usage: AgentUsag
   return { ...usage, tasks: visible, total, hiddenTasks: tasks.length - visible.length };
 }
 
+/** An agent's history as `principal` may see it: each point's tasks those it may view, the sums over those (GPUs stay). */
+function visibleHistory(ctx: MasterContext, principal: Principal, h: UsageHistory<AgentUsagePoint>): UsageHistory<AgentUsagePoint> {
+  const state = ctx.registry.state;
+  const seen = new Map<string, boolean>();
+  const may = (taskId: string, frameworkId: string) => {
+    let ok = seen.get(taskId);
+    if (ok === undefined) {
+      const t = state.tasks.get(taskId);
+      ok = ctx.auth.mayActOn(principal, 'view_tasks', t ? taskOwner(state, t) : (state.frameworks.get(frameworkId)?.principal ?? ''));
+      seen.set(taskId, ok);
+    }
+    return ok;
+  };
+  const round = (n: number) => Math.round(n * 1000) / 1000;
+  const points = (h.points ?? []).map((p) => {
+    const tasks = (p.tasks ?? []).filter((t) => may(t.taskId, t.frameworkId));
+    if (tasks.length === (p.tasks ?? []).length) return p;
+    return {
+      ...p, tasks,
+      cpusUsed: round(tasks.reduce((s, t) => s + (t.cpusUsed ?? 0), 0)),
+      cpusLimit: round(tasks.reduce((s, t) => s + t.cpusLimit, 0)),
+      memoryBytes: tasks.reduce((s, t) => s + t.memoryBytes, 0),
+      memoryLimitBytes: tasks.reduce((s, t) => s + t.memoryLimitBytes, 0),
+    };
+  });
+  return { intervalMs: h.intervalMs, points };
+}
+
 export function registerAgentRoutes(app: FastifyInstance, ctx: MasterContext): void {
   const agentOf = (id: string) => {
     const a = ctx.registry.state.agents.get(id);
@@ -101,6 +133,23 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: MasterContext): v
     }
   });
 
+  app.get<{ Params: { id: string } }>('/api/v1/agents/:id/usage/history', async (req, reply) => {
+    try {
+      const agent = agentOf(req.params.id);
+      let res: Response;
+      try {
+        res = await (ctx.tlsClient?.fetch ?? fetch)(`${agentBaseUrl(agent)}/api/v1/usage/history`, { headers: agentAuthHeaders(ctx.auth, agent), signal: AbortSignal.timeout(10_000) });
+      } catch (err) {
+        throw new CairnError('CAIRN_AGENT_UNAVAILABLE', `agent ${agent.hostname} did not answer: ${(err as Error).message}`);
+      }
+      const text = await res.text();
+      if (!res.ok) return reply.code(res.status).type('application/json').send(text);
+      return visibleHistory(ctx, req.principal, JSON.parse(text) as UsageHistory<AgentUsagePoint>);
+    } catch (err) {
+      return fail(reply, err);
+    }
+  });
+
   app.get<{ Params: { id: string } }>('/api/v1/agents/:id/usage', async (req, reply) => {
     try {
       const agent = agentOf(req.params.id);
@@ -118,7 +167,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: MasterContext): v
     }
   });
 
-  app.get<{ Params: { id: string } }>('/api/v1/tasks/:id/usage', async (req, reply) => {
+  for (const suffix of ['usage', 'usage/history']) app.get<{ Params: { id: string } }>(`/api/v1/tasks/:id/${suffix}`, async (req, reply) => {
     try {
       const t = ctx.registry.state.tasks.get(req.params.id);
       if (!t) throw new CairnError('CAIRN_UNKNOWN_TASK', `no task '${req.params.id}'`, 'id');
@@ -127,7 +176,7 @@ export function registerAgentRoutes(app: FastifyInstance, ctx: MasterContext): v
         throw new CairnError('CAIRN_FORBIDDEN', `principal '${req.principal.name}' may not view the tasks of framework ${t.frameworkId}`, 'id');
       }
       if (!agent) throw new CairnError('CAIRN_AGENT_UNAVAILABLE', `agent ${t.agentId} of task '${t.id}' is gone`, 'id');
-      return await relayFromAgent(ctx, agent, `/api/v1/tasks/${encodeURIComponent(t.id)}/usage`, reply);
+      return await relayFromAgent(ctx, agent, `/api/v1/tasks/${encodeURIComponent(t.id)}/${suffix}`, reply);
     } catch (err) {
       return fail(reply, err);
     }

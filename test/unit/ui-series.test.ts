@@ -61,10 +61,39 @@ describe('series', () => {
       { index: 2, value: 0.9, finishedMs: 3_000 },
       { index: 0, value: 0.4, finishedMs: 5_000 },
       { index: 1, finishedMs: 4_000 },
-      { index: 3, value: 0.2 },
+      { index: 3, value: 0.2, state: 'EarlyStopped' },
     ];
-    expect(S.metricOverTrials(trials, 'maximize')).toEqual({ x: [0, 1, 2, 3], y: [0.4, null, 0.9, 0.2], best: [0.4, 0.4, 0.9, 0.9] });
-    expect(S.metricOverTime(trials, 'minimize')).toEqual({ x: [3, 5], y: [0.9, 0.4], best: [0.9, 0.4] });
+    expect(S.metricOverTrials(trials, 'maximize')).toEqual({
+      x: [0, 1, 2, 3], y: [0.4, null, 0.9, 0.2], best: [0.4, 0.4, 0.9, 0.9],
+      // The early-stopped trial apart from those that ran to their end.
+      ran: [0.4, null, 0.9, null], stopped: [null, null, null, 0.2],
+    });
+    expect(S.metricOverTime(trials, 'minimize')).toEqual({ x: [3, 5], y: [0.9, 0.4], best: [0.9, 0.4], ran: [0.9, 0.4], stopped: [null, null] });
+  });
+
+  it('labels time ticks by the time of day, dated where the day changes, and value ticks with their unit', () => {
+    const at = (h: number, m: number, s = 0, day = 27) => new Date(2026, 10, day, h, m, s).getTime() / 1000;
+    expect(S.timeTicks([at(22, 10), at(22, 15), at(22, 20)])).toEqual(['22:10', '22:15', '22:20']);
+    expect(S.timeTicks([at(22, 10, 0), at(22, 10, 30)])).toEqual(['22:10:00', '22:10:30']);
+    expect(S.timeTicks([at(23, 0), at(0, 0, 0, 28)])).toEqual(['11-27 23:00', '11-28 00:00']);
+    expect(S.valueTick(0.25, 'cpus')).toBe('0.25 cpus');
+    expect(S.valueTick(512, 'MiB')).toBe('512 MiB');
+    expect(S.valueTick(3)).toBe('3');
+  });
+
+  it('turns usage samples into series: MiB, each GPU by index, null where a figure is missing', () => {
+    const s = S.usageSeries([
+      { timestampMs: 1000, cpusUsed: null, cpusLimit: 1, memoryBytes: 1048576, memoryLimitBytes: 2097152, gpus: [] },
+      { timestampMs: 2000, cpusUsed: 0.5, cpusLimit: 1, memoryBytes: 3145728, memoryLimitBytes: 2097152, gpus: [{ index: 1, utilizationPercent: 40, memoryUsedMiB: 5 }] },
+    ]);
+    expect(s).toEqual({ x: [1, 2], cpus: [null, 0.5], cpusLimit: [1, 1], memMiB: [1, 3], memLimitMiB: [2, 2], gpus: [{ index: 1, util: [null, 40] }] });
+  });
+
+  it("gives the parallel plot's colour scale its ends: the worst and best metric values", () => {
+    expect(S.colorLegend('maximize', [0.2, 0.9])).toMatchObject({ worst: 0.2, best: 0.9 });
+    expect(S.colorLegend('minimize', [0.2, 0.9])).toMatchObject({ worst: 0.9, best: 0.2 });
+    expect(S.colorLegend('maximize', undefined).best).toBeUndefined();
+    expect(S.colorLegend('maximize', [0, 1]).stops).toHaveLength(5);
   });
 });
 

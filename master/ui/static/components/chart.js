@@ -1,16 +1,21 @@
 // A uPlot chart as a preact component. Props:
 //   x: number[] (ascending; seconds since the epoch when `time`)
 //   series: [{ label, values: (number|null)[], color, style: 'points' | 'line' | 'step' }]
-//   time?: boolean, xLabel?, yLabel?, title?, height? (px; the width follows the container)
-// The plot is made once per shape of series and given new data in place after that.
+//   time?: boolean, xLabel?, yLabel?, yUnit? (on every value tick and legend value: "cpus",
+//   "MiB", "%"), title?, height? (px; the width follows the container)
+// The plot is made once per shape of series and given new data in place after that. Ticks:
+// a time axis at least 100 px apart, labelled by the time of day (series.js timeTicks), value
+// axes 30 px apart with their unit, the axis as wide as its longest label. The labels last
+// drawn are kept on the chart's element (data-x-ticks, data-y-ticks: JSON) for the browser
+// tests, which cannot read the canvas.
 
 import { useEffect, useRef } from 'preact/hooks';
 import uPlot from 'uplot';
 import { html } from '../html.js';
-import { formatNumber } from './series.js';
+import { formatNumber, formatTime, timeTicks, valueTick } from './series.js';
 
-function seriesOptions(s) {
-  const base = { label: s.label, stroke: s.color, width: 2, value: (_u, v) => (v === null || v === undefined ? '–' : formatNumber(v)) };
+function seriesOptions(s, unit) {
+  const base = { label: s.label, stroke: s.color, width: 2, value: (_u, v) => (v === null || v === undefined ? '–' : unit ? `${formatNumber(v)} ${unit}` : formatNumber(v)) };
   if (s.style === 'points') {
     return { ...base, width: 0, paths: () => null, points: { show: true, size: 7, stroke: s.color, fill: s.color } };
   }
@@ -27,16 +32,27 @@ function padRange(lo, hi, time) {
   return [lo - d, hi + d];
 }
 
-function options({ series, time, xLabel, yLabel, title, height }, width) {
+/** An axis wide enough for its longest label (about 7 px a character at 11 px), at least 50 px. */
+const axisSize = (_u, values) => Math.max(50, Math.max(0, ...(values ?? []).map((v) => String(v).length)) * 7 + 18);
+
+function options({ series, time, xLabel, yLabel, yUnit, title, height }, width, el) {
+  const drawn = { x: [], y: [] };
   return {
     width, height, title,
     // A little room either side, so the first and last points are not cut in half.
     scales: { x: { time: !!time, range: (_u, lo, hi) => padRange(lo, hi, !!time) } },
     axes: [
-      { label: xLabel, ...(time ? {} : { values: (_u, ticks) => ticks.map((v) => formatNumber(v, 3)) }) },
-      { label: yLabel, size: 60, values: (_u, ticks) => ticks.map((v) => formatNumber(v, 3)) },
+      { label: xLabel, space: time ? 100 : 50, values: (_u, ticks) => (drawn.x = time ? timeTicks(ticks) : ticks.map((v) => formatNumber(v, 3))) },
+      { label: yLabel, space: 30, size: axisSize, values: (_u, ticks) => (drawn.y = ticks.map((v) => valueTick(v, yUnit))) },
     ],
-    series: [{ label: xLabel ?? 'x', ...(time ? {} : { value: (_u, v) => (v === null || v === undefined ? '–' : formatNumber(v)) }) }, ...series.map(seriesOptions)],
+    series: [{
+      label: xLabel ?? 'x',
+      value: (_u, v) => (v === null || v === undefined ? '–' : time ? formatTime(v * 1000) : formatNumber(v)),
+    }, ...series.map((s) => seriesOptions(s, yUnit))],
+    hooks: { draw: [() => {
+      el.dataset.xTicks = JSON.stringify(drawn.x);
+      el.dataset.yTicks = JSON.stringify(drawn.y);
+    }] },
     legend: { show: true },
     cursor: { drag: { x: true, y: false } },
   };
@@ -48,7 +64,7 @@ export function Chart(props) {
   const plot = useRef(null);
   const shape = useRef('');
   const data = [x, ...series.map((s) => s.values)];
-  const key = JSON.stringify([series.map((s) => [s.label, s.style, s.color]), !!props.time, props.xLabel, props.yLabel, props.title, height]);
+  const key = JSON.stringify([series.map((s) => [s.label, s.style, s.color]), !!props.time, props.xLabel, props.yLabel, props.yUnit, props.title, height]);
 
   useEffect(() => {
     const el = box.current;
@@ -59,7 +75,7 @@ export function Chart(props) {
     }
     plot.current?.destroy();
     shape.current = key;
-    plot.current = new uPlot(options({ ...props, height }, Math.max(200, el.clientWidth)), data, el);
+    plot.current = new uPlot(options({ ...props, height }, Math.max(200, el.clientWidth), el), data, el);
   });
 
   useEffect(() => {

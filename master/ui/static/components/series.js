@@ -48,6 +48,32 @@ export function formatTime(ms) {
 /** The pattern formatTime's answers match (the browser tests check every time on a page against it). */
 export const TIME_PATTERN = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 
+/**
+ * Labels for time-axis ticks (seconds since the epoch, as uPlot gives them): the time of day
+ * to the minute when every tick is on a whole minute, else to the second; a tick whose day
+ * differs from the one before it (and the first, when the ticks span days) carries its date
+ * (MM-DD). The legend and tooltips use formatTime; the ticks only need to be short.
+ */
+export function timeTicks(seconds) {
+  const ds = seconds.map((s) => new Date(s * 1000));
+  const whole = ds.every((d) => d.getSeconds() === 0);
+  const days = new Set(ds.map((d) => d.toDateString()));
+  let prevDay;
+  return ds.map((d) => {
+    const hm = `${pad2(d.getHours())}:${pad2(d.getMinutes())}${whole ? '' : `:${pad2(d.getSeconds())}`}`;
+    const day = d.toDateString();
+    const dated = days.size > 1 && day !== prevDay;
+    prevDay = day;
+    return dated ? `${pad2(d.getMonth() + 1)}-${pad2(d.getDate())} ${hm}` : hm;
+  });
+}
+
+/** A value-axis tick with its unit: "0.5 cpus", "512 MiB", "40 %"; no unit: the number alone. */
+export function valueTick(v, unit) {
+  const n = formatNumber(v, 3);
+  return unit ? `${n} ${unit}` : n;
+}
+
 /** A number in at most `digits` significant digits, exponent form when very small or large. */
 export function formatNumber(v, digits = 4) {
   if (v === undefined || v === null) return '';
@@ -63,6 +89,30 @@ export function formatNumber(v, digits = 4) {
 export function runDuration(item, nowMs = Date.now()) {
   if (!item || item.startedMs === undefined) return undefined;
   return (item.finishedMs ?? nowMs) - item.startedMs;
+}
+
+/**
+ * Usage samples (an agent's or a task's history, oldest first) as chart series: x in seconds,
+ * CPUs used and the limit, memory and its limit in MiB, and each GPU's utilisation (null
+ * where a sample lacks the device or the figure).
+ */
+export function usageSeries(points) {
+  const mib = (b) => (present(b) ? Math.round((b / 1048576) * 10) / 10 : null);
+  const indices = [...new Set(points.flatMap((p) => (p.gpus ?? []).map((g) => g.index)))].sort((a, b) => a - b);
+  return {
+    x: points.map((p) => p.timestampMs / 1000),
+    cpus: points.map((p) => (present(p.cpusUsed) ? p.cpusUsed : null)),
+    cpusLimit: points.map((p) => (present(p.cpusLimit) ? p.cpusLimit : null)),
+    memMiB: points.map((p) => mib(p.memoryBytes)),
+    memLimitMiB: points.map((p) => mib(p.memoryLimitBytes)),
+    gpus: indices.map((index) => ({
+      index,
+      util: points.map((p) => {
+        const g = (p.gpus ?? []).find((d) => d.index === index);
+        return g && present(g.utilizationPercent) ? g.utilizationPercent : null;
+      }),
+    })),
+  };
 }
 
 /** Is `a` better than `b` for this objective type ('maximize' | 'minimize')? */
@@ -81,18 +131,30 @@ export function bestSoFar(values, type) {
   });
 }
 
-/** The metric by trial index: { x: indices, y: values (null: none yet), best: best so far }. */
+/**
+ * The metric by trial index: { x: indices, y: values (null: none yet), best: best so far,
+ * ran: the values of trials that ran to their end, stopped: those of trials stopped early
+ * (each null elsewhere), so a chart can draw the two kinds apart }.
+ */
 export function metricOverTrials(trials, type) {
   const sorted = [...trials].sort((a, b) => a.index - b.index);
   const y = sorted.map((t) => (present(t.value) ? t.value : null));
-  return { x: sorted.map((t) => t.index), y, best: bestSoFar(y, type) };
+  const early = sorted.map((t) => t.state === 'EarlyStopped');
+  return {
+    x: sorted.map((t) => t.index), y, best: bestSoFar(y, type),
+    ran: y.map((v, i) => (early[i] ? null : v)), stopped: y.map((v, i) => (early[i] ? v : null)),
+  };
 }
 
 /** The metric by finish time (x in seconds, as uPlot's time scale wants), for finished trials with a value. */
 export function metricOverTime(trials, type) {
   const done = trials.filter((t) => present(t.finishedMs) && present(t.value)).sort((a, b) => a.finishedMs - b.finishedMs || a.index - b.index);
   const y = done.map((t) => t.value);
-  return { x: done.map((t) => t.finishedMs / 1000), y, best: bestSoFar(y, type) };
+  const early = done.map((t) => t.state === 'EarlyStopped');
+  return {
+    x: done.map((t) => t.finishedMs / 1000), y, best: bestSoFar(y, type),
+    ran: y.map((v, i) => (early[i] ? null : v)), stopped: y.map((v, i) => (early[i] ? v : null)),
+  };
 }
 
 /** Trials that have ended (anything but Pending, Starting, Running). */
@@ -281,9 +343,21 @@ export function parallelLayout({ axes, trials, type = 'maximize', width, height,
       pen = true;
     }
     const q = quality(t.value);
-    return { index: t.index, d, value: t.value, quality: q, color: q === undefined ? '#9aa0a6' : rampColor(q) };
+    return { index: t.index, d, value: t.value, quality: q, color: q === undefined ? '#9aa0a6' : rampColor(q), earlyStopped: t.state === 'EarlyStopped' };
   });
   // The best on top: drawn last.
   lines.sort((a, b) => (a.quality ?? -1) - (b.quality ?? -1));
-  return { axes: placed.map(({ y, ...rest }) => rest), lines, top, bottom };
+  return { axes: placed.map(({ y, ...rest }) => rest), lines, top, bottom, legend: colorLegend(type, trials.some((t) => present(t.value)) ? metricAxis?.domain : undefined) };
+}
+
+/**
+ * The colour scale of a parallel-coordinates plot: the ramp from worst to best as CSS
+ * gradient stops, and the metric values at either end (for 'minimize' the worst is the
+ * highest); undefined ends when no trial has a value.
+ */
+export function colorLegend(type, domain) {
+  const stops = [0, 0.25, 0.5, 0.75, 1].map((t) => rampColor(t));
+  if (!domain) return { stops, worst: undefined, best: undefined };
+  const [lo, hi] = domain;
+  return type === 'minimize' ? { stops, worst: hi, best: lo } : { stops, worst: lo, best: hi };
 }

@@ -5,7 +5,8 @@ import { useEffect, useRef, useState } from 'preact/hooks';
 import { html } from '../html.js';
 import { registerList } from '../keys.js';
 
-export function Table({ columns, rows, rowKey, onOpen, empty = 'Nothing here yet.', label }) {
+// rowClass?(row): a class of the row's own (an early-stopped trial, say).
+export function Table({ columns, rows, rowKey, onOpen, empty = 'Nothing here yet.', label, rowClass }) {
   const [sel, setSel] = useState(-1);
   const body = useRef(null);
   const state = useRef({ rows, sel, onOpen });
@@ -44,7 +45,7 @@ export function Table({ columns, rows, rowKey, onOpen, empty = 'Nothing here yet
     <thead><tr>${columns.map((c) => html`<th style=${c.width ? `width:${c.width}` : ''} class=${c.align === 'right' ? 'num' : ''}>${c.title}</th>`)}</tr></thead>
     <tbody ref=${body}>
       ${rows.length === 0 ? html`<tr class="empty"><td colspan=${columns.length}>${empty}</td></tr>` : null}
-      ${rows.map((row, i) => html`<tr key=${rowKey(row)} class=${i === sel ? 'sel' : ''} aria-selected=${i === sel}
+      ${rows.map((row, i) => html`<tr key=${rowKey(row)} class=${[i === sel ? 'sel' : '', rowClass?.(row) ?? ''].filter(Boolean).join(' ')} aria-selected=${i === sel}
           onClick=${() => { setSel(i); reg.current?.activate(); }}
           onDblClick=${() => onOpen?.(row)}>
         ${columns.map((c) => html`<td class=${c.align === 'right' ? 'num' : ''}>${c.render ? c.render(row) : row[c.key]}</td>`)}

@@ -96,7 +96,7 @@ export function Page() {
         onOpen=${(a) => { location.hash = `#/tasks?agent=${encodeURIComponent(a.id)}`; }}
         empty=${paged.loading && !paged.data ? 'Loading…' : 'No agents registered.'}
         columns=${[
-          { key: 'hostname', title: 'Agent', render: (a) => html`<div class="agentname"><b>${a.hostname}</b><span class="mono muted" title=${a.id}>${a.id.slice(-12)}</span></div>` },
+          { key: 'hostname', title: 'Agent', render: (a) => html`<div class="agentname"><a href=${`#/agents/${encodeURIComponent(a.id)}`} onClick=${(e) => e.stopPropagation()}><b>${a.hostname}</b></a><span class="mono muted" title=${a.id}>${a.id.slice(-12)}</span></div>` },
           { key: 'state', title: 'State', width: '8em', render: (a) => html`<${Tag} tone=${toneOf(agentState(a))}>${agentState(a)}<//>` },
           { key: 'cpu', title: 'CPU', width: '11em', render: (a) => { const r = parseResources(a.resources), u = parseResources(a.used); return html`<${Bar} used=${u.cpus} total=${r.cpus} label=${`${trim(u.cpus, 2)} / ${trim(r.cpus)}`} />`; } },
           { key: 'mem', title: 'Memory', width: '12em', render: (a) => { const r = parseResources(a.resources), u = parseResources(a.used); return html`<${Bar} used=${u.mem} total=${r.mem} label=${`${fmtMiB(u.mem)} / ${fmtMiB(r.mem)}`} />`; } },

@@ -8,7 +8,7 @@ import { useLive } from '../live.js';
 import { Table } from '../components/table.js';
 import { Chart } from '../components/chart.js';
 import { ParallelCoords } from '../components/parallel-coords.js';
-import { Facts, Note, StateBadge, TaskLink } from '../components/badges.js';
+import { Badge, Facts, Note, StateBadge, TaskLink } from '../components/badges.js';
 import { doneCount, flattenSpace, formatDuration, formatNumber, metricOverTime, metricOverTrials, runDuration } from '../components/series.js';
 import { TOPICS } from './experiments.js';
 
@@ -16,6 +16,7 @@ export const route = { pattern: /^#\/experiments\/([^/]+)$/, title: 'Experiment'
 
 const POINTS = '#1a73e8';
 const BEST = '#e8710a';
+const STOPPED = '#b0b6c0';
 
 const openTrial = (t) => {
   if (t.taskId) location.hash = `#/tasks/${encodeURIComponent(t.taskId)}`;
@@ -32,7 +33,9 @@ function paramNames(space, trials) {
 function trialColumns(names, metricName) {
   return [
     { key: 'index', title: '#', align: 'right', width: '3em', render: (t) => t.index },
-    { key: 'state', title: 'State', width: '8em', render: (t) => html`<${StateBadge} state=${t.state} title=${t.message} />` },
+    { key: 'state', title: 'State', width: '9em', render: (t) => (t.state === 'EarlyStopped'
+      ? html`<span class="early-mark"><${Badge} tone="wait" title=${t.message ?? 'stopped by the early-stopping rule'}>⏹ stopped early<//></span>`
+      : html`<${StateBadge} state=${t.state} title=${t.message} />`) },
     ...names.map((n) => ({ key: `p:${n}`, title: n, align: 'right', render: (t) => formatNumber(t.params?.[n]) })),
     { key: 'value', title: metricName, align: 'right', render: (t) => html`<strong>${formatNumber(t.value)}</strong>` },
     { key: 'duration', title: 'Duration', align: 'right', width: '6em', render: (t) => formatDuration(runDuration(t)) },
@@ -69,7 +72,8 @@ function Charts({ e }) {
   const byTrial = useMemo(() => metricOverTrials(e.trials, type), [e.trials, type]);
   const byTime = useMemo(() => metricOverTime(e.trials, type), [e.trials, type]);
   const series = (s) => [
-    { label: metric, values: s.y, color: POINTS, style: 'points' },
+    { label: metric, values: s.ran, color: POINTS, style: 'points' },
+    ...(s.stopped.some((v) => v !== null) ? [{ label: 'stopped early', values: s.stopped, color: STOPPED, style: 'points' }] : []),
     { label: 'best so far', values: s.best, color: BEST, style: 'step' },
   ];
   return html`<div class="charts" style=${{ display: 'grid', gridTemplateColumns: 'repeat(auto-fit, minmax(360px, 1fr))', gap: '16px' }}>
@@ -109,7 +113,7 @@ export function Page({ match }) {
       ${e.trials.length ? html`<${ParallelCoords} space=${e.spec?.space} trials=${e.trials} metricName=${e.objective.metricName} type=${e.objective.type}
         onOpen=${(i) => openTrial(e.trials.find((t) => t.index === i) ?? {})} />` : html`<p class="muted">No trials yet.</p>`}
       <h2>Trials</h2>
-      <${Table} label="Trials" columns=${columns} rows=${e.trials} rowKey=${(t) => t.index} onOpen=${openTrial} />
+      <${Table} label="Trials" columns=${columns} rows=${e.trials} rowKey=${(t) => t.index} onOpen=${openTrial} rowClass=${(t) => (t.state === 'EarlyStopped' ? 'early-stopped' : '')} />
       <h2>Conditions</h2>
       <${Table} label="Conditions" columns=${CONDITION_COLUMNS} rows=${(e.conditions ?? []).map((c, i) => ({ ...c, i })).reverse()} rowKey=${(c) => c.i} />
     ` : null}

@@ -1,6 +1,7 @@
 // Every page of the dashboard, in the order of the navigation. Each module exports
 // `route = { pattern, title, nav? }` (pattern: a RegExp on location.hash) and `Page({ match })`.
 import * as cluster from './cluster.js';
+import * as agent from './agent.js';
 import * as tasks from './tasks.js';
 import * as task from './task.js';
 import * as services from './services.js';
@@ -11,4 +12,4 @@ import * as experiments from './experiments.js';
 import * as experiment from './experiment.js';
 import * as tenants from './tenants.js';
 
-export const PAGES = [cluster, tasks, task, services, app, jobs, job, experiments, experiment, tenants];
+export const PAGES = [cluster, agent, tasks, task, services, app, jobs, job, experiments, experiment, tenants];

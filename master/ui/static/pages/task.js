@@ -4,6 +4,7 @@ import { html, fmtResources, When, StateTag, ErrorNote, stateName } from '../htm
 import { useLive } from '../live.js';
 import { Table } from '../components/table.js';
 import { LogView } from '../components/log-view.js';
+import { UsageCharts } from '../components/usage-charts.js';
 
 export const route = { pattern: /^#\/tasks\/([^/?]+)$/, title: 'Task' };
 
@@ -31,6 +32,8 @@ export function Page({ match }) {
       ${t.message ? html`<dt>Message</dt><dd>${t.message}</dd>` : null}
     </dl>` : null}
     <${LogView} taskId=${id} />
+    <h2>Resource use <span class="muted">sampled by its agent</span></h2>
+    <${UsageCharts} path=${`/api/v1/tasks/${encodeURIComponent(id)}/usage/history`} what="this task" />
     ${t?.history ? html`<section>
       <h2>Status history</h2>
       <${Table} label="status history" rows=${[...t.history].reverse()} rowKey=${(c) => `${c.atMs}-${c.state}`} columns=${[
