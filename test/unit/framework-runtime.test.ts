@@ -3,116 +3,14 @@
 
 import { describe, expect, it } from 'vitest';
 import pino from 'pino';
-import type { FrameworkInfo, OfferJson, SchedulerCall, TaskStatusJson } from '../../shared/mesos-v1.ts';
-import type { JsonValue, StorePut } from '../../shared/framework-host/store.ts';
-import type { RuntimeClock } from '../../shared/framework-runtime/clock.ts';
-import type { SchedulerTransport, TransportEvents } from '../../shared/framework-runtime/transport.ts';
+import type { OfferJson, TaskStatusJson } from '../../shared/mesos-v1.ts';
+import { FakeClock, FakeTransport, flush, memoryStore } from '../harness/fake-scheduler.ts';
 import { RETRY_SUBSCRIBE_MS, Subscriptions, type SubscriptionHandlers } from '../../shared/framework-runtime/subscriptions.ts';
 import { FAILOVER_TIMEOUT_S } from '../../shared/framework-runtime/failover.ts';
 import { NO_INTEREST, nextInterest, OfferInterest, ON_CHANGE, type InterestPolicy } from '../../shared/framework-runtime/offer-interest.ts';
 import { recordThenAct } from '../../shared/framework-runtime/record-then-act.ts';
 import { DecisionQueue } from '../../shared/framework-runtime/decision-queue.ts';
 import { RoundLoop } from '../../shared/framework-runtime/round-loop.ts';
-
-class FakeClock implements RuntimeClock {
-  ms = 1_000_000;
-  private timers: { at: number; fn: () => void; every?: number; id: number }[] = [];
-  private seq = 0;
-  now(): number {
-    return this.ms;
-  }
-  after(ms: number, fn: () => void): () => void {
-    const id = ++this.seq;
-    this.timers.push({ at: this.ms + ms, fn, id });
-    return () => (this.timers = this.timers.filter((t) => t.id !== id));
-  }
-  every(ms: number, fn: () => void): () => void {
-    const id = ++this.seq;
-    this.timers.push({ at: this.ms + ms, fn, every: ms, id });
-    return () => (this.timers = this.timers.filter((t) => t.id !== id));
-  }
-  advance(ms: number): void {
-    const end = this.ms + ms;
-    for (;;) {
-      const due = this.timers.filter((t) => t.at <= end).sort((a, b) => a.at - b.at)[0];
-      if (!due) break;
-      this.ms = due.at;
-      if (due.every) due.at += due.every;
-      else this.timers = this.timers.filter((t) => t !== due);
-      due.fn();
-    }
-    this.ms = end;
-  }
-}
-
-class FakeTransport implements SchedulerTransport {
-  frameworkId: string | undefined;
-  connected = false;
-  closed = false;
-  readonly calls: SchedulerCall[] = [];
-  /** Calls of these types are refused. */
-  readonly refuse = new Set<string>();
-  private readonly listeners: { [E in keyof TransportEvents]?: TransportEvents[E][] } = {};
-  private settle: { resolve(id: string): void; reject(e: Error): void } | undefined;
-
-  constructor(readonly info: FrameworkInfo, private readonly log: string[]) {
-    this.frameworkId = info.id?.value;
-  }
-  subscribe(): Promise<string> {
-    return new Promise((resolve, reject) => (this.settle = { resolve, reject }));
-  }
-  call(call: SchedulerCall): Promise<void> {
-    this.calls.push(call);
-    this.log.push(call.type);
-    return this.refuse.has(call.type) ? Promise.reject(new Error(`${call.type} refused`)) : Promise.resolve();
-  }
-  on<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this {
-    const list = (this.listeners[event] ??= []) as TransportEvents[E][];
-    list.push(listener);
-    return this;
-  }
-  emit<E extends keyof TransportEvents>(event: E, ...args: Parameters<TransportEvents[E]>): unknown[] {
-    const list = (this.listeners[event] ?? []) as ((...a: unknown[]) => unknown)[];
-    return list.map((l) => l(...args));
-  }
-  close(): void {
-    this.closed = true;
-    this.connected = false;
-  }
-  /** The master takes the subscription. */
-  accept(frameworkId: string, resubscribed = false): void {
-    this.frameworkId = frameworkId;
-    this.connected = true;
-    this.settle?.resolve(frameworkId);
-    this.emit('subscribed', frameworkId, { resubscribed });
-  }
-  /** No master takes it. */
-  fail(message: string): void {
-    this.settle?.reject(new Error(message));
-  }
-}
-
-function memoryStore(log: string[]) {
-  const m = new Map<string, JsonValue>();
-  return {
-    m,
-    get<T extends JsonValue = JsonValue>(key: string): T | undefined {
-      return m.get(key) as T | undefined;
-    },
-    async put(key: string, value: JsonValue | null): Promise<void> {
-      log.push(`put ${key}`);
-      if (value === null) m.delete(key);
-      else m.set(key, value);
-    },
-    async write(puts: StorePut[]): Promise<void> {
-      for (const p of puts) await this.put(p.key, p.value);
-    },
-  };
-}
-
-const flush = async (): Promise<void> => {
-  for (let i = 0; i < 20; i++) await Promise.resolve();
-};
 
 const ONCE: InterestPolicy = ON_CHANGE;
 const REPEAT: InterestPolicy = { reviveAgainMs: 5_000, suppressOnOffer: true };
