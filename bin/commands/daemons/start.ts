@@ -182,7 +182,8 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
 
   const client = new MasterClient(master.url, { timeoutMs: 2000, token: bootstrap.admin.secret, tls: new TlsClient(tls) });
   const answered = await Promise.race([pollState(client, () => true, ANSWER_WAIT_MS), interrupted.then(() => false)]);
-  const tokens = answered ? saveCliToken(io, log, [...members.values()], bootstrap, { cluster, dataDir: o.dataDir }) : undefined;
+  // Saved for the URLs the masters listen on: with --port 0 the port is the one the OS gave.
+  const tokens = answered ? saveCliToken(io, log, masters.map((m) => m.url), bootstrap, { cluster, dataDir: o.dataDir }) : undefined;
   if (!answered) log.warn({ master: master.url }, `the master did not answer within ${ANSWER_WAIT_MS} ms: the admin token is not saved for the CLI`);
   const id = agent.agentId;
   const registered = answered && await Promise.race([
