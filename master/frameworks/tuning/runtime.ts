@@ -258,6 +258,8 @@ export class TuningRuntime implements BuiltinInstance {
         const running = { phase: 'running' as const, taskId: chief.taskId, agentId: chief.agentId, hostname: chief.host ?? '' };
         void this.run(() => this.core.jobTrialUpdate(t.experiment, t.jobName, running, this.now()));
       }
+      // Waiting for its gang to fit: the trial says why (once per reason: the core compares).
+      if (job.phase === 'Queued' && job.message !== '') void this.run(() => this.core.jobTrialUpdate(t.experiment, t.jobName, { phase: 'queued', message: job.message }, this.now()));
       if (isFinished(job)) void this.finishJobTrial(t.experiment, t.jobName, job);
     }
   }
