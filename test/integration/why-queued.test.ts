@@ -6,7 +6,8 @@
 // the agent is refused at submit naming the agent and its size, and submitted anyway with
 // --allow-unschedulable (exit 3, a warning). An app's waiting instance says the same in the
 // launch queue, and `cairn app deploy --wait` prints it, then the instance running; a pending
-// trial too, and `cairn tune submit --wait` prints it, then the trial starting.
+// trial too (a task trial, and a distributed one whose job waits), and `cairn tune submit
+// --wait` prints it, then the trial starting.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { writeFileSync } from 'node:fs';
@@ -127,6 +128,32 @@ describe('a queued job says what is short and who holds it', () => {
     expect(tune.output).toMatch(/waiting for room[\s\S]*trial 0 started on localhost[\s\S]*trial 0 Succeeded[\s\S]*experiment hp Succeeded/);
     expect((await authFetch(`${master.url}/api/v1/experiments/hp`, { method: 'DELETE' })).status).toBeLessThan(300);
   }, 90_000);
+
+  it('a distributed trial whose job waits for its gang says why, naming the holder', async () => {
+    expect((await marathon('POST', '/v2/apps', { id: '/dev/web', cmd: 'sleep 1000', cpus: 0.2, mem: 32, instances: 1 })).status).toBe(201);
+    await waitFor('/dev/web running', async () => ((await (await marathon('GET', '/v2/apps/dev/web')).json()).app?.tasksRunning === 1 ? true : undefined), 30_000);
+    const r = await authFetch(`${master.url}/api/v1/experiments`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: JSON.stringify({
+      kind: 'Experiment', metadata: { name: 'ddp' },
+      spec: {
+        objective: { type: 'minimize', objectiveMetricName: 'loss' }, algorithm: { algorithmName: 'random' },
+        parallelTrialCount: 1, maxTrialCount: 1,
+        parameters: [{ name: 'lr', parameterType: 'double', feasibleSpace: { min: '0.01', max: '0.5' } }],
+        trialTemplate: { job: { name: 'ignored', kind: 'pytorch', groups: [
+          { name: 'master', template: { command: 'echo loss=${lr}', cpus: 0.5, mem: 32 } },
+          { name: 'worker', replicas: 1, template: { command: 'true', cpus: 0.5, mem: 32 } },
+        ] } },
+      },
+    }) });
+    expect(r.status).toBe(201);
+    const trial = await waitFor('the trial names its blocker', async () => {
+      const e = await (await authFetch(`${master.url}/api/v1/experiments/ddp`)).json();
+      const t = e.trials?.[0];
+      return /^waiting for room: \w+-0 needs cpus 0\.5; .*\/dev\/web holds cpus 0\.2 there/.test(t?.message ?? '') ? t : undefined;
+    }, 20_000);
+    expect(trial.state).toBe('Starting');
+    expect((await authFetch(`${master.url}/api/v1/experiments/ddp`, { method: 'DELETE' })).status).toBeLessThan(300);
+    expect((await marathon('DELETE', '/v2/apps/dev/web')).status).toBeLessThan(300);
+  }, 60_000);
 
   it('refuses a job with a replica bigger than every agent, naming the largest; --allow-unschedulable submits it with exit 3', async () => {
     const huge = pytorchJobYaml('huge', ['true'], { workers: 1, cpu: '4', memory: '64Mi' });
