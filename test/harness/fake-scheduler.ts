@@ -2,10 +2,14 @@
 // the test, a transport that records every call and is told when the master answers, and an
 // in-memory store whose writes can be held, so a test sees what is sent before a record is durable.
 
-import type { FrameworkInfo, SchedulerCall } from '../../shared/mesos-v1.ts';
+import pino from 'pino';
+import type { FrameworkInfo, OfferJson, SchedulerCall } from '../../shared/mesos-v1.ts';
+import { Resources } from '../../shared/resources.ts';
+import { PriorityClasses } from '../../shared/sharing/priority-classes.ts';
+import type { BuiltinEnv } from '../../shared/framework-host/contract.ts';
 import type { FrameworkStore, JsonValue, StorePut } from '../../shared/framework-host/store.ts';
 import type { RuntimeClock } from '../../shared/framework-runtime/clock.ts';
-import type { SchedulerTransport, TransportEvents } from '../../shared/framework-runtime/transport.ts';
+import type { SchedulerTransport, TransportEvents, TransportFactory } from '../../shared/framework-runtime/transport.ts';
 
 export class FakeClock implements RuntimeClock {
   ms = 1_000_000;
@@ -131,3 +135,58 @@ export const flush = async (): Promise<void> => {
   for (let i = 0; i < 20; i++) await Promise.resolve();
 };
 
+
+/** The resources of the one agent fakeEnv's cluster has, `a1` on `h1`. */
+export const FAKE_AGENT = 'cpus:4;mem:1024;ports:[31000-31009]';
+
+/** What the host hands a built-in framework, over `store` and `clock`: one agent, no tasks, no HTTP. */
+export function fakeEnv(name: string, store: FrameworkStore, clock: FakeClock): BuiltinEnv {
+  return {
+    name, store,
+    cluster: {
+      tasks: () => new Map(),
+      agents: () => new Map([['a1', { id: 'a1', hostname: 'h1', ip: '10.0.0.1', resources: FAKE_AGENT, attributes: {}, reachable: true }]]),
+      holders: () => [],
+    },
+    priorityClasses: new PriorityClasses(),
+    schedulerOptions: () => {
+      throw new Error('the test passes its own transport');
+    },
+    agentFetch: () => undefined,
+    domain: 'cairn', log: pino({ level: 'silent' }), now: () => clock.now(),
+    api: () => undefined,
+  };
+}
+
+/** Transports that log their calls into `log`, each kept in `made`. */
+export function fakeTransports(log: string[], made: FakeTransport[]): TransportFactory {
+  return (info) => {
+    const t = new FakeTransport(info, log);
+    made.push(t);
+    return t;
+  };
+}
+
+/** An offer of the whole of fakeEnv's agent. */
+export function fakeOffer(id: string, frameworkId: string): OfferJson {
+  return {
+    id: { value: id }, framework_id: { value: frameworkId }, agent_id: { value: 'a1' }, hostname: 'h1',
+    url: { scheme: 'http', address: { hostname: 'h1', ip: '10.0.0.1', port: 5051 } },
+    resources: Resources.parse(FAKE_AGENT).toMesos(), attributes: [],
+  };
+}
+
+/** The id of the first task an ACCEPT call launches. */
+export function launchedTaskId(call: SchedulerCall | undefined): string | undefined {
+  if (call?.type !== 'ACCEPT') return undefined;
+  return call.accept.operations[0]?.launch?.task_infos[0]?.task_id.value;
+}
+
+/** Everything a built-in framework needs to run by hand: its env, and the transport and clock to pass it. */
+export function fakeWorld(name: string) {
+  const log: string[] = [];
+  const clock = new FakeClock();
+  const store = memoryStore(log);
+  const transports: FakeTransport[] = [];
+  return { log, clock, store, transports, env: fakeEnv(name, store, clock), io: { clock, transport: fakeTransports(log, transports) } };
+}

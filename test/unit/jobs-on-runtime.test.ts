@@ -3,17 +3,10 @@
 // before the ACCEPT that launches it is sent, and it resubscribes with its recorded id.
 
 import { describe, expect, it } from 'vitest';
-import pino from 'pino';
-import type { OfferJson } from '../../shared/mesos-v1.ts';
-import { Resources } from '../../shared/resources.ts';
-import { PriorityClasses } from '../../shared/sharing/priority-classes.ts';
-import type { BuiltinEnv } from '../../shared/framework-host/contract.ts';
 import type { JobSpec } from '../../shared/jobs/model.ts';
 import { FAILOVER_TIMEOUT_S } from '../../shared/framework-runtime/failover.ts';
 import { JobsRuntime } from '../../master/frameworks/jobs/runtime.ts';
-import { FakeClock, FakeTransport, flush, memoryStore } from '../harness/fake-scheduler.ts';
-
-const AGENT = 'cpus:4;mem:1024;ports:[31000-31009]';
+import { FakeClock, fakeOffer, fakeWorld, flush, launchedTaskId } from '../harness/fake-scheduler.ts';
 
 function spec(name: string): JobSpec {
   return {
@@ -22,43 +15,9 @@ function spec(name: string): JobSpec {
   };
 }
 
-function offer(id: string): OfferJson {
-  return {
-    id: { value: id }, framework_id: { value: 'fw-1' }, agent_id: { value: 'a1' }, hostname: 'h1',
-    url: { scheme: 'http', address: { hostname: 'h1', ip: '10.0.0.1', port: 5051 } },
-    resources: Resources.parse(AGENT).toMesos(), attributes: [],
-  };
-}
-
 function setup() {
-  const log: string[] = [];
-  const clock = new FakeClock();
-  const store = memoryStore(log);
-  const transports: FakeTransport[] = [];
-  const env: BuiltinEnv = {
-    name: 'jobs', store,
-    cluster: {
-      tasks: () => new Map(),
-      agents: () => new Map([['a1', { id: 'a1', hostname: 'h1', ip: '10.0.0.1', resources: AGENT, attributes: {}, reachable: true }]]),
-      holders: () => [],
-    },
-    priorityClasses: new PriorityClasses(),
-    schedulerOptions: () => {
-      throw new Error('the test passes its own transport');
-    },
-    agentFetch: () => undefined,
-    domain: 'cairn', log: pino({ level: 'silent' }), now: () => clock.now(),
-    api: () => undefined,
-  };
-  const start = () => new JobsRuntime(env, {
-    gatherMs: 400, clock,
-    transport: (info) => {
-      const t = new FakeTransport(info, log);
-      transports.push(t);
-      return t;
-    },
-  });
-  return { log, clock, store, transports, start };
+  const w = fakeWorld('jobs');
+  return { ...w, start: () => new JobsRuntime(w.env, { gatherMs: 400, ...w.io }) };
 }
 
 /** Moves the fake clock in ticks, letting the queue run between them. */
@@ -84,7 +43,7 @@ describe('the jobs framework on the framework runtime', () => {
 
       // The next write (the replica launched) waits: nothing may be sent meanwhile.
       const release = store.hold();
-      transports[0]!.emit('offers', [offer('o1')]);
+      transports[0]!.emit('offers', [fakeOffer('o1', 'fw-1')]);
       await advance(clock, 1_000);
       expect(transports[0]!.calls.map((c) => c.type)).not.toContain('ACCEPT');
       release();
@@ -95,7 +54,7 @@ describe('the jobs framework on the framework runtime', () => {
       expect(log.lastIndexOf('put job/train', accept)).toBeGreaterThan(log.indexOf('REVIVE'));
       const call = transports[0]!.calls.find((c) => c.type === 'ACCEPT')!;
       expect(call).toMatchObject({ framework_id: { value: 'fw-1' }, accept: { offer_ids: [{ value: 'o1' }] } });
-      const launched = (call as { accept: { operations: { launch: { task_infos: { task_id: { value: string } }[] } }[] } }).accept.operations[0]!.launch.task_infos[0]!.task_id.value;
+      const launched = launchedTaskId(call)!;
       // The record that was durable first names the task the ACCEPT launches.
       expect(JSON.stringify(store.m.get('job/train'))).toContain(launched);
     } finally {
