@@ -209,6 +209,15 @@ module.exports = {
       { path: '^(master|agent)/', pathNot: '^(master|agent)/entry[.]ts$' },
     ),
     rule(
+      'sqlite-through-the-adapter',
+      'Only shared/sqlite/ names a SQLite engine: it picks node:sqlite or better-sqlite3 for the ' +
+        'running Node and makes both behave alike. A file importing one directly would run on ' +
+        'one engine only, and better-sqlite3 is absent where it could not be built and aborts ' +
+        'Node 24 processes now and then (WiseLibs/better-sqlite3#1515).',
+      { pathNot: '^shared/sqlite/' },
+      { path: ['(^|node_modules/)(@types/)?better-sqlite3(/|$)', '^(node:)?sqlite$'] },
+    ),
+    rule(
       'no-cycles',
       'A cycle makes its modules one unit: none can be read, tested or loaded without the ' +
         'others, and ES module cycles see half-initialised bindings at start.',
