@@ -39,6 +39,8 @@ import { CheckpointStore, checkpointsDir } from './recovery/checkpoint.ts';
 import { Cgroups, type CgroupSupport } from './isolation/cgroups.ts';
 import type { NvidiaGpu } from './resources/nvidia-smi.ts';
 import { UsageSampler } from './usage/sampler.ts';
+import { LOG_TIMES_INTERVAL_MS, LogTimesRecorder } from './log-times.ts';
+import { sandboxesRoot } from './executors/process/sandbox.ts';
 import { DiskWatcher, dockerLayerBytes } from './isolation/disk-watcher.ts';
 import { usageReport } from './usage/usage.ts';
 import { SandboxGc } from './sandbox-gc.ts';
@@ -361,6 +363,16 @@ class Agent {
     });
     usage.start();
     this.owner.add('usage sampler', () => usage.stop());
+    // When log lines were written, for `cairn logs --timestamps/--since` (log-times.ts).
+    const logTimes = new LogTimesRecorder({
+      sandboxes: () => this.executor.snapshots().map((t) => t.sandbox),
+      sandboxesRoot: sandboxesRoot(this.cfg.workDir),
+      now: Date.now,
+      intervalMs: LOG_TIMES_INTERVAL_MS,
+      onError: (err) => this.log.warn({ err: err.message }, 'cannot note the times of task logs'),
+    });
+    logTimes.start();
+    this.owner.add('log times', () => logTimes.stop());
     if (!this.cfg.enforceDisk) this.log.warn("disk limits are off (--no-enforce-disk): a task may fill the work dir's disk");
     this.disk.start();
     this.owner.add('disk watcher', () => this.disk.stop());

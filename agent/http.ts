@@ -103,7 +103,7 @@ export function buildAgentHttp(opts: Omit<AgentHttpOptions, 'host' | 'port'>): F
     }
     // Larger requests are served in 1 MiB pieces; the caller pages with nextOffset.
     const length = Math.min(q.length ?? MAX_LOG_READ_BYTES, MAX_LOG_READ_BYTES);
-    const read = (offset: number) => opts.executor.readLog(req.params.id, q.stream, offset, length);
+    const read = (offset: number) => opts.executor.readLog(req.params.id, q.stream, offset, length, q.times);
     let first: LogChunk;
     try {
       first = await read(q.offset);

@@ -23,6 +23,8 @@ export interface LogQuery {
   length: number | undefined;
   /** True: an NDJSON stream of chunks until eof, instead of one chunk. */
   follow: boolean;
+  /** True: each chunk carries the times its bytes were written by (LogChunk.times). */
+  times: boolean;
 }
 
 function badQuery(field: string, message: string): CairnError {
@@ -44,11 +46,14 @@ export function parseLogQuery(query: Record<string, unknown>): LogQuery {
   if (stream !== 'stdout' && stream !== 'stderr') throw badQuery('stream', `must be stdout or stderr, got '${String(stream)}'`);
   const follow = query.follow ?? 'false';
   if (follow !== 'true' && follow !== 'false') throw badQuery('follow', `must be true or false, got '${String(follow)}'`);
+  const times = query.times ?? 'false';
+  if (times !== 'true' && times !== 'false') throw badQuery('times', `must be true or false, got '${String(times)}'`);
   return {
     stream,
     offset: intParam(query.offset, 'offset', 0) ?? 0,
     length: intParam(query.length, 'length', 1),
     follow: follow === 'true',
+    times: times === 'true',
   };
 }
 
@@ -57,5 +62,6 @@ export function logQueryString(q: LogQuery): string {
   const qs = new URLSearchParams({ stream: q.stream, offset: String(q.offset) });
   if (q.length !== undefined) qs.set('length', String(q.length));
   if (q.follow) qs.set('follow', 'true');
+  if (q.times) qs.set('times', 'true');
   return qs.toString();
 }

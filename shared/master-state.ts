@@ -114,4 +114,12 @@ export interface LogChunk {
   nextOffset: number;
   /** True once the task is terminal and everything has been read. */
   eof: boolean;
+  /**
+   * With `times=true`: when the log reached these sizes, as the agent noted them
+   * (agent/log-times.ts), from the first past `offset` to the first at or past `nextOffset`.
+   */
+  times?: LogTimeNote[];
 }
+
+/** The log had reached `sizeBytes` when the agent looked at `atMs`. */
+export type LogTimeNote = [sizeBytes: number, atMs: number];

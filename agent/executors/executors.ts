@@ -70,9 +70,9 @@ export class TaskExecutors {
     this.containers?.release(taskId);
   }
 
-  readLog(taskId: string, stream: LogStream, offset: number, maxBytes?: number): Promise<LogChunk> {
-    if (this.containers?.has(taskId)) return this.containers.readLog(taskId, stream, offset, maxBytes ?? MAX_LOG_READ_BYTES);
-    return this.processes.readLog(taskId, stream, offset, maxBytes);
+  readLog(taskId: string, stream: LogStream, offset: number, maxBytes?: number, withTimes = false): Promise<LogChunk> {
+    if (this.containers?.has(taskId)) return this.containers.readLog(taskId, stream, offset, maxBytes ?? MAX_LOG_READ_BYTES, withTimes);
+    return this.processes.readLog(taskId, stream, offset, maxBytes, withTimes);
   }
 
   /** Finds the containers an earlier agent process left (processes are recovered from their checkpoints). */

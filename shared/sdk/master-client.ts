@@ -21,6 +21,8 @@ export interface FollowLogsOptions {
   signal?: AbortSignal;
   /** Longest silence before the stream counts as broken (default three keepalive periods). */
   idleTimeoutMs?: number;
+  /** Each chunk says when its bytes were written (LogChunk.times). */
+  times?: boolean;
 }
 
 export interface MasterClientOptions {
@@ -116,9 +118,9 @@ export class MasterClient {
     return this.json<unknown>('GET', `/api/v1/tasks/${encodeURIComponent(taskId)}/usage`, `reading the usage of task ${taskId}`);
   }
 
-  /** `GET /api/v1/tasks/:id/logs?stream=&offset=` */
-  logs(taskId: string, stream: LogStream, offset: number): Promise<LogChunk> {
-    const query = new URLSearchParams({ stream, offset: String(offset) });
+  /** `GET /api/v1/tasks/:id/logs?stream=&offset=`; with `times`, the chunk says when its bytes were written. */
+  logs(taskId: string, stream: LogStream, offset: number, times = false): Promise<LogChunk> {
+    const query = new URLSearchParams({ stream, offset: String(offset), ...(times ? { times: 'true' } : {}) });
     return this.json<LogChunk>('GET', `/api/v1/tasks/${encodeURIComponent(taskId)}/logs?${query}`, `reading the ${stream} of task ${taskId}`);
   }
 
@@ -132,7 +134,7 @@ export class MasterClient {
    */
   async *followLogs(taskId: string, stream: LogStream, offset: number, options: FollowLogsOptions = {}): AsyncGenerator<LogChunk, void, undefined> {
     const what = `following the ${stream} of task ${taskId}`;
-    const query = new URLSearchParams({ stream, offset: String(offset), follow: 'true' });
+    const query = new URLSearchParams({ stream, offset: String(offset), follow: 'true', ...(options.times ? { times: 'true' } : {}) });
     const idleTimeoutMs = options.idleTimeoutMs ?? 3 * LOG_FOLLOW_KEEPALIVE_MS;
     const connection = new AbortController();
     const onAbort = () => connection.abort(options.signal?.reason);

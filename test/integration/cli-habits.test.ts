@@ -1,7 +1,8 @@
 // kubectl's and Nomad's habits against a real `cairn up` (issue 24, item 4), one test each:
-// -f on submit, one -o json shape for every list, get/describe, -w, logs --tail, global
-// flags after the command, ids in completion, "No resources found", framework names, and
-// the exit codes for a time-out, a refused credential and a refused permission.
+// -f on submit, one -o json shape for every list, get/describe, -w, logs --tail, --timestamps
+// and --since, global flags after the command, ids in completion, "No resources found",
+// framework names, and the exit codes for a time-out, a refused credential and a refused
+// permission.
 
 import { spawn, execFileSync, spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -68,6 +69,23 @@ describe('kubectl and Nomad habits on a real cluster', () => {
     const r = await cairn(['logs', doneId, '--tail', '3']);
     expect([r.code, r.stdout]).toEqual([0, '8\n9\n10\n']);
   });
+
+  it('logs --timestamps and --since: the times the agent noted the lines by', async () => {
+    const r = await cairn(['run', '--name', 'stamped', '--', 'echo first; sleep 6; echo second']);
+    expect(r.code, r.stderr).toBe(0);
+    const id = (await state()).tasks.find((t: any) => t.id.startsWith('stamped-')).id;
+    const stamped = await cairn(['logs', id, '--timestamps']);
+    const lines = stamped.stdout.trimEnd().split('\n').map((l) => /^(\S+Z) (first|second)$/.exec(l));
+    expect(lines.map((m) => m?.[2]), stamped.stdout).toEqual(['first', 'second']);
+    const [t1, t2] = lines.map((m) => Date.parse(m![1]!));
+    // Noted once a second: the 6 s between the lines, give or take a note.
+    expect(t2! - t1!).toBeGreaterThanOrEqual(4000);
+    expect(t2! - t1!).toBeLessThanOrEqual(9000);
+    // A window that starts at least a second after the first line and two before the second.
+    const sinceS = Math.floor((Date.now() - t1! - 1000) / 1000);
+    const recent = await cairn(['logs', id, '--since', `${sinceS}s`]);
+    expect(recent.stdout).toBe('second\n');
+  }, 60_000);
 
   it('-f FILE on job submit; job wait --timeout exits 124', async () => {
     const quick = join(dir, 'quick.yaml');

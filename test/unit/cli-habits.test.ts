@@ -234,11 +234,11 @@ describe('logs --tail', () => {
       },
     };
     let out = '';
-    await printTaskLog(client, 't', 'stdout', true, (s) => void (out += s), 2);
+    await printTaskLog(client, 't', 'stdout', true, (s) => void (out += s), { tail: 2 });
     expect(out).toBe('c\nd\ne\nf\n');
     expect(reads).toEqual([0, 2, 4, 6, 8]);
     let once = '';
-    await printTaskLog(client, 't', 'stdout', false, (s) => void (once += s), 3);
+    await printTaskLog(client, 't', 'stdout', false, (s) => void (once += s), { tail: 3 });
     expect(once).toBe('b\nc\nd\n');
   });
 });

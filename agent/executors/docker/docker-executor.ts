@@ -427,9 +427,9 @@ export class DockerExecutor {
     return mode === 'cleanup' ? [] : running;
   }
 
-  readLog(taskId: string, stream: LogStream, offset: number, maxBytes: number): Promise<LogChunk> {
+  readLog(taskId: string, stream: LogStream, offset: number, maxBytes: number, withTimes = false): Promise<LogChunk> {
     const t = this.tasks.get(taskId);
-    return readSandboxLog(t?.sandbox ?? sandboxDir(this.opts.workDir, taskId), stream, offset, maxBytes, !t || isTerminal(t.state));
+    return readSandboxLog(t?.sandbox ?? sandboxDir(this.opts.workDir, taskId), stream, offset, maxBytes, !t || isTerminal(t.state), withTimes);
   }
 
   has(taskId: string): boolean {

@@ -578,7 +578,7 @@ export class ProcessExecutor {
    * or run by an earlier agent process): their sandbox path follows from the id, and they
    * count as ended. Throws CAIRN_BAD_REQUEST naming the field, or CAIRN_UNKNOWN_TASK.
    */
-  async readLog(taskId: string, stream: LogStream, offset: number, maxBytes = MAX_LOG_READ_BYTES): Promise<LogChunk> {
+  async readLog(taskId: string, stream: LogStream, offset: number, maxBytes = MAX_LOG_READ_BYTES, withTimes = false): Promise<LogChunk> {
     if (!LOG_STREAMS.includes(stream)) throw badRequest('stream', `must be stdout or stderr, got '${String(stream)}'`);
     if (!Number.isSafeInteger(offset) || offset < 0) throw badRequest('offset', `must be a non-negative integer, got ${offset}`);
     if (!Number.isSafeInteger(maxBytes) || maxBytes <= 0) throw badRequest('length', `must be a positive integer, got ${maxBytes}`);
@@ -593,7 +593,7 @@ export class ProcessExecutor {
       throw new CairnError('CAIRN_UNKNOWN_TASK', `unknown task '${taskId}'`, 'taskId');
     }
     try {
-      return await readSandboxLog(dir, stream, offset, maxBytes, terminal);
+      return await readSandboxLog(dir, stream, offset, maxBytes, terminal, withTimes);
     } catch (err) {
       if (err instanceof CairnError && err.code === 'CAIRN_UNKNOWN_TASK') {
         throw new CairnError('CAIRN_UNKNOWN_TASK', `no sandbox for task '${taskId}' on this agent`, 'taskId');

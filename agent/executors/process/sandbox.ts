@@ -16,6 +16,7 @@ import { lstat, open, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import { CairnError } from '../../../shared/errors.ts';
 import type { LogChunk } from '../../../shared/master-state.ts';
+import { readLogTimes } from '../../log-times.ts';
 
 export type LogStream = 'stdout' | 'stderr';
 export const LOG_STREAMS: readonly LogStream[] = ['stdout', 'stderr'];
@@ -219,7 +220,13 @@ export async function readSandboxLog(
   offset: number,
   maxBytes: number,
   terminal: boolean,
+  withTimes = false,
 ): Promise<LogChunk> {
+  const chunk = await readSandboxLogBytes(dir, stream, offset, maxBytes, terminal);
+  return withTimes ? { ...chunk, times: await readLogTimes(dir, stream, chunk.offset, chunk.nextOffset) } : chunk;
+}
+
+async function readSandboxLogBytes(dir: string, stream: LogStream, offset: number, maxBytes: number, terminal: boolean): Promise<LogChunk> {
   // A sandbox whose task has not opened its log yet (it is being started) has an empty one.
   const fh = await openSandboxLog(dir, stream);
   if (!fh) return { data: '', offset, nextOffset: offset, eof: terminal };

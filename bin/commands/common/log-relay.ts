@@ -6,6 +6,7 @@
 import type { LogChunk } from '../../../shared/master-state.ts';
 import type { LogStream } from '../../../shared/sdk/master-client.ts';
 import { MasterHttpError } from '../../../shared/sdk/http-error.ts';
+import { TimedLines } from './timed-lines.ts';
 
 /** A partial line longer than this is written out rather than held back further. */
 const MAX_HELD_LINE = 16 * 1024;
@@ -104,8 +105,8 @@ export async function followLog(o: FollowOptions): Promise<number> {
 }
 
 export interface LogStreamSource {
-  /** The log from `offset` as a stream of chunks (MasterClient.followLogs). */
-  followLogs(taskId: string, stream: LogStream, offset: number): AsyncIterable<LogChunk>;
+  /** The log from `offset` as a stream of chunks (MasterClient.followLogs); with `times`, each says when its bytes were written. */
+  followLogs(taskId: string, stream: LogStream, offset: number, options?: { times?: boolean }): AsyncIterable<LogChunk>;
 }
 
 export interface StreamFollowOptions {
@@ -121,6 +122,10 @@ export interface StreamFollowOptions {
   sleep(ms: number): Promise<void>;
   /** Where to start (what was already written, e.g. the lines `--tail` kept); 0 when absent. */
   startOffset?: number;
+  /** Ask for each chunk's times (LogChunk.times). */
+  times?: boolean;
+  /** Takes each chunk's new bytes, with their offsets and times, instead of `write`. */
+  onChunk?(chunk: LogChunk): void;
 }
 
 /**
@@ -154,12 +159,13 @@ export async function followLogStream(o: StreamFollowOptions): Promise<number> {
   for (;;) {
     let failure: unknown;
     try {
-      for await (const chunk of o.source.followLogs(o.taskId, o.stream, offset)) {
+      for await (const chunk of o.source.followLogs(o.taskId, o.stream, offset, ...(o.times ? [{ times: true }] : []))) {
         connected = true;
         const next = continuation(offset, chunk);
         if (!next) throw new Error(`the log stream jumped to byte ${chunk.offset} from ${offset}`);
         brokenSinceMs = undefined;
-        if (next.data !== '') o.write(next.data);
+        if (o.onChunk) o.onChunk({ data: next.data, offset, nextOffset: next.nextOffset, eof: next.eof, ...(chunk.times ? { times: chunk.times } : {}) });
+        else if (next.data !== '') o.write(next.data);
         offset = next.nextOffset;
         if (next.eof) return offset;
       }
@@ -181,8 +187,16 @@ const FOLLOW_RETRY_MS = 500;
 const FOLLOW_GIVE_UP_MS = 60_000;
 
 export interface TaskLogReader extends LogStreamSource {
-  /** One chunk of the log from `offset` (MasterClient.logs). */
-  logs(taskId: string, stream: LogStream, offset: number): Promise<LogChunk>;
+  /** One chunk of the log from `offset` (MasterClient.logs); with `times`, it says when its bytes were written. */
+  logs(taskId: string, stream: LogStream, offset: number, times?: boolean): Promise<LogChunk>;
+}
+
+/** How `cairn logs` prints: `--tail N`, `--timestamps`, `--since DURATION`. */
+export interface LogPrintOptions {
+  tail?: number;
+  timestamps?: boolean;
+  sinceMs?: number;
+  now?(): number;
 }
 
 /**
@@ -190,14 +204,22 @@ export interface TaskLogReader extends LogStreamSource {
  * read (a stream that breaks is followed again from where it stopped); without, what there
  * is now, read until a read brings nothing more.
  */
-export async function printTaskLog(client: TaskLogReader, taskId: string, stream: LogStream, follow: boolean, write: (text: string) => void, tailLines?: number): Promise<void> {
+export async function printTaskLog(client: TaskLogReader, taskId: string, stream: LogStream, follow: boolean, write: (text: string) => void, p: LogPrintOptions = {}): Promise<void> {
+  const now = p.now ?? Date.now;
+  // --timestamps, --since: lines given the times the agent noted (timed-lines.ts).
+  const timed = p.timestamps === true || p.sinceMs !== undefined
+    ? new TimedLines({ stamp: p.timestamps === true, ...(p.sinceMs !== undefined ? { notBeforeMs: now() - p.sinceMs } : {}), now })
+    : undefined;
+  const text = (c: LogChunk): string => (timed ? timed.push(c) : c.data);
+  const rest = (): string => (timed ? timed.flush() : '');
   let offset = 0;
-  if (tailLines !== undefined) {
+  if (p.tail !== undefined) {
     // --tail N: what is there now, read whole, of which the last N lines; then, following,
     // on from where that read ended.
     let backlog = '';
-    offset = await readLog(client, taskId, stream, 0, (text) => void (backlog += text));
-    write(lastLines(backlog, tailLines));
+    offset = await readLog(client, taskId, stream, 0, timed !== undefined, (c) => void (backlog += text(c)));
+    if (!follow) backlog += rest();
+    write(lastLines(backlog, p.tail));
     if (!follow) return;
   }
   if (follow) {
@@ -207,22 +229,25 @@ export async function printTaskLog(client: TaskLogReader, taskId: string, stream
       taskId,
       stream,
       write,
+      ...(timed ? { times: true, onChunk: (c: LogChunk) => write(text(c)) } : {}),
       retryDelayMs: FOLLOW_RETRY_MS,
       giveUpMs: FOLLOW_GIVE_UP_MS,
       now: Date.now,
       sleep: (ms) => new Promise((r) => setTimeout(r, ms)),
     });
-    return;
+  } else {
+    await readLog(client, taskId, stream, 0, timed !== undefined, (c) => write(text(c)));
   }
-  await readLog(client, taskId, stream, 0, write);
+  const last = rest();
+  if (last !== '') write(last);
 }
 
 /** Reads the log from `offset` until a read brings nothing more; resolves with the offset reached. */
-async function readLog(client: TaskLogReader, taskId: string, stream: LogStream, from: number, write: (text: string) => void): Promise<number> {
+async function readLog(client: TaskLogReader, taskId: string, stream: LogStream, from: number, times: boolean, take: (chunk: LogChunk) => void): Promise<number> {
   let offset = from;
   for (;;) {
-    const chunk = await client.logs(taskId, stream, offset);
-    write(chunk.data);
+    const chunk = await (times ? client.logs(taskId, stream, offset, true) : client.logs(taskId, stream, offset));
+    take(chunk);
     if (chunk.eof || chunk.data === '' || chunk.nextOffset <= offset) return chunk.data === '' ? offset : chunk.nextOffset;
     offset = chunk.nextOffset;
   }

@@ -212,7 +212,11 @@ export function runState(o: MasterClientCommandOptions, io: CliIo): Promise<numb
 export function runLogs(o: LogsOptions, io: CliIo): Promise<number> {
   const out = o.stream === 'stdout' ? io.stdout : io.stderr;
   return withMaster('logs', o, io, async (client) => {
-    await printTaskLog(client, o.taskId, o.stream, o.follow, (text) => void out.write(text), o.tail);
+    await printTaskLog(client, o.taskId, o.stream, o.follow, (text) => void out.write(text), {
+      ...(o.tail !== undefined ? { tail: o.tail } : {}),
+      ...(o.timestamps ? { timestamps: true } : {}),
+      ...(o.sinceMs !== undefined ? { sinceMs: o.sinceMs } : {}),
+    });
   }, { taskId: o.taskId });
 }
 

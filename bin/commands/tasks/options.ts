@@ -62,6 +62,10 @@ export interface LogsOptions extends MasterClientCommandOptions {
   follow: boolean;
   /** `--tail N`: only the last N lines of what is there, then (following) what comes. */
   tail?: number;
+  /** `--timestamps`: each line prefixed with when it was written (as the agent noted it). */
+  timestamps?: boolean;
+  /** `--since D`: only the lines written in the last D milliseconds. */
+  sinceMs?: number;
 }
 
 export interface KillOptions extends MasterClientCommandOptions {

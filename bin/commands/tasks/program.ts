@@ -221,12 +221,14 @@ Examples:
     .option('--stderr', 'print stderr instead of stdout', false)
     .option('-f, --follow', 'keep printing until the task has ended and everything is read', false)
     .addOption(new Option('--tail <lines>', 'only the last this many lines of what is there (with -f, then what comes), as kubectl logs --tail').argParser(integerFlag(0, 100_000_000)))
-    .action(async (taskId: string, o: { master?: string; stderr: boolean; follow: boolean; tail?: number }, cmd: Command) => {
+    .option('--timestamps', "prefix each line with when it was written (RFC 3339, UTC), as the task's agent saw it: within a second", false)
+    .addOption(new Option('--since <duration>', 'only the lines written in the last DURATION, e.g. 10m, 1h (as --timestamps times them)').argParser(durationFlag()))
+    .action(async (taskId: string, o: { master?: string; stderr: boolean; follow: boolean; tail?: number; timestamps: boolean; since?: number }, cmd: Command) => {
       if (isReplicaRef(taskId)) {
-        if (o.tail !== undefined) cmd.error('error: --tail takes a task id; for a replica, give its task id (cairn job show JOB lists them)', { exitCode: 2, code: 'cairn.badFlag' });
+        if (o.tail !== undefined || o.timestamps || o.since !== undefined) cmd.error('error: --tail, --timestamps and --since take a task id; for a replica, give its task id (cairn job show JOB lists them)', { exitCode: 2, code: 'cairn.badFlag' });
         return void (result.exitCode = await replicaLogs(program, io, masterUrlOf(o.master, io, cmd), taskId, o));
       }
-      result.exitCode = await h.logs({ masterUrl: masterUrlOf(o.master, io, cmd), taskId, stream: o.stderr ? 'stderr' : 'stdout', follow: o.follow, ...(o.tail !== undefined ? { tail: o.tail } : {}) }, io);
+      result.exitCode = await h.logs({ masterUrl: masterUrlOf(o.master, io, cmd), taskId, stream: o.stderr ? 'stderr' : 'stdout', follow: o.follow, ...(o.tail !== undefined ? { tail: o.tail } : {}), ...(o.timestamps ? { timestamps: true } : {}), ...(o.since !== undefined ? { sinceMs: o.since } : {}) }, io);
     });
 
   program
