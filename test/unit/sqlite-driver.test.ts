@@ -47,6 +47,12 @@ it('picks node:sqlite where this Node has it (22.16 and later), better-sqlite3 o
   expect(ENGINES).toContain(defaultEngine());
 });
 
+it.skipIf(defaultEngine() === 'node:sqlite')('says why node:sqlite cannot be used on a Node without it', () => {
+  expect(() => openDatabase(':memory:', { engine: 'node:sqlite' })).toThrow(
+    expect.objectContaining({ code: 'CAIRN_INTERNAL', message: expect.stringMatching(/node:sqlite cannot be used here: .*Node >= 22\.16/) }),
+  );
+});
+
 it('prints no warning when it loads node:sqlite', () => {
   const script = "const m = await import('./shared/sqlite/driver.ts'); m.openDatabase(':memory:').close(); console.log(m.defaultEngine());";
   const r = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], { cwd: ROOT, encoding: 'utf8', timeout: 30_000 });
