@@ -1,7 +1,9 @@
 // A uPlot chart as a preact component. Props:
 //   x: number[] (ascending; seconds since the epoch when `time`)
 //   series: [{ label, values: (number|null)[], color, style: 'points' | 'line' | 'step' }]
-//   time?: boolean, xLabel?, yLabel?, yUnit? (on every value tick and legend value: "cpus",
+//   time?: boolean, xWhole? (x counts things, trials say: ticks on whole numbers only),
+//   yFromZero? (amounts, CPUs say: the value axis starts at 0 and ends a tenth above the most),
+//   xLabel?, yLabel?, yUnit? (on every value tick and legend value: "cpus",
 //   "MiB", "%"), title?, height? (px; the width follows the container)
 // The plot is made once per shape of series and given new data in place after that. Ticks:
 // a time axis at least 100 px apart, labelled by the time of day (series.js timeTicks), value
@@ -35,14 +37,20 @@ function padRange(lo, hi, time) {
 /** An axis wide enough for its longest label (about 7 px a character at 11 px), at least 50 px. */
 const axisSize = (_u, values) => Math.max(50, Math.max(0, ...(values ?? []).map((v) => String(v).length)) * 7 + 18);
 
-function options({ series, time, xLabel, yLabel, yUnit, title, height }, width, el) {
+/** Tick steps for an axis of whole numbers (no trial 0.5). */
+const WHOLE_STEPS = [1, 2, 5, 10, 20, 50, 100, 200, 500, 1000, 2000, 5000, 10000];
+
+function options({ series, time, xWhole, yFromZero, xLabel, yLabel, yUnit, title, height }, width, el) {
   const drawn = { x: [], y: [] };
   return {
     width, height, title,
     // A little room either side, so the first and last points are not cut in half.
-    scales: { x: { time: !!time, range: (_u, lo, hi) => padRange(lo, hi, !!time) } },
+    scales: {
+      x: { time: !!time, range: (_u, lo, hi) => padRange(lo, hi, !!time) },
+      ...(yFromZero ? { y: { range: (_u, _lo, hi) => [0, hi !== null && hi > 0 ? hi * 1.1 : 1] } } : {}),
+    },
     axes: [
-      { label: xLabel, space: time ? 100 : 50, values: (_u, ticks) => (drawn.x = time ? timeTicks(ticks) : ticks.map((v) => formatNumber(v, 3))) },
+      { label: xLabel, space: time ? 100 : 50, ...(xWhole ? { incrs: WHOLE_STEPS } : {}), values: (_u, ticks) => (drawn.x = time ? timeTicks(ticks) : ticks.map((v) => formatNumber(v, 3))) },
       { label: yLabel, space: 30, size: axisSize, values: (_u, ticks) => (drawn.y = ticks.map((v) => valueTick(v, yUnit))) },
     ],
     series: [{
@@ -64,7 +72,7 @@ export function Chart(props) {
   const plot = useRef(null);
   const shape = useRef('');
   const data = [x, ...series.map((s) => s.values)];
-  const key = JSON.stringify([series.map((s) => [s.label, s.style, s.color]), !!props.time, props.xLabel, props.yLabel, props.yUnit, props.title, height]);
+  const key = JSON.stringify([series.map((s) => [s.label, s.style, s.color]), !!props.time, props.xWhole, props.yFromZero, props.xLabel, props.yLabel, props.yUnit, props.title, height]);
 
   useEffect(() => {
     const el = box.current;

@@ -49,13 +49,13 @@ export function UsageCharts({ path, what = 'this' }) {
   if (s.x.length === 0) return html`<p class="muted usage-none">No usage samples of ${what} yet.</p>`;
   return html`<div class="usage-charts" data-points=${s.x.length}>
     <div class="usage-chart" data-kind="cpu"><h3>CPU</h3>
-      <${Chart} x=${s.x} time=${true} xLabel="time" yLabel="CPU" yUnit="cpus" height=${180}
+      <${Chart} x=${s.x} time=${true} yFromZero=${true} xLabel="time" yLabel="CPU" yUnit="cpus" height=${180}
         series=${[{ label: 'used', values: s.cpus, color: USED, style: 'line' }, { label: 'limit', values: s.cpusLimit, color: LIMIT, style: 'step' }]} /></div>
     <div class="usage-chart" data-kind="memory"><h3>Memory</h3>
-      <${Chart} x=${s.x} time=${true} xLabel="time" yLabel="memory" yUnit="MiB" height=${180}
+      <${Chart} x=${s.x} time=${true} yFromZero=${true} xLabel="time" yLabel="memory" yUnit="MiB" height=${180}
         series=${[{ label: 'used', values: s.memMiB, color: USED, style: 'line' }, { label: 'limit', values: s.memLimitMiB, color: LIMIT, style: 'step' }]} /></div>
     ${s.gpus.length > 0 ? html`<div class="usage-chart" data-kind="gpu"><h3>GPU</h3>
-      <${Chart} x=${s.x} time=${true} xLabel="time" yLabel="GPU busy" yUnit="%" height=${180}
+      <${Chart} x=${s.x} time=${true} yFromZero=${true} xLabel="time" yLabel="GPU busy" yUnit="%" height=${180}
         series=${s.gpus.map((g, k) => ({ label: `GPU ${g.index}`, values: g.util, color: GPU_COLORS[k % GPU_COLORS.length], style: 'line' }))} /></div>`
       : html`<div class="usage-chart muted" data-kind="gpu"><h3>GPU</h3><p>No GPUs${what === 'this task' ? ' held by this task' : ' on this agent'}.</p></div>`}
   </div>`;

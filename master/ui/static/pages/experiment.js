@@ -34,7 +34,7 @@ function trialColumns(names, metricName) {
   return [
     { key: 'index', title: '#', align: 'right', width: '3em', render: (t) => t.index },
     { key: 'state', title: 'State', width: '9em', render: (t) => (t.state === 'EarlyStopped'
-      ? html`<span class="early-mark"><${Badge} tone="wait" title=${t.message ?? 'stopped by the early-stopping rule'}>⏹ stopped early<//></span>`
+      ? html`<span class="early-mark"><${Badge} tone="wait" title=${t.message ?? 'stopped by the early-stopping rule'}>stopped early<//></span>`
       : html`<${StateBadge} state=${t.state} title=${t.message} />`) },
     ...names.map((n) => ({ key: `p:${n}`, title: n, align: 'right', render: (t) => formatNumber(t.params?.[n]) })),
     { key: 'value', title: metricName, align: 'right', render: (t) => html`<strong>${formatNumber(t.value)}</strong>` },
@@ -77,8 +77,8 @@ function Charts({ e }) {
     { label: 'best so far', values: s.best, color: BEST, style: 'step' },
   ];
   return html`<div class="charts" style=${{ display: 'grid', gridTemplateColumns: 'repeat(auto-fit, minmax(360px, 1fr))', gap: '16px' }}>
-    <div><h3>${metric} by trial</h3>
-      ${byTrial.x.length ? html`<${Chart} x=${byTrial.x} series=${series(byTrial)} xLabel="trial" yLabel=${metric} />` : html`<p class="muted">No trials yet.</p>`}</div>
+    <div class="metric-chart" data-kind="by-trial"><h3>${metric} by trial</h3>
+      ${byTrial.x.length ? html`<${Chart} x=${byTrial.x} series=${series(byTrial)} xWhole=${true} xLabel="trial" yLabel=${metric} />` : html`<p class="muted">No trials yet.</p>`}</div>
     <div><h3>${metric} over time</h3>
       ${byTime.x.length ? html`<${Chart} x=${byTime.x} series=${series(byTime)} time=${true} xLabel="finished" yLabel=${metric} />` : html`<p class="muted">No trial has finished with a value yet.</p>`}</div>
   </div>`;
