@@ -3,7 +3,7 @@
 // use the production class (subscribe label, job, experiment, app), while Alice's job of that
 // class is checked against her, not against the built-in framework that runs it; Bob may not
 // name his framework `marathon` (or any built-in's name, or a name Alice holds); the agent's
-// usage shows each caller only the tasks it may view; Bob's flood of login links leaves
+// usage (the latest sample and the history) shows each caller only the tasks it may view; Bob's flood of login links leaves
 // Alice's `cairn ui` working.
 
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
@@ -65,11 +65,17 @@ beforeAll(async () => {
   const auth = strictTenantAuth({ use_priority_classes: [{ principals: { values: ['alice'] }, priority_classes: { values: ['production'] } }] });
   // The agent's usage API, as the real agent answers it: a sample of every task it was given.
   usageServer = createServer((req, res) => {
-    if (req.url !== '/api/v1/usage' || req.headers.authorization !== `Bearer ${AGENT.secret}`) {
+    if ((req.url !== '/api/v1/usage' && req.url !== '/api/v1/usage/history') || req.headers.authorization !== `Bearer ${AGENT.secret}`) {
       res.writeHead(404).end();
       return;
     }
     const tasks = agent.launched.map((t) => ({ taskId: t.taskId, frameworkId: t.frameworkId, timestampMs: 1, source: 'proc', cpuSeconds: 1, cpusUsed: 0.5, cpusLimit: 0.1, memoryBytes: 1000, rssBytes: 900, memoryLimitBytes: 32 << 20, gpus: [] }));
+    if (req.url === '/api/v1/usage/history') {
+      // One point of the agent's history (agent/usage/history.ts): its sums and each task's share.
+      const point = { timestampMs: 1, cpusUsed: 0.5 * tasks.length, cpusLimit: 0.1 * tasks.length, memoryBytes: 1000 * tasks.length, memoryLimitBytes: (32 << 20) * tasks.length, gpus: [], tasks: tasks.map((t) => ({ taskId: t.taskId, frameworkId: t.frameworkId, cpusUsed: 0.5, cpusLimit: 0.1, memoryBytes: 1000, memoryLimitBytes: 32 << 20, gpuIndices: [] })) };
+      res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({ intervalMs: 1000, points: [point] }));
+      return;
+    }
     res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify({
       agentId: agent.agentId, timestampMs: 1, intervalMs: 1000, tasks, gpus: [], unhealthyGpus: [],
       total: { tasks: tasks.length, cpusUsed: 0.5 * tasks.length, cpusLimit: 0.1 * tasks.length, memoryBytes: 1000 * tasks.length, rssBytes: 900 * tasks.length, memoryLimitBytes: (32 << 20) * tasks.length, gpus: 0, gpuMemoryUsedMiB: 0 },
@@ -165,6 +171,18 @@ describe('what one tenant may claim of another', { timeout: 120_000 }, () => {
     const asAdmin = await send('admin', 'GET', `/api/v1/agents/${agent.agentId}/usage`);
     expect((asAdmin.body.tasks as any[]).map((t) => t.taskId)).toEqual(expect.arrayContaining([...aliceTasks, ...bobTasks]));
     expect(asAdmin.body.hiddenTasks).toBeUndefined();
+
+    // The history the dashboard charts: the same tasks, and sums over those alone.
+    const bobHistory = await send('bob', 'GET', `/api/v1/agents/${agent.agentId}/usage/history`);
+    expect(bobHistory.status).toBe(200);
+    const [bobPoint] = bobHistory.body.points as any[];
+    expect(bobPoint.tasks.map((t: any) => t.taskId).sort()).toEqual([...bobSees].sort());
+    expect(bobPoint.cpusUsed).toBeCloseTo(0.5 * bobSees.length);
+    expect(bobPoint.memoryBytes).toBe(1000 * bobSees.length);
+    const adminHistory = await send('admin', 'GET', `/api/v1/agents/${agent.agentId}/usage/history`);
+    expect((adminHistory.body.points[0].tasks as any[]).map((t) => t.taskId)).toEqual(expect.arrayContaining([...aliceTasks, ...bobTasks]));
+    // A task's own history is refused to who may not view the task.
+    expect((await send('bob', 'GET', `/api/v1/tasks/${encodeURIComponent(aliceTasks[0]!)}/usage/history`)).status).toBe(403);
   });
 
   it("keeps one principal's flood of login links from locking out another", async () => {
