@@ -124,7 +124,12 @@ describe.skipIf(skip !== undefined)('the dashboard details, in a browser on a re
     for (const t of memTicks) expect(t).toMatch(/ MiB$/);
   });
 
-  it('writes every time one way on the task, agent and cluster pages', async () => {
+  it('writes every time one way on the task, agent, cluster, job and jobs pages', async () => {
+    const job = await authFetch(`${master.url}/api/v1/jobs`, {
+      method: 'POST', headers: { 'content-type': 'application/json' },
+      body: JSON.stringify({ name: 'ui-times', kind: 'batch', groups: [{ name: 'worker', replicas: 1, template: { command: 'echo done', cpus: 0.1, mem: 32 } }] }),
+    });
+    expect(job.status, await job.clone().text()).toBe(201);
     await page.goto(`${master.url}/ui/#/tasks/${encodeURIComponent(task.id)}`);
     await page.locator('table[aria-label="status history"] time.when').first().waitFor({ timeout: 15_000 });
     await expectOneTimeFormat(page, 3);
@@ -135,6 +140,14 @@ describe.skipIf(skip !== undefined)('the dashboard details, in a browser on a re
     await page.locator('table[aria-label="agents"] time.age').first().waitFor({ timeout: 15_000 });
     // An age carries the time itself, in the one format, in its title.
     expect(await page.locator('table[aria-label="agents"] time.age').first().getAttribute('title')).toMatch(TIME);
+    await expectOneTimeFormat(page, 0);
+    await page.goto(`${master.url}/ui/#/jobs/ui-times`);
+    await page.locator('.facts time.when').first().waitFor({ timeout: 15_000 });
+    await expect.poll(async () => page.locator('main time.when').count(), { timeout: 30_000 }).toBeGreaterThanOrEqual(3);
+    await expectOneTimeFormat(page, 3);
+    await page.goto(`${master.url}/ui/#/jobs`);
+    await page.getByText('ui-times').first().waitFor({ timeout: 15_000 });
+    expect(await page.locator('main time.age').first().getAttribute('title')).toMatch(TIME);
     await expectOneTimeFormat(page, 0);
   });
 
