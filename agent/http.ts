@@ -92,6 +92,9 @@ export function buildAgentHttp(opts: Omit<AgentHttpOptions, 'host' | 'port'>): F
     closing = true;
     for (const f of follows.keys()) f.abort();
     await Promise.all(follows.values());
+    // What is still open now (a master that went on reading a followed log whose client had
+    // left, keep-alive sockets) would hold close() up to its timeouts: the agent is stopping.
+    app.server.closeAllConnections?.();
   });
 
   app.get<{ Params: { id: string }; Querystring: Record<string, unknown> }>('/api/v1/tasks/:id/logs', async (req, reply) => {
