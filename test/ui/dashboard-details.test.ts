@@ -1,17 +1,32 @@
 // The dashboard's finer points in a real browser against a real local cluster (a master and an
-// agent sampling usage every 500 ms, as processes): framework names beside ids, one time
+// agent sampling usage every 500 ms, as processes; its one GPU is a stand-in: an nvidia-smi on
+// its PATH that answers the two queries the agent asks with recorded-format lines, the GPU
+// busier as the seconds go, so no GPU is needed): framework names beside ids, one time
 // format on every page, an expired login link said so, chart ticks that read, resource use over
 // time for a task and its agent from a task burning CPU, early-stopped trials marked, the
 // parallel plot's colour legend, and a header that fits 800 px. Screenshots go to
 // test-output/ui/<name>.png.
 
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { chmodSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import type { Page } from 'playwright-core';
 import { authFetch } from '../harness/credentials.ts';
 import { browserSkipReason, launchBrowser, screenshot, type UiBrowser } from '../harness/browser.ts';
 import { Cleanup, runCairn, startAgentProcess, startMasterProcess, waitFor, type CairnProcess } from '../harness/processes.ts';
 
 const skip = browserSkipReason();
+
+/** nvidia-smi as the agent asks it: discovery (index, uuid, name, memory) and usage (memory used, utilisation). */
+const STAND_IN_NVIDIA_SMI = `#!/bin/sh
+uuid=GPU-5d1f8a43-9c1e-7b2a-3f44-0e6c2d9b8a11
+s=$(date +%s)
+case "$1" in
+  --query-gpu=index,uuid,name,memory.total) echo "0, $uuid, Stand-in GPU, 24576" ;;
+  --query-gpu=index,uuid,memory.used,memory.total,utilization.gpu) echo "0, $uuid, $(( s % 7 * 1000 )), 24576, $(( s % 10 * 10 ))" ;;
+  *) echo "unexpected query: $*" >&2; exit 2 ;;
+esac
+`;
 
 const TIME = /^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}$/;
 
@@ -51,11 +66,17 @@ describe.skipIf(skip !== undefined)('the dashboard details, in a browser on a re
 
   beforeAll(async () => {
     master = await startMasterProcess(cleanup);
-    await startAgentProcess(cleanup, master.url, { resources: 'cpus:4;mem:4096;disk:2000;ports:[31200-31299]', extra: ['--usage-interval', '500ms'] });
+    const bin = cleanup.dir('cairn-stand-in-bin-');
+    writeFileSync(join(bin, 'nvidia-smi'), STAND_IN_NVIDIA_SMI);
+    chmodSync(join(bin, 'nvidia-smi'), 0o755);
+    await startAgentProcess(cleanup, master.url, {
+      resources: 'cpus:4;mem:4096;disk:2000;gpus:1;ports:[31200-31299]', extra: ['--usage-interval', '500ms'],
+      env: { PATH: `${bin}:${process.env.PATH}` },
+    });
     browser = await launchBrowser(cleanup);
     page = await browser.page();
     // A task that burns CPU for 12 s: its usage is what the charts must show.
-    burner = runCairn(['run', '--master', master.url, '--name', 'burner', '--cpus', '0.5', '--mem', '64', '--', 'timeout', '12', 'sh', '-c', 'while :; do :; done'], {}, 90_000);
+    burner = runCairn(['run', '--master', master.url, '--name', 'burner', '--cpus', '0.5', '--mem', '64', '--gpus', '1', '--', 'timeout', '12', 'sh', '-c', 'while :; do :; done'], {}, 90_000);
     task = await waitFor('the burner to run', async () => {
       const body = await (await authFetch(`${master.url}/api/v1/tasks?limit=20`)).json();
       const t = body.tasks?.find((x: { name: string; state: string }) => x.name.includes('burner') && x.state === 'TASK_RUNNING');
@@ -96,14 +117,17 @@ describe.skipIf(skip !== undefined)('the dashboard details, in a browser on a re
     expect(history.points.length).toBeGreaterThanOrEqual(4);
     expect(Math.max(...history.points.map((p: { cpusUsed: number | null }) => p.cpusUsed ?? 0))).toBeGreaterThan(0.2);
     expect(history.points.every((p: { memoryBytes: number }) => p.memoryBytes > 0)).toBe(true);
-    // No GPU here: said, not drawn empty.
-    expect(await page.locator('.usage-chart[data-kind=gpu]').innerText()).toMatch(/No GPUs/);
+    // Its GPU's utilisation, as nvidia-smi reported it.
+    await page.locator('.usage-chart[data-kind=gpu] .chart canvas').waitFor();
+    expect(history.points.some((p: { gpus: { index: number; utilizationPercent: number | null }[] }) => p.gpus.some((g) => g.index === 0 && g.utilizationPercent !== null))).toBe(true);
+    expect(JSON.parse((await page.locator('.usage-chart[data-kind=gpu] .chart').getAttribute('data-y-ticks')) ?? '[]').every((t: string) => t.endsWith(' %'))).toBe(true);
     await screenshot(page, 'task-usage');
 
     await page.goto(`${master.url}/ui/#/agents/${encodeURIComponent(task.agentId)}`);
     await expect.poll(async () => Number(await page.locator('.usage-charts').getAttribute('data-points').catch(() => '0')), { timeout: 20_000 }).toBeGreaterThanOrEqual(4);
     const agentHistory = await (await authFetch(`${master.url}/api/v1/agents/${encodeURIComponent(task.agentId)}/usage/history`)).json();
     expect(agentHistory.points.some((p: { tasks: { taskId: string }[] }) => p.tasks.some((t) => t.taskId === task.id))).toBe(true);
+    await page.locator('.usage-chart[data-kind=gpu] .chart canvas').waitFor();
     await screenshot(page, 'agent');
   });
 
