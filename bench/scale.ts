@@ -231,7 +231,8 @@ function schedstat(pid: number, tid: number): { cpuNs: number; waitNs: number } 
 /**
  * Samples the state of the masters' main threads every 10 ms: R (running or runnable), S
  * (sleeping: waiting for I/O in the event loop), D (uninterruptible: in the kernel on the
- * disk, i.e. SQLite's fsync, which better-sqlite3 does on the JavaScript thread).
+ * disk, i.e. SQLite's fsync, which both SQLite engines (node:sqlite, better-sqlite3) do on the
+ * JavaScript thread).
  */
 class ThreadStates {
   private readonly counts = new Map<number, Record<string, number>>();
