@@ -56,7 +56,10 @@ const TICK_MS = 200;
 const REFUSE_IDLE_S = 30;
 const REFUSE_BUSY_S = 0.5;
 
-export interface JobsRuntimeOptions extends Partial<Omit<EngineOptions, 'domain'>>, RuntimeIoOptions {}
+export interface JobsRuntimeOptions extends Partial<Omit<EngineOptions, 'domain'>>, RuntimeIoOptions {
+  /** Makes a new job's uid (default: random); the simulator passes a seeded one, so one seed gives one history. */
+  uid?: () => string;
+}
 
 /** The job engine on the framework runtime: its reconciler, with the runtime's offer loop and queue. */
 export class JobsRuntime implements BuiltinInstance {
@@ -69,11 +72,13 @@ export class JobsRuntime implements BuiltinInstance {
   private readonly queue: DecisionQueue;
   private readonly stopTicks: Cancel;
   private readonly now: () => number;
+  private readonly uid: () => string;
 
   constructor(private readonly env: BuiltinEnv, opts: JobsRuntimeOptions = {}) {
     this.log = env.log;
     const io = runtimeIo(env, opts);
     this.now = () => io.clock.now();
+    this.uid = opts.uid ?? (() => randomBytes(4).toString('hex'));
     this.queue = new DecisionQueue(() => this.flush(), (err) => this.log.error({ err }, 'the job engine could not carry out a decision'));
     const classes = env.priorityClasses;
     this.engine = new JobEngine({
@@ -123,7 +128,7 @@ export class JobsRuntime implements BuiltinInstance {
   async submit(spec: JobSpec, ignored: IgnoredField[], owner = ''): Promise<JobRecord | 'exists'> {
     const out = await this.queue.ask<JobRecord | 'exists'>(() => {
       this.engine.setClusterTotals(this.clusterTotals());
-      const r = this.engine.submit(spec, ignored, randomBytes(4).toString('hex'), this.now(), owner);
+      const r = this.engine.submit(spec, ignored, this.uid(), this.now(), owner);
       return r === 'exists' ? r : structuredClone(r);
     }, 'exists');
     if (out !== 'exists') this.subs.ensure(laneOf(spec));
