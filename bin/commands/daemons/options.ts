@@ -66,6 +66,8 @@ export interface UpOptions extends DnsFlags {
   acls?: string;
   /** --open: what is answered without a credential. */
   open?: Openable[];
+  /** `--host-path-allow`: host directories the agent's containers may mount. */
+  hostPathAllow?: string[];
 }
 
 export interface MasterOptions extends DnsFlags {

@@ -54,14 +54,15 @@ export function addDaemonCommands(program: Command, ctx: FamilyContext & { handl
     .addOption(new Option('--gossip-port <port>', "the first master's gossip port, UDP and TCP, for agents of this host to --join with --secret-file DATA_DIR/secret (default: any free port)").argParser(PORT))
     .option('--credentials <file>', 'principals to use instead of DATA_DIR/credentials.json (made once); its first user entry is saved for the CLI (default: $CAIRN_CREDENTIALS)')
     .option('--acls <file>', 'who may do what, JSON in the shape of Mesos ACLs (default: $CAIRN_ACLS, else every user principal may do everything)')
+    .addOption(new Option('--host-path-allow <dirs>', "host directories the agent's containers may mount, comma-separated or repeated (default: none), as cairn agent's").argParser(listFlag))
     .addOption(openOption());
   addLogOptions(addTlsOptions(addDnsOptions(up)))
-    .action(async (o: { dataDir: string; port: number; agentPort: number; resources?: string; masters: number; credentials?: string; acls?: string; open?: Openable[]; gossipEncrypt?: boolean; gossipPort?: number } & DnsFlagValues & TlsFlagValues & LogFlagValues, cmd: Command) => {
+    .action(async (o: { dataDir: string; port: number; agentPort: number; resources?: string; masters: number; credentials?: string; acls?: string; open?: Openable[]; gossipEncrypt?: boolean; gossipPort?: number; hostPathAllow?: string[] } & DnsFlagValues & TlsFlagValues & LogFlagValues, cmd: Command) => {
       // A group's members know each other's URLs before they start: the ports are fixed.
       if (o.masters > 1 && (o.port === 0 || o.port + o.masters - 1 > 65535)) {
         return cmd.error(`error: option '--port <port>' must be the first of ${o.masters} consecutive free ports with --masters ${o.masters} (not 0, and at most ${65536 - o.masters})`, { exitCode: USAGE_EXIT_CODE, code: 'cairn.badFlag' });
       }
-      result.exitCode = await h.up({ dataDir: resolve(o.dataDir), port: o.port, agentPort: o.agentPort, masters: o.masters, ...(o.credentials ?? io.env.CAIRN_CREDENTIALS ? { credentials: resolve((o.credentials ?? io.env.CAIRN_CREDENTIALS)!) } : {}), ...(o.acls ?? io.env.CAIRN_ACLS ? { acls: resolve((o.acls ?? io.env.CAIRN_ACLS)!) } : {}), ...(o.open ? { open: o.open } : {}), ...(o.resources !== undefined ? { resources: o.resources } : {}), ...(o.gossipEncrypt ? { gossipEncrypt: true } : {}), ...(o.gossipPort ? { gossipPort: o.gossipPort } : {}), ...dnsFlags(o), ...tlsFlags(o), ...logFlags(o) }, io);
+      result.exitCode = await h.up({ dataDir: resolve(o.dataDir), port: o.port, agentPort: o.agentPort, masters: o.masters, ...(o.credentials ?? io.env.CAIRN_CREDENTIALS ? { credentials: resolve((o.credentials ?? io.env.CAIRN_CREDENTIALS)!) } : {}), ...(o.acls ?? io.env.CAIRN_ACLS ? { acls: resolve((o.acls ?? io.env.CAIRN_ACLS)!) } : {}), ...(o.open ? { open: o.open } : {}), ...(o.resources !== undefined ? { resources: o.resources } : {}), ...(o.gossipEncrypt ? { gossipEncrypt: true } : {}), ...(o.gossipPort ? { gossipPort: o.gossipPort } : {}), ...(o.hostPathAllow ? { hostPathAllow: o.hostPathAllow } : {}), ...dnsFlags(o), ...tlsFlags(o), ...logFlags(o) }, io);
     });
 
   const master = program

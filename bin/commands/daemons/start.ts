@@ -171,6 +171,7 @@ export async function runUp(o: UpOptions, io: CliIo): Promise<number> {
       logger: log,
       gossip: gossip([master.gossip!.member.address]),
       ...(o.resources !== undefined ? { resources: o.resources } : {}),
+      ...(o.hostPathAllow ? { hostPathAllow: o.hostPathAllow } : {}),
       // The task resolver forwards what the zone does not hold where the master does.
       ...(o.dnsResolvers !== undefined ? { dnsResolvers: o.dnsResolvers } : {}),
     });
