@@ -25,10 +25,10 @@ import { SimFramework, type FrameworkWorld } from './cluster-framework.ts';
 import { checkReplicasOnce, checkSettled, checkStep, checkTasksOnce } from './cluster-invariants.ts';
 import { SimJobs } from './cluster-jobs.ts';
 import { jobsWorkload } from './jobs-workload.ts';
+import type { StoreBug } from './sim-store.ts';
 import { SimServices, type ServicesBug } from './cluster-services.ts';
 import { SimSharing, type SharingOptions, type SharingStats } from './cluster-sharing.ts';
 import { servicesWorkload } from './services-workload.ts';
-import { Resources } from '../../shared/resources.ts';
 import { SimMaster, type MasterWorld, type PlantedBug } from './cluster-master.ts';
 import { ClusterHistory, livenessBoundMs } from './cluster-history.ts';
 import { MemberReAdd, WIPE_REFUSED_START } from './cluster-wipe.ts';
@@ -43,8 +43,10 @@ export interface ClusterSimOptions {
   safetyMs?: number;
   /** How long, after the faults, the cluster may take to finish and settle. */
   livenessMs?: number;
-  /** Adds the jobs framework (the production job engine) with a workload of gangs. */
+  /** Adds the jobs framework (the production framework on the production runtime) with a workload of gangs: run with runSeedAsync. */
   jobs?: boolean;
+  /** A bug planted in the jobs framework's store, to show the invariants catch it. */
+  jobsPlant?: StoreBug;
   /** Adds the services framework (its production rounds) with apps created, scaled, restarted and deleted. */
   services?: boolean;
   /** A bug planted in the services framework, to show the invariants catch it. */
@@ -214,8 +216,36 @@ export interface SeedResult {
   sharing?: SharingStats;
 }
 
-/** One seed: throws with `reproduce with --seed N` when an invariant breaks. */
+/** One seed: throws with `reproduce with --seed N` when an invariant breaks. Not for the jobs framework (runSeedAsync). */
 export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult {
+  if (opts.jobs) throw new Error('the jobs framework runs on promises: run its seeds with runSeedAsync');
+  const run = seedRun(seed, opts);
+  for (;;) {
+    const r = run.next();
+    if (r.done) return r.value;
+  }
+}
+
+/**
+ * One seed of a simulation whose frameworks run on promises (the production framework
+ * runtime): after each event of the simulated clock, the promise jobs it started run to
+ * their end before the next event — no timer or I/O of the host runs meanwhile, so one seed
+ * still gives one history.
+ */
+export async function runSeedAsync(seed: number, opts: ClusterSimOptions = {}): Promise<SeedResult> {
+  const run = seedRun(seed, opts);
+  for (;;) {
+    const r = run.next();
+    if (r.done) return r.value;
+    for (let i = 0; i < MICROTASK_TURNS; i++) await Promise.resolve();
+  }
+}
+
+/** Promise turns run after each clock event: deeper than any chain of the framework runtime's. */
+const MICROTASK_TURNS = 64;
+
+/** The seed's run, pausing after each clock event when `opts.jobs` (its promises run then). */
+function* seedRun(seed: number, opts: ClusterSimOptions): Generator<void, SeedResult, void> {
   const rng = new SeededRandom(seed);
   const sim = new ClusterSim(rng, opts.plant, { ...SIM_CONFIG, ...opts.config });
   sim.traceId = opts.trace;
@@ -229,6 +259,7 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
     duplicate: faultRng.pick([0, 0.02, 0.1]),
   };
   let phase = 'setup';
+  const pause = opts.jobs === true;
   const restore = forbidNondeterminism();
   try {
     const ids: NodeId[] = [1, 2, 3];
@@ -247,7 +278,7 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
       sim.frameworks.push(new SimFramework('alpha', 'team-a', faultRng.range(40, 120), sim, rng.fork()));
       sim.frameworks.push(new SimFramework('beta', 'team-b', faultRng.range(40, 120), sim, rng.fork()));
     }
-    if (opts.jobs) sim.jobs = new SimJobs(sim, rng.fork(), () => agentTotals(sim), jobsWorkload(rng.fork(), agentCount));
+    if (opts.jobs) sim.jobs = new SimJobs(sim, rng.fork(), jobsWorkload(rng.fork(), agentCount), opts.jobsPlant);
     if (opts.services) sim.services = new SimServices(sim, rng.fork(), opts.servicesPlant, servicesWorkload(rng.fork(), agentCount, safetyMs));
 
     phase = 'safety';
@@ -262,7 +293,7 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
     let nextExtraMs = extra ? extraRng.range(2_000, 6_000) : Infinity;
     const heals: { atMs: number; fn: () => void }[] = [];
     for (let t = 0; t < safetyMs; t += STEP_MS) {
-      stepTo(sim, t + STEP_MS);
+      yield* stepTo(sim, t + STEP_MS, pause);
       for (const h of heals.filter((h) => h.atMs <= sim.clock.nowMs)) h.fn();
       heals.splice(0, heals.length, ...heals.filter((h) => h.atMs > sim.clock.nowMs));
       if (sim.clock.nowMs >= nextFaultMs) {
@@ -294,7 +325,7 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
     const livenessStart = sim.clock.nowMs;
     let settledAt: number | undefined;
     while (sim.clock.nowMs < livenessStart + livenessMs) {
-      stepTo(sim, sim.clock.nowMs + STEP_MS);
+      yield* stepTo(sim, sim.clock.nowMs + STEP_MS, pause);
       if (settledAt === undefined && settled(sim)) settledAt = sim.clock.nowMs;
       // Quiet for a few seconds more: late retries and re-sends must change nothing.
       if (settledAt !== undefined && sim.clock.nowMs >= settledAt + 5_000) break;
@@ -353,15 +384,16 @@ export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult 
     };
   } catch (err) {
     const e = err as Error;
-    throw new Error(`cluster simulation failed in the ${phase} phase at ${sim.clock.nowMs} ms: ${e.message}\nreproduce with --seed ${seed}${opts.plant ? ` (planted bug: ${opts.plant})` : ''}${opts.servicesPlant ? ` (planted bug: ${opts.servicesPlant})` : ''}${opts.sharing?.plant ? ` (planted bug: ${opts.sharing.plant})` : ''}`, { cause: e });
+    throw new Error(`cluster simulation failed in the ${phase} phase at ${sim.clock.nowMs} ms: ${e.message}\nreproduce with --seed ${seed}${opts.plant ? ` (planted bug: ${opts.plant})` : ''}${opts.servicesPlant ? ` (planted bug: ${opts.servicesPlant})` : ''}${opts.jobsPlant ? ` (planted bug: ${opts.jobsPlant})` : ''}${opts.sharing?.plant ? ` (planted bug: ${opts.sharing.plant})` : ''}`, { cause: e });
   } finally {
     restore();
   }
 }
 
 /** Runs the clock to `untilMs`, then checks the invariants of this step. */
-function stepTo(sim: ClusterSim, untilMs: number): void {
+function* stepTo(sim: ClusterSim, untilMs: number, pause: boolean): Generator<void, void, void> {
   while (sim.clock.runNext(untilMs)) {
+    if (pause) yield;
     if (sim.violations.length > 0) throw new Error(sim.violations.join('; '));
   }
   const raft = sim.history.checkLeaders(sim.masterList, sim.clock.nowMs);
@@ -384,12 +416,6 @@ function stepTo(sim: ClusterSim, untilMs: number): void {
     const v = sim.sharing.check();
     if (v.length > 0) throw new Error(v.join('; '));
   }
-}
-
-/** Each agent's total as the leader knows it: what the jobs engine tells an impossible gang by. */
-function agentTotals(sim: ClusterSim): Resources[] {
-  const leader = sim.leaders()[0];
-  return leader ? [...leader.state.agents.values()].map((a) => Resources.parse(a.resources)) : [];
 }
 
 /** Done and quiet: all work finished, everyone connected, nothing left unacknowledged. */

@@ -1,4 +1,5 @@
-// The whole-cluster simulation with the jobs framework: the production job engine placing
+// The whole-cluster simulation with the jobs framework: the production jobs framework, on the
+// production framework runtime over the simulated network (cluster-jobs.ts), placing
 // gangs through leader crashes, partitions, agent losses, its own crashes, wiped masters and
 // wall-clock steps of the masters it runs on, with the invariants "no replica index of a job runs twice
 // at once" and "no job fails DeadlineExceeded early" checked at every step, and every job
@@ -6,12 +7,13 @@
 //
 // `npm run sim -- jobs --seeds N`; a failing seed says `reproduce with --seed N`.
 
-import { runSeed, type SeedResult } from './cluster.sim.ts';
+import { runSeedAsync, type SeedResult } from './cluster.sim.ts';
+import type { StoreBug } from './sim-store.ts';
 
-export function runJobsSeed(seed: number, trace?: string): SeedResult {
+export function runJobsSeed(seed: number, opts: { trace?: string; plant?: StoreBug } = {}): Promise<SeedResult> {
   // Three minutes to settle: a gang restarted up to its backoffLimit, 8 s back-offs apiece,
   // can end only after two (seed 157 settled at 120.7 s, its ps gang's eleventh restart).
-  return runSeed(seed, { jobs: true, livenessMs: 180_000, ...(trace !== undefined ? { trace } : {}) });
+  return runSeedAsync(seed, { jobs: true, livenessMs: 180_000, ...(opts.trace !== undefined ? { trace: opts.trace } : {}), ...(opts.plant ? { jobsPlant: opts.plant } : {}) });
 }
 
 export async function run(opts: { seeds: number; seed?: number; trace?: string }): Promise<unknown> {
@@ -22,7 +24,7 @@ export async function run(opts: { seeds: number; seed?: number; trace?: string }
   let leaderships = 0;
   for (const seed of seeds) {
     try {
-      const r = runJobsSeed(seed, opts.trace);
+      const r = await runJobsSeed(seed, opts.trace !== undefined ? { trace: opts.trace } : {});
       leaderships += r.leaderships;
       for (const k of Object.keys(jobs) as (keyof typeof jobs)[]) jobs[k] += r.jobs![k];
     } catch (err) {

@@ -9,13 +9,13 @@ import { checkReplicasOnce } from '../sim/cluster-invariants.ts';
 import type { SimAgent } from '../sim/cluster-agent.ts';
 
 describe('jobs in the cluster simulation', () => {
-  it('seeds 1..8: gangs placed and restarted through faults, no replica twice at once, every job ended', () => {
+  it('seeds 1..8: gangs placed and restarted through faults, no replica twice at once, every job ended', async () => {
     let succeeded = 0;
     let leaderships = 0;
     let crashes = 0;
     let restarts = 0;
     for (let seed = 1; seed <= 8; seed++) {
-      const r = runJobsSeed(seed);
+      const r = await runJobsSeed(seed);
       const j = r.jobs!;
       // All six jobs ended; the one larger than any agent always fails, and so does the one
       // that runs until its activeDeadlineSeconds (never before it: the simulation checks).
@@ -33,8 +33,8 @@ describe('jobs in the cluster simulation', () => {
     expect(succeeded).toBeGreaterThan(16);
   }, 120_000);
 
-  it('the same seed replays the same run', () => {
-    expect(runJobsSeed(5)).toEqual(runJobsSeed(5));
+  it('the same seed replays the same run', async () => {
+    expect(await runJobsSeed(5)).toEqual(await runJobsSeed(5));
   }, 60_000);
 
   it('the invariant sees a replica index running twice', () => {

@@ -1,0 +1,42 @@
+// The framework runtime's clock (shared/framework-runtime/clock.ts) in the whole-cluster
+// simulation: timers are entries on the simulator's clock, so they run in its one order, and
+// readings come from a steady clock anchored, at each start, on the framework's host's wall
+// clock (which clock-step faults move), as BuiltinEnv.now is on a master. A crash kills the
+// clock: the dead instance's timers never fire again.
+
+import type { Cancel, RuntimeClock } from '../../shared/framework-runtime/clock.ts';
+import { steadyClock, type Clock } from '../../shared/steady-clock.ts';
+import type { SimClock, SimWallClock } from './cluster-clock.ts';
+
+export class SimRuntimeClock implements RuntimeClock {
+  readonly now: Clock;
+  private dead = false;
+
+  constructor(private readonly clock: SimClock, wall: SimWallClock) {
+    this.now = steadyClock(wall.nowMs(), () => clock.nowMs);
+  }
+
+  after(ms: number, fn: () => void): Cancel {
+    let cancelled = false;
+    this.clock.after(ms, () => {
+      if (!cancelled && !this.dead) fn();
+    });
+    return () => (cancelled = true);
+  }
+
+  every(ms: number, fn: () => void): Cancel {
+    let cancelled = false;
+    const tick = () => {
+      if (cancelled || this.dead) return;
+      fn();
+      this.clock.after(ms, tick);
+    };
+    this.clock.after(ms, tick);
+    return () => (cancelled = true);
+  }
+
+  /** The process died: none of its timers runs again. */
+  kill(): void {
+    this.dead = true;
+  }
+}
