@@ -26,6 +26,16 @@ import { failureKey, FRAMEWORK_ID_KEY, instanceKey, MarathonRecords, type Instan
 import { deploymentPlanJson, type QueueCounters } from './views.ts';
 
 export const FRAMEWORK_NAME = 'marathon';
+
+export interface MarathonServiceOptions extends RuntimeIoOptions {
+  /** Makes new instances' ids (default: random); the simulator passes a seeded one, so one seed gives one history. */
+  uuid?: () => string;
+  /**
+   * Sees, and may change, each round's plan (and the working copy of the instance records it
+   * changed) before its records are written: the simulator's checks, and the bugs it plants.
+   */
+  onPlan?: (plan: RoundPlan, instances: Map<string, InstanceRecord>) => void;
+}
 const TICK_MS = 1000;
 /** How often tasks of the framework that no record names are looked for. */
 const ADOPT_EVERY_MS = 5000;
@@ -67,6 +77,8 @@ export class MarathonService implements BuiltinInstance {
   private inheritedPending: Set<string> | undefined;
   private soon: Cancel | undefined;
   private readonly after: (ms: number, fn: () => void) => Cancel;
+  private readonly uuid: () => string;
+  private readonly onPlan: MarathonServiceOptions['onPlan'];
 
   /** Changes from the REST API. */
   readonly changes: AppChanges;
@@ -76,8 +88,10 @@ export class MarathonService implements BuiltinInstance {
     return this.clockNow();
   }
 
-  constructor(private readonly env: BuiltinEnv, opts: RuntimeIoOptions = {}) {
+  constructor(private readonly env: BuiltinEnv, opts: MarathonServiceOptions = {}) {
     const io = runtimeIo(env, opts);
+    this.uuid = opts.uuid ?? randomUUID;
+    this.onPlan = opts.onPlan;
     this.clockNow = () => io.clock.now();
     this.after = (ms, fn) => io.clock.after(ms, fn);
     this.loop = new RoundLoop(() => this.round(), (err) => this.env.log.warn({ err }, 'a services round failed; the next one retries'));
@@ -213,9 +227,10 @@ export class MarathonService implements BuiltinInstance {
     const plan = planRound({
       nowMs, frameworkId, registry: { tasks: this.env.cluster.tasks(), agents: this.env.cluster.agents() }, apps, deployments: this.records.deployments(), offers,
       backoff: storedDelays(this.env.store), instances: this.instances, killSentAt: this.killSentAt, adopt, inheritedPending: this.inheritedPending,
-      newUuid: randomUUID, pendingTimeoutMs: PENDING_TIMEOUT_MS, killRetryMs: KILL_RETRY_MS,
+      newUuid: this.uuid, pendingTimeoutMs: PENDING_TIMEOUT_MS, killRetryMs: KILL_RETRY_MS,
     });
     this.inheritedPending = undefined;
+    this.onPlan?.(plan, this.instances);
     for (const id of plan.out.forget) this.lastHealth.delete(id);
 
     // Durable before acting: a leader that dies after this write leaves its decisions to the next.
