@@ -1,18 +1,10 @@
 // The README's shell blocks as the README test reads them: which sections, which blocks are
 // illustrative and why, and how a block splits into steps (bash -n decides what is whole).
 
-import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
+import { bashComplete } from '../harness/bash-complete.ts';
 import { readmeBlocks, splitSteps } from '../harness/readme-blocks.ts';
 
-function bashComplete(text: string): boolean {
-  try {
-    execFileSync('bash', ['-n'], { input: text, stdio: ['pipe', 'ignore', 'ignore'] });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 const DOC = [
   '# Title',
