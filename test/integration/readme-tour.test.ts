@@ -4,7 +4,9 @@
 // (bash) in one window; each step's exit code and the key facts of its output are checked
 // against readme-tour-steps.ts, keyed by the command as written: a step the test does not know
 // fails, so a README change comes with its expectation. A `cairn up` step runs in a window of
-// its own, as the README says, stopping the one before it with Ctrl-C (it must exit 0).
+// its own, as the README says, stopping the one before it with Ctrl-C: it must stop in order
+// (exit 0; 130 through npx, which dies of the signal itself), with no error or warning but the
+// ends of the tasks it killed.
 //
 // What the test gives that a reader's machine has by itself: ports the OS assigns (`cairn up`
 // gets --port 0 --agent-port 0 --dns-port 0, the shell CAIRN_MASTER, and the documented default
@@ -30,7 +32,6 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const SHELL = 'shell';
 /** What `cairn up` measures on a 2-core host, given so that a bigger machine runs the same. */
 const TWO_CORE_RESOURCES = 'cpus:2;mem:4096';
-
 
 const blocks: ReadmeBlock[] = readmeBlocks(readFileSync(join(ROOT, 'README.md'), 'utf8'), README_SECTIONS, bashComplete);
 
