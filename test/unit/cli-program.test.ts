@@ -190,6 +190,8 @@ describe('daemon commands: parsing', () => {
     expect((await parse(['up', '--masters', '3'])).options.masters).toBe(3);
     const open = await parse(['up', '--open', 'scheduler', '--acls', '/etc/cairn/a.json', '--gossip-port', '7946']);
     expect(open.options).toMatchObject({ open: ['scheduler'], acls: '/etc/cairn/a.json', gossipPort: 7946 });
+    // The agent's containers may mount what --host-path-allow names, as cairn agent's.
+    expect((await parse(['up', '--host-path-allow', '/mnt/dcos,/data', '--host-path-allow', '/srv'])).options.hostPathAllow).toEqual(['/mnt/dcos', '/data', '/srv']);
     const bad = await parse(['up', '--open', 'scheduler,frameworks']);
     expect(bad.code).toBe(2);
     expect(bad.err).toMatch(/--open.*'frameworks' cannot be opened \(known: metrics, dns-api, scheduler\)/s);
