@@ -9,18 +9,17 @@
 // wall clock, which clock-step faults move by hours: no job may fail DeadlineExceeded before
 // it has run its activeDeadlineSeconds of simulated (monotonic) time.
 
-import pino from 'pino';
 import type { SchedulerCall } from '../../shared/mesos-v1.ts';
 import type { SeededRandom } from '../../shared/random.ts';
 import type { StorePut } from '../../shared/framework-host/store.ts';
-import type { BuiltinEnv, ClusterAgent, ClusterTask } from '../../shared/framework-host/contract.ts';
+import type { BuiltinEnv } from '../../shared/framework-host/contract.ts';
 import type { JobSpec } from '../../shared/jobs/model.ts';
-import { DEFAULT_LEADER_CONFIG } from '../../master/leader/config.ts';
 import { JOB_KEY_PREFIX, JobsRuntime, jobKey } from '../../master/frameworks/jobs/runtime.ts';
 import { isFinished, type JobRecord } from '../../master/frameworks/jobs/record.ts';
 import { SimWallClock } from './cluster-clock.ts';
 import type { FrameworkWorld } from './cluster-framework.ts';
 import type { SimMaster } from './cluster-master.ts';
+import { simEnv } from './sim-env.ts';
 import { SimRuntimeClock } from './sim-runtime-clock.ts';
 import { SimStore, type StoreBug } from './sim-store.ts';
 import { simTransports, type SimTransport } from './sim-transport.ts';
@@ -30,9 +29,6 @@ export function replicaOfTask(taskId: string): string | undefined {
   const parts = taskId.split('.');
   return parts.length === 4 ? `${parts[0]}/${parts[1]}` : undefined;
 }
-
-/** Made before any run: pino reads the host's clock when made. */
-const SILENT = pino({ level: 'silent' });
 
 /** An operator not answered within this long submits again. */
 const SUBMIT_AGAIN_MS = 2_000;
@@ -120,25 +116,7 @@ export class SimJobs {
   }
 
   private env(): BuiltinEnv {
-    const leader = () => this.world.leaders()[0];
-    return {
-      name: this.name,
-      store: this.store.view(this.name),
-      cluster: {
-        tasks: () => (leader()?.state.tasks ?? new Map()) as ReadonlyMap<string, ClusterTask>,
-        agents: () => (leader()?.state.agents ?? new Map()) as ReadonlyMap<string, ClusterAgent>,
-        holders: () => [],
-      },
-      priorityClasses: DEFAULT_LEADER_CONFIG.priorityClasses,
-      schedulerOptions: () => {
-        throw new Error('the simulation passes its own transport');
-      },
-      agentFetch: () => undefined,
-      domain: 'cairn',
-      log: SILENT,
-      now: () => this.clock.now(),
-      api: () => undefined,
-    };
+    return simEnv(this.name, this.store.view(this.name), () => this.world.leaders()[0], () => this.clock.now());
   }
 
   private onCall(call: SchedulerCall): void {

@@ -47,7 +47,7 @@ export interface ClusterSimOptions {
   jobs?: boolean;
   /** A bug planted in the jobs framework's store, to show the invariants catch it. */
   jobsPlant?: StoreBug;
-  /** Adds the services framework (its production rounds) with apps created, scaled, restarted and deleted. */
+  /** Adds the services framework (the production framework on the production runtime) with apps created, scaled, restarted and deleted: run with runSeedAsync. */
   services?: boolean;
   /** A bug planted in the services framework, to show the invariants catch it. */
   servicesPlant?: ServicesBug;
@@ -216,9 +216,9 @@ export interface SeedResult {
   sharing?: SharingStats;
 }
 
-/** One seed: throws with `reproduce with --seed N` when an invariant breaks. Not for the jobs framework (runSeedAsync). */
+/** One seed: throws with `reproduce with --seed N` when an invariant breaks. Not for the jobs or services frameworks (runSeedAsync). */
 export function runSeed(seed: number, opts: ClusterSimOptions = {}): SeedResult {
-  if (opts.jobs) throw new Error('the jobs framework runs on promises: run its seeds with runSeedAsync');
+  if (opts.jobs || opts.services) throw new Error('the jobs and services frameworks run on promises: run their seeds with runSeedAsync');
   const run = seedRun(seed, opts);
   for (;;) {
     const r = run.next();
@@ -244,7 +244,7 @@ export async function runSeedAsync(seed: number, opts: ClusterSimOptions = {}): 
 /** Promise turns run after each clock event: deeper than any chain of the framework runtime's. */
 const MICROTASK_TURNS = 64;
 
-/** The seed's run, pausing after each clock event when `opts.jobs` (its promises run then). */
+/** The seed's run, pausing after each clock event when it has the jobs or services framework (their promises run then). */
 function* seedRun(seed: number, opts: ClusterSimOptions): Generator<void, SeedResult, void> {
   const rng = new SeededRandom(seed);
   const sim = new ClusterSim(rng, opts.plant, { ...SIM_CONFIG, ...opts.config });
@@ -259,7 +259,7 @@ function* seedRun(seed: number, opts: ClusterSimOptions): Generator<void, SeedRe
     duplicate: faultRng.pick([0, 0.02, 0.1]),
   };
   let phase = 'setup';
-  const pause = opts.jobs === true;
+  const pause = opts.jobs === true || opts.services === true;
   const restore = forbidNondeterminism();
   try {
     const ids: NodeId[] = [1, 2, 3];

@@ -1,4 +1,5 @@
-// The whole-cluster simulation with the services framework: its production rounds keeping
+// The whole-cluster simulation with the services framework: the production framework on the
+// production runtime over the simulated network (cluster-services.ts), keeping
 // apps at their instance counts through leader crashes, partitions, agent losses, lost and
 // duplicated calls and its own crashes, while apps are created, scaled, restarted (rolling)
 // and deleted. Checked at every step: no task of it runs twice, launches keep an app within
@@ -7,11 +8,11 @@
 //
 // `npm run sim -- services --seeds N`; a failing seed says `reproduce with --seed N`.
 
-import { runSeed, type SeedResult } from './cluster.sim.ts';
+import { runSeedAsync, type SeedResult } from './cluster.sim.ts';
 import type { ServicesBug } from './cluster-services.ts';
 
-export function runServicesSeed(seed: number, opts: { trace?: string; plant?: ServicesBug } = {}): SeedResult {
-  return runSeed(seed, { services: true, ...(opts.trace !== undefined ? { trace: opts.trace } : {}), ...(opts.plant ? { servicesPlant: opts.plant } : {}) });
+export function runServicesSeed(seed: number, opts: { trace?: string; plant?: ServicesBug } = {}): Promise<SeedResult> {
+  return runSeedAsync(seed, { services: true, ...(opts.trace !== undefined ? { trace: opts.trace } : {}), ...(opts.plant ? { servicesPlant: opts.plant } : {}) });
 }
 
 export async function run(opts: { seeds: number; seed?: number; trace?: string }): Promise<unknown> {
@@ -24,7 +25,7 @@ export async function run(opts: { seeds: number; seed?: number; trace?: string }
   let maxSettleMs = 0;
   for (const seed of seeds) {
     try {
-      const r = runServicesSeed(seed, opts.trace !== undefined ? { trace: opts.trace } : {});
+      const r = await runServicesSeed(seed, opts.trace !== undefined ? { trace: opts.trace } : {});
       leaderships += r.leaderships;
       maxSettleMs = Math.max(maxSettleMs, r.settledAfterMs);
       for (const k of Object.keys(services) as (keyof typeof services)[]) services[k] += r.services![k];

@@ -26,6 +26,15 @@ export class SimStore {
     private readonly plant?: StoreBug,
   ) {}
 
+  /** A write made elsewhere (the REST API), durable at once. */
+  apply(puts: StorePut[]): void {
+    for (const p of puts) {
+      if (p.value === null) this.data.delete(p.key);
+      else this.data.set(p.key, structuredClone(p.value));
+    }
+    for (const l of this.listeners) l(puts.map((p) => p.key));
+  }
+
   /** The writer crashed: what it has in flight is lost. */
   crash(): void {
     this.generation++;
@@ -58,11 +67,7 @@ export class SimStore {
       if (this.plant === 'ack-before-durable') resolve();
       this.clock.at(this.lastCommitAtMs, () => {
         if (gen !== this.generation) return;
-        for (const p of copy) {
-          if (p.value === null) this.data.delete(p.key);
-          else this.data.set(p.key, p.value);
-        }
-        for (const l of this.listeners) l(copy.map((p) => p.key));
+        this.apply(copy);
         resolve();
       });
     });
