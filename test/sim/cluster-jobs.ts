@@ -7,7 +7,8 @@
 // drops the instance — its timers, its stream, its writes in flight — and starts a new one
 // from the store, as a new leader's is. Its clock is anchored, at each start, on its host's
 // wall clock, which clock-step faults move by hours: no job may fail DeadlineExceeded before
-// it has run its activeDeadlineSeconds of simulated (monotonic) time.
+// it has run its activeDeadlineSeconds of simulated (monotonic) time, and no ACCEPT may launch
+// a task that no durable record names.
 
 import type { SchedulerCall } from '../../shared/mesos-v1.ts';
 import type { SeededRandom } from '../../shared/random.ts';
@@ -119,10 +120,18 @@ export class SimJobs {
     return simEnv(this.name, this.store.view(this.name), () => this.world.leaders()[0], () => this.clock.now());
   }
 
+  /** A call sent: an ACCEPT launches only tasks that a durable record names (write the record, then ACCEPT). */
   private onCall(call: SchedulerCall): void {
     if (call.type !== 'ACCEPT') return;
     this.stats.gangs++;
-    for (const op of call.accept.operations) this.stats.launches += op.launch?.task_infos.length ?? 0;
+    const durable = this.records().map((r) => JSON.stringify(r));
+    for (const op of call.accept.operations) {
+      for (const t of op.launch?.task_infos ?? []) {
+        this.stats.launches++;
+        const id = t.task_id.value;
+        if (!durable.some((r) => r.includes(`"${id}"`))) this.violations.push(`ACCEPT launches ${id}, which no durable job record names`);
+      }
+    }
   }
 
   /** A record written: a job failed DeadlineExceeded must have run its activeDeadlineSeconds, on the simulated clock. */

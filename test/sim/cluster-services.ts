@@ -10,7 +10,8 @@
 //
 // It checks, at each of the framework's own rounds (MarathonServiceOptions.onPlan), that the
 // launches keep an app's live tasks within Marathon's bounds and that a deployment's kills
-// keep enough instances ready; the simulator checks at every step that no task of it runs twice.
+// keep enough instances ready, and that an ACCEPT launches only instances whose records are
+// durable; the simulator checks at every step that no task of it runs twice.
 
 import { isTerminal } from '../../shared/agent-messages.ts';
 import type { SchedulerCall } from '../../shared/mesos-v1.ts';
@@ -171,9 +172,16 @@ export class SimServices {
     return simEnv(SERVICES_NAME, this.store.view(SERVICES_NAME), () => leader, () => clock.now());
   }
 
+  /** A call sent: an ACCEPT launches only instances whose records are durable (write the record, then ACCEPT). */
   private onCall(call: SchedulerCall): void {
-    if (call.type === 'ACCEPT') for (const op of call.accept.operations) this.stats.launches += op.launch?.task_infos.length ?? 0;
     if (call.type === 'KILL') this.stats.kills++;
+    if (call.type !== 'ACCEPT') return;
+    for (const op of call.accept.operations) {
+      for (const t of op.launch?.task_infos ?? []) {
+        this.stats.launches++;
+        if (!this.records.instances().some((r) => r.taskId === t.task_id.value)) this.violations.push(`ACCEPT launches ${t.task_id.value}, whose instance record is not durable`);
+      }
+    }
   }
 
   /** A round decided: the planted bug goes in, then its launches and kills are judged by what it knew. */

@@ -1,7 +1,7 @@
 // The jobs framework in the whole-cluster simulation (test/sim/jobs.sim.ts): the production
-// job engine under leader crashes, partitions, agent losses and its own crashes, with "no
-// replica index of a job runs twice at once" checked at every step and every job ended once
-// the faults stop. More seeds: `npm run sim -- jobs --seeds N`.
+// jobs framework on the production runtime under leader crashes, partitions, agent losses and its own crashes, with "no
+// replica index of a job runs twice at once" and "an ACCEPT launches only what a durable record
+// names" checked at every step and every job ended once the faults stop. More seeds: `npm run sim -- jobs --seeds N`.
 
 import { describe, expect, it } from 'vitest';
 import { runJobsSeed } from '../sim/jobs.sim.ts';
@@ -35,6 +35,11 @@ describe('jobs in the cluster simulation', () => {
 
   it('the same seed replays the same run', async () => {
     expect(await runJobsSeed(5)).toEqual(await runJobsSeed(5));
+  }, 60_000);
+
+  it('catches a framework that launches before its record is durable (a store that acknowledges writes before they commit)', async () => {
+    expect((await runJobsSeed(1)).jobs!.launches).toBeGreaterThan(0);
+    await expect(runJobsSeed(1, { plant: 'ack-before-durable' })).rejects.toThrow(/ACCEPT launches \S+, which no durable job record names[\s\S]*reproduce with --seed 1 \(planted bug: ack-before-durable\)/);
   }, 60_000);
 
   it('the invariant sees a replica index running twice', () => {
