@@ -17,6 +17,7 @@ import type { BuiltinEnv } from '../../shared/framework-host/contract.ts';
 import type { JobSpec } from '../../shared/jobs/model.ts';
 import { JOB_KEY_PREFIX, JobsRuntime, jobKey } from '../../master/frameworks/jobs/runtime.ts';
 import { isFinished, type JobRecord } from '../../master/frameworks/jobs/record.ts';
+import { steadyClock } from '../../shared/steady-clock.ts';
 import { SimWallClock } from './cluster-clock.ts';
 import type { FrameworkWorld } from './cluster-framework.ts';
 import type { SimMaster } from './cluster-master.ts';
@@ -99,7 +100,9 @@ export class SimJobs {
   }
 
   private boot(): void {
-    this.clock = new SimRuntimeClock(this.world.clock, this.wall);
+    // As BuiltinEnv.now: a steady clock read from its host's wall clock once, at start.
+    const clock = this.world.clock;
+    this.clock = new SimRuntimeClock(clock, steadyClock(this.wall.nowMs(), () => clock.nowMs));
     this.transports = [];
     const made = simTransports(this.world, this.rng.fork(), (call) => this.onCall(call));
     this.runtime = new JobsRuntime(this.env(), {

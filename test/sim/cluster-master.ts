@@ -236,6 +236,11 @@ export class SimMaster {
     return `${this.id}:${this.epoch}`;
   }
 
+  /** The clock of this master's current leadership (its leader core's): what a built-in framework on it runs on. */
+  get leadershipClock(): Clock {
+    return this.leaderNow;
+  }
+
   /** Becomes the leader's shell: a new core over this master's state, as master/server.ts does. */
   private lead(): void {
     if (this.core) return;

@@ -24,7 +24,6 @@ import { MarathonService } from '../../master/frameworks/marathon/service.ts';
 import { MarathonRecords, type DeploymentRecord, type InstanceRecord } from '../../master/frameworks/marathon/records.ts';
 import { APP_LABEL, appIdOfTaskId } from '../../master/frameworks/marathon/task-info.ts';
 import type { AppDefinition, StoredApp } from '../../master/frameworks/marathon/app-model.ts';
-import { SimWallClock } from './cluster-clock.ts';
 import type { FrameworkWorld } from './cluster-framework.ts';
 import type { SimMaster } from './cluster-master.ts';
 import { simEnv } from './sim-env.ts';
@@ -76,7 +75,8 @@ export class SimServices {
   private transports: SimTransport[] = [];
   /** The working copy of the running instance's records, as its last round left it. */
   private instances = new Map<string, InstanceRecord>();
-  private readonly wall: SimWallClock;
+  /** Whether the running instance's master still leads in the leadership it was started in. */
+  private leads: () => boolean = () => false;
 
   constructor(
     private readonly world: ServicesWorld,
@@ -84,7 +84,6 @@ export class SimServices {
     readonly plant: ServicesBug | undefined,
     changes: { atMs: number; apply: (s: SimServices) => void }[],
   ) {
-    this.wall = new SimWallClock(world.clock);
     this.store = new SimStore(world.clock, () => world.net.delay() + world.net.delay(), () => {});
     this.records = new MarathonRecords(this.store.view(SERVICES_NAME));
     this.boot();
@@ -139,9 +138,11 @@ export class SimServices {
       });
       return;
     }
-    const clock = new SimRuntimeClock(this.world.clock, this.wall);
+    // As on a master: the instance runs on its leadership's clock, the one its registry's times are written with.
+    const clock = new SimRuntimeClock(this.world.clock, leader.leadershipClock);
     this.clock = clock;
     this.host = leader;
+    const leaderships = leader.stats.leaderships;
     const made = simTransports(this.world, this.rng.fork(), (call) => this.onCall(call));
     const service = new MarathonService(this.env(leader, clock), {
       clock,
@@ -159,10 +160,11 @@ export class SimServices {
       onPlan: (plan, instances) => this.onPlan(leader, plan, instances),
     });
     this.service = service;
+    this.leads = () => leader.isLeading && leader.stats.leaderships === leaderships;
     this.instances = new Map(this.records.instances().map((r) => [r.taskId, r]));
     const watch = () => {
       if (this.service !== service) return;
-      if (!leader.isLeading) this.restart();
+      if (!this.leads()) this.restart();
       else this.world.clock.after(LEADERSHIP_CHECK_MS, watch);
     };
     this.world.clock.after(LEADERSHIP_CHECK_MS, watch);
@@ -186,6 +188,12 @@ export class SimServices {
 
   /** A round decided: the planted bug goes in, then its launches and kills are judged by what it knew. */
   private onPlan(master: SimMaster, plan: RoundPlan, instances: Map<string, InstanceRecord>): void {
+    // A master's host stops its instance the moment it stops leading; here that is seen at the
+    // latest by this round, which dies with the instance (its write lost, its calls not sent).
+    if (!this.leads()) {
+      this.restart();
+      return;
+    }
     this.stats.rounds++;
     this.instances = instances;
     if (this.plant === 'forget-before-dead') {
@@ -291,7 +299,8 @@ export class SimServices {
   /** What it knows, for a failing seed's report: each record with its task's state, and the backoff. */
   describe(leader: SimMaster): string {
     const recs = this.records.instances().map((r) => `${r.taskId.slice(0, 16)}${r.killRequested ? ' (kill)' : ''} v${r.configVersion.slice(14, 19)} ${leader.state.tasks.get(r.taskId)?.state ?? 'no task'}`);
-    const backoff = [...storedDelays(this.records.store)].map(([id, b]) => `${id} ${b.failures} failures`);
+    const now = this.service?.now();
+    const backoff = [...storedDelays(this.records.store)].map(([id, b]) => `${id} ${b.failures} failures${now !== undefined ? `, the last ${now - b.lastFailureAtMs} ms ago on the instance's clock` : ''}`);
     return `records [${recs.join(', ')}], backoff [${backoff.join(', ')}], instance ${this.service ? `on master ${this.host?.id}, ${this.subscribed ? 'subscribed' : 'not subscribed'}` : 'none'}`;
   }
 }

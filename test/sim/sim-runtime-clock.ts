@@ -1,20 +1,20 @@
 // The framework runtime's clock (shared/framework-runtime/clock.ts) in the whole-cluster
 // simulation: timers are entries on the simulator's clock, so they run in its one order, and
-// readings come from a steady clock anchored, at each start, on the framework's host's wall
-// clock (which clock-step faults move), as BuiltinEnv.now is on a master. A crash kills the
-// clock: the dead instance's timers never fire again.
+// readings come from the clock its host gives (as BuiltinEnv.now on a master: the
+// leadership's steady clock, anchored on a wall clock that clock-step faults move). A crash
+// kills the clock: the dead instance's timers never fire again.
 
 import type { Cancel, RuntimeClock } from '../../shared/framework-runtime/clock.ts';
-import { steadyClock, type Clock } from '../../shared/steady-clock.ts';
-import type { SimClock, SimWallClock } from './cluster-clock.ts';
+import type { Clock } from '../../shared/steady-clock.ts';
+import type { SimClock } from './cluster-clock.ts';
 
 export class SimRuntimeClock implements RuntimeClock {
-  readonly now: Clock;
   private dead = false;
 
-  constructor(private readonly clock: SimClock, wall: SimWallClock) {
-    this.now = steadyClock(wall.nowMs(), () => clock.nowMs);
-  }
+  constructor(
+    private readonly clock: SimClock,
+    readonly now: Clock,
+  ) {}
 
   after(ms: number, fn: () => void): Cancel {
     let cancelled = false;
