@@ -2,12 +2,12 @@
 // compiled program with its runtime dependencies bundled; here it is installed with `npm
 // install -g` inside a network namespace that has only a loopback device (no route anywhere,
 // so the registry cannot answer), and the installed `cairn` runs a whole `cairn up` there and
-// answers `cairn agents`. That is done with the Node running this suite and, where the
-// machine's own Node is another major version (the suite runs on a newer one), with that Node
-// too. A Node with node:sqlite (22.16 and later) needs no native module: the install builds
-// nothing, and the cluster runs with the bundled better-sqlite3 removed. On Node 20 the
-// install keeps the better-sqlite3 binary the tarball carries when it was built for that Node,
-// and compiles it from its bundled sources otherwise, still offline.
+// answers `cairn agents` — on the machine's own Node where that is another major version than
+// the suite's (Node 20 beside the suite's 24: the install still starts there), then on the
+// suite's Node. A Node with node:sqlite (22.16 and later) needs no native module: the install
+// builds nothing, and the cluster runs with the bundled better-sqlite3 removed. On Node 20 the
+// program runs on the better-sqlite3 binary the tarball carries (.ci/run builds the checkout's
+// for the machine's own Node, the one Node that uses it).
 
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -37,12 +37,10 @@ function nodeMajor(node: string): number | undefined {
   return r.status === 0 ? Number(r.stdout.trim().split('.')[0]) : undefined;
 }
 
-/** The Node binaries to install with: this suite's, and the machine's own when its major differs. */
-function installNodes(): string[] {
-  const nodes = [process.execPath];
+/** The Nodes the installed program runs on: the machine's own when its major differs, then this suite's. */
+function runNodes(): string[] {
   const own = existsSync(SYSTEM_NODE) ? nodeMajor(SYSTEM_NODE) : undefined;
-  if (own !== undefined && own !== nodeMajor(process.execPath)) nodes.push(SYSTEM_NODE);
-  return nodes;
+  return own !== undefined && own !== nodeMajor(process.execPath) ? [SYSTEM_NODE, process.execPath] : [process.execPath];
 }
 
 /** The environment `npm` and `cairn` run with under `node`: that Node first on PATH, its own headers for node-gyp. */
@@ -64,7 +62,7 @@ describe.skipIf(why !== undefined)('the release tarball, installed with no regis
     for (const ns of namespaces.splice(0)) spawnSync('ip', ['netns', 'del', ns]);
   });
 
-  it('installs and runs a cluster offline, on this Node and on the machine\'s own', async () => {
+  it('installs offline and runs a cluster, on the machine\'s own Node and on the suite\'s', async () => {
     const work = cleanup.dir('cairn-offline-');
     const release = spawnSync(process.execPath, [join(ROOT, 'scripts/release.js'), '--out', work], { encoding: 'utf8', timeout: 240_000 });
     expect(release.status, release.stderr).toBe(0);
@@ -88,27 +86,31 @@ describe.skipIf(why !== undefined)('the release tarball, installed with no regis
     expect(execFileSync('ip', ['netns', 'exec', ns, 'ip', '-4', 'route', 'show'], { encoding: 'utf8' }).trim()).toBe('');
     expect(execFileSync('ip', ['netns', 'exec', ns, 'ip', '-6', 'route', 'show'], { encoding: 'utf8' })).not.toMatch(/default/);
 
-    for (const node of installNodes()) {
+    // One install, with the suite's Node, as an operator would run it.
+    const home = cleanup.dir('cairn-offline-home-');
+    const prefix = join(home, 'prefix');
+    const npm = spawnSync('ip', ['netns', 'exec', ns, 'npm', 'install', '-g', '--prefix', prefix, '--cache', join(home, 'npm-cache'), '--fetch-retries=0', '--no-audit', '--no-fund', '--loglevel=warn', tarball], {
+      encoding: 'utf8', env: envFor(process.execPath, home), timeout: 360_000,
+    });
+    expect(npm.status, `npm install: ${npm.stdout}${npm.stderr}`).toBe(0);
+    expect(npm.stderr).not.toMatch(/EBADENGINE/);
+    const cairn = join(prefix, 'bin', 'cairn');
+    const installedSqlite = join(prefix, 'lib', 'node_modules', 'cairn', 'node_modules', 'better-sqlite3');
+    if (hasNodeSqlite(process.execPath)) {
+      // node-gyp did not run (it leaves its objects under build/).
+      expect(existsSync(join(installedSqlite, 'package.json')), 'the bundled better-sqlite3 is installed').toBe(true);
+      expect(existsSync(join(installedSqlite, 'build', 'Release', 'obj.target')), 'the install compiled better-sqlite3').toBe(false);
+    }
+
+    for (const node of runNodes()) {
       const major = nodeMajor(node)!;
-      const home = cleanup.dir(`cairn-offline-home-${major}-`);
-      const prefix = join(home, 'prefix');
       const env = envFor(node, home);
-      const npm = spawnSync('ip', ['netns', 'exec', ns, 'npm', 'install', '-g', '--prefix', prefix, '--cache', join(home, 'npm-cache'), '--fetch-retries=0', '--no-audit', '--no-fund', '--loglevel=warn', tarball], {
-        encoding: 'utf8', env, timeout: 360_000,
-      });
-      expect(npm.status, `npm install on node ${major}: ${npm.stdout}${npm.stderr}`).toBe(0);
-      expect(npm.stderr).not.toMatch(/EBADENGINE/);
-      const cairn = join(prefix, 'bin', 'cairn');
-      const installedSqlite = join(prefix, 'lib', 'node_modules', 'cairn', 'node_modules', 'better-sqlite3');
       if (hasNodeSqlite(node)) {
-        // node-gyp did not run (it leaves its objects under build/), and the program runs
-        // without better-sqlite3 at all: this install needs no native module.
-        expect(existsSync(join(installedSqlite, 'package.json')), 'the bundled better-sqlite3 is installed').toBe(true);
-        expect(existsSync(join(installedSqlite, 'build', 'Release', 'obj.target')), `node ${major} compiled better-sqlite3`).toBe(false);
+        // The program runs without better-sqlite3 at all: on this Node no native module is needed.
         rmSync(installedSqlite, { recursive: true, force: true });
       } else {
         const loads = spawnSync(node, ['-e', `require(${JSON.stringify(join(installedSqlite, 'build', 'Release', 'better_sqlite3.node'))})`], { encoding: 'utf8' });
-        expect(loads.status, `better-sqlite3 loads on node ${major}: ${loads.stderr}`).toBe(0);
+        expect(loads.status, `the bundled better-sqlite3 loads on node ${major}: ${loads.stderr}`).toBe(0);
       }
 
       const version = spawnSync('ip', ['netns', 'exec', ns, cairn, 'version'], { encoding: 'utf8', env, timeout: 30_000 });
@@ -118,7 +120,7 @@ describe.skipIf(why !== undefined)('the release tarball, installed with no regis
       // A whole cluster from the installed program, inside the namespace (its own loopback).
       const port = await freePort();
       const url = `http://127.0.0.1:${port}`;
-      const up = spawn('ip', ['netns', 'exec', ns, cairn, 'up', '--port', String(port), '--agent-port', String(await freePort()), '--data-dir', join(home, 'data'), '--resources', 'cpus:1;mem:512'], {
+      const up = spawn('ip', ['netns', 'exec', ns, cairn, 'up', '--port', String(port), '--agent-port', String(await freePort()), '--data-dir', join(home, `data-${major}`), '--resources', 'cpus:1;mem:512'], {
         env, stdio: ['ignore', 'pipe', 'pipe'],
       });
       let output = '';

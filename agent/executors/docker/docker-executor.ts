@@ -159,7 +159,9 @@ export class DockerExecutor {
   private noteForeign(c: ListedContainer, why: string): void {
     if (this.foreign.has(c.Id)) return;
     this.foreign.add(c.Id);
-    this.opts.logger?.warn({ container: c.Id.slice(0, 12), containerName: c.Names?.[0], taskId: c.Labels[LABEL_TASK_ID], why }, "a container with Cairn's labels is not this agent's: left alone");
+    // Info, not a warning: another agent or another cluster on this host is an ordinary setup,
+    // and leaving its containers alone is all there is to do (once per container).
+    this.opts.logger?.info({ container: c.Id.slice(0, 12), containerName: c.Names?.[0], taskId: c.Labels[LABEL_TASK_ID], why }, "a container with Cairn's labels is not this agent's: left alone");
   }
 
   private async run(t: ContainerTask, info: DockerTaskInfo): Promise<void> {
