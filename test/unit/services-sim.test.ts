@@ -42,6 +42,12 @@ describe('services in the cluster simulation', () => {
     for (const seed of [42, 18, 29]) expect((await runServicesSeed(seed)).services!.apps).toBeGreaterThan(0);
   }, 60_000);
 
+  it('regression: a launch delay written under a leadership whose clock read hours ahead of the next one\'s held the app for hours (seed 124)', async () => {
+    const r = await runServicesSeed(124);
+    expect(r.services!.apps).toBeGreaterThan(0);
+    expect(r.faults['clock-step']).toBeGreaterThan(0);
+  }, 60_000);
+
   it('catches a runtime that forgets an instance before its task is known dead', async () => {
     // The bug is planted in the production framework's own rounds (MarathonServiceOptions.onPlan).
     // Seed 7 passes without it and is caught with it (seeds 1, 2 and 4 catch it too).

@@ -98,6 +98,18 @@ function adoptOrphans(input: RoundInput, puts: StorePut[], killNow: { taskId: st
   }
 }
 
+/**
+ * The stored delays as this leadership's clock reads them. A delay is written with the time of
+ * its last failure on the clock of the leadership that counted it; each leadership's steady
+ * clock is anchored on its host's wall clock when it starts, so a leader whose wall clock was
+ * stepped back reads that time as hours ahead and would hold the app for hours. A failure
+ * ahead of now counts as now (the delay runs its full length from here, and is written so).
+ */
+function onThisClock(backoff: ReadonlyMap<string, BackoffState>, nowMs: number): ReadonlyMap<string, BackoffState> {
+  if (![...backoff.values()].some((b) => b.lastFailureAtMs > nowMs)) return backoff;
+  return new Map([...backoff].map(([appId, b]) => [appId, b.lastFailureAtMs > nowMs ? { ...b, lastFailureAtMs: nowMs } : b]));
+}
+
 export function planRound(input: RoundInput): RoundPlan {
   const { nowMs, registry, instances } = input;
   const puts: StorePut[] = [];
@@ -122,7 +134,7 @@ export function planRound(input: RoundInput): RoundPlan {
       attributes: Object.fromEntries(o.attributes.map((a) => [a.name, a.text.value])),
       resources: Resources.fromMesos(o.resources, 'offer.resources'), role: offerRole(o.resources),
     })),
-    backoff: input.backoff,
+    backoff: onThisClock(input.backoff, nowMs),
     agents: [...registry.agents.values()].filter((a) => a.reachable).map((a) => ({ hostname: a.hostname, attributes: a.attributes })),
     pendingTimeoutMs: input.pendingTimeoutMs,
   });
