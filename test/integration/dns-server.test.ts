@@ -184,7 +184,9 @@ describe('DNS server', () => {
     expect(await resolver.resolve4('master.cairn')).toEqual(['127.0.0.1']);
     expect(await resolver.resolve4('agent.cairn')).toEqual(['127.0.0.1']);
     expect(await resolver.resolve4('slave.cairn')).toEqual(['127.0.0.1']);
-    expect(await resolver.resolveSrv('_leader._tcp.cairn')).toEqual([{ name: 'leader.cairn', port: master.port, priority: 0, weight: 0 }]);
+    // Node 24's resolver adds the record's ttl; the fields SRV carries are what is checked.
+    const leaderSrv = (await resolver.resolveSrv('_leader._tcp.cairn')).map(({ name, port, priority, weight }) => ({ name, port, priority, weight }));
+    expect(leaderSrv).toEqual([{ name: 'leader.cairn', port: master.port, priority: 0, weight: 0 }]);
     expect(await resolver.resolveSoa('cairn')).toMatchObject({ nsname: 'ns1.cairn', hostmaster: 'root.ns1.cairn' });
     expect(await resolver.resolveNs('cairn')).toEqual(['ns1.cairn']);
     if (HAVE_DIG) {

@@ -8,7 +8,7 @@ import { Registry } from '../../master/registry/registry.ts';
 import { MAX_COMPLETED_TASKS } from '../../master/registry/state-machine.ts';
 import type { RegistryCommand, TaskRecord } from '../../master/registry/commands.ts';
 import { followTaskOrder, parseTaskQuery, taskPage, type TaskQuery } from '../../master/ui/paged-reads.ts';
-import { taskView } from '../../master/api/state-view.ts';
+import { namedTaskView } from '../../master/api/state-view.ts';
 import { taskOwner } from '../../master/builtin/task-owner.ts';
 import { MasterAuth } from '../../master/auth/master-auth.ts';
 import { parseCredentials } from '../../master/auth/credentials.ts';
@@ -30,7 +30,7 @@ function reference(ctx: MasterContext, viewer: Principal, query: TaskQuery) {
   }
   const dir = query.sort === 'newest' ? -1 : 1;
   kept.sort((a, b) => dir * (a.launchedAtMs - b.launchedAtMs) || (a.id < b.id ? -dir : a.id > b.id ? dir : 0));
-  return { total: kept.length, offset: query.offset, limit: query.limit, tasks: kept.slice(query.offset, query.offset + query.limit).map(taskView) };
+  return { total: kept.length, offset: query.offset, limit: query.limit, tasks: kept.slice(query.offset, query.offset + query.limit).map((t) => namedTaskView(t, reg.frameworks.get(t.frameworkId)?.name)) };
 }
 
 describe('the tasks page kept in order', () => {

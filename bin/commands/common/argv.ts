@@ -14,6 +14,12 @@ import { kindCommand } from '../cli/kinds.ts';
 /** The program's own options, each with a value (program.ts). */
 export const GLOBAL_VALUE_FLAGS = ['--token', '--tls-ca', '--tls-cert', '--tls-key'] as const;
 
+/**
+ * The daemons define --tls-cert, --tls-key and --tls-ca of their own (what they serve with,
+ * daemons/daemon-flags.ts): after one of these commands those flags are the command's.
+ */
+const OWN_TLS_FLAGS = new Set(['master', 'agent', 'up']);
+
 /** Per-command options a user may put before the command, each with a value. */
 const COMMAND_VALUE_FLAGS = ['--master', '-o', '--output'] as const;
 
@@ -63,7 +69,8 @@ export function normalizeArgv(input: readonly string[]): NormalizedArgv {
     // `cairn run` without `--`: everything from its command on is the command's own, and where
     // that starts is the parser's business; only flags before `run` are moved then.
     const runOwnsRest = command === 'run' && dashDash < 0;
-    if (g > 0 && !runOwnsRest) {
+    const commandsOwn = command !== undefined && OWN_TLS_FLAGS.has(command) && head[i]!.startsWith('--tls-');
+    if (g > 0 && !runOwnsRest && !commandsOwn) {
       globals.push(...head.slice(i, i + g));
       i += g;
       continue;
