@@ -199,6 +199,29 @@ describe('leader core', () => {
     expect(h.toAgent(2).some((m) => 'launch' in m)).toBe(true);
   });
 
+  it('reconciles a task whose launch is not yet durable as staging, not lost (jobs seen failing under a slow disk)', () => {
+    const h = new Harness();
+    const agentId = h.agent(1);
+    const fw = h.subscribe();
+    const offer = offersIn(h.allocate())[0];
+    h.step(launchCall(fw, offer.id.value, agentId, 't1'));
+    expect(h.pending.map((p) => p.command.type)).toEqual(['task_launched']);
+    const states = () => h.framework().flatMap((e) => (e.type === 'UPDATE' ? [[e.update.status.task_id.value, e.update.status.state]] : []));
+    h.out.length = 0;
+    h.step({ type: 'scheduler_call', streamId: 's1', call: { type: 'RECONCILE', frameworkId: fw, taskIds: ['t1', 'nobody'] } });
+    expect(states()).toEqual([['t1', 'TASK_STAGING'], ['nobody', 'TASK_LOST']]);
+    // Implicit reconciliation names it too.
+    h.out.length = 0;
+    h.step({ type: 'scheduler_call', streamId: 's1', call: { type: 'RECONCILE', frameworkId: fw, taskIds: [] } });
+    expect(states()).toEqual([['t1', 'TASK_STAGING']]);
+    // Once durable, it is the registry's state that answers.
+    h.commit();
+    h.out.length = 0;
+    h.step({ type: 'scheduler_call', streamId: 's1', call: { type: 'RECONCILE', frameworkId: fw, taskIds: ['t1'] } });
+    expect(states()).toEqual([['t1', 'TASK_STAGING']]);
+    expect(h.state.tasks.get('t1')?.state).toBe('TASK_STAGING');
+  });
+
   it('removes an old agent, its tasks GONE, when a new agent registers at its address', () => {
     const h = new Harness();
     const oldId = h.agent(1);
