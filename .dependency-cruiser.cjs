@@ -18,8 +18,6 @@ const CORE = [
   // The one placement pipeline: feasibility checks, ranking and selection over Resources.
   '^shared/placement/',
   '^master/registry/(state-machine|commands)[.]ts$',
-  // The credential a launch pulls with, picked from the registry's secrets.
-  '^master/secrets/pull-auth[.]ts$',
   '^master/allocator/',
   '^master/offers[.]ts$',
   // The leader's counters, and the validation of scheduler calls (the shapes the core takes).
@@ -128,14 +126,6 @@ const MASTER_LAYER_EXCEPTIONS = [
       'with the built-ins that fill it.',
     until: 'the gate moves to sharing/ (or the host hands it to the frameworks alone) with the ' +
       'framework boundary.',
-  },
-  {
-    from: ['leader'],
-    to: ['secrets/pull-auth.ts'],
-    why: "A launch's pull credential, picked from the registry's secrets: a pure core the " +
-      "leader's launches use, beside the secrets' REST endpoints.",
-    until: 'it moves below the leader (into leader/ or a pure secrets folder); held back while ' +
-      'it is being edited for the command line\'s shared contracts.',
   },
 ];
 

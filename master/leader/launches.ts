@@ -10,7 +10,7 @@ import { Resources } from '../../shared/resources.ts';
 import type { TaskSpec } from '../api/scheduler-calls.ts';
 import type { OutstandingOffer } from '../offers.ts';
 import type { TaskRecord } from '../registry/commands.ts';
-import { withPullAuth } from '../secrets/pull-auth.ts';
+import { withPullAuth } from './pull-auth.ts';
 import type { KillReason, LeaderState } from './leader-state.ts';
 import type { SchedulerCall } from './messages.ts';
 import { statusEvent } from './scheduler-events.ts';

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { authForImage, dockerConfigJson, imageRegistry, parseDockerConfig } from '../../shared/docker-auth.ts';
-import { withPullAuth } from '../../master/secrets/pull-auth.ts';
+import { withPullAuth } from '../../master/leader/pull-auth.ts';
 import { RegistryStateMachine } from '../../master/registry/state-machine.ts';
 import type { SecretRecord } from '../../master/registry/commands.ts';
 import type { ContainerSpec } from '../../shared/agent-messages.ts';
