@@ -119,14 +119,6 @@ const MASTER_LAYER_EXCEPTIONS = [
     until: 'the names move below dns and auth with the framework boundary (the host then ' +
       'registers them).',
   },
-  {
-    from: ['context.ts'],
-    to: ['builtin/quota-gate.ts'],
-    why: "Every endpoint is handed the per-principal quotas on stored objects, whose gate lives " +
-      'with the built-ins that fill it.',
-    until: 'the gate moves to sharing/ (or the host hands it to the frameworks alone) with the ' +
-      'framework boundary.',
-  },
 ];
 
 /** A unit of MASTER_LAYERS as a path pattern: a folder and all below it, or one file. */

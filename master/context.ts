@@ -10,7 +10,7 @@ import type { Master } from './master.ts';
 import type { Registry } from './registry/registry.ts';
 import type { ReplicationStatus } from './replication/raft-log.ts';
 import type { PriorityClasses } from '../shared/sharing/priority-classes.ts';
-import type { QuotaGate } from './builtin/quota-gate.ts';
+import type { QuotaGate } from './sharing/quota-gate.ts';
 
 export interface MasterContext {
   readonly registry: Registry;

@@ -38,7 +38,7 @@ import { RaftCommandLog } from './replication/raft-log.ts';
 import { registerUi, type UiHandle } from './ui/register.ts';
 import { privateDataDir } from './data-dir-modes.ts';
 import { taskOwner } from './builtin/task-owner.ts';
-import { QuotaGate } from './builtin/quota-gate.ts';
+import { QuotaGate } from './sharing/quota-gate.ts';
 import { compileObjectLimits, type ObjectLimits } from '../shared/sharing/object-limits.ts';
 import type { CompactionLimits } from './registry/compaction-policy.ts';
 

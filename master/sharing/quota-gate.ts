@@ -5,7 +5,7 @@
 // stored then counts from the registry. Sizes are JSON bytes, computed once per stored value
 // (registry values are frozen and replaced, never changed in place).
 
-import { objectLedger, quotaRefusal, usageOf, type QuotaState } from '../sharing/object-quota.ts';
+import { objectLedger, quotaRefusal, usageOf, type QuotaState } from './object-quota.ts';
 import type { ObjectLimits } from '../../shared/sharing/object-limits.ts';
 import type { Admission, ObjectQuotas } from '../../shared/framework-host/quotas.ts';
 
