@@ -74,8 +74,9 @@ function rule(name, comment, from, to) {
  * daemon that wires them. A new folder gets a place here (an unplaced one is in no rule).
  */
 const MASTER_LAYERS = [
-  // The registry's commands, state machine and store; the allocator; outstanding offers; counters.
-  { name: 'base', units: ['registry', 'allocator', 'offers.ts', 'metrics.ts', 'data-dir-modes.ts'] },
+  // The registry's commands, state machine and store; the allocator; outstanding offers; counters;
+  // the built-in frameworks' principal name.
+  { name: 'base', units: ['registry', 'allocator', 'offers.ts', 'metrics.ts', 'data-dir-modes.ts', 'builtin-principal.ts'] },
   // Quotas, priority classes and victims; the registry's log replicated by Raft.
   { name: 'policy', units: ['sharing', 'replication'] },
   { name: 'dns', units: ['dns'] },
@@ -111,14 +112,6 @@ const MASTER_LAYER_EXCEPTIONS = [
       'folder of its own); its 20 importers are being edited for the framework boundary.',
   },
 
-  {
-    from: ['auth', 'dns'],
-    to: ['builtin/reserved-names.ts'],
-    why: "The built-ins' framework names, held by the built-in principal: SUBSCRIBE and the DNS " +
-      'zone both refuse them to tenants. A fact about names that lives with the host.',
-    until: 'the names move below dns and auth with the framework boundary (the host then ' +
-      'registers them).',
-  },
 ];
 
 /** A unit of MASTER_LAYERS as a path pattern: a folder and all below it, or one file. */

@@ -13,6 +13,7 @@ import { CairnError } from '../../shared/errors.ts';
 import { OPENABLE, type Openable } from '../../shared/openable.ts';
 import { Acls, type AclAction } from './acls.ts';
 import type { Credentials, Principal, PrincipalKind } from './credentials.ts';
+import { BUILTIN_PRINCIPAL } from '../builtin-principal.ts';
 
 /**
  * The principal of an unauthenticated scheduler call under `--open scheduler` (Mesos with
@@ -27,12 +28,6 @@ const ANONYMOUS: Principal = { name: ANONYMOUS_PRINCIPAL, kind: 'user' };
  * costs a request. Only valid headers are kept, so guessing fills nothing; bounded.
  */
 const HEADER_CACHE_ENTRIES = 4096;
-
-/**
- * Whom the master's built-in frameworks (services, jobs, tuning) call its scheduler API as.
- * '+' is not allowed in a credentials file's names, so no user can be this principal.
- */
-export const BUILTIN_PRINCIPAL = 'cairn+builtin';
 
 /** The principal of a master that authenticates no one: every check passes. */
 const NOBODY: Principal = { name: '', kind: 'user' };

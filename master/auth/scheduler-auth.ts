@@ -7,7 +7,7 @@
 // principal `anonymous` (master-auth.ts), held to the same rules: the ACLs decide its roles and
 // users, and its frameworks are all `anonymous`'s. A class above the default needs
 // use_priority_classes. A framework's name is a claim on DNS names (dns/zone.ts): the
-// built-ins' names are theirs alone (builtin/reserved-names.ts), and a name whose DNS label a
+// built-ins' names are theirs alone (dns/reserved-names.ts), and a name whose DNS label a
 // live framework of another principal holds is refused, so one tenant cannot answer for
 // another's tasks. A task's labels that grant something are the built-ins' alone (task-labels.ts).
 
@@ -15,7 +15,7 @@ import { CairnError } from '../../shared/errors.ts';
 import type { SchedulerCallParsed } from '../api/scheduler-calls.ts';
 import type { Registry } from '../registry/registry.ts';
 import type { PriorityClasses } from '../../shared/sharing/priority-classes.ts';
-import { reservedNameKey } from '../builtin/reserved-names.ts';
+import { reservedNameKey } from '../dns/reserved-names.ts';
 import { frameworkNameKey } from '../dns/names.ts';
 import { withEntitledLabels } from './task-labels.ts';
 import type { Principal } from './credentials.ts';

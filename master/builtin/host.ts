@@ -11,7 +11,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
 import type { BuiltinEnv, BuiltinFramework, BuiltinInstance, BuiltinRoutesEnv, ClusterView, FrameworkApis, FrameworkMetrics, Leadership } from '../../shared/framework-host/contract.ts';
 import { leaderOrRedirect, type MasterContext } from '../context.ts';
-import { BUILTIN_PRINCIPAL } from '../auth/master-auth.ts';
+import { BUILTIN_PRINCIPAL } from '../builtin-principal.ts';
 import { componentLogger } from '../../shared/logger.ts';
 import { BuiltinStore } from './store.ts';
 import { clusterHolders } from './cluster-holders.ts';

@@ -6,7 +6,7 @@
 // runs the task. Pure: reads the replicated state only.
 
 import type { JsonValue, FrameworkRecord, TaskRecord } from '../registry/commands.ts';
-import { BUILTIN_PRINCIPAL } from '../auth/master-auth.ts';
+import { BUILTIN_PRINCIPAL } from '../builtin-principal.ts';
 import { BUILTIN_FRAMEWORKS } from './all.ts';
 
 export interface OwnerState {

@@ -10,7 +10,7 @@ import { Forwarder } from '../../shared/dns/forwarder.ts';
 import { DnsResponder } from './responder.ts';
 import { DnsMetrics, DnsServer } from './server.ts';
 import { DnsZone } from './zone.ts';
-import { RESERVED_NAME_KEYS } from '../builtin/reserved-names.ts';
+import { RESERVED_NAME_KEYS } from './reserved-names.ts';
 
 export class DnsService {
   readonly zone: DnsZone;

@@ -15,7 +15,7 @@ import type { Principal } from '../auth/credentials.ts';
 import { agentViews, namedTaskView } from '../api/state-view.ts';
 import { taskOwner } from '../builtin/task-owner.ts';
 import type { MasterContext } from '../context.ts';
-import { BUILTIN_PRINCIPAL } from '../auth/master-auth.ts';
+import { BUILTIN_PRINCIPAL } from '../builtin-principal.ts';
 import type { Registry } from '../registry/registry.ts';
 import type { RegistryCommand, TaskRecord } from '../registry/commands.ts';
 import type { RegistryStateMachine } from '../registry/state-machine.ts';

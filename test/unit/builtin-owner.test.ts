@@ -2,7 +2,8 @@
 // and whose a built-in framework's task is (task-owner.ts).
 
 import { describe, expect, it } from 'vitest';
-import { MasterAuth, BUILTIN_PRINCIPAL } from '../../master/auth/master-auth.ts';
+import { MasterAuth } from '../../master/auth/master-auth.ts';
+import { BUILTIN_PRINCIPAL } from '../../master/builtin-principal.ts';
 import { parseCredentials } from '../../master/auth/credentials.ts';
 import { parseAcls } from '../../master/auth/acls.ts';
 import { OwnerAccess } from '../../master/builtin/owner-access.ts';

@@ -8,8 +8,8 @@ import { beforeEach, describe, expect, it } from 'vitest';
 import type { RegistryCommand } from '../../master/registry/commands.ts';
 import { RegistryStateMachine } from '../../master/registry/state-machine.ts';
 import { DnsZone } from '../../master/dns/zone.ts';
-import { BUILTIN_PRINCIPAL } from '../../master/auth/master-auth.ts';
-import { BUILTIN_FRAMEWORK_NAMES, RESERVED_NAME_KEYS } from '../../master/builtin/reserved-names.ts';
+import { BUILTIN_PRINCIPAL } from '../../master/builtin-principal.ts';
+import { BUILTIN_FRAMEWORK_NAMES, RESERVED_NAME_KEYS } from '../../master/dns/reserved-names.ts';
 import { BUILTIN_FRAMEWORKS } from '../../master/builtin/all.ts';
 
 const agent: RegistryCommand = {
