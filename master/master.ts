@@ -11,7 +11,7 @@ import { CairnError } from '../shared/errors.ts';
 import type { MemberState } from '../shared/gossip/messages.ts';
 import type { Allocator } from './allocator/allocator.ts';
 import type { AgentLink } from './agents/agent-link.ts';
-import type { FrameworkSpec } from './api/scheduler-calls.ts';
+import type { FrameworkSpec } from './scheduler-calls.ts';
 import type { EventStream } from './event-stream.ts';
 import { DEFAULT_LEADER_CONFIG, type LeaderConfig } from './leader/config.ts';
 import { LeaderCore } from './leader/leader-core.ts';

@@ -1,5 +1,5 @@
 // The longest strings and the most items a client may send to a master, in one place: the
-// scheduler API checks its calls against them (master/api/scheduler-calls.ts), and the
+// scheduler API checks its calls against them (master/scheduler-calls.ts), and the
 // built-in frameworks check the apps, jobs and experiments they turn into tasks the same way.
 
 /** Mesos' bound on an id (a task's names its sandbox directory: NAME_MAX). */

@@ -33,7 +33,7 @@ export interface CommandInfoJson {
   uris?: unknown[];
 }
 
-/** Mesos' ContainerInfo as Cairn takes it (master/api/scheduler-calls.ts checks it): Docker only. */
+/** Mesos' ContainerInfo as Cairn takes it (master/scheduler-calls.ts checks it): Docker only. */
 export interface ContainerInfoJson {
   type: 'DOCKER';
   docker: {

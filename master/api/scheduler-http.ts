@@ -10,7 +10,7 @@ import { leaderOrRedirect, type MasterContext } from '../context.ts';
 import { auditLine } from '../auth/http-hooks.ts';
 import { authorizeSchedulerCall } from '../auth/scheduler-auth.ts';
 import { toHttpError } from '../../shared/http-errors.ts';
-import { parseSchedulerCall } from './scheduler-calls.ts';
+import { parseSchedulerCall } from '../scheduler-calls.ts';
 import { secretAccess } from '../secrets/secret-access.ts';
 
 export function registerSchedulerApi(app: FastifyInstance, ctx: MasterContext): void {

@@ -12,7 +12,7 @@
 // another's tasks. A task's labels that grant something are the built-ins' alone (task-labels.ts).
 
 import { CairnError } from '../../shared/errors.ts';
-import type { SchedulerCallParsed } from '../api/scheduler-calls.ts';
+import type { SchedulerCallParsed } from '../scheduler-calls.ts';
 import type { Registry } from '../registry/registry.ts';
 import type { PriorityClasses } from '../../shared/sharing/priority-classes.ts';
 import { reservedNameKey } from '../dns/reserved-names.ts';

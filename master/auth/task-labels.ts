@@ -10,7 +10,7 @@
 // default needs use_priority_classes for the framework's principal, as at SUBSCRIBE.
 
 import { CairnError } from '../../shared/errors.ts';
-import type { RefusedTask, SchedulerCallParsed, TaskSpec } from '../api/scheduler-calls.ts';
+import type { RefusedTask, SchedulerCallParsed, TaskSpec } from '../scheduler-calls.ts';
 import { PRIORITY_CLASS_LABEL, type PriorityClasses } from '../../shared/sharing/priority-classes.ts';
 import type { Principal } from './credentials.ts';
 import type { MasterAuth } from './master-auth.ts';

@@ -7,7 +7,7 @@
 import { isTerminal, type TaskInfo } from '../../shared/agent-messages.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { Resources } from '../../shared/resources.ts';
-import type { TaskSpec } from '../api/scheduler-calls.ts';
+import type { TaskSpec } from '../scheduler-calls.ts';
 import type { OutstandingOffer } from '../offers.ts';
 import type { TaskRecord } from '../registry/commands.ts';
 import { withPullAuth } from './pull-auth.ts';

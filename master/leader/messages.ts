@@ -7,7 +7,7 @@
 import type { AgentToMaster, MasterToAgent } from '../../shared/agent-messages.ts';
 import type { CairnError } from '../../shared/errors.ts';
 import type { SchedulerEvent } from '../../shared/mesos-v1.ts';
-import type { FrameworkSpec, SchedulerCallParsed } from '../api/scheduler-calls.ts';
+import type { FrameworkSpec, SchedulerCallParsed } from '../scheduler-calls.ts';
 import type { AgentDrain, RegistryCommand } from '../registry/commands.ts';
 import type { RegistryEvent } from '../registry/state-machine.ts';
 import type { QuotaRecord } from '../registry/commands.ts';

@@ -4,7 +4,7 @@
 
 import { CairnError } from '../../shared/errors.ts';
 import { randomUuid } from '../../shared/random.ts';
-import type { FrameworkSpec } from '../api/scheduler-calls.ts';
+import type { FrameworkSpec } from '../scheduler-calls.ts';
 import { recoverOffers } from './allocation.ts';
 import { killTask } from './launches.ts';
 import type { LeaderState, Session } from './leader-state.ts';

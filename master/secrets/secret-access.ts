@@ -7,7 +7,7 @@
 import { CairnError } from '../../shared/errors.ts';
 import type { Principal } from '../auth/credentials.ts';
 import type { MasterAuth } from '../auth/master-auth.ts';
-import type { SchedulerCallParsed } from '../api/scheduler-calls.ts';
+import type { SchedulerCallParsed } from '../scheduler-calls.ts';
 import type { MasterContext } from '../context.ts';
 import type { SecretRecord } from '../registry/commands.ts';
 export { checkSecretName } from '../../shared/secret-names.ts';

@@ -13,7 +13,7 @@ import { MemoryStorage } from '../../shared/raft/memory-storage.ts';
 import { steadyClock, type Clock } from '../../shared/steady-clock.ts';
 import type { ConfChange, Message, NodeId } from '../../shared/raft/types.ts';
 import { SeededRandom } from '../../shared/random.ts';
-import type { FrameworkSpec } from '../../master/api/scheduler-calls.ts';
+import type { FrameworkSpec } from '../../master/scheduler-calls.ts';
 import type { LeaderConfig } from '../../master/leader/config.ts';
 import { LeaderCore } from '../../master/leader/leader-core.ts';
 import type { LeaderEffect, LeaderInput, OperatorCall, SchedulerCall } from '../../master/leader/messages.ts';

@@ -18,7 +18,7 @@ import { isTerminal, type TaskState } from '../../shared/agent-messages.ts';
 import type { SchedulerEvent } from '../../shared/mesos-v1.ts';
 import type { SeededRandom } from '../../shared/random.ts';
 import { Resources } from '../../shared/resources.ts';
-import type { FrameworkSpec, TaskSpec } from '../../master/api/scheduler-calls.ts';
+import type { FrameworkSpec, TaskSpec } from '../../master/scheduler-calls.ts';
 import type { LeaderConfig } from '../../master/leader/config.ts';
 import type { SchedulerCall } from '../../master/leader/messages.ts';
 import type { PreemptionRecord, RegistryCommand } from '../../master/registry/commands.ts';

@@ -3,7 +3,7 @@
 // the simulation, in place of HTTP. SUBSCRIBE opens a stream to a master (a follower closes
 // it naming the leader, which is tried next); events arrive on the stream in order, or not
 // at all once it is cut or closed; every other call is a datagram, which may be lost,
-// duplicated or late, and is parsed by the master's own parser (master/api/scheduler-calls.ts)
+// duplicated or late, and is parsed by the master's own parser (master/scheduler-calls.ts)
 // as an HTTP body would be. After a lost stream the transport subscribes again with the
 // framework id it was given, until closed; updates are acknowledged once their listeners are done.
 
@@ -11,7 +11,7 @@ import { acknowledgeCall } from '../../shared/sdk/scheduler-calls.ts';
 import type { FrameworkInfo, SchedulerCall, SchedulerEvent } from '../../shared/mesos-v1.ts';
 import type { SeededRandom } from '../../shared/random.ts';
 import type { SchedulerTransport, TransportEvents, TransportFactory } from '../../shared/framework-runtime/transport.ts';
-import { parseSchedulerCall } from '../../master/api/scheduler-calls.ts';
+import { parseSchedulerCall } from '../../master/scheduler-calls.ts';
 import type { FrameworkWorld } from './cluster-framework.ts';
 import { NOT_LEADER_CLOSE, sendSchedulerCall, type StreamConn } from './cluster-master.ts';
 

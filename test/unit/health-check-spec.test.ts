@@ -3,7 +3,7 @@
 // mapped port).
 
 import { describe, expect, it } from 'vitest';
-import { parseSchedulerCall } from '../../master/api/scheduler-calls.ts';
+import { parseSchedulerCall } from '../../master/scheduler-calls.ts';
 import { CairnError } from '../../shared/errors.ts';
 import { decodeAgentToMaster, decodeMasterToAgent, encodeAgentToMaster, encodeMasterToAgent, type HealthCheckSpec, type TaskInfo } from '../../shared/agent-protocol.ts';
 import { checkedPort, describeTarget, healthTarget, usableSpec } from '../../agent/health/target.ts';

@@ -102,11 +102,9 @@ describe('import rules', () => {
         // master/'s layers (MASTER_LAYERS): one import up from each layer but the top, each
         // caught by its layer's rule (the leader's is __planted_shell.ts above).
         'master/server.ts': `export const server = 1;\n`,
-        'master/api/scheduler-calls.ts': `export const calls = 1;\n`,
         'master/registry/__planted_layer.ts': `import { x } from '../replication/__planted_layer.ts';\nexport const y = x;\n`,
         'master/replication/__planted_layer.ts': `import { x } from '../dns/__planted_layer.ts';\nexport const y = x;\n`,
-        // An exception allows its own importers only: the leader's, not the DNS server's.
-        'master/dns/__planted_layer.ts': `import { calls } from '../api/scheduler-calls.ts';\nexport const x = calls;\n`,
+        'master/dns/__planted_layer.ts': `import { x } from '../auth/__planted_layer.ts';\nexport const y = x;\n`,
         'master/auth/__planted_layer.ts': `import { core } from '../leader/leader-core.ts';\nexport const x = core;\n`,
         'master/agents/__planted_layer.ts': `import { x } from '../frameworks/__planted_layer.ts';\nexport const y = x;\n`,
         'master/frameworks/__planted_layer.ts': `import { x } from '../ui/__planted_layer.ts';\nexport const y = x;\n`,
@@ -114,8 +112,6 @@ describe('import rules', () => {
         'master/secrets/__planted_layer.ts': `import { x } from '../frameworks/__planted_layer.ts';\nexport const y = x;\n`,
         'master/api/__planted_layer.ts': `import { x } from '../ui/__planted_layer.ts';\nexport const y = x;\n`,
         'master/ui/__planted_layer.ts': `import { server } from '../server.ts';\nexport const x = server;\n`,
-        // Allowed: an import up that MASTER_LAYER_EXCEPTIONS lists (the leader's scheduler calls).
-        'master/leader/__planted_allowed_up.ts': `import { calls } from '../api/scheduler-calls.ts';\nexport const x = calls;\n`,
         // A framework imports shared/ and its own folder only: not the master, not another framework.
         'master/sharing/object-quota.ts': `export const objectKey = 1;\n`,
         'master/frameworks/jobs/runtime.ts': `export const runtime = 1;\n`,
@@ -153,7 +149,7 @@ describe('import rules', () => {
         'master/api/__planted_layer.ts → master/ui/__planted_layer.ts [master-layer-api]',
         'master/auth/__planted_layer.ts → master/leader/leader-core.ts [master-layer-auth]',
         'master/builtin/__planted_layer.ts → master/api/__planted_layer.ts [master-layer-builtin]',
-        'master/dns/__planted_layer.ts → master/api/scheduler-calls.ts [master-layer-dns]',
+        'master/dns/__planted_layer.ts → master/auth/__planted_layer.ts [master-layer-dns]',
         'master/frameworks/__planted.ts → master/allocator/allocator.ts [frameworks-import-no-allocator]',
         'master/frameworks/__planted_layer.ts → master/ui/__planted_layer.ts [master-layer-frameworks]',
         'master/frameworks/jobs/__planted_boundary.ts → master/sharing/object-quota.ts [frameworks-import-only-shared]',

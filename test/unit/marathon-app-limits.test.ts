@@ -9,7 +9,7 @@ import { parseApp } from '../../master/frameworks/marathon/app-parse.ts';
 import { MarathonError } from '../../master/frameworks/marathon/app-errors.ts';
 import { MAX_APP_ID_LENGTH, MAX_APP_INSTANCES } from '../../master/frameworks/marathon/app-limits.ts';
 import { buildTaskInfo, marathonTaskId } from '../../master/frameworks/marathon/task-info.ts';
-import { parseSchedulerCall } from '../../master/api/scheduler-calls.ts';
+import { parseSchedulerCall } from '../../master/scheduler-calls.ts';
 import { compileObjectLimits } from '../../shared/sharing/object-limits.ts';
 import { Resources } from '../../shared/resources.ts';
 

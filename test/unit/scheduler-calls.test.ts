@@ -2,7 +2,7 @@
 // the field.
 
 import { describe, expect, it } from 'vitest';
-import { MAX_LENGTH, parseSchedulerCall, type RefusedTask } from '../../master/api/scheduler-calls.ts';
+import { MAX_LENGTH, parseSchedulerCall, type RefusedTask } from '../../master/scheduler-calls.ts';
 import { compileObjectLimits, DEFAULT_OBJECT_LIMITS } from '../../shared/sharing/object-limits.ts';
 import { checkJsonDepth, jsonDepth, MAX_JSON_DEPTH } from '../../shared/json-body.ts';
 import { CairnError } from '../../shared/errors.ts';

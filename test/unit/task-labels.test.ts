@@ -9,7 +9,7 @@ import { parseAcls } from '../../master/auth/acls.ts';
 import { parseCredentials } from '../../master/auth/credentials.ts';
 import { MasterAuth } from '../../master/auth/master-auth.ts';
 import { withEntitledLabels } from '../../master/auth/task-labels.ts';
-import { parseSchedulerCall, type SchedulerCallParsed } from '../../master/api/scheduler-calls.ts';
+import { parseSchedulerCall, type SchedulerCallParsed } from '../../master/scheduler-calls.ts';
 import { PriorityClasses } from '../../shared/sharing/priority-classes.ts';
 
 const S = (n: string) => `${n}-0123456789abcdef`;

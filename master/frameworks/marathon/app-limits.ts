@@ -1,6 +1,6 @@
 // Bounds on an app beyond its JSON's shape: Marathon's own (label.raml's 255-character label
 // names, EnvVarValidation's variable names under 255), and those that keep every task of the
-// app within what the scheduler API and the agent take (master/api/scheduler-calls.ts), so an
+// app within what the scheduler API and the agent take (master/scheduler-calls.ts), so an
 // app that could never launch is refused when it is submitted, naming the field, instead of
 // failing each launch. Pure.
 

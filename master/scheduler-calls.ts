@@ -1,16 +1,16 @@
 // Validation of Mesos v1 scheduler calls at the edge: JSON in, a typed call out, or a
 // CairnError naming the field that is wrong. Nothing past this file sees raw JSON.
 
-import { PRIORITY_CLASS_LABEL } from '../../shared/sharing/priority-classes.ts';
-import { isRoleName } from '../../shared/sharing/roles.ts';
-import { Resources } from '../../shared/resources.ts';
-import { badRequest, CairnError } from '../../shared/errors.ts';
-import type { CommandSpec } from '../registry/commands.ts';
-import { checkSecretName, MAX_PULL_SECRETS } from '../../shared/secret-names.ts';
-import { hostPathProblem } from '../../shared/host-paths.ts';
-import type { ContainerSpec, HealthCheckSpec, PortMapping } from '../../shared/agent-messages.ts';
-import { DEFAULT_OBJECT_LIMITS, envBytes, envTooLarge, type ObjectLimits } from '../../shared/sharing/object-limits.ts';
-import { MAX_ID_LENGTH, MAX_ITEMS, MAX_LENGTH } from '../../shared/field-limits.ts';
+import { PRIORITY_CLASS_LABEL } from '../shared/sharing/priority-classes.ts';
+import { isRoleName } from '../shared/sharing/roles.ts';
+import { Resources } from '../shared/resources.ts';
+import { badRequest, CairnError } from '../shared/errors.ts';
+import type { CommandSpec } from './registry/commands.ts';
+import { checkSecretName, MAX_PULL_SECRETS } from '../shared/secret-names.ts';
+import { hostPathProblem } from '../shared/host-paths.ts';
+import type { ContainerSpec, HealthCheckSpec, PortMapping } from '../shared/agent-messages.ts';
+import { DEFAULT_OBJECT_LIMITS, envBytes, envTooLarge, type ObjectLimits } from '../shared/sharing/object-limits.ts';
+import { MAX_ID_LENGTH, MAX_ITEMS, MAX_LENGTH } from '../shared/field-limits.ts';
 
 export interface FrameworkSpec {
   id?: string;
