@@ -12,7 +12,7 @@ import { DEFAULT_RESTART_BACKOFF, nextRestart, type RestartBackoffPolicy } from 
 import type { MesosResource } from '../../../shared/resources.ts';
 import type { HeldOffer } from '../../../shared/sdk/held-offer.ts';
 import type { JsonValue } from '../../../shared/framework-host/store.ts';
-import { makeAlgorithm, makeEarlyStopper } from './algorithms/index.ts';
+import { makeAlgorithm, makeEarlyStopper } from './algorithm-catalog.ts';
 import type { Algorithm, EarlyStopper, TrialObservation } from './algorithms/types.ts';
 import { DynamicPriority } from './dynamic-priority.ts';
 import { parseMetricLine } from './metrics-parse.ts';

@@ -10,7 +10,7 @@
 
 import { parse as parseYaml, YAMLParseError } from 'yaml';
 import { badRequest, CairnError } from '../../../shared/errors.ts';
-import { ALGORITHM_ALIASES, EARLY_STOPPING_ALIASES, makeAlgorithm, makeEarlyStopper } from './algorithms/index.ts';
+import { ALGORITHM_ALIASES, EARLY_STOPPING_ALIASES, makeAlgorithm, makeEarlyStopper } from './algorithm-catalog.ts';
 import type { AlgorithmSettings } from './algorithms/types.ts';
 import { GAP_DEFAULTS } from './dynamic-priority.ts';
 import {

@@ -2,16 +2,16 @@
 // experiment's `algorithm` and `earlyStopping` into the pure modules that answer it. The
 // constructors check their settings, so building one is also how a spec is validated.
 
-import type { SearchSpace } from '../../../../shared/tuning/space/types.ts';
-import type { AlgorithmName, EarlyStoppingName } from '../../../../shared/tuning/model.ts';
-import type { Algorithm, AlgorithmSettings, EarlyStopper } from './types.ts';
-import { randomSearch } from './random-search.ts';
-import { gridSearch } from './grid-search.ts';
-import { sobol } from './sobol.ts';
-import { tpe } from './tpe.ts';
-import { gaussianProcessEi } from './gp-ei.ts';
-import { asha, hyperband } from '../early-stopping/asha.ts';
-import { medianStop } from '../early-stopping/median-stop.ts';
+import type { SearchSpace } from '../../../shared/tuning/space/types.ts';
+import type { AlgorithmName, EarlyStoppingName } from '../../../shared/tuning/model.ts';
+import type { Algorithm, AlgorithmSettings, EarlyStopper } from './algorithms/types.ts';
+import { randomSearch } from './algorithms/random-search.ts';
+import { gridSearch } from './algorithms/grid-search.ts';
+import { sobol } from './algorithms/sobol.ts';
+import { tpe } from './algorithms/tpe.ts';
+import { gaussianProcessEi } from './algorithms/gp-ei.ts';
+import { asha, hyperband } from './early-stopping/asha.ts';
+import { medianStop } from './early-stopping/median-stop.ts';
 
 type AlgorithmFactory = (space: SearchSpace, settings: AlgorithmSettings, seed: number) => Algorithm;
 type StopperFactory = (settings: AlgorithmSettings, seed: number) => EarlyStopper;
