@@ -1,6 +1,6 @@
 // Per-principal quotas on stored objects as a framework meets them: before it stores an app,
 // a job or an experiment, its route asks the host to admit the change against the owner's
-// quota (master/builtin/quota-gate.ts holds the ledger; master/sharing/object-quota.ts counts).
+// quota (master/sharing/quota-gate.ts holds the ledger; master/sharing/object-quota.ts counts).
 
 import type { ObjectLimits } from '../sharing/object-limits.ts';
 

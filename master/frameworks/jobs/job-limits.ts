@@ -1,7 +1,7 @@
 // A job's bounds that depend on the master's settings, checked once its document is parsed:
 // each replica's own environment against the scheduler API's per-variable bounds and the
 // master's cap on a task's environment (sharing/object-limits.ts), naming the field where
-// the user wrote it; and what storing the job adds to its owner's quota (builtin/quota-gate.ts).
+// the user wrote it; and what storing the job adds to its owner's quota (sharing/quota-gate.ts).
 // The variables a kind adds (TF_CONFIG, MASTER_ADDR...) come on top and are checked at launch.
 
 import { objectKey, type Admission, type ObjectQuotas } from '../../../shared/framework-host/quotas.ts';

@@ -1,4 +1,4 @@
-// What creating or changing an app adds to its owner's stored objects (builtin/quota-gate.ts):
+// What creating or changing an app adds to its owner's stored objects (sharing/quota-gate.ts):
 // a change writes the app's record and one more version of its definition, each a copy of it,
 // and replaces the record it had.
 

@@ -1,7 +1,7 @@
 // An experiment's bounds that depend on the master's settings: its trials' environment against
 // the scheduler API's per-variable bounds and the master's cap on a task's environment
 // (sharing/object-limits.ts); and what storing it adds to its owner's quota
-// (builtin/quota-gate.ts): the experiment, its trials' records counting as they come.
+// (sharing/quota-gate.ts): the experiment, its trials' records counting as they come.
 
 import { objectKey, type Admission, type ObjectQuotas } from '../../../shared/framework-host/quotas.ts';
 import { MAX_LENGTH } from '../../../shared/field-limits.ts';
