@@ -214,6 +214,11 @@ describe('leader core', () => {
     h.out.length = 0;
     h.step({ type: 'scheduler_call', streamId: 's1', call: { type: 'RECONCILE', frameworkId: fw, taskIds: [] } });
     expect(states()).toEqual([['t1', 'TASK_STAGING']]);
+    // A launch that stays unwritten for long is unknown again: nothing waits on it forever.
+    h.nowMs += 30_000;
+    h.out.length = 0;
+    h.step({ type: 'scheduler_call', streamId: 's1', call: { type: 'RECONCILE', frameworkId: fw, taskIds: ['t1'] } });
+    expect(states()).toEqual([['t1', 'TASK_LOST']]);
     // Once durable, it is the registry's state that answers.
     h.commit();
     h.out.length = 0;
