@@ -10,7 +10,7 @@
 // framework's task (master/auth/reserved-labels.ts). Here, the directory's owner is the second
 // line: a task whose uid is not the job's is refused the directory.
 
-import { chmodSync, lchownSync, lstatSync, mkdirSync } from 'node:fs';
+import { chmodSync, lchownSync, lstatSync, mkdirSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 
 /** The label the jobs framework puts on every replica's task: the job's name. */
@@ -44,7 +44,12 @@ export function ensureJobDir(dir: string, owner: { uid: number; gid: number } | 
     lchownSync(dir, owner.uid, owner.gid);
     return;
   }
-  if (st.uid !== owner.uid) {
+  if (st.uid !== owner.uid && st.uid === process.geteuid?.() && readdirSync(dir).length === 0) {
+    // The agent's own and empty: another agent of this host (or of a shared mount) made it a
+    // moment ago and is about to give it to the job's uid, or it holds nothing of anyone.
+    // Either way it is this job's to take: its replicas on two agents start at once.
+    lchownSync(dir, owner.uid, owner.gid);
+  } else if (st.uid !== owner.uid) {
     throw new Error(`it belongs to uid ${st.uid}, and this job's tasks run as uid ${owner.uid}: a job's directory is only ever its own job's (a job of the same name by another principal, or from before each principal's tasks had a uid, left it). Remove it, or give it to this job: chown -R ${owner.uid}:${owner.gid} ${dir}`);
   }
   if ((st.mode & 0o077) !== 0) chmodSync(dir, JOB_DIR_MODE);

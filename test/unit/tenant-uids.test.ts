@@ -125,7 +125,20 @@ describe("a job's directory", () => {
     ensureJobDir(jobDir, me);
     expect(statSync(jobDir).mode & 0o777).toBe(0o700);
     const other = { uid: me.uid + 1, gid: me.gid + 1 };
+    writeFileSync(join(jobDir, 'checkpoint'), 'step 5');
     expect(() => ensureJobDir(jobDir, other)).toThrow(new RegExp(`belongs to uid ${me.uid}, and this job's tasks run as uid ${other.uid}.*chown -R ${other.uid}:${other.gid} ${jobDir}`));
+  });
+});
+
+describe('a job dir made a moment ago by another agent of this host', () => {
+  it('is taken by the job\'s uid while it is the agent\'s own and empty (two replicas starting at once on two agents)', () => {
+    if (process.geteuid?.() !== 0) return; // giving a directory away needs root
+    const jobDir = join(dir(), 'pair');
+    mkdirSync(jobDir, { mode: 0o700 }); // the other agent's mkdir, before its chown
+    const task = { uid: 1879048200, gid: 1879048200 };
+    ensureJobDir(jobDir, task);
+    expect(statSync(jobDir).uid).toBe(task.uid);
+    expect(statSync(jobDir).mode & 0o777).toBe(0o700);
   });
 });
 
