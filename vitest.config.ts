@@ -2,11 +2,22 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     testTimeout: 60_000,
     hookTimeout: 60_000,
-    // Integration tests start real daemons on loopback; running files in parallel on a
-    // 2-core machine makes their timing assertions flaky, so files run one after another.
-    fileParallelism: false,
+    projects: [
+      {
+        // Pure cores and single-process tests: their files run side by side (one per core),
+        // all of them before the first daemon starts.
+        extends: true,
+        test: { name: 'unit', include: ['test/unit/**/*.test.ts'], sequence: { groupOrder: 0 } },
+      },
+      {
+        // Integration and browser tests start real daemons on loopback; running those files
+        // in parallel on a 2-core machine makes their timing assertions flaky, so they run one
+        // after another, after the unit files.
+        extends: true,
+        test: { name: 'cluster', include: ['test/integration/**/*.test.ts', 'test/ui/**/*.test.ts'], fileParallelism: false, sequence: { groupOrder: 1 } },
+      },
+    ],
   },
 });
