@@ -7,24 +7,13 @@ import { Resources } from '../resources.ts';
 import { demandOf, type TaskRequirement } from '../placement/demand.ts';
 import { place } from '../placement/pipeline.ts';
 import { WAIT_RESOURCES, neededAmounts, type WaitResource } from './why-waiting.ts';
-import { amountText } from './why-queued.ts';
+import { amounts, amountText } from './why-queued.ts';
 
 export interface AgentSize {
   id: string;
   hostname: string;
   /** Its total resources (`cpus:2;mem:1024;...`). */
   resources: string;
-}
-
-type Amounts = Record<WaitResource, number>;
-
-function amountsOf(text: string): Amounts | undefined {
-  try {
-    const r = Resources.parse(text);
-    return { cpus: r.cpus, mem: r.mem, disk: r.disk, gpus: r.gpus, ports: r.portCount() };
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -35,7 +24,7 @@ function amountsOf(text: string): Amounts | undefined {
 export function neverFitsAnyAgent(req: TaskRequirement, agents: readonly AgentSize[]): string | undefined {
   const need = neededAmounts(req);
   const known = agents.flatMap((a) => {
-    const total = amountsOf(a.resources);
+    const total = amounts(a.resources);
     return total ? [{ a, total }] : [];
   });
   if (known.length === 0) return undefined;

@@ -53,7 +53,8 @@ export interface WaiterClass {
   rank(className: string): number;
 }
 
-function amounts(text: string): Amounts | undefined {
+/** A resources text as the amounts a wait is told in; undefined when it cannot be read. */
+export function amounts(text: string): Amounts | undefined {
   try {
     const r = Resources.parse(text);
     return { cpus: r.cpus, mem: r.mem, disk: r.disk, gpus: r.gpus, ports: r.portCount() };
