@@ -9,13 +9,17 @@
 //  replicas); /dev/web holds cpus 0.2 there; research class may preempt it: no (it is
 //  research class too)"
 //
-// The gang is packed on what is free as the frameworks pack it (largest first, each on the
-// first agent where it fits), so the replica named is the one that does not fit, and the
+// The gang is packed on what is free by the placement pipeline as the frameworks pack it
+// (largest first, each on the first agent where it fits), so the replica named is the one that does not fit, and the
 // agent named is where it misses by the least.
 
 import { Resources } from '../resources.ts';
-import type { TaskRequirement } from './offer-fit.ts';
-import { WAIT_RESOURCES, neededAmounts, type WaitResource } from './why-waiting.ts';
+import type { Candidate } from '../placement/candidate.ts';
+import { firstFailure, RESOURCE_CHECKS } from '../placement/checks.ts';
+import { demandOf, type TaskRequirement } from '../placement/demand.ts';
+import { place } from '../placement/pipeline.ts';
+import { largestFirst } from '../placement/rank.ts';
+import { amountsOf, neededAmounts, type WaitResource } from './why-waiting.ts';
 
 type Amounts = Record<WaitResource, number>;
 
@@ -55,16 +59,8 @@ export interface WaiterClass {
 
 /** A resources text as the amounts a wait is told in; undefined when it cannot be read. */
 export function amounts(text: string): Amounts | undefined {
-  try {
-    const r = Resources.parse(text);
-    return { cpus: r.cpus, mem: r.mem, disk: r.disk, gpus: r.gpus, ports: r.portCount() };
-  } catch {
-    return undefined;
-  }
-}
-
-function minus(a: Amounts, b: Amounts): Amounts {
-  return { cpus: a.cpus - b.cpus, mem: a.mem - b.mem, disk: a.disk - b.disk, gpus: a.gpus - b.gpus, ports: a.ports - b.ports };
+  const r = parsed(text);
+  return r && amountsOf(r);
 }
 
 function plus(a: Amounts, b: Amounts): Amounts {
@@ -77,21 +73,37 @@ export function amountText(name: WaitResource, amount: number): string {
   return name === 'mem' || name === 'disk' ? `${name} ${n} MiB` : `${name} ${n}`;
 }
 
-function fitsIn(free: Amounts, need: Map<WaitResource, number>): boolean {
-  return [...need].every(([name, amount]) => free[name] + 1e-9 >= amount);
+function parsed(text: string): Resources | undefined {
+  try {
+    return Resources.parse(text);
+  } catch {
+    return undefined;
+  }
 }
 
-/** The frameworks' packing order: GPUs are the scarcest, then cpus, then memory. */
-function size(m: TaskRequirement): number {
-  return (m.gpus ?? 0) * 1e9 + m.cpus * 1e5 + m.mem;
+/**
+ * `free` less what `held` holds of it. A holder's record may claim more than the agent's
+ * total says is left (a task reported before the agent's new total), so each amount stops at
+ * zero rather than refusing the whole agent.
+ */
+function lessHeld(free: Resources, held: Resources): Resources {
+  if (free.contains(held)) return free.subtract(held);
+  const heldPorts = new Set(held.portList());
+  return Resources.of({
+    cpus: Math.max(0, free.cpus - held.cpus),
+    mem: Math.max(0, free.mem - held.mem),
+    disk: Math.max(0, free.disk - held.disk),
+    gpus: Math.max(0, free.gpus - held.gpus),
+    ports: free.portList().filter((p) => !heldPorts.has(p)).map((p) => ({ begin: p, end: p })),
+  });
 }
 
 interface Room {
   agent: RoomAgent;
-  total: Amounts;
-  free: Amounts;
-  /** Taken by members of this gang packed before the one that does not fit. */
-  packed: boolean;
+  /** The agent's total, as a candidate (asking whether the member could ever fit there). */
+  whole: Candidate;
+  /** What is free now, as the candidate the gang is packed on. */
+  now: Candidate;
 }
 
 /** How far `need` misses on `free`: the sum of each short resource's missing fraction. */
@@ -99,6 +111,10 @@ function missBy(free: Amounts, need: Map<WaitResource, number>): number {
   let miss = 0;
   for (const [name, amount] of need) miss += Math.max(0, amount - free[name]) / amount;
   return miss;
+}
+
+function candidateOf(agent: RoomAgent, left: Resources): Candidate {
+  return { id: agent.id, agentId: agent.id, hostname: agent.hostname, attributes: {}, role: '*', offerIds: [], left };
 }
 
 /**
@@ -110,42 +126,39 @@ export function explainQueued(members: readonly WaitingMember[], agents: readonl
   const rooms: Room[] = [];
   for (const agent of agents) {
     if (!agent.available) continue;
-    const total = amounts(agent.resources);
+    const total = parsed(agent.resources);
     if (!total) continue;
     let free = total;
     for (const h of agent.holders) {
-      const held = amounts(h.resources);
-      if (held) free = minus(free, held);
+      const held = parsed(h.resources);
+      if (held) free = lessHeld(free, held);
     }
-    rooms.push({ agent, total, free, packed: false });
+    rooms.push({ agent, whole: candidateOf(agent, total), now: candidateOf(agent, free) });
   }
-  const order = [...members].sort((a, b) => size(b) - size(a));
-  for (const m of order) {
-    const need = neededAmounts(m);
-    const room = rooms.find((r) => fitsIn(r.free, need));
-    if (room) {
-      room.free = minus(room.free, Object.fromEntries(WAIT_RESOURCES.map((n) => [n, need.get(n) ?? 0])) as Amounts);
-      room.packed = true;
-      continue;
-    }
-    // Agents whose total could hold it: the best is the one it misses by the least.
-    const could = rooms.filter((r) => fitsIn(r.total, need));
-    if (could.length === 0) return undefined;
-    const best = could.reduce((a, b) => (missBy(b.free, need) < missBy(a.free, need) ? b : a));
-    return sentence(m, need, best, members.length > 1, waiter);
-  }
-  return undefined;
+  // Packed as the frameworks pack a gang: largest first, each on the first agent it fits.
+  const demands = largestFirst(members.map((m, i) => demandOf(m, i, m.label)));
+  const { placed, unplaced } = place({ demands, candidates: rooms.map((r) => r.now), stopAtFirstMiss: true });
+  const miss = unplaced[0];
+  if (miss === undefined) return undefined;
+  const m = members[miss.demand.key]!;
+  const need = neededAmounts(m);
+  // Agents whose total could hold it: the best is the one it misses by the least.
+  const could = rooms.filter((r) => firstFailure(miss.demand, r.whole, RESOURCE_CHECKS) === undefined);
+  if (could.length === 0) return undefined;
+  const best = could.reduce((a, b) => (missBy(amountsOf(b.now.left), need) < missBy(amountsOf(a.now.left), need) ? b : a));
+  const packed = placed.some((p) => p.candidate === best.now);
+  return sentence(m, need, best.agent, amountsOf(best.now.left), packed, members.length > 1, waiter);
 }
 
-function sentence(m: WaitingMember, need: Map<WaitResource, number>, best: Room, gang: boolean, waiter: WaiterClass): string {
-  const short = [...need].filter(([name, amount]) => best.free[name] + 1e-9 < amount).map(([name]) => name);
+function sentence(m: WaitingMember, need: Map<WaitResource, number>, agent: RoomAgent, free: Amounts, packed: boolean, gang: boolean, waiter: WaiterClass): string {
+  const short = [...need].filter(([name, amount]) => free[name] + 1e-9 < amount).map(([name]) => name);
   const needs = short.map((name) => amountText(name, need.get(name)!)).join(' and ');
-  const free = short.map((name) => amountText(name, best.free[name])).join(' and ');
-  const host = best.agent.hostname || best.agent.id;
-  const after = best.packed ? ' after the gang\'s other replicas' : '';
+  const has = short.map((name) => amountText(name, free[name])).join(' and ');
+  const host = agent.hostname || agent.id;
+  const after = packed ? ' after the gang\'s other replicas' : '';
   const who = gang ? `${m.label} needs` : 'needs';
-  let text = `${who} ${needs}; the best agent, ${host}, has ${free} free${after}`;
-  const holders = holdersOf(best.agent, short);
+  let text = `${who} ${needs}; the best agent, ${host}, has ${has} free${after}`;
+  const holders = holdersOf(agent, short);
   if (holders.length === 0) return text;
   const shown = holders.slice(0, 3).map((h) => `${h.name} holds ${short.map((name) => amountText(name, h.held[name])).join(' and ')}${h.tasks > 1 ? ` (${h.tasks} tasks)` : ''}`);
   const more = holders.length > 3 ? `, and ${holders.length - 3} more` : '';

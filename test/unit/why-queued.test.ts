@@ -54,6 +54,13 @@ describe('explainQueued', () => {
     );
   });
 
+  it('counts an agent whose holders claim more than its total as having nothing of it free', () => {
+    const agents = [agent('a', 'cpus:1;mem:256', [holder('/w', 'cpus:0.8;mem:32'), holder('/v', 'cpus:0.8;mem:32')])];
+    expect(explainQueued([{ label: 'x', cpus: 0.5, mem: 64 }], agents, as('research'))).toBe(
+      'needs cpus 0.5; the best agent, a, has cpus 0 free; /v holds cpus 0.8, /w holds cpus 0.8 there; research class may preempt them: no (none is of a lower class and preemptible)',
+    );
+  });
+
   it('says nothing when the gang fits in what is free, when no available agent could ever hold it, or on unavailable agents', () => {
     const agents = [agent('a', 'cpus:2;mem:1024', [holder('/w', 'cpus:1;mem:32')])];
     expect(explainQueued([{ label: 'x', cpus: 1, mem: 64 }], agents, as('research'))).toBeUndefined();
