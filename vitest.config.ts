@@ -4,6 +4,7 @@ export default defineConfig({
   test: {
     testTimeout: 60_000,
     hookTimeout: 60_000,
+    globalSetup: ['test/harness/global-temp.ts'],
     projects: [
       {
         // Pure cores and single-process tests: their files run side by side (one per core),

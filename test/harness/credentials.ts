@@ -3,23 +3,38 @@
 // credentials file that masters read (CAIRN_CREDENTIALS) and agents take their entry from
 // (CAIRN_AGENT_CREDENTIAL). `cairn up` reads the same file, so its clients agree.
 
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { CREDENTIALS_DIR_ENV } from './global-temp.ts';
 
 export const TEST_USER = { principal: 'tester', secret: 'tester-secret-0123456789abcdef' };
 export const TEST_AGENT = { principal: 'test-agent', secret: 'agent-secret-0123456789abcdef' };
 
 let dir: string | undefined;
 
-/** The credentials file (written once per test process, mode 0600). */
+/**
+ * The credentials file, mode 0600: in the test run's own directory (global-temp.ts), or, in a
+ * process the test runner did not start (a bench), in one of its own removed at exit.
+ */
 export function testCredentialsFile(): string {
   if (!dir) {
-    dir = mkdtempSync(join(tmpdir(), 'cairn-creds-'));
-    const doc = { credentials: [{ ...TEST_USER }, { ...TEST_AGENT, agent: true }] };
-    writeFileSync(join(dir, 'credentials.json'), JSON.stringify(doc), { mode: 0o600 });
-    const made = dir;
-    process.on('exit', () => rmSync(made, { recursive: true, force: true }));
+    const shared = process.env[CREDENTIALS_DIR_ENV];
+    if (shared) dir = shared;
+    else {
+      const made = mkdtempSync(join(tmpdir(), 'cairn-creds-'));
+      process.on('exit', () => rmSync(made, { recursive: true, force: true }));
+      dir = made;
+    }
+    const file = join(dir, 'credentials.json');
+    if (!existsSync(file)) {
+      // Test files side by side may write it at once: each writes its own copy and renames it
+      // into place, so none reads a half-written file.
+      const doc = { credentials: [{ ...TEST_USER }, { ...TEST_AGENT, agent: true }] };
+      const part = `${file}.${process.pid}.${Math.random().toString(36).slice(2)}`;
+      writeFileSync(part, JSON.stringify(doc), { mode: 0o600 });
+      renameSync(part, file);
+    }
   }
   return join(dir, 'credentials.json');
 }

@@ -1,8 +1,8 @@
 // Resource discovery: reserves, the --resources merge, GPU indices, and one real
 // measurement of this host.
 
-import { describe, expect, it } from 'vitest';
-import { mkdtempSync } from 'node:fs';
+import { afterEach, describe, expect, it } from 'vitest';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Resources } from '../../shared/resources.ts';
@@ -83,8 +83,18 @@ describe('mountFor', () => {
 });
 
 describe('discoverResources (this host)', () => {
-  it('measures cpus, memory and disk, and applies the override', async () => {
+  const dirs: string[] = [];
+  const tempDir = (): string => {
     const dir = mkdtempSync(join(tmpdir(), 'cairn-discover-'));
+    dirs.push(dir);
+    return dir;
+  };
+  afterEach(() => {
+    for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+  });
+
+  it('measures cpus, memory and disk, and applies the override', async () => {
+    const dir = tempDir();
     const found = await discoverResources(dir, 'cpus:2', { queryGpus: async () => ({ gpus: [], errors: [], reason: 'nvidia-smi not found' }) });
     expect(found.resources.cpus).toBe(2);
     expect(found.facts.cpus).toBeGreaterThan(0);
@@ -96,14 +106,14 @@ describe('discoverResources (this host)', () => {
   });
 
   it('backs declared GPUs with indices and says when no device stands behind them', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cairn-discover-'));
+    const dir = tempDir();
     const found = await discoverResources(dir, 'gpus:2', { queryGpus: async () => ({ gpus: [gpu(0)], errors: [] }) });
     expect(found.gpuIndices).toEqual([0, 1]);
     expect(found.notes.join('\n')).toMatch(/declares 2 GPUs but 1 were found/);
   });
 
   it('offers each device as many times as it is shared', async () => {
-    const dir = mkdtempSync(join(tmpdir(), 'cairn-discover-'));
+    const dir = tempDir();
     const found = await discoverResources(dir, undefined, { gpuSharing: 3, queryGpus: async () => ({ gpus: [gpu(0), gpu(1)], errors: [] }) });
     expect(found.gpuIndices).toEqual([0, 1]);
     expect(found.resources.gpus).toBe(6);

@@ -3,7 +3,7 @@
 // status updates and the stored agent id.
 
 import { describe, expect, it } from 'vitest';
-import { mkdtempSync, readdirSync } from 'node:fs';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { compileAgentOptions, defaultAdvertisedIp, masterWebSocketUrl, parseAttributes } from '../../agent/options.ts';
@@ -162,5 +162,6 @@ describe('agent id file', () => {
     await writeAgentId(dir, 'agent-43');
     expect(await readAgentId(dir)).toBe('agent-43');
     expect(readdirSync(dir)).toEqual(['agent-id']); // no temporary file left behind
+    rmSync(dir, { recursive: true, force: true });
   });
 });

@@ -1,8 +1,8 @@
 // GPU discovery: the nvidia-smi parser against recorded outputs, and the runner's
 // behaviour when the command is missing, failing or hanging.
 
-import { describe, expect, it } from 'vitest';
-import { chmodSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseNvidiaSmi, queryNvidiaSmi } from '../../agent/resources/nvidia-smi.ts';
@@ -10,9 +10,15 @@ import { parseGpuUsage } from '../../agent/resources/gpu-usage.ts';
 
 const fixture = (name: string) => readFileSync(new URL(`../fixtures/nvidia-smi/${name}`, import.meta.url), 'utf8');
 
+const made: string[] = [];
+afterAll(() => {
+  for (const dir of made) rmSync(dir, { recursive: true, force: true });
+});
+
 /** A stand-in nvidia-smi: a shell script printing `out` and exiting with `code`. */
 function fakeSmi(body: string): string {
   const dir = mkdtempSync(join(tmpdir(), 'cairn-smi-'));
+  made.push(dir);
   const path = join(dir, 'nvidia-smi');
   writeFileSync(path, `#!/bin/sh\n${body}\n`);
   chmodSync(path, 0o755);
