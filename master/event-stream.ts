@@ -33,6 +33,11 @@ export class EventStream {
     return !this.closed;
   }
 
+  /** Whether the 200 went out (with SUBSCRIBED, the first event): until then a failed SUBSCRIBE can still be answered with its error status. */
+  get started(): boolean {
+    return this.res.headersSent;
+  }
+
   send(event: SchedulerEvent): void {
     if (this.closed) return;
     this.write(encodeRecord(JSON.stringify(event)));

@@ -316,7 +316,11 @@ export class Master {
     this.waiters.clear();
     for (const link of this.links.values()) link.close(1001, 'master stopping');
     this.links.clear();
-    for (const s of this.streams.values()) s.end();
+    // A stream not yet started is a SUBSCRIBE still waiting for its write: the rejection just
+    // above answers it with its error (503, retry with the new leader). Ending it here would
+    // send a 200 with no event instead, which a client waiting for SUBSCRIBED cannot tell
+    // from a slow subscription.
+    for (const s of this.streams.values()) if (s.started) s.end();
     this.streams.clear();
   }
 }
