@@ -33,7 +33,11 @@
 // and registering at once, over all processes), SCALE_WINDOW (5000: tasks the framework keeps
 // launched and not yet RUNNING at most; 0: no limit, every offer is used at once),
 // SCALE_STATE_POLL_MS (5000: the pause between two reads of the new leader's /api/v1/state
-// during the failover; 0: none. The agents' own registration times are measured either way).
+// during the failover; 0: none. The agents' own registration times are measured either way),
+// SCALE_LEADER_STALL_AT (0: none; N: once the framework has N tasks accepted, the leader is
+// SIGSTOPped for SCALE_LEADER_STALL_MS (5000) and continued, so that the followers elect
+// another while the window of launches is full — the leader change a loaded machine makes by
+// chance, made on purpose to test what the framework and the masters do after it).
 //
 // The masters authenticate as every master does (the harness gives them its credentials
 // file): the agents register with the harness's agent credential, the framework and the
@@ -77,7 +81,7 @@ function envInt(name: string, fallback: number): number {
   return n;
 }
 
-interface Config { agents: number; tasks: number; procs: number; runs: number; timeoutS: number; profile: boolean; statePollMs: number; finishAtOnce: boolean; finishSpreadS: number; connecting: number; window: number }
+interface Config { agents: number; tasks: number; procs: number; runs: number; timeoutS: number; profile: boolean; statePollMs: number; finishAtOnce: boolean; finishSpreadS: number; connecting: number; window: number; leaderStallAt: number; leaderStallMs: number }
 
 function config(): Config {
   const agents = envInt('SCALE_AGENTS', 10_000);
@@ -93,6 +97,8 @@ function config(): Config {
     finishSpreadS: process.env.SCALE_FINISH_SPREAD_S === '0' ? 0 : envInt('SCALE_FINISH_SPREAD_S', 100),
     connecting: envInt('SCALE_CONNECTING', 200),
     window: process.env.SCALE_WINDOW === '0' ? 0 : envInt('SCALE_WINDOW', 5000),
+    leaderStallAt: process.env.SCALE_LEADER_STALL_AT === '0' ? 0 : envInt('SCALE_LEADER_STALL_AT', 0),
+    leaderStallMs: envInt('SCALE_LEADER_STALL_MS', 5000),
   };
 }
 
@@ -701,6 +707,47 @@ function logicalOf(id: string): string {
   return dot === -1 ? id : id.slice(0, dot);
 }
 
+// ------------------------------------------------------------------ an induced leader change
+
+/**
+ * Once `due()` holds, SIGSTOPs the leader for `ms` and continues it: its followers hear
+ * nothing past the election timeout and elect another while its launches are in flight.
+ * `stop()` continues a leader still stopped, so that no run leaves a master frozen.
+ */
+function stallLeaderOnce(due: () => boolean, leader: () => Promise<{ pid: number; name: string }>, ms: number, log: (msg: string) => void): { stop(): void } {
+  let stopped: number | undefined;
+  let resume: NodeJS.Timeout | undefined;
+  const cont = () => {
+    if (stopped === undefined) return;
+    try {
+      process.kill(stopped, 'SIGCONT');
+    } catch {
+      // gone already
+    }
+    log(`leader (pid ${stopped}) continued`);
+    stopped = undefined;
+  };
+  let armed = true;
+  const check = setInterval(() => {
+    if (!armed || !due()) return;
+    armed = false;
+    clearInterval(check);
+    void leader().then((l) => {
+      process.kill(l.pid, 'SIGSTOP');
+      stopped = l.pid;
+      log(`leader ${l.name} (pid ${l.pid}) stopped for ${ms} ms`);
+      resume = setTimeout(cont, ms);
+    }, (err: Error) => log(`no leader to stall: ${err.message}`));
+  }, 20);
+  return {
+    stop() {
+      clearInterval(check);
+      clearTimeout(resume);
+      cont();
+    },
+  };
+}
+
 // ------------------------------------------------------------------ one run
 
 interface Masters { procs: CairnProcess[]; urls: string[] }
@@ -958,6 +1005,7 @@ async function oneRun(cfg: Config, runIndex: number, registerKill: (pids: () => 
       }
     })();
     const progress = setInterval(() => log(`running ${fw.running}, ended ${fw.ended}, accepted ${fw.acceptedTasks}, acks ${fw.acksDone}`), 10_000);
+    const stall = cfg.leaderStallAt > 0 ? stallLeaderOnce(() => fw.acceptedTasks >= cfg.leaderStallAt, () => leaderNow(), cfg.leaderStallMs, log) : undefined;
     try {
       await timed('the launch', cfg.timeoutS, cfg.finishAtOnce ? fw.allEnded : fw.allRunning);
     } catch (err) {
@@ -967,6 +1015,7 @@ async function oneRun(cfg: Config, runIndex: number, registerKill: (pids: () => 
       throw err;
     } finally {
       clearInterval(progress);
+      stall?.stop();
       sampling = false;
     }
     const cpuLaunch1 = cpuMark(procList(), states);
