@@ -2,7 +2,8 @@
 // WebSockets, speaking the real agent protocol. Each agent keeps its connection with the real
 // agent's MasterLink (agent/master-link.ts: reconnect with backoff, follows a follower's 4001
 // close to the leader, tries the next master when one is gone), registers (again with its id
-// after a reconnect, listing the tasks it still runs), answers pings, reports every launched
+// after a reconnect, listing the tasks it still runs and those whose end the master has not
+// acknowledged, as the real agent's reportedTasks does), answers pings, reports every launched
 // task TASK_RUNNING and then at once TASK_FINISHED, keeps each update until the master acks
 // it and re-sends the unacknowledged ones after each registration and every `resendMs`, as the
 // real agent does (agent/agent.ts). It runs nothing. With `finishAtOnce` false, tasks stay
@@ -100,6 +101,8 @@ class SimAgent {
   readonly pending = new Map<string, StatusUpdate>();
   /** Tasks launched here and not ended (listed on re-registration). */
   readonly running = new Map<string, RunningTask>();
+  /** Tasks ended here whose end the master has not acknowledged, by task id: listed on re-registration too. */
+  readonly ended = new Map<string, RunningTask>();
   readonly link: MasterLink;
 
   constructor(
@@ -150,7 +153,7 @@ class SimAgent {
         httpPort: 1,
         resources: this.cfg.resources,
         attributes: [],
-        tasks: [...this.running.values()],
+        tasks: [...this.running.values(), ...this.ended.values()],
         version: 'scale-sim',
       },
     });
@@ -182,10 +185,24 @@ class SimAgent {
         if (this.cfg.finishAtOnce) this.finish(t.taskId);
       }
     } else if ('kill' in msg) {
-      this.running.delete(msg.kill.taskId);
-      this.update(msg.kill.taskId, msg.kill.frameworkId, 'TASK_KILLED');
+      // As the real agent: a task that already ended changes nothing (its end is on its way),
+      // one it never had is reported lost so that the master forgets it.
+      const { taskId, frameworkId } = msg.kill;
+      const t = this.running.get(taskId);
+      if (t) {
+        this.running.delete(taskId);
+        this.ended.set(taskId, { ...t, state: 'TASK_KILLED' });
+        this.update(taskId, frameworkId, 'TASK_KILLED');
+      } else if (!this.ended.has(taskId)) {
+        this.update(taskId, frameworkId, 'TASK_LOST');
+      }
     } else if ('ack' in msg) {
-      if (this.pending.delete(Buffer.from(msg.ack.uuid).toString('hex'))) this.counters.acks++;
+      const key = Buffer.from(msg.ack.uuid).toString('hex');
+      const u = this.pending.get(key);
+      if (!u) return;
+      this.pending.delete(key);
+      this.counters.acks++;
+      if (this.ended.get(u.taskId)?.state === u.state) this.ended.delete(u.taskId);
     }
   }
 
@@ -193,6 +210,10 @@ class SimAgent {
     const t = this.running.get(taskId);
     if (!t) return;
     this.running.delete(taskId);
+    // Named in its ended state until its end is acknowledged: left out of a re-registration,
+    // the master would write off as lost a task that ran and finished (its FINISHED then
+    // ignored), and the framework would run it a second time.
+    this.ended.set(taskId, { ...t, state: 'TASK_FINISHED' });
     this.update(taskId, t.frameworkId, 'TASK_FINISHED', 0);
   }
 
