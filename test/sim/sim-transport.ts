@@ -7,15 +7,13 @@
 // as an HTTP body would be. After a lost stream the transport subscribes again with the
 // framework id it was given, until closed; updates are acknowledged once their listeners are done.
 
-import { acknowledgeCall } from '../../shared/sdk/scheduler-calls.ts';
 import type { FrameworkInfo, SchedulerCall, SchedulerEvent } from '../../shared/mesos-v1.ts';
 import type { SeededRandom } from '../../shared/random.ts';
 import type { SchedulerTransport, TransportEvents, TransportFactory } from '../../shared/framework-runtime/transport.ts';
 import { parseSchedulerCall } from '../../master/scheduler-calls.ts';
 import type { FrameworkWorld } from './cluster-framework.ts';
 import { NOT_LEADER_CLOSE, sendSchedulerCall, type StreamConn } from './cluster-master.ts';
-
-type Listeners = { [E in keyof TransportEvents]?: TransportEvents[E][] };
+import { TransportListeners } from './transport-events.ts';
 
 export class SimTransport implements SchedulerTransport {
   frameworkId: string | undefined;
@@ -25,7 +23,7 @@ export class SimTransport implements SchedulerTransport {
   private hint: number | undefined;
   private nextMaster: number;
   private first: { resolve(id: string): void } | undefined;
-  private readonly listeners: Listeners = {};
+  private readonly events = new TransportListeners();
 
   constructor(
     private readonly world: FrameworkWorld,
@@ -68,7 +66,7 @@ export class SimTransport implements SchedulerTransport {
   }
 
   on<E extends keyof TransportEvents>(event: E, listener: TransportEvents[E]): this {
-    ((this.listeners[event] ??= []) as TransportEvents[E][]).push(listener);
+    this.events.on(event, listener);
     return this;
   }
 
@@ -78,10 +76,6 @@ export class SimTransport implements SchedulerTransport {
     const s = this.stream;
     this.stream = undefined;
     s?.close('peer', 1006, 'framework gone', false);
-  }
-
-  private emit<E extends keyof TransportEvents>(event: E, ...args: Parameters<TransportEvents[E]>): unknown[] {
-    return ((this.listeners[event] ?? []) as ((...a: unknown[]) => unknown)[]).map((l) => l(...args));
   }
 
   private connect(): void {
@@ -101,7 +95,7 @@ export class SimTransport implements SchedulerTransport {
         const wasSubscribed = this.subscribedOn === stream;
         this.stream = undefined;
         this.subscribedOn = undefined;
-        if (wasSubscribed) this.emit('disconnected', reason);
+        if (wasSubscribed) this.events.emit('disconnected', reason);
         this.world.clock.after(this.rng.range(100, 1_000), () => this.connect());
       },
     };
@@ -113,39 +107,15 @@ export class SimTransport implements SchedulerTransport {
   }
 
   private onEvent(stream: StreamConn, event: SchedulerEvent): void {
-    switch (event.type) {
-      case 'SUBSCRIBED': {
-        const resubscribed = this.frameworkId !== undefined;
-        this.frameworkId = event.subscribed.framework_id.value;
-        this.subscribedOn = stream;
-        const first = this.first;
-        this.first = undefined;
-        first?.resolve(this.frameworkId);
-        this.emit('subscribed', this.frameworkId, { resubscribed });
-        return;
-      }
-      case 'OFFERS':
-        this.emit('offers', event.offers.offers);
-        return;
-      case 'RESCIND':
-        this.emit('rescind', event.rescind.offer_id.value);
-        return;
-      case 'UPDATE': {
-        const status = event.update.status;
-        void Promise.all(this.emit('update', status)).then(
-          () => {
-            if (status.uuid && this.frameworkId && status.agent_id) void this.call(acknowledgeCall({ value: this.frameworkId }, { ...status, uuid: status.uuid, agent_id: status.agent_id })).catch(() => {});
-          },
-          () => {},
-        );
-        return;
-      }
-      case 'ERROR':
-        this.emit('error', event.error.message);
-        return;
-      default:
-        return;
-    }
+    this.events.dispatch(event, this, (id) => {
+      const resubscribed = this.frameworkId !== undefined;
+      this.frameworkId = id;
+      this.subscribedOn = stream;
+      const first = this.first;
+      this.first = undefined;
+      first?.resolve(id);
+      return resubscribed;
+    });
   }
 }
 

@@ -1,7 +1,7 @@
 // The tuning paper's experiments (a Mesos framework for distributed parameter optimisation:
 // Client, App Core, App Runners; random search; a parallelism setting; a dynamic multi-tenant
 // strategy against FIFO), reproduced in the deterministic simulation of tuning-cluster.ts with
-// the real tuning core and DRF allocator. Shared by bench/tuning-paper.ts (10 runs a cell, the
+// the production tuning runtime (and its core) and the real DRF allocator. Shared by bench/tuning-paper.ts (10 runs a cell, the
 // paper's tables) and test/unit/tuning-paper-sim.test.ts (a few runs, the targets pinned).
 // The tables are numbered as the paper numbers them: Table 2, jobs run serially (1 to 4);
 // Table 3, one job at parallelism 1, 2, 4 and 8; Table 4, 1 to 4 competing jobs, FIFO against
@@ -100,8 +100,8 @@ function checked(r: SimResult, what: string): SimResult {
 }
 
 /** One job alone at a parallelism; its time to the goal, in seconds. */
-export function singleJob(runSeed: number, parallel: number, epochMs: number): { seconds: number; trials: number; result: SimResult } {
-  const r = checked(simulate({
+export async function singleJob(runSeed: number, parallel: number, epochMs: number): Promise<{ seconds: number; trials: number; result: SimResult }> {
+  const r = checked(await simulate({
     cluster: CLUSTER,
     appCore: APP_CORE,
     jobs: [{
@@ -133,14 +133,14 @@ export interface MultiOptions {
   readonly oracle?: boolean;
 }
 
-export function multiJob(
+export async function multiJob(
   runSeed: number, parallel: number, policy: SchedulingPolicy, epochMs: number,
   jobs: readonly { name: string; space: SearchSpace; kind?: string }[] = MULTI_JOBS, dynamic: DynamicSchedulingSettings = DYNAMIC_SETTINGS,
   options: MultiOptions = {},
-): MultiRun {
+): Promise<MultiRun> {
   const improving = jobs.filter((j) => j.kind === 'improving').map((j) => j.name);
   const plateau = new Set(jobs.filter((j) => j.kind === 'plateau').map((j) => j.name));
-  const r = checked(simulate({
+  const r = checked(await simulate({
     cluster: CLUSTER,
     appCore: APP_CORE,
     ...(options.oracle ? { gate: (fw: string, wants: (name: string) => boolean) => plateau.has(fw) && improving.some(wants) } : {}),
@@ -169,21 +169,21 @@ export interface Calibration {
  * trial i from the seed alone, its result is seeded by the trial), so the serial time is
  * affine in the epoch time: a secant step or two lands on it.
  */
-export function calibrate(seeds: readonly number[], targetS: number = PAPER_SERIAL_S): Calibration {
-  const serial = (epochMs: number): number => trimmedMean(seeds.map((s) => singleJob(s, 1, epochMs).seconds));
+export async function calibrate(seeds: readonly number[], targetS: number = PAPER_SERIAL_S): Promise<Calibration> {
+  const serial = async (epochMs: number): Promise<number> => trimmedMean(await inTurn(seeds, async (s) => (await singleJob(s, 1, epochMs)).seconds));
   const steps: { epochMs: number; serialMeanS: number }[] = [];
   let a = 1000;
-  let fa = serial(a);
+  let fa = await serial(a);
   steps.push({ epochMs: a, serialMeanS: fa });
   let b = 1500;
-  let fb = serial(b);
+  let fb = await serial(b);
   steps.push({ epochMs: b, serialMeanS: fb });
   for (let i = 0; i < 4 && Math.abs(fb - targetS) > 0.05; i++) {
     const next = Math.round(b + ((targetS - fb) * (b - a)) / (fb - fa));
     a = b;
     fa = fb;
     b = next;
-    fb = serial(b);
+    fb = await serial(b);
     steps.push({ epochMs: b, serialMeanS: fb });
   }
   return { epochMs: b, serialMeanS: fb, steps };
@@ -256,14 +256,21 @@ export interface MultiCell {
   readonly meanLevel: number[];
 }
 
+/** `f` of each of `xs`, one after another (a run's promise jobs must not interleave with another's). */
+export async function inTurn<T, R>(xs: readonly T[], f: (x: T, i: number) => Promise<R>): Promise<R[]> {
+  const out: R[] = [];
+  for (let i = 0; i < xs.length; i++) out.push(await f(xs[i], i));
+  return out;
+}
+
 const round = (x: number, d = 1): number => Math.round(x * 10 ** d) / 10 ** d;
 const mean = (xs: readonly number[]): number => xs.reduce((a, b) => a + b, 0) / xs.length;
 
-function multiCell(
+async function multiCell(
   seeds: readonly number[], policy: SchedulingPolicy, epochMs: number, options: MultiOptions = {},
   jobs: typeof MULTI_JOBS = MULTI_JOBS, dynamic: DynamicSchedulingSettings = DYNAMIC_SETTINGS,
-): MultiCell {
-  const runs = seeds.map((s) => multiJob(s, 4, policy, epochMs, jobs, dynamic, options));
+): Promise<MultiCell> {
+  const runs = await inTurn(seeds, (s) => multiJob(s, 4, policy, epochMs, jobs, dynamic, options));
   return {
     jobs: jobs.map((j, i) => ({ name: j.name, kind: j.kind, timeS: round(trimmedMean(runs.map((r) => r.jobSeconds[i]))), runsS: runs.map((r) => round(r.jobSeconds[i])) })),
     averageS: round(trimmedMean(runs.map((r) => r.averageSeconds))),
@@ -281,9 +288,9 @@ function multiCell(
  * another: alone at parallelism 1 a job holds one trial, so the next one's start is the
  * previous one's end and nothing else changes.
  */
-export function aloneSerially(runSeed: number, index: number, epochMs: number): number {
+export async function aloneSerially(runSeed: number, index: number, epochMs: number): Promise<number> {
   const job = MULTI_JOBS[index];
-  const r = checked(simulate({
+  const r = checked(await simulate({
     cluster: CLUSTER,
     appCore: APP_CORE,
     jobs: [{
@@ -296,15 +303,15 @@ export function aloneSerially(runSeed: number, index: number, epochMs: number): 
 }
 
 /** Tables 2, 3 and 4 over `seeds` (one run a seed; the paper's trimming per cell). */
-export function reproduce(seeds: readonly number[]): Reproduction {
-  const cal = calibrate(seeds);
-  const table3 = [1, 2, 4, 8].map((p) => {
-    const runs = seeds.map((s) => singleJob(s, p, cal.epochMs));
+export async function reproduce(seeds: readonly number[]): Promise<Reproduction> {
+  const cal = await calibrate(seeds);
+  const table3 = await inTurn([1, 2, 4, 8], async (p) => {
+    const runs = await inTurn(seeds, (s) => singleJob(s, p, cal.epochMs));
     return { parallelism: p, timeS: trimmedMean(runs.map((r) => r.seconds)), trialsMean: round(mean(runs.map((r) => r.trials))), runsS: runs.map((r) => round(r.seconds)) };
   });
   const serial = table3[0].timeS;
 
-  const alone = seeds.map((s) => MULTI_JOBS.map((_, i) => aloneSerially(s, i, cal.epochMs)));
+  const alone = await inTurn(seeds, (s) => inTurn(MULTI_JOBS, (_, i) => aloneSerially(s, i, cal.epochMs)));
   const table2 = [1, 2, 3, 4].map((n) => {
     // Per run: job i completes once jobs 1..i have run, one after another.
     const done = alone.map((times) => times.slice(0, n).map((_, i) => times.slice(0, i + 1).reduce((a, b) => a + b, 0)));
@@ -316,11 +323,11 @@ export function reproduce(seeds: readonly number[]): Reproduction {
     };
   });
 
-  const table4 = [1, 2, 3, 4].map((n) => {
+  const table4 = await inTurn([1, 2, 3, 4], async (n) => {
     const jobs = MULTI_JOBS.slice(0, n);
-    const fifo = multiCell(seeds, 'fifo', cal.epochMs, {}, jobs);
-    const stagnation = multiCell(seeds, 'dynamic', cal.epochMs, {}, jobs);
-    const gap = multiCell(seeds, 'dynamic', cal.epochMs, {}, jobs, GAP_RULE_SETTINGS);
+    const fifo = await multiCell(seeds, 'fifo', cal.epochMs, {}, jobs);
+    const stagnation = await multiCell(seeds, 'dynamic', cal.epochMs, {}, jobs);
+    const gap = await multiCell(seeds, 'dynamic', cal.epochMs, {}, jobs, GAP_RULE_SETTINGS);
     return {
       jobs: n, fifo, stagnation, gap,
       stagnationImprovement: round(1 - stagnation.averageS / fifo.averageS, 3),
@@ -328,10 +335,10 @@ export function reproduce(seeds: readonly number[]): Reproduction {
     };
   });
   const fifo4 = table4[3].fifo;
-  const oracle = multiCell(seeds, 'fifo', cal.epochMs, { oracle: true });
-  const searches = (['tpe', 'bayesianoptimization'] as const).map((algorithm) => {
-    const f = multiCell(seeds, 'fifo', cal.epochMs, { algorithm });
-    const d = multiCell(seeds, 'dynamic', cal.epochMs, { algorithm });
+  const oracle = await multiCell(seeds, 'fifo', cal.epochMs, { oracle: true });
+  const searches = await inTurn(['tpe', 'bayesianoptimization'] as const, async (algorithm) => {
+    const f = await multiCell(seeds, 'fifo', cal.epochMs, { algorithm });
+    const d = await multiCell(seeds, 'dynamic', cal.epochMs, { algorithm });
     return { algorithm, fifoAverageS: f.averageS, dynamicAverageS: d.averageS, improvement: round(1 - d.averageS / f.averageS, 3) };
   });
   // The mean trial's duration at this epoch time, over the space (the jitter averages out).

@@ -32,7 +32,7 @@ import { REFUSE_BUSY_S, TuningCore, type JobTrialLaunch, type TuningEffects, typ
 import type { ExperimentSpec, IgnoredField } from '../../../shared/tuning/model.ts';
 import { EXPERIMENT_KEY_PREFIX, type ExperimentRecord, type TrialRecord } from './record.ts';
 import { trialTaskInfo } from './trial-command.ts';
-import { readTrialStdout } from './trial-logs.ts';
+import { readTrialStdout, type TrialStdoutReader } from './trial-logs.ts';
 
 export const TUNING_FRAMEWORK_NAME = 'tuning';
 /** Each experiment's framework is named this, then the experiment's name. */
@@ -44,7 +44,12 @@ const LOG_POLL_MS = 1_000;
 const TEARDOWN_DELAY_MS = 1_000;
 const JOB_SYNC_MS = 1_000;
 
-export interface TuningRuntimeOptions extends TuningCoreOptions, RuntimeIoOptions {}
+export interface TuningRuntimeOptions extends TuningCoreOptions, RuntimeIoOptions {
+  /** Makes a new experiment's uid (default: random); the simulator passes a seeded one, so one seed gives one history. */
+  uid?: () => string;
+  /** Reads a trial's stdout (default: from its agent, trial-logs.ts); the simulator reads its simulated trials'. */
+  readStdout?: TrialStdoutReader;
+}
 
 export function frameworkIdKey(experiment: string): string {
   return `${FRAMEWORK_ID_PREFIX}${experiment}`;
@@ -67,14 +72,20 @@ export class TuningRuntime implements BuiltinInstance {
    */
   private readonly followed = new Set<string>();
   private readonly offJobs: () => void;
-  /** Trials whose stdout is being read now (one read at a time each). */
+  /** Distributed trials whose end is being told now (once each). */
   private readonly reading = new Set<string>();
+  /** Trials whose stdout is being read now, with that read (one read at a time each). */
+  private readonly stdoutReads = new Map<string, Promise<void>>();
   private readonly now: () => number;
+  private readonly uid: () => string;
+  private readonly readTrialStdout: TrialStdoutReader;
 
   constructor(private readonly env: BuiltinEnv, opts: TuningRuntimeOptions = {}) {
     this.log = env.log;
     const io = runtimeIo(env, opts);
     this.now = () => io.clock.now();
+    this.uid = opts.uid ?? (() => randomBytes(3).toString('hex'));
+    this.readTrialStdout = opts.readStdout ?? ((taskId, agentId, offset, final) => readTrialStdout(env, taskId, agentId, offset, final));
     const classes = env.priorityClasses;
     this.core = new TuningCore({
       ...(opts.restartBackoff ? { restartBackoff: opts.restartBackoff } : {}),
@@ -112,7 +123,7 @@ export class TuningRuntime implements BuiltinInstance {
   /** Submits an experiment; 'exists' while a live one has its name. Resolves once durable. */
   submit(spec: ExperimentSpec, ignored: IgnoredField[], owner: string): Promise<ExperimentRecord | 'exists'> {
     return this.queue.ask<ExperimentRecord | 'exists'>(() => {
-      const r = this.core.submit(spec, ignored, randomBytes(3).toString('hex'), this.now(), owner);
+      const r = this.core.submit(spec, ignored, this.uid(), this.now(), owner);
       return r === 'exists' ? r : structuredClone(r);
     }, 'exists');
   }
@@ -289,20 +300,23 @@ export class TuningRuntime implements BuiltinInstance {
   /** Reads a trial's task's stdout on from where its record has read it, and hands the lines to the core. */
   private async readStdout(experiment: string, taskId: string, final: boolean): Promise<void> {
     // One reader at a time; the final read waits for a poll in flight, then reads on.
-    while (this.reading.has(taskId)) await new Promise((r) => setTimeout(r, 20));
-    this.reading.add(taskId);
-    try {
-      const at = this.core.stdoutOf(experiment, taskId);
-      if (!at) return;
-      const from = at.logOffset;
-      const read = await readTrialStdout(this.env, taskId, at.agentId, from, final).catch((err: Error) => {
-        this.log.debug({ err: err.message, taskId }, 'could not read a trial\'s stdout');
-        return undefined;
-      });
-      if (read && read.nextOffset > from) await this.run(() => this.core.trialOutput(experiment, taskId, read.lines, read.nextOffset, this.now()));
-    } finally {
-      this.reading.delete(taskId);
-    }
+    for (let busy = this.stdoutReads.get(taskId); busy; busy = this.stdoutReads.get(taskId)) await busy.catch(() => {});
+    const read = this.readStdoutOnce(experiment, taskId, final).finally(() => {
+      if (this.stdoutReads.get(taskId) === read) this.stdoutReads.delete(taskId);
+    });
+    this.stdoutReads.set(taskId, read);
+    return read;
+  }
+
+  private async readStdoutOnce(experiment: string, taskId: string, final: boolean): Promise<void> {
+    const at = this.core.stdoutOf(experiment, taskId);
+    if (!at) return;
+    const from = at.logOffset;
+    const read = await this.readTrialStdout(taskId, at.agentId, from, final).catch((err: Error) => {
+      this.log.debug({ err: err.message, taskId }, 'could not read a trial\'s stdout');
+      return undefined;
+    });
+    if (read && read.nextOffset > from) await this.run(() => this.core.trialOutput(experiment, taskId, read.lines, read.nextOffset, this.now()));
   }
 }
 

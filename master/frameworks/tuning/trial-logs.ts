@@ -17,6 +17,9 @@ export interface StdoutRead {
   eof: boolean;
 }
 
+/** Reads a trial's stdout from `offset` (readTrialStdout's contract); undefined: nothing could be read. */
+export type TrialStdoutReader = (taskId: string, agentId: string, offset: number, final: boolean) => Promise<StdoutRead | undefined>;
+
 /** `agentId` is the trial's own record's: an ended task may be gone from the registry's list. */
 export async function readTrialStdout(env: Pick<BuiltinEnv, 'agentFetch'>, taskId: string, agentId: string, offset: number, final: boolean): Promise<StdoutRead | undefined> {
   let text = '';
@@ -40,11 +43,20 @@ export async function readTrialStdout(env: Pick<BuiltinEnv, 'agentFetch'>, taskI
     }
     at = chunk.nextOffset;
   }
+  return stdoutLines(text, offset, at, final, eof);
+}
+
+/**
+ * The lines of `text`, the stdout read from `offset` up to `endOffset`: up to its last
+ * complete line, or all of it (the last line without its newline) on a final read that
+ * reached the task's end. Pure.
+ */
+export function stdoutLines(text: string, offset: number, endOffset: number, final: boolean, eof: boolean): StdoutRead {
   const cut = text.lastIndexOf('\n');
   if (final && eof) {
     const lines = text.split('\n');
     if (lines.at(-1) === '') lines.pop();
-    return { lines, nextOffset: at, eof };
+    return { lines, nextOffset: endOffset, eof };
   }
   if (cut === -1) return { lines: [], nextOffset: offset, eof };
   const whole = text.slice(0, cut + 1);
