@@ -48,6 +48,7 @@ import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { OfferInterest } from '../shared/framework-runtime/offer-interest.ts';
 import { fitTasks, type TaskRequirement } from '../shared/sdk/offer-fit.ts';
 import { SchedulerClient } from '../shared/sdk/scheduler-client.ts';
 import type { OfferJson, TaskInfoJson, TaskStatusJson } from '../shared/mesos-v1.ts';
@@ -476,7 +477,14 @@ class Framework {
   private readonly unheard = new Map<string, number>();
   private readonly runningSeen = new Set<string>();
   private readonly endedSeen = new Set<string>();
-  private suppressed = false;
+  /**
+   * Offers while something is left to launch, SUPPRESS once an offer comes and nothing is.
+   * SUPPRESS and REVIVE go on connections of their own, so a REVIVE sent just after a
+   * SUPPRESS may reach the master first and leave it suppressed with tasks still to launch:
+   * while offers are wanted and none has come for 10 s, REVIVE is sent again.
+   */
+  private readonly interest = new OfferInterest<'offers'>({ reviveAgainMs: 10_000, suppressOnOffer: true });
+  private readonly offerSwitch = { revive: () => this.client.revive(), suppress: () => this.client.suppress() };
   private reconcileTimer: NodeJS.Timeout | undefined;
   /** Attempts launched (ACCEPT sent) and not yet RUNNING or ended. */
   private readonly inFlight = new Set<string>();
@@ -520,19 +528,24 @@ class Framework {
     this.client.on('offers', (offers) => {
       this.held.push(...offers);
       this.pump();
+      this.wantOffers(offers.length);
     });
     this.client.on('rescind', (id) => {
       this.held = this.held.filter((o) => o.id.value !== id);
     });
     this.client.on('update', (s) => this.onUpdate(s));
     this.client.on('subscribed', (_id, info) => {
+      // A new subscription is offered unasked: a new leader knows nothing of the old one's suppression.
+      this.interest.subscribed('offers', true, performance.now());
       if (!info.resubscribed) return;
       this.resubscriptions++;
-      this.suppressed = false; // a new leader knows nothing of the old one's suppression
       this.held = []; // nor of the old one's offers
       this.reconcile(0);
     });
-    this.reconcileTimer = setInterval(() => this.reconcile(10_000), 10_000);
+    this.reconcileTimer = setInterval(() => {
+      this.reconcile(10_000);
+      this.wantOffers();
+    }, 10_000);
   }
 
   stop(): void {
@@ -560,7 +573,6 @@ class Framework {
     if (this.toLaunch === 0) {
       this.declined++;
       this.client.decline([o.id.value], 3600).catch(() => undefined);
-      if (!this.suppressed) this.suppress();
       return;
     }
     // A whole offer is used while the window has room (it may overshoot by one offer's tasks):
@@ -594,28 +606,28 @@ class Framework {
       (err: Error) => {
         this.acceptErrors++;
         this.lastAcceptError = err.message;
-        // A task id the master already has is not launched again (its updates will come).
+        // A task id the master already has is not launched again (its updates will come). It
+        // is asked about again with the others not heard of: the master may hold it as a launch
+        // still being recorded, which it answers as unknown after 30 s and which may then never
+        // be recorded (its leader lost its place); waited on without asking, it would never run.
         const taken = /task id '([^']+)' is already in use/.exec(err.message)?.[1];
         for (const id of ids) if (id !== taken) this.inFlight.delete(id);
+        if (taken !== undefined && this.isCurrent(taken) && !this.endedSeen.has(logicalOf(taken))) this.unheard.set(taken, performance.now());
         this.requeue(ids.filter((id) => id !== taken));
         this.pump();
       },
     );
-    if (this.toLaunch === 0) this.suppress();
   }
 
   private requeue(ids: string[]): void {
     if (ids.length === 0) return;
     this.retry.push(...ids);
-    if (this.suppressed) {
-      this.suppressed = false;
-      this.client.revive().catch(() => undefined);
-    }
+    this.wantOffers();
   }
 
-  private suppress(): void {
-    this.suppressed = true;
-    this.client.suppress().catch(() => (this.suppressed = false));
+  /** REVIVE or SUPPRESS as what is left to launch asks (after `offers` offers arrived). */
+  private wantOffers(offers = 0): void {
+    void this.interest.adjust('offers', this.offerSwitch, this.toLaunch > 0, performance.now(), offers);
   }
 
   /** Asks the leader for tasks answered 202 at least `olderThanMs` ago and not heard of since. */
