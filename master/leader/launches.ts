@@ -86,7 +86,7 @@ function launch(leader: LeaderState, frameworkId: string, agentId: string, tasks
     sendLaunch(leader, frameworkId, agentId, tasks);
   };
   for (const t of tasks) {
-    leader.launching.set(t.taskId, { agentId, frameworkId, resources: t.resources, sinceMs: leader.nowMs });
+    leader.launching.set(t.taskId, { agentId, frameworkId, resources: t.resources });
     leader.propose({
       type: 'task_launched',
       task: {

@@ -111,7 +111,7 @@ export class LeaderState {
    * what they take of their agent is held even if the agent is rebuilt in the allocator
    * (it re-registers) before they are in the registry.
    */
-  readonly launching = new Map<string, { agentId: string; frameworkId: string; resources: Resources; sinceMs: number }>();
+  readonly launching = new Map<string, { agentId: string; frameworkId: string; resources: Resources }>();
   /**
    * The agent last registered at each address (ip, port, hostname), so that a new agent there
    * finds the one it succeeds without a scan of every agent (10,000 at scale, per registration).

@@ -112,12 +112,9 @@ export function acknowledge(leader: LeaderState, call: Extract<SchedulerCall, { 
   }
 }
 
-/** How long a launch may wait to be durable and still be reconciled as staging. */
-export const STALE_LAUNCH_MS = 30_000;
-
 export function reconcile(leader: LeaderState, call: Extract<SchedulerCall, { type: 'RECONCILE' }>): void {
   const state = leader.registry();
-  const launchingOf = [...leader.launching].filter(([, l]) => l.frameworkId === call.frameworkId && leader.nowMs - l.sinceMs < STALE_LAUNCH_MS).map(([id]) => id);
+  const launchingOf = [...leader.launching].filter(([, l]) => l.frameworkId === call.frameworkId).map(([id]) => id);
   const tasks = call.taskIds.length > 0 ? call.taskIds : [...state.activeTasksOf(call.frameworkId).map((t) => t.id), ...launchingOf];
   for (const id of tasks) {
     const t = state.tasks.get(id);
@@ -125,9 +122,11 @@ export function reconcile(leader: LeaderState, call: Extract<SchedulerCall, { ty
     if (t && t.frameworkId === call.frameworkId) leader.toFramework(call.frameworkId, statusEvent(t.id, t.agentId, t.state, t.message, 'REASON_RECONCILIATION', leader.nowMs, t.healthy));
     // Accepted, its launch not yet durable (a slow disk, a busy quorum): staging, as Mesos
     // answers for a pending task. TASK_LOST here would have a framework give up on a task
-    // that starts a moment later. A launch pending for longer than STALE_LAUNCH_MS is
-    // answered as unknown again, so that nothing waits on a write that may never settle.
-    else if (launching && launching.frameworkId === call.frameworkId && leader.nowMs - launching.sinceMs < STALE_LAUNCH_MS) leader.toFramework(call.frameworkId, statusEvent(id, launching.agentId, 'TASK_STAGING', 'its launch is being recorded', 'REASON_RECONCILIATION', leader.nowMs));
+    // that starts a moment later, and relaunched under a new id it would run twice. However
+    // long the write takes, it settles while this core leads: it commits, or it fails (the
+    // disk refuses it, or this master stops leading, and then the next leader answers from
+    // its registry); a failed launch leaves `launching` and is answered unknown below.
+    else if (launching && launching.frameworkId === call.frameworkId) leader.toFramework(call.frameworkId, statusEvent(id, launching.agentId, 'TASK_STAGING', 'its launch is being recorded', 'REASON_RECONCILIATION', leader.nowMs));
     else leader.toFramework(call.frameworkId, statusEvent(id, undefined, 'TASK_LOST', 'unknown task', 'REASON_RECONCILIATION', leader.nowMs));
   }
 }
