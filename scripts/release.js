@@ -70,6 +70,15 @@ if (hasNodeSqlite()) console.log('cairn: this Node has node:sqlite; better-sqlit
 else if (!carriedBinaryLoads()) execSync('prebuild-install || node-gyp rebuild --release', { stdio: 'inherit' });
 `;
 const SQLITE_INSTALL = 'node --no-warnings cairn-install.cjs';
+/**
+ * Bundled packages whose install step only compiles an optional accelerator with node-gyp:
+ * ssh2's crypto binding and cpu-features (ssh2's optional dependency). ssh2 serves dockerode
+ * only for an ssh:// DOCKER_HOST, and loads both inside try/catch, falling back to Node's own
+ * crypto. Installed offline, compiling them took 11 s of a 50 s `npm install -g` here, and
+ * where Node's headers are missing node-gyp would try to download them. Their install steps
+ * are left out of the tarball (and cpu-features' default `node-gyp rebuild` with them).
+ */
+const NOT_BUILT_AT_INSTALL = ['ssh2', 'cpu-features'];
 
 const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
 const platform = `${process.platform}-${process.arch}`;
@@ -136,6 +145,13 @@ try {
   sqlitePkg.files = [...(sqlitePkg.files ?? []), 'build/Release/better_sqlite3.node', 'cairn-install.cjs'];
   writeFileSync(sqlitePkgFile, `${JSON.stringify(sqlitePkg, null, 2)}\n`);
   writeFileSync(join(dir, 'node_modules', 'better-sqlite3', 'cairn-install.cjs'), SQLITE_INSTALL_SCRIPT);
+  for (const name of NOT_BUILT_AT_INSTALL) {
+    const file = join(dir, 'node_modules', name, 'package.json');
+    if (!existsSync(file)) continue;
+    const p = JSON.parse(readFileSync(file, 'utf8'));
+    const { install: _install, preinstall: _preinstall, postinstall: _postinstall, ...scripts } = p.scripts ?? {};
+    writeFileSync(file, `${JSON.stringify({ ...p, scripts, gypfile: false }, null, 2)}\n`);
+  }
 
   const packed = execFileSync('npm', ['pack', '--ignore-scripts', '--json', '--pack-destination', staging], { cwd: dir, encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   const filename = JSON.parse(packed)[0].filename;
