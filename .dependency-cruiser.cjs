@@ -25,7 +25,7 @@ const CORE = [
   '^master/leader/',
   // The built-in frameworks' decisions, and the agent's health-check verdicts.
   '^master/frameworks/jobs/(engine|policies|record|kind-env)[.]ts$',
-  '^master/frameworks/marathon/(core|app-model)[.]ts$',
+  '^master/frameworks/services/(core|app-model)[.]ts$',
   // The tuning core, its search algorithms, spaces and early-stopping rules, the paper's strategy.
   '^master/frameworks/tuning/(core|record|metrics-parse|dynamic-priority|trial-command|views|algorithm-catalog)[.]ts$',
   '^master/frameworks/tuning/(algorithms|space|early-stopping|math)/',
@@ -89,8 +89,8 @@ const MASTER_LAYERS = [
   // Stored secrets and who may use them: the host hands that rule to the frameworks' routes.
   { name: 'secrets', units: ['secrets'] },
   { name: 'frameworks', units: ['frameworks'] },
-  // The host that runs the built-in frameworks on the leader.
-  { name: 'builtin', units: ['builtin'] },
+  // The host that runs the frameworks on the leader.
+  { name: 'framework-host', units: ['framework-host'] },
   { name: 'api', units: ['api'] },
   { name: 'ui', units: ['ui'] },
   // The daemon: its gossip member, the server that wires every part, the entry the CLI starts.

@@ -14,8 +14,8 @@ import type { QuotaGate } from './sharing/quota-gate.ts';
 
 export interface MasterContext {
   readonly registry: Registry;
-  /** The leader's services; undefined on a follower. */
-  core(): Master | undefined;
+  /** The leader's shell (master.ts): its allocator, offers, agents and frameworks; undefined on a follower. */
+  master(): Master | undefined;
   /** The leader's base URL when another master leads; undefined when unknown or this one. */
   leaderUrl(): string | undefined;
   /** This master's own base URL. */
@@ -28,7 +28,7 @@ export interface MasterContext {
   readonly audit: Logger;
   /** Raft status of this master; undefined for a single master without replication. */
   replication(): ReplicationStatus | undefined;
-  /** The built-in frameworks' families for /metrics at `nowMs` (BuiltinHost.metricsFamilies). */
+  /** The built-in frameworks' families for /metrics at `nowMs` (FrameworkHost.metricsFamilies). */
   frameworkMetrics(nowMs: number): string[];
   /** The cluster's priority classes (a master setting, the same on every master of a group). */
   readonly priorityClasses: PriorityClasses;
@@ -43,8 +43,8 @@ export const APPLIED_INDEX_HEADER = 'cairn-applied-index';
  * (307 with Location, as Mesos does) or a 503 while none is known — undefined.
  */
 export function leaderOrRedirect(ctx: MasterContext, req: FastifyRequest, reply: FastifyReply): Master | undefined {
-  const core = ctx.core();
-  if (core) return core;
+  const master = ctx.master();
+  if (master) return master;
   const leader = ctx.leaderUrl();
   if (leader) {
     void reply.code(307).header('location', new URL(req.url, leader).toString()).send({ code: 'CAIRN_NOT_LEADER', message: `this master is not the leader; the leader is ${leader}`, leader });

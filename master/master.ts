@@ -39,7 +39,7 @@ export interface MasterHooks {
   readonly gossip?: AgentGossipView;
   /** A task's DNS name (task.framework.domain), given to its agent at launch; '' for none. */
   readonly taskDnsName?: (taskName: string, frameworkName: string) => string;
-  /** Whose a task is (builtin/task-owner.ts), given to its agent at launch; '' for no one's. */
+  /** Whose a task is (framework-host/task-owner.ts), given to its agent at launch; '' for no one's. */
   readonly taskPrincipal?: (frameworkId: string, labels: { name: string; value: string }[]) => string;
 }
 

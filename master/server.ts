@@ -15,8 +15,8 @@ import { withDirLock } from '../shared/dir-lock.ts';
 import { componentLogger, createLogger } from '../shared/logger.ts';
 import { daemonTlsClient, schemeOf, servesTls, tlsServerOptions, type TlsMaterial } from '../shared/tls.ts';
 import { AGENT_PATH, AgentEndpoint } from './agents/agent-endpoint.ts';
-import { BUILTIN_FRAMEWORKS } from './builtin/all.ts';
-import { BuiltinHost, type BuiltinFramework } from './builtin/host.ts';
+import { BUILTIN_FRAMEWORKS } from './framework-host/all.ts';
+import { FrameworkHost, type HostedFramework } from './framework-host/host.ts';
 import { registerAuthHooks } from './auth/http-hooks.ts';
 import type { MasterAuth } from './auth/master-auth.ts';
 import { toHttpError } from '../shared/http-errors.ts';
@@ -37,7 +37,7 @@ import { RAFT_PATH } from './replication/peer-transport.ts';
 import { RaftCommandLog } from './replication/raft-log.ts';
 import { registerUi, type UiHandle } from './ui/register.ts';
 import { privateDataDir } from './data-dir-modes.ts';
-import { taskOwner } from './builtin/task-owner.ts';
+import { taskOwner } from './framework-host/task-owner.ts';
 import { QuotaGate } from './sharing/quota-gate.ts';
 import { compileObjectLimits, type ObjectLimits } from '../shared/sharing/object-limits.ts';
 import type { CompactionLimits } from './registry/compaction-policy.ts';
@@ -86,8 +86,8 @@ export interface MasterOptions extends Partial<Omit<MasterConfig, 'dataDir'>> {
   compaction?: Partial<CompactionLimits>;
   /** Gossip membership (see membership.ts); left out, this master runs no gossip member. */
   gossip?: MasterGossipOptions;
-  /** The built-in frameworks run while this master leads; default: all of them (builtin/all.ts). */
-  builtins?: readonly BuiltinFramework[];
+  /** The frameworks run while this master leads; default: the built-in ones, all of them (framework-host/all.ts). */
+  frameworks?: readonly HostedFramework[];
   /** Per-principal object quotas and the task environment cap; each left out takes its default (sharing/object-limits.ts). */
   objectLimits?: Partial<ObjectLimits>;
 }
@@ -173,7 +173,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
   // The files SQLite has just made, under the process umask.
   privateDataDir(config.dataDir, log, { quiet: true });
 
-  let core: Master | undefined;
+  let master: Master | undefined;
   let selfUrl = '';
   let membership: MasterMembership | undefined;
   // What gossip says of this master: where its API and DNS are, and the leader as it knows it.
@@ -203,41 +203,41 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
     tlsClient,
     auth: opts.auth,
     audit,
-    core: () => core,
+    master: () => master,
     leaderUrl: () => {
-      if (core) return undefined;
+      if (master) return undefined;
       const s = raft?.status();
       return s && s.leader !== 0 && s.leader !== s.id ? s.leaderUrl : undefined;
     },
     selfUrl: () => selfUrl,
     replication: () => raft?.status(),
-    // `builtins` is made just below, from this context; metrics are read only once it is.
-    frameworkMetrics: (nowMs) => builtins.metricsFamilies(nowMs),
+    // `frameworkHost` is made just below, from this context; metrics are read only once it is.
+    frameworkMetrics: (nowMs) => frameworkHost.metricsFamilies(nowMs),
     priorityClasses: config.priorityClasses,
     quotas: new QuotaGate(() => registry.state, objectLimits),
   };
   const dns = dnsConfig ? new DnsService(dnsConfig, registry, componentLogger(log, 'dns')) : undefined;
-  const builtins = new BuiltinHost(opts.builtins ?? BUILTIN_FRAMEWORKS, ctx, { domain: dnsConfig?.domain, log });
+  const frameworkHost = new FrameworkHost(opts.frameworks ?? BUILTIN_FRAMEWORKS, ctx, { domain: dnsConfig?.domain, log });
   let listening = false;
   const lead = () => {
-    if (!core) {
-      core = new Master(config, log, registry, {
+    if (!master) {
+      master = new Master(config, log, registry, {
         gossip: { agentState: (id) => membership?.agentState(id) },
         taskDnsName: dnsConfig ? (task, framework) => taskDnsName(task, framework, dnsConfig.domain) : undefined,
         // Whose each task is, for the agent's uid per principal; no one's where no one is authenticated.
         taskPrincipal: (frameworkId, labels) => (opts.auth.enabled ? taskOwner(registry.state, { frameworkId, labels }) : ''),
       });
-      if (membership) core.judgeAgents();
+      if (membership) master.judgeAgents();
       log.info({ id: opts.raft?.id }, 'leading: allocator, offers and scheduler API are up');
     }
     // Built-in frameworks call this master's own API, so they start once it listens.
-    if (listening) builtins.lead();
+    if (listening) frameworkHost.lead();
   };
   const follow = (stopping = false) => {
-    void builtins.follow();
-    if (core) {
-      core.stop();
-      core = undefined;
+    void frameworkHost.follow();
+    if (master) {
+      master.stop();
+      master = undefined;
       // A master that stops hands nothing over by itself: no failover to announce.
       if (stopping) log.info({ id: opts.raft?.id }, 'no longer leading: this master is stopping');
       else log.info({ id: opts.raft?.id, leader: ctx.leaderUrl() }, 'no longer leading: agents and frameworks go to the new leader');
@@ -274,7 +274,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
   if (dns) registerDnsApi(app, dns);
   if (raft) app.get('/api/v1/replication', async () => raft!.status());
   registerMastersApi(app, ctx, raft);
-  builtins.registerRoutes(app);
+  frameworkHost.registerRoutes(app);
   ui = registerUi(app, ctx);
   app.get('/api/v1/members', async (_req, reply) => membership?.view() ?? reply.code(404).send({ code: 'CAIRN_GOSSIP_OFF', message: 'this master runs no gossip member (it needs --secret-file)' }));
   const agents = new AgentEndpoint(ctx);
@@ -299,7 +299,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
   const boundPort = typeof addr === 'object' && addr ? addr.port : port;
   selfUrl = `${scheme}://${opts.host && opts.host !== '0.0.0.0' ? opts.host : '127.0.0.1'}:${boundPort}`;
   listening = true;
-  if (core) builtins.lead();
+  if (master) frameworkHost.lead();
   if (dns) {
     if (!raft) dns.zone.setLeader({ ip: advertiseIp, port: boundPort });
     try {
@@ -319,7 +319,7 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
       // Unique and stable: the API's address, or the host's name where the API listens on all interfaces.
       const name = `master@${opts.raft || (host !== '0.0.0.0' && host !== '::') ? new URL(apiUrl()).host : `${hostname()}:${new URL(selfUrl).port}`}`;
       membership = await MasterMembership.start(opts.gossip, name, host, gossipMeta(), componentLogger(log, 'gossip'));
-      membership.onAgentChange((agentId) => core?.judgeAgents([agentId]));
+      membership.onAgentChange((agentId) => master?.judgeAgents([agentId]));
       announce();
     } catch (err) {
       await dns?.stop();
@@ -334,8 +334,8 @@ async function startLockedMaster(opts: MasterOptions): Promise<MasterHandle> {
     url: selfUrl,
     port: boundPort,
     get master(): Master {
-      if (!core) throw new CairnError('CAIRN_NOT_LEADER', 'this master is not leading');
-      return core;
+      if (!master) throw new CairnError('CAIRN_NOT_LEADER', 'this master is not leading');
+      return master;
     },
     context: ctx,
     raft,

@@ -24,7 +24,7 @@ export class AgentEndpoint {
     this.wss.on('connection', (socket: WebSocket, req: IncomingMessage, principal: string) => {
       const link = new AgentLink(socket, req.socket.remoteAddress?.replace(/^::ffff:/, '') ?? '', principal);
       // Agents register with the leader only; a follower tells them where it is and hangs up.
-      const master = ctx.core();
+      const master = ctx.master();
       if (!master) {
         const leader = ctx.leaderUrl() ?? '';
         link.send({ error: { code: 'CAIRN_NOT_LEADER', message: leader } });

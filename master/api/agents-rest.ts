@@ -16,7 +16,7 @@ import { CairnError } from '../../shared/errors.ts';
 import { leaderOrRedirect, type MasterContext } from '../context.ts';
 import type { AgentRecord } from '../registry/commands.ts';
 import { sendHttpError as fail } from '../../shared/http-errors.ts';
-import { taskOwner } from '../builtin/task-owner.ts';
+import { taskOwner } from '../framework-host/task-owner.ts';
 import { agentAuthHeaders, agentBaseUrl } from '../auth/agent-http.ts';
 import type { Principal } from '../auth/credentials.ts';
 import type { AgentUsagePoint, UsageHistory } from '../../shared/agent-usage.ts';

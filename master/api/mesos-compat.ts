@@ -297,7 +297,7 @@ export function mesosMetricsSnapshot(f: ClusterFigures, uptimeS: number, leader:
 /** The input of the builders, from a running master, as `viewer` may see it. */
 export function mesosInput(ctx: MasterContext, viewer: Principal): MesosInput {
   const reg = ctx.registry.state;
-  const master = ctx.core();
+  const master = ctx.master();
   const r = ctx.replication();
   const selfUrl = ctx.selfUrl();
   const leaderUrl = master ? selfUrl : r?.leaderUrl;
@@ -330,7 +330,7 @@ export function registerMesosCompatApi(app: FastifyInstance, ctx: MasterContext)
     });
   }
   app.get('/metrics/snapshot', async () => {
-    const master = ctx.core();
+    const master = ctx.master();
     const m = master?.metrics;
     return mesosMetricsSnapshot(clusterFigures(ctx), Math.round((Date.now() - PROCESS_STARTED_MS) / 1000), m && {
       statusUpdates: m.statusUpdates,
@@ -343,7 +343,7 @@ export function registerMesosCompatApi(app: FastifyInstance, ctx: MasterContext)
   // As Mesos does: 307 to the leader's base URL (503 while none is known).
   for (const path of ['/master/redirect', '/redirect']) {
     app.get(path, async (_req, reply) => {
-      const leader = ctx.core() ? ctx.selfUrl() : ctx.replication()?.leaderUrl;
+      const leader = ctx.master() ? ctx.selfUrl() : ctx.replication()?.leaderUrl;
       if (!leader) return reply.code(503).header('retry-after', '1').send({ code: 'CAIRN_NOT_LEADER', message: 'no leader is elected yet; retry shortly' });
       return reply.code(307).header('location', leader).send();
     });

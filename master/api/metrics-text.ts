@@ -33,7 +33,7 @@ export interface ClusterFigures {
 
 export function clusterFigures(ctx: MasterContext): ClusterFigures {
   const reg = ctx.registry.state;
-  const master = ctx.core();
+  const master = ctx.master();
   const tasks = new Map<TaskState, number>(TASK_STATES.map((s) => [s, 0]));
   const reachableAgents = new Set<string>();
   let total = Resources.EMPTY;
@@ -89,7 +89,7 @@ function resourceFamilies(f: ClusterFigures): string[] {
 export async function masterMetricsText(ctx: MasterContext): Promise<string> {
   const registry = ctx.registry;
   const f = clusterFigures(ctx);
-  const master = ctx.core();
+  const master = ctx.master();
   const families = [
     buildInfoText(),
     promFamily('cairn_master_is_leader', 'gauge', '1 when this master leads (runs the allocator, offers and the scheduler API), else 0.', [{ value: f.leading ? 1 : 0 }]),
@@ -115,7 +115,7 @@ export async function masterMetricsText(ctx: MasterContext): Promise<string> {
   return families.join('\n') + '\n';
 }
 
-type Leader = NonNullable<ReturnType<MasterContext['core']>>;
+type Leader = NonNullable<ReturnType<MasterContext['master']>>;
 
 /** Counters of the leader's services (they start again at zero on each new leader). */
 function leaderFamilies(master: Leader): string[] {

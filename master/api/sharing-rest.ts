@@ -10,7 +10,7 @@
 import type { FastifyInstance } from 'fastify';
 import { CairnError } from '../../shared/errors.ts';
 import { leaderOrRedirect, type MasterContext } from '../context.ts';
-import { taskOwner } from '../builtin/task-owner.ts';
+import { taskOwner } from '../framework-host/task-owner.ts';
 import type { AgentRecord, QuotaRecord } from '../registry/commands.ts';
 import { compileQuotas } from '../sharing/quota-policy.ts';
 import { parseQuotaJson, quotaToJson } from '../sharing/quotas.ts';

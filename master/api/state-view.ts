@@ -8,7 +8,7 @@ import type { TaskRecord } from '../registry/commands.ts';
 import type { MasterContext } from '../context.ts';
 import type { Principal } from '../auth/credentials.ts';
 import { agentBaseUrl } from '../auth/agent-http.ts';
-import { taskOwner } from '../builtin/task-owner.ts';
+import { taskOwner } from '../framework-host/task-owner.ts';
 
 export const CAIRN_VERSION = '0.1.0';
 const PROCESS_STARTED_MS = Date.now();
@@ -46,7 +46,7 @@ export function taskDetailView(t: TaskRecord, frameworkName?: string): TaskView 
 /** Every agent, whole (agents are not private to any framework): what `/api/v1/state` and `/api/v1/agents` list. */
 export function agentViews(ctx: MasterContext): AgentView[] {
   const reg = ctx.registry.state;
-  const master = ctx.core();
+  const master = ctx.master();
   const usedByAgent = new Map<string, Resources>();
   for (const t of reg.tasks.values()) {
     if (isTerminal(t.state)) continue;
@@ -80,7 +80,7 @@ export function agentViews(ctx: MasterContext): AgentView[] {
 export function stateView(ctx: MasterContext, viewer: Principal): StateView {
   const reg = ctx.registry.state;
   const visible = (frameworkId: string): boolean => ctx.auth.mayActOn(viewer, 'view_tasks', reg.frameworks.get(frameworkId)?.principal ?? '');
-  const master = ctx.core();
+  const master = ctx.master();
   const agents = agentViews(ctx);
   const frameworks: FrameworkView[] = [...reg.frameworks.values()]
     .filter((f) => f.removedAtMs === undefined && visible(f.id))
@@ -102,7 +102,7 @@ export function stateView(ctx: MasterContext, viewer: Principal): StateView {
     startedAtMs: PROCESS_STARTED_MS,
     agents,
     frameworks,
-    // A built-in framework's task is its app's or job's owner's to view (builtin/task-owner.ts).
+    // A built-in framework's task is its app's or job's owner's to view (framework-host/task-owner.ts).
     tasks: [...reg.tasks.values()].filter((t) => ctx.auth.mayActOn(viewer, 'view_tasks', taskOwner(reg, t))).map((t) => namedTaskView(t, reg.frameworks.get(t.frameworkId)?.name)),
     offers: [...(master?.offers.all() ?? [])].filter((o) => visible(o.frameworkId)).map((o) => ({ id: o.id, frameworkId: o.frameworkId, agentId: o.agentId, resources: o.resources.toString() })),
   };

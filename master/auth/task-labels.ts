@@ -2,7 +2,7 @@
 // The built-in frameworks mark their tasks with what they run them for, and Cairn acts on
 // those marks: `cairn.job` gives a task its job's directory (CAIRN_JOB_DIR, the job's
 // checkpoints) and `cairn.marathon.app`, `cairn.job` and `cairn.experiment` say whose a
-// built-in's task is (builtin/task-owner.ts: the uid it runs as, who may view and kill it). A
+// built-in's task is (framework-host/task-owner.ts: the uid it runs as, who may view and kill it). A
 // tenant's framework that set them could borrow another tenant's job dir or identity, so a
 // task of any framework but the built-ins carrying one is refused, naming the label; the
 // Marathon API refuses them on apps, whose labels its tasks carry. A task's

@@ -6,7 +6,7 @@
 import type { ContainerSpec, HealthCheckSpec, TaskState } from '../../shared/agent-messages.ts';
 import type { DockerConfigJson } from '../../shared/docker-auth.ts';
 import type { PreemptionRecord } from '../../shared/sharing/views.ts';
-import type { JsonValue, StorePut as BuiltinPut } from '../../shared/framework-host/store.ts';
+import type { JsonValue, StorePut } from '../../shared/framework-host/store.ts';
 
 export interface AgentRecord {
   id: string;
@@ -151,7 +151,7 @@ export interface SecretRecord {
  * A value a built-in framework keeps in the registry (plain JSON, as every log stores it), and
  * one key of its state set or removed: the frameworks' store contract defines both.
  */
-export type { JsonValue, StorePut as BuiltinPut } from '../../shared/framework-host/store.ts';
+export type { JsonValue, StorePut } from '../../shared/framework-host/store.ts';
 
 export type RegistryCommand =
   | {
@@ -199,7 +199,7 @@ export type RegistryCommand =
    * its name: every put of one command applies together, so a change that spans keys (an app
    * and its deployment) is never seen half made, and a new leader resumes from it.
    */
-  | { type: 'builtin_state'; owner: string; puts: BuiltinPut[] }
+  | { type: 'builtin_state'; owner: string; puts: StorePut[] }
   /** Stores (or replaces, when its owner is the same) a secret; one of another owner stays. */
   | { type: 'secret_set'; secret: SecretRecord }
   | { type: 'secret_removed'; name: string };

@@ -1,6 +1,6 @@
 // Per-principal quotas on stored objects: how many apps, jobs, experiments and secrets each
 // principal owns, and how many bytes of JSON they hold, read from the replicated state (an
-// object's owner is the principal that created it: builtin/owner-access.ts). An app's kept
+// object's owner is the principal that created it: framework-host/owner-access.ts). An app's kept
 // versions and an experiment's trials count towards it, since the masters keep those too.
 // Marathon's groups are derived from app paths and stored nowhere: they count as nothing.
 // Objects without an owner (made before owners were kept, or on a master that authenticates
@@ -20,7 +20,7 @@ export interface QuotaState {
 
 /**
  * Where each kind of object lives: the built-in framework's store name and its keys
- * (marathon/records.ts, jobs/runtime.ts, tuning/record.ts; kept here as a pure core may import
+ * (services/records.ts, jobs/runtime.ts, tuning/record.ts; kept here as a pure core may import
  * no shell, and checked against those modules by test/unit/object-quota.test.ts).
  */
 export const OBJECT_STORES = {

@@ -13,7 +13,7 @@ import type { AgentView, TaskView } from '../../shared/master-state.ts';
 import { CairnError } from '../../shared/errors.ts';
 import type { Principal } from '../auth/credentials.ts';
 import { agentViews, namedTaskView } from '../api/state-view.ts';
-import { taskOwner } from '../builtin/task-owner.ts';
+import { taskOwner } from '../framework-host/task-owner.ts';
 import type { MasterContext } from '../context.ts';
 import { BUILTIN_PRINCIPAL } from '../builtin-principal.ts';
 import type { Registry } from '../registry/registry.ts';

@@ -1,11 +1,11 @@
-// What a built-in framework is given, and what it gives back: the whole boundary between the
-// frameworks (master/frameworks/*) and the master that hosts them (master/builtin/host.ts).
+// What a framework is given, and what it gives back: the whole boundary between the
+// frameworks (master/frameworks/*) and the master that hosts them (master/framework-host/host.ts).
 // A framework imports shared/ only. It sees the cluster through a read-only view, keeps what
 // it must not lose in its own replicated store, subscribes through a scheduler client like
 // any other framework, and checks its callers through the access rules handed to it; what
 // one framework needs of another goes through the API the other exports (tuning submits its
 // distributed trials through the jobs framework's JobsApi). The host builds all of it from
-// the master's context, and composes the frameworks from one list (master/builtin/all.ts).
+// the master's context, and composes the frameworks from one list (master/framework-host/all.ts).
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Logger } from 'pino';
@@ -94,7 +94,7 @@ export interface Caller {
 
 export type OwnerAction = 'view_tasks' | 'kill_tasks' | 'teardown_frameworks';
 
-/** Who may do what with a framework's objects (master/builtin/owner-access.ts). */
+/** Who may do what with a framework's objects (master/framework-host/owner-access.ts). */
 export interface ObjectAccess {
   /** The owner a new object records: none on a master that authenticates no one. */
   ownerFor(principal: Caller): string;
@@ -114,7 +114,7 @@ export interface SecretUse {
 }
 
 /** What a framework's instance gets on the leading master. */
-export interface BuiltinEnv {
+export interface FrameworkEnv {
   /** The framework's name; its store's owner. */
   readonly name: string;
   readonly store: FrameworkStore;
@@ -136,7 +136,7 @@ export interface BuiltinEnv {
    * it, immune to wall-clock steps; its readings are epoch milliseconds.
    */
   readonly now: Clock;
-  /** The API another built-in framework exports, while it runs on this master (FrameworkApis). */
+  /** The API another framework exports, while it runs on this master (FrameworkApis). */
   api<K extends keyof FrameworkApis>(name: K): FrameworkApis[K] | undefined;
 }
 
@@ -148,13 +148,13 @@ export interface FrameworkApis {
   jobs: JobsApi;
 }
 
-export interface BuiltinInstance {
+export interface FrameworkInstance {
   /** Ends its subscription and timers; its tasks keep running for the next leader's instance. */
   stop(): void | Promise<void>;
 }
 
-/** What the REST routes of a built-in framework get, on every master. */
-export interface BuiltinRoutesEnv<I extends BuiltinInstance> {
+/** What the REST routes of a framework get, on every master. */
+export interface FrameworkRoutesEnv<I extends FrameworkInstance> {
   readonly store: FrameworkStore;
   readonly cluster: ClusterView;
   readonly leadership: Leadership;
@@ -175,7 +175,7 @@ export interface BuiltinRoutesEnv<I extends BuiltinInstance> {
 
 /** A task's owner as its framework's records say: the principal the master's task routes act as. */
 export interface TaskOwnership {
-  /** Whether a framework of this name is this built-in framework's (its own, or one of its experiments'). */
+  /** Whether a framework of this name is this framework's (its own, or one of its experiments'). */
   runs(frameworkName: string): boolean;
   /** The owner of the object the task belongs to ('' when none, or it is gone). */
   ownerOf(labels: readonly { readonly name: string; readonly value: string }[], get: (key: string) => unknown): string;
@@ -194,10 +194,11 @@ export interface FrameworkMetrics {
   families(nowMs: number): string[];
 }
 
-export interface BuiltinFramework<I extends BuiltinInstance = BuiltinInstance> {
+/** A framework as its host composes it: its name, its instance on the leader, its routes on every master. */
+export interface HostedFramework<I extends FrameworkInstance = FrameworkInstance> {
   readonly name: string;
-  start(env: BuiltinEnv): I;
-  routes(app: FastifyInstance, env: BuiltinRoutesEnv<I>): void;
+  start(env: FrameworkEnv): I;
+  routes(app: FastifyInstance, env: FrameworkRoutesEnv<I>): void;
   /**
    * The API this framework exports to the others (FrameworkApis[name]): reads from its store,
    * changes through its instance while one runs on this master.

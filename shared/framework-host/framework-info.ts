@@ -5,7 +5,7 @@
 import type { FrameworkInfo } from '../mesos-v1.ts';
 import { PRIORITY_CLASS_LABEL } from '../sharing/priority-classes.ts';
 
-export function builtinFrameworkInfo(name: string, role = '*', priorityClass?: string): FrameworkInfo {
+export function hostedFrameworkInfo(name: string, role = '*', priorityClass?: string): FrameworkInfo {
   return {
     name,
     user: '',

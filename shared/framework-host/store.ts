@@ -1,7 +1,7 @@
 // A framework's replicated store as the host hands it: keys and JSON values under the
 // framework's name, read from this master's copy of the cluster's state (so followers answer
 // reads too), written through the replicated log (a write resolves once a quorum of masters
-// has it). The host backs it with the registry (master/builtin/store.ts); a framework sees
+// has it). The host backs it with the registry (master/framework-host/store.ts); a framework sees
 // only this interface, and only its own keys.
 
 export type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };

@@ -1,6 +1,6 @@
 // The runtime's time: readings for decisions and timers for ticks and retries, passed in so a
 // test (or the simulator) drives them by hand. Production runs on the leadership's steady
-// clock (BuiltinEnv.now) and Node's timers, unreferenced so they never keep a process alive.
+// clock (FrameworkEnv.now) and Node's timers, unreferenced so they never keep a process alive.
 
 import type { Clock } from '../steady-clock.ts';
 

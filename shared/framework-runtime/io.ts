@@ -2,7 +2,7 @@
 // API over HTTP, the leadership's steady clock and Node's timers) unless a test or the
 // simulator passes its own transport and clock.
 
-import type { BuiltinEnv } from '../framework-host/contract.ts';
+import type { FrameworkEnv } from '../framework-host/contract.ts';
 import type { Clock } from '../steady-clock.ts';
 import { timerClock, type RuntimeClock } from './clock.ts';
 import { httpTransport } from './http-transport.ts';
@@ -22,7 +22,7 @@ export interface RuntimeIo {
   clock: RuntimeClock;
 }
 
-export function runtimeIo(env: Pick<BuiltinEnv, 'schedulerOptions' | 'now'>, o: RuntimeIoOptions = {}): RuntimeIo {
+export function runtimeIo(env: Pick<FrameworkEnv, 'schedulerOptions' | 'now'>, o: RuntimeIoOptions = {}): RuntimeIo {
   return {
     transport: o.transport ?? httpTransport((info) => env.schedulerOptions(info)),
     clock: o.clock ?? timerClock(o.now ?? env.now),

@@ -6,7 +6,7 @@ import pino from 'pino';
 import type { FrameworkInfo, OfferJson, SchedulerCall } from '../../shared/mesos-v1.ts';
 import { Resources } from '../../shared/resources.ts';
 import { PriorityClasses } from '../../shared/sharing/priority-classes.ts';
-import type { BuiltinEnv } from '../../shared/framework-host/contract.ts';
+import type { FrameworkEnv } from '../../shared/framework-host/contract.ts';
 import type { FrameworkStore, JsonValue, StorePut } from '../../shared/framework-host/store.ts';
 import type { RuntimeClock } from '../../shared/framework-runtime/clock.ts';
 import type { SchedulerTransport, TransportEvents, TransportFactory } from '../../shared/framework-runtime/transport.ts';
@@ -140,7 +140,7 @@ export const flush = async (): Promise<void> => {
 export const FAKE_AGENT = 'cpus:4;mem:1024;ports:[31000-31009]';
 
 /** What the host hands a built-in framework, over `store` and `clock`: one agent, no tasks, no HTTP. */
-export function fakeEnv(name: string, store: FrameworkStore, clock: FakeClock): BuiltinEnv {
+export function fakeEnv(name: string, store: FrameworkStore, clock: FakeClock): FrameworkEnv {
   return {
     name, store,
     cluster: {

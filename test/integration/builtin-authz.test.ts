@@ -13,9 +13,9 @@ import { startMaster, type MasterHandle } from '../../master/server.ts';
 import { MasterAuth } from '../../master/auth/master-auth.ts';
 import { parseCredentials } from '../../master/auth/credentials.ts';
 import { parseAcls } from '../../master/auth/acls.ts';
-import { BuiltinStore } from '../../master/builtin/store.ts';
-import { parseApp } from '../../master/frameworks/marathon/app-parse.ts';
-import { appKey } from '../../master/frameworks/marathon/records.ts';
+import { RegistryFrameworkStore } from '../../master/framework-host/store.ts';
+import { parseApp } from '../../master/frameworks/services/app-parse.ts';
+import { appKey } from '../../master/frameworks/services/records.ts';
 import { FakeAgent } from '../harness/fake-agent.ts';
 import { tempDir, waitFor } from '../harness/processes.ts';
 import { marathon } from '../harness/marathon.ts';
@@ -244,7 +244,7 @@ describe('authorization of apps and jobs', { timeout: 180_000 }, () => {
     expect((await call('alice', 'GET', '/api/v1/jobs/train')).body.phase).toBe('Running');
 
     // An app made before owners were kept is owned by nobody: even Alice and the viewer do not see it.
-    await new BuiltinStore(master.context.registry, 'marathon').put(appKey('/old'), { app: parseApp({ id: '/old', cmd: 'true', instances: 0 }).app, version: '2020-01-01T00:00:00.000Z', configVersion: '2020-01-01T00:00:00.000Z' } as any);
+    await new RegistryFrameworkStore(master.context.registry, 'marathon').put(appKey('/old'), { app: parseApp({ id: '/old', cmd: 'true', instances: 0 }).app, version: '2020-01-01T00:00:00.000Z', configVersion: '2020-01-01T00:00:00.000Z' } as any);
     expect((await call('alice', 'GET', '/v2/apps/old')).status).toBe(403);
     expect((await call('alice', 'DELETE', '/v2/apps/old')).status).toBe(403);
     expect((await call('viewer', 'GET', '/v2/apps')).body.apps.map((a: any) => a.id)).toEqual(['/alice/web']);

@@ -9,17 +9,17 @@ import { startMaster, type MasterHandle } from '../../master/server.ts';
 import { MasterAuth } from '../../master/auth/master-auth.ts';
 import { BUILTIN_PRINCIPAL } from '../../master/builtin-principal.ts';
 import { parseCredentials } from '../../master/auth/credentials.ts';
-import type { BuiltinEnv, BuiltinFramework, BuiltinInstance, BuiltinRoutesEnv } from '../../master/builtin/host.ts';
+import type { FrameworkEnv, HostedFramework, FrameworkInstance, FrameworkRoutesEnv } from '../../master/framework-host/host.ts';
 import { SchedulerClient } from '../../shared/sdk/scheduler-client.ts';
 import { silentLogger } from '../../shared/logger.ts';
 import { tempDir, waitFor } from '../harness/processes.ts';
 import { TEST_USER, authFetch } from '../harness/credentials.ts';
 
-class Toy implements BuiltinInstance {
+class Toy implements FrameworkInstance {
   readonly client: SchedulerClient;
   frameworkId = '';
   stopped = false;
-  constructor(readonly env: BuiltinEnv) {
+  constructor(readonly env: FrameworkEnv) {
     this.client = new SchedulerClient(env.schedulerOptions({ user: 'root', name: 'toy', failover_timeout: 3600 }));
     this.client.on('subscribed', (id) => {
       this.frameworkId = id;
@@ -34,14 +34,14 @@ class Toy implements BuiltinInstance {
 }
 
 const instances: Toy[] = [];
-const toy: BuiltinFramework<Toy> = {
+const toy: HostedFramework<Toy> = {
   name: 'toy',
   start: (env) => {
     const t = new Toy(env);
     instances.push(t);
     return t;
   },
-  routes: (app: FastifyInstance, env: BuiltinRoutesEnv<Toy>) => {
+  routes: (app: FastifyInstance, env: FrameworkRoutesEnv<Toy>) => {
     app.get('/toy/state', async () => ({ frameworkId: env.store.get('framework-id') ?? null, keys: env.store.entries().map(([k]) => k) }));
     app.post('/toy/things/:name', async (req, reply) => {
       const t = env.leading(req, reply);
@@ -60,7 +60,7 @@ beforeEach(async () => {
   dir = tempDir();
   instances.length = 0;
   const credentials = parseCredentials(JSON.stringify({ credentials: [TEST_USER] }), 'test');
-  master = await startMaster({ auth: MasterAuth.on({ credentials }), dataDir: dir, port: 0, host: '127.0.0.1', dnsPort: null, logger: silentLogger(), builtins: [toy as BuiltinFramework] });
+  master = await startMaster({ auth: MasterAuth.on({ credentials }), dataDir: dir, port: 0, host: '127.0.0.1', dnsPort: null, logger: silentLogger(), frameworks: [toy as HostedFramework] });
 });
 
 afterEach(async () => {

@@ -10,7 +10,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { startAgent, type AgentHandle } from '../../agent/agent.ts';
 import { MasterAuth } from '../../master/auth/master-auth.ts';
-import type { BuiltinFramework } from '../../shared/framework-host/contract.ts';
+import type { HostedFramework } from '../../shared/framework-host/contract.ts';
 import { startMaster, type MasterHandle } from '../../master/server.ts';
 import { silentLogger } from '../../shared/logger.ts';
 import { killTasksUnder, tempDir, waitFor } from '../harness/processes.ts';
@@ -28,7 +28,7 @@ describe('a framework built only on the runtime (run-once)', () => {
   });
 
   const start = (dataDir: string): Promise<MasterHandle> =>
-    startMaster({ auth: MasterAuth.off(), dataDir, port: 0, host: '127.0.0.1', dnsPort: null, logger: silentLogger(), allocationIntervalMs: 50, builtins: [runOnceFramework() as unknown as BuiltinFramework] });
+    startMaster({ auth: MasterAuth.off(), dataDir, port: 0, host: '127.0.0.1', dnsPort: null, logger: silentLogger(), allocationIntervalMs: 50, frameworks: [runOnceFramework() as unknown as HostedFramework] });
 
   const list = async (): Promise<CommandRecord[]> => (await (await fetch(`${master!.url}/run-once/commands`)).json()) as CommandRecord[];
   const submit = (name: string, body: unknown): Promise<Response> =>

@@ -220,7 +220,7 @@ describe('a strict Marathon client', { timeout: 120_000 }, () => {
 
   it('has a follower pass /v2 requests on to the leader, the event stream included', async () => {
     masters = await startMasterGroup(dir, 3, randomUUID());
-    const leader = await waitFor('a leader', async () => masters.find((m) => m.context.core() !== undefined), 20_000);
+    const leader = await waitFor('a leader', async () => masters.find((m) => m.context.master() !== undefined), 20_000);
     const follower = masters.find((m) => m !== leader)!;
     await waitFor('the follower knows the leader', async () => (follower.context.leaderUrl() ? true : undefined), 20_000);
     await addAgent(leader.url, 'h1');

@@ -27,7 +27,7 @@ beforeAll(async () => {
   const members = new Map(urls.map((u, i) => [i + 1, u] as [number, string]));
   const credentials = parseCredentials(JSON.stringify({ credentials: [{ principal: 'admin', secret: token }] }));
   masters = await Promise.all(ports.map((port, i) => startMaster({
-    auth: MasterAuth.on({ credentials }), port, host: '127.0.0.1', dataDir: join(dir, `m${i + 1}`), logger: silentLogger(), dnsPort: null, builtins: [],
+    auth: MasterAuth.on({ credentials }), port, host: '127.0.0.1', dataDir: join(dir, `m${i + 1}`), logger: silentLogger(), dnsPort: null, frameworks: [],
     raft: { id: i + 1, members, secret: 'a-test-secret-of-enough-bytes', tickMs: 20 },
   })));
   await waitFor('a leader', async () => {

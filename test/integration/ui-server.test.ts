@@ -136,7 +136,7 @@ beforeAll(async () => {
     run_tasks: [{ principals: { type: 'ANY' }, users: { type: 'ANY' } }],
     view_tasks: [{ principals: { values: ['admin'] }, framework_principals: { type: 'ANY' } }],
   }));
-  master = await startMaster({ auth: MasterAuth.on({ credentials, acls }), dataDir: join(dir, 'master'), port: 0, host: '127.0.0.1', dnsPort: null, logger: silentLogger(), allocationIntervalMs: 50, builtins: [] });
+  master = await startMaster({ auth: MasterAuth.on({ credentials, acls }), dataDir: join(dir, 'master'), port: 0, host: '127.0.0.1', dnsPort: null, logger: silentLogger(), allocationIntervalMs: 50, frameworks: [] });
   url = master.url;
   agent = new FakeAgent({ masterUrl: url, hostname: 'ui-host', headers: bearer('agent-1') });
   await agent.connect();

@@ -13,7 +13,7 @@
 import type { SchedulerCall } from '../../shared/mesos-v1.ts';
 import type { SeededRandom } from '../../shared/random.ts';
 import type { StorePut } from '../../shared/framework-host/store.ts';
-import type { BuiltinEnv } from '../../shared/framework-host/contract.ts';
+import type { FrameworkEnv } from '../../shared/framework-host/contract.ts';
 import type { JobSpec } from '../../shared/jobs/model.ts';
 import { JOB_KEY_PREFIX, JobsRuntime, jobKey } from '../../master/frameworks/jobs/runtime.ts';
 import { isFinished, type JobRecord } from '../../master/frameworks/jobs/record.ts';
@@ -100,7 +100,7 @@ export class SimJobs {
   }
 
   private boot(): void {
-    // As BuiltinEnv.now: a steady clock read from its host's wall clock once, at start.
+    // As FrameworkEnv.now: a steady clock read from its host's wall clock once, at start.
     const clock = this.world.clock;
     this.clock = new SimRuntimeClock(clock, steadyClock(this.wall.nowMs(), () => clock.nowMs));
     this.transports = [];
@@ -119,7 +119,7 @@ export class SimJobs {
     });
   }
 
-  private env(): BuiltinEnv {
+  private env(): FrameworkEnv {
     return simEnv(this.name, this.store.view(this.name), () => this.world.leaders()[0], () => this.clock.now());
   }
 

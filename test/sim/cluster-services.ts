@@ -1,5 +1,5 @@
 // The services framework in the whole-cluster simulation: the production framework itself
-// (master/frameworks/marathon/service.ts, MarathonService on the framework runtime), over the
+// (master/frameworks/services/runtime.ts, ServicesRuntime on the framework runtime), over the
 // simulated scheduler transport (sim-transport.ts), the simulator's clock
 // (sim-runtime-clock.ts) and a store that survives it (sim-store.ts: a round's write commits
 // a Raft round trip after it is made and is lost when in flight as the instance dies). As on
@@ -8,7 +8,7 @@
 // afresh from the store on the leader of the moment. API changes (services-workload.ts) are
 // written as the REST API writes them, durable at once.
 //
-// It checks, at each of the framework's own rounds (MarathonServiceOptions.onPlan), that the
+// It checks, at each of the framework's own rounds (ServicesRuntimeOptions.onPlan), that the
 // launches keep an app's live tasks within Marathon's bounds and that a deployment's kills
 // keep enough instances ready, and that an ACCEPT launches only instances whose records are
 // durable; the simulator checks at every step that no task of it runs twice.
@@ -16,14 +16,14 @@
 import { isTerminal } from '../../shared/agent-messages.ts';
 import type { SchedulerCall } from '../../shared/mesos-v1.ts';
 import { randomBytesOf, type SeededRandom } from '../../shared/random.ts';
-import type { BuiltinEnv } from '../../shared/framework-host/contract.ts';
+import type { FrameworkEnv } from '../../shared/framework-host/contract.ts';
 import type { StorePut } from '../../shared/framework-host/store.ts';
-import { storedDelays } from '../../master/frameworks/marathon/launch-delays.ts';
-import type { RoundPlan } from '../../master/frameworks/marathon/round-plan.ts';
-import { MarathonService } from '../../master/frameworks/marathon/service.ts';
-import { MarathonRecords, type DeploymentRecord, type InstanceRecord } from '../../master/frameworks/marathon/records.ts';
-import { APP_LABEL, appIdOfTaskId } from '../../master/frameworks/marathon/task-info.ts';
-import type { AppDefinition, StoredApp } from '../../master/frameworks/marathon/app-model.ts';
+import { storedDelays } from '../../master/frameworks/services/launch-delays.ts';
+import type { RoundPlan } from '../../master/frameworks/services/round-plan.ts';
+import { ServicesRuntime } from '../../master/frameworks/services/runtime.ts';
+import { ServicesRecords, type DeploymentRecord, type InstanceRecord } from '../../master/frameworks/services/records.ts';
+import { APP_LABEL, appIdOfTaskId } from '../../master/frameworks/services/task-info.ts';
+import type { AppDefinition, StoredApp } from '../../master/frameworks/services/app-model.ts';
 import type { FrameworkWorld } from './cluster-framework.ts';
 import type { SimMaster } from './cluster-master.ts';
 import { simEnv } from './sim-env.ts';
@@ -63,13 +63,13 @@ export interface ServicesWorld extends FrameworkWorld {
 
 export class SimServices {
   readonly name = SERVICES_NAME;
-  readonly records: MarathonRecords;
+  readonly records: ServicesRecords;
   readonly violations: string[] = [];
   /** crashes: instances dropped (their master stopped leading, or their stream broke). */
   readonly stats = { subscriptions: 0, launches: 0, kills: 0, crashes: 0, rounds: 0, changes: 0 };
   private readonly store: SimStore;
   /** The running instance, the master it runs on, its clock and transports. */
-  private service: MarathonService | undefined;
+  private service: ServicesRuntime | undefined;
   private host: SimMaster | undefined;
   private clock: SimRuntimeClock | undefined;
   private transports: SimTransport[] = [];
@@ -85,7 +85,7 @@ export class SimServices {
     changes: { atMs: number; apply: (s: SimServices) => void }[],
   ) {
     this.store = new SimStore(world.clock, () => world.net.delay() + world.net.delay(), () => {});
-    this.records = new MarathonRecords(this.store.view(SERVICES_NAME));
+    this.records = new ServicesRecords(this.store.view(SERVICES_NAME));
     this.boot();
     for (const c of changes) {
       this.world.clock.after(c.atMs, () => {
@@ -144,7 +144,7 @@ export class SimServices {
     this.host = leader;
     const leaderships = leader.stats.leaderships;
     const made = simTransports(this.world, this.rng.fork(), (call) => this.onCall(call));
-    const service = new MarathonService(this.env(leader, clock), {
+    const service = new ServicesRuntime(this.env(leader, clock), {
       clock,
       transport: (info) => {
         this.stats.subscriptions++;
@@ -170,7 +170,7 @@ export class SimServices {
     this.world.clock.after(LEADERSHIP_CHECK_MS, watch);
   }
 
-  private env(leader: SimMaster, clock: SimRuntimeClock): BuiltinEnv {
+  private env(leader: SimMaster, clock: SimRuntimeClock): FrameworkEnv {
     return simEnv(SERVICES_NAME, this.store.view(SERVICES_NAME), () => leader, () => clock.now());
   }
 

@@ -7,10 +7,10 @@
 // exercised; sizes follow the number of agents (2 cpus each, cluster.sim.ts).
 
 import type { SeededRandom } from '../../shared/random.ts';
-import type { AppDefinition, StoredApp } from '../../master/frameworks/marathon/app-model.ts';
-import { parseApp } from '../../master/frameworks/marathon/app-parse.ts';
-import { appKey, deploymentKey, MarathonRecords, versionKey, type DeploymentAction, type DeploymentRecord } from '../../master/frameworks/marathon/records.ts';
-import type { BuiltinPut } from '../../master/registry/commands.ts';
+import type { AppDefinition, StoredApp } from '../../master/frameworks/services/app-model.ts';
+import { parseApp } from '../../master/frameworks/services/app-parse.ts';
+import { appKey, deploymentKey, ServicesRecords, versionKey, type DeploymentAction, type DeploymentRecord } from '../../master/frameworks/services/records.ts';
+import type { StorePut } from '../../master/registry/commands.ts';
 import type { SimServices } from './cluster-services.ts';
 
 const STRATEGIES = [
@@ -31,13 +31,13 @@ function commit(s: SimServices, appId: string, action: DeploymentAction, stored:
   const previous = s.records.app(appId) ?? null;
   const cancelled = s.records.deployments().filter((d) => d.appId === appId).map((d) => d.id);
   const deployment: DeploymentRecord = { id, appId, version, action, previous, target: stored };
-  const puts: BuiltinPut[] = stored
-    ? MarathonRecords.appChange(stored, deployment, cancelled)
+  const puts: StorePut[] = stored
+    ? ServicesRecords.appChange(stored, deployment, cancelled)
     : [
         { key: appKey(appId), value: null },
         ...s.records.versions(appId).map((v) => ({ key: versionKey(appId, v), value: null })),
         ...cancelled.map((c) => ({ key: deploymentKey(c), value: null })),
-        MarathonRecords.put(deploymentKey(id), deployment),
+        ServicesRecords.put(deploymentKey(id), deployment),
       ];
   s.change(puts);
 }

@@ -1,9 +1,9 @@
-// What the host hands a built-in framework (BuiltinEnv), in the whole-cluster simulation: its
+// What the host hands a built-in framework (FrameworkEnv), in the whole-cluster simulation: its
 // store, the registry of the master it runs on, the simulation's priority classes and clock,
 // no HTTP (its transport is the simulator's) and a silent log.
 
 import pino from 'pino';
-import type { BuiltinEnv, ClusterAgent, ClusterTask } from '../../shared/framework-host/contract.ts';
+import type { FrameworkEnv, ClusterAgent, ClusterTask } from '../../shared/framework-host/contract.ts';
 import type { FrameworkStore } from '../../shared/framework-host/store.ts';
 import { DEFAULT_LEADER_CONFIG } from '../../master/leader/config.ts';
 import type { SimMaster } from './cluster-master.ts';
@@ -12,7 +12,7 @@ import type { SimMaster } from './cluster-master.ts';
 const SILENT = pino({ level: 'silent' });
 
 /** `master()`: the master whose registry the framework reads (none: an empty cluster). */
-export function simEnv(name: string, store: FrameworkStore, master: () => SimMaster | undefined, now: () => number): BuiltinEnv {
+export function simEnv(name: string, store: FrameworkStore, master: () => SimMaster | undefined, now: () => number): FrameworkEnv {
   return {
     name, store,
     cluster: {

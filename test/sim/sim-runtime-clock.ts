@@ -1,6 +1,6 @@
 // The framework runtime's clock (shared/framework-runtime/clock.ts) in the whole-cluster
 // simulation: timers are entries on the simulator's clock, so they run in its one order, and
-// readings come from the clock its host gives (as BuiltinEnv.now on a master: the
+// readings come from the clock its host gives (as FrameworkEnv.now on a master: the
 // leadership's steady clock, anchored on a wall clock that clock-step faults move). A crash
 // kills the clock: the dead instance's timers never fire again.
 

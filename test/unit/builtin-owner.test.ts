@@ -6,8 +6,8 @@ import { MasterAuth } from '../../master/auth/master-auth.ts';
 import { BUILTIN_PRINCIPAL } from '../../master/builtin-principal.ts';
 import { parseCredentials } from '../../master/auth/credentials.ts';
 import { parseAcls } from '../../master/auth/acls.ts';
-import { OwnerAccess } from '../../master/builtin/owner-access.ts';
-import { taskOwner } from '../../master/builtin/task-owner.ts';
+import { OwnerAccess } from '../../master/framework-host/owner-access.ts';
+import { taskOwner } from '../../master/framework-host/task-owner.ts';
 import type { FrameworkRecord, JsonValue } from '../../master/registry/commands.ts';
 
 const credentials = parseCredentials(JSON.stringify({ credentials: ['alice', 'bob', 'ops'].map((p) => ({ principal: p, secret: `${p}-secret-0123456789abcdef` })) }), 'test');

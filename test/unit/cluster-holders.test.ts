@@ -4,9 +4,9 @@
 // whether it may be preempted at all.
 
 import { describe, expect, it } from 'vitest';
-import { clusterHolders } from '../../master/builtin/cluster-holders.ts';
+import { clusterHolders } from '../../master/framework-host/cluster-holders.ts';
 import { JOBS_FRAMEWORK } from '../../master/frameworks/jobs/framework.ts';
-import { marathonFramework } from '../../master/frameworks/marathon/framework.ts';
+import { SERVICES_FRAMEWORK } from '../../master/frameworks/services/framework.ts';
 import type { FrameworkRecord, TaskRecord } from '../../master/registry/commands.ts';
 import type { RegistryStateMachine } from '../../master/registry/state-machine.ts';
 import { PriorityClasses } from '../../shared/sharing/priority-classes.ts';
@@ -36,7 +36,7 @@ describe('clusterHolders', () => {
       task('t4', 'f3', [], 'TASK_UNREACHABLE'),
     ];
     const state = { frameworks, activeTasksOn: (agentId: string) => (agentId === 'a1' ? tasks : []) } as unknown as RegistryStateMachine;
-    const holders = clusterHolders(state, [marathonFramework, JOBS_FRAMEWORK], new PriorityClasses(), 'a1');
+    const holders = clusterHolders(state, [SERVICES_FRAMEWORK, JOBS_FRAMEWORK], new PriorityClasses(), 'a1');
     expect(holders).toEqual([
       { taskId: 't1', name: '/dev/web', framework: 'marathon', role: '*', priorityClass: 'production', preemptible: false, resources: 'cpus:0.2;mem:32' },
       // A label names a lower class than its framework's: the framework's holds.

@@ -10,7 +10,7 @@ import { RegistryStateMachine } from '../../master/registry/state-machine.ts';
 import { DnsZone } from '../../master/dns/zone.ts';
 import { BUILTIN_PRINCIPAL } from '../../master/builtin-principal.ts';
 import { BUILTIN_FRAMEWORK_NAMES, RESERVED_NAME_KEYS } from '../../master/dns/reserved-names.ts';
-import { BUILTIN_FRAMEWORKS } from '../../master/builtin/all.ts';
+import { BUILTIN_FRAMEWORKS } from '../../master/framework-host/all.ts';
 
 const agent: RegistryCommand = {
   type: 'agent_registered',

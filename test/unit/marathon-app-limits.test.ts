@@ -5,10 +5,10 @@
 
 import { describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
-import { parseApp } from '../../master/frameworks/marathon/app-parse.ts';
-import { MarathonError } from '../../master/frameworks/marathon/app-errors.ts';
-import { MAX_APP_ID_LENGTH, MAX_APP_INSTANCES } from '../../master/frameworks/marathon/app-limits.ts';
-import { buildTaskInfo, marathonTaskId } from '../../master/frameworks/marathon/task-info.ts';
+import { parseApp } from '../../master/frameworks/services/app-parse.ts';
+import { MarathonError } from '../../master/frameworks/services/app-errors.ts';
+import { MAX_APP_ID_LENGTH, MAX_APP_INSTANCES } from '../../master/frameworks/services/app-limits.ts';
+import { buildTaskInfo, marathonTaskId } from '../../master/frameworks/services/task-info.ts';
 import { parseSchedulerCall } from '../../master/scheduler-calls.ts';
 import { compileObjectLimits } from '../../shared/sharing/object-limits.ts';
 import { Resources } from '../../shared/resources.ts';

@@ -3,9 +3,9 @@
 
 import { describe, expect, it } from 'vitest';
 import { readFileSync } from 'node:fs';
-import { normaliseAppId, parseApp } from '../../master/frameworks/marathon/app-parse.ts';
-import { MarathonError } from '../../master/frameworks/marathon/app-errors.ts';
-import { appToJson } from '../../master/frameworks/marathon/app-json.ts';
+import { normaliseAppId, parseApp } from '../../master/frameworks/services/app-parse.ts';
+import { MarathonError } from '../../master/frameworks/services/app-errors.ts';
+import { appToJson } from '../../master/frameworks/services/app-json.ts';
 
 function refusal(raw: unknown): { path: string; errors: string[] }[] {
   try {

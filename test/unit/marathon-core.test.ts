@@ -4,9 +4,9 @@
 // drives the core through failures and deployments and checks its invariants every step.
 
 import { describe, expect, it } from 'vitest';
-import { parseApp } from '../../master/frameworks/marathon/app-parse.ts';
-import type { StoredApp } from '../../master/frameworks/marathon/app-model.ts';
-import { backoffDelayMs, decide, isReady, recordFailure, type CoreInput, type InstanceView, type OfferView } from '../../master/frameworks/marathon/core.ts';
+import { parseApp } from '../../master/frameworks/services/app-parse.ts';
+import type { StoredApp } from '../../master/frameworks/services/app-model.ts';
+import { backoffDelayMs, decide, isReady, recordFailure, type CoreInput, type InstanceView, type OfferView } from '../../master/frameworks/services/core.ts';
 import { Resources } from '../../shared/resources.ts';
 import { SeededRandom, randomInt } from '../../shared/random.ts';
 

@@ -2,11 +2,11 @@
 // gives, Docker HOST and BRIDGE containers with volumes, the health check for the agent.
 
 import { describe, expect, it } from 'vitest';
-import { parseApp } from '../../master/frameworks/marathon/app-parse.ts';
-import { appIdOfTaskId, appTaskName, buildTaskInfo, marathonTaskId } from '../../master/frameworks/marathon/task-info.ts';
-import { matchesLabelSelector } from '../../master/frameworks/marathon/label-selector.ts';
+import { parseApp } from '../../master/frameworks/services/app-parse.ts';
+import { appIdOfTaskId, appTaskName, buildTaskInfo, marathonTaskId } from '../../master/frameworks/services/task-info.ts';
+import { matchesLabelSelector } from '../../master/frameworks/services/label-selector.ts';
 import { taskDnsName } from '../../master/dns/names.ts';
-import type { LaunchDecision } from '../../master/frameworks/marathon/core.ts';
+import type { LaunchDecision } from '../../master/frameworks/services/core.ts';
 import { Resources } from '../../shared/resources.ts';
 
 function launch(ports: number[]): LaunchDecision {

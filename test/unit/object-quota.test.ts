@@ -7,7 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { objectKey, objectLedger, quotaRefusal, usageOf, type QuotaState } from '../../master/sharing/object-quota.ts';
 import { compileObjectLimits, DEFAULT_OBJECT_LIMITS, envBytes } from '../../shared/sharing/object-limits.ts';
 import { QuotaGate } from '../../master/sharing/quota-gate.ts';
-import { appKey, versionKey } from '../../master/frameworks/marathon/records.ts';
+import { appKey, versionKey } from '../../master/frameworks/services/records.ts';
 import { jobKey, JOBS_FRAMEWORK_NAME } from '../../master/frameworks/jobs/runtime.ts';
 import { experimentKey, trialKey } from '../../master/frameworks/tuning/record.ts';
 import { CairnError } from '../../shared/errors.ts';

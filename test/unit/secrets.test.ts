@@ -15,8 +15,8 @@ import type { ContainerSpec } from '../../shared/agent-messages.ts';
 import { compileAgentOptions } from '../../agent/options.ts';
 import { manifestPath, takePullAuth } from '../../agent/executors/docker/registry-auth.ts';
 import { parseJobDocument } from '../../shared/jobs/spec-parse.ts';
-import { parseApp } from '../../master/frameworks/marathon/app-parse.ts';
-import { buildTaskInfo } from '../../master/frameworks/marathon/task-info.ts';
+import { parseApp } from '../../master/frameworks/services/app-parse.ts';
+import { buildTaskInfo } from '../../master/frameworks/services/task-info.ts';
 import { dockerConfigOf } from '../../bin/commands/secrets/commands.ts';
 
 const b64 = (s: string) => Buffer.from(s).toString('base64');

@@ -1,17 +1,17 @@
-// The services framework as it runs on the master (master/frameworks/marathon/service.ts) on
+// The services framework as it runs on the master (master/frameworks/services/runtime.ts) on
 // the framework runtime, driven through a fake transport and clock: an app's instance record
 // is durable before the ACCEPT that launches it, and while it waits with no offer coming the
 // framework revives again every REVIVE_AGAIN_MS.
 
 import { describe, expect, it } from 'vitest';
-import { MarathonService } from '../../master/frameworks/marathon/service.ts';
-import { parseApp } from '../../master/frameworks/marathon/app-parse.ts';
-import { REVIVE_AGAIN_MS } from '../../master/frameworks/marathon/offer-policy.ts';
+import { ServicesRuntime } from '../../master/frameworks/services/runtime.ts';
+import { parseApp } from '../../master/frameworks/services/app-parse.ts';
+import { REVIVE_AGAIN_MS } from '../../master/frameworks/services/offer-policy.ts';
 import { fakeOffer, fakeWorld, flush, launchedTaskId } from '../harness/fake-scheduler.ts';
 
 function setup() {
   const w = fakeWorld('marathon');
-  return { ...w, service: new MarathonService(w.env, w.io) };
+  return { ...w, service: new ServicesRuntime(w.env, w.io) };
 }
 
 describe('the services framework on the framework runtime', () => {

@@ -7,9 +7,9 @@
 import { describe, expect, it } from 'vitest';
 import { runServicesSeed } from '../sim/services.sim.ts';
 import { maxCapacity } from '../sim/cluster-services.ts';
-import { parseApp } from '../../master/frameworks/marathon/app-parse.ts';
-import { decide, type CoreInput, type InstanceView } from '../../master/frameworks/marathon/core.ts';
-import { SERVICES_INTEREST } from '../../master/frameworks/marathon/offer-policy.ts';
+import { parseApp } from '../../master/frameworks/services/app-parse.ts';
+import { decide, type CoreInput, type InstanceView } from '../../master/frameworks/services/core.ts';
+import { SERVICES_INTEREST } from '../../master/frameworks/services/offer-policy.ts';
 import { NO_INTEREST, nextInterest } from '../../shared/framework-runtime/offer-interest.ts';
 import { Resources } from '../../shared/resources.ts';
 
@@ -49,7 +49,7 @@ describe('services in the cluster simulation', () => {
   }, 60_000);
 
   it('catches a runtime that forgets an instance before its task is known dead', async () => {
-    // The bug is planted in the production framework's own rounds (MarathonServiceOptions.onPlan).
+    // The bug is planted in the production framework's own rounds (ServicesRuntimeOptions.onPlan).
     // Seed 7 passes without it and is caught with it (seeds 1, 2 and 4 catch it too).
     expect((await runServicesSeed(7)).services!.apps).toBeGreaterThan(0);
     await expect(runServicesSeed(7, { plant: 'forget-before-dead' })).rejects.toThrow(/launching 1 more would make \d+ live tasks.*over its ceiling[\s\S]*reproduce with --seed 7 \(planted bug: forget-before-dead\)/);

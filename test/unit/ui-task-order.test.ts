@@ -9,7 +9,7 @@ import { MAX_COMPLETED_TASKS } from '../../master/registry/state-machine.ts';
 import type { RegistryCommand, TaskRecord } from '../../master/registry/commands.ts';
 import { followTaskOrder, parseTaskQuery, taskPage, type TaskQuery } from '../../master/ui/paged-reads.ts';
 import { namedTaskView } from '../../master/api/state-view.ts';
-import { taskOwner } from '../../master/builtin/task-owner.ts';
+import { taskOwner } from '../../master/framework-host/task-owner.ts';
 import { MasterAuth } from '../../master/auth/master-auth.ts';
 import { parseCredentials } from '../../master/auth/credentials.ts';
 import { parseAcls } from '../../master/auth/acls.ts';

@@ -2,7 +2,7 @@
 // master (runtime.ts), its REST routes on every master (routes.ts), and the API it offers the
 // other frameworks (shared/jobs/api.ts: tuning submits its distributed trials through it).
 
-import type { BuiltinFramework, FrameworkApis, TaskOwnership } from '../../../shared/framework-host/contract.ts';
+import type { HostedFramework, FrameworkApis, TaskOwnership } from '../../../shared/framework-host/contract.ts';
 import { ownershipByLabel } from '../../../shared/framework-host/ownership.ts';
 import type { FrameworkStore, JsonValue } from '../../../shared/framework-host/store.ts';
 import type { JobsApi } from '../../../shared/jobs/api.ts';
@@ -42,7 +42,7 @@ export function jobsApi(store: FrameworkStore, instance: () => JobsRuntime | und
   return api;
 }
 
-export function jobsFramework(opts: JobsRuntimeOptions = {}): BuiltinFramework<JobsRuntime> {
+export function jobsFramework(opts: JobsRuntimeOptions = {}): HostedFramework<JobsRuntime> {
   return {
     name: JOBS_FRAMEWORK_NAME,
     start: (env) => new JobsRuntime(env, opts),
@@ -53,4 +53,4 @@ export function jobsFramework(opts: JobsRuntimeOptions = {}): BuiltinFramework<J
   };
 }
 
-export const JOBS_FRAMEWORK: BuiltinFramework<JobsRuntime> = jobsFramework();
+export const JOBS_FRAMEWORK: HostedFramework<JobsRuntime> = jobsFramework();

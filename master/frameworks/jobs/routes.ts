@@ -6,7 +6,7 @@
 // framework's task is on the master's own API.
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { BuiltinRoutesEnv, Caller, OwnerAction, SecretUse } from '../../../shared/framework-host/contract.ts';
+import type { FrameworkRoutesEnv, Caller, OwnerAction, SecretUse } from '../../../shared/framework-host/contract.ts';
 import type { JsonValue } from '../../../shared/framework-host/store.ts';
 import { sendHttpError } from '../../../shared/http-errors.ts';
 import { serveObjectEvents, type SendEvent } from '../../../shared/framework-host/object-events.ts';
@@ -48,7 +48,7 @@ function requireImagePullSecrets(parsed: ParsedJob, secrets: SecretUse, principa
  * unless `?allowUnschedulable=true`, which submits it to wait for a bigger agent; then the
  * sentences come back as warnings.
  */
-function neverFitting(parsed: ParsedJob, env: BuiltinRoutesEnv<JobsRuntime>, query: unknown): string[] {
+function neverFitting(parsed: ParsedJob, env: FrameworkRoutesEnv<JobsRuntime>, query: unknown): string[] {
   const raw = (query as Record<string, unknown> | undefined)?.allowUnschedulable;
   if (raw !== undefined && raw !== 'true' && raw !== 'false') throw new CairnError('CAIRN_BAD_REQUEST', `must be true or false, got '${String(raw).slice(0, 32)}'`, 'allowUnschedulable');
   const agents = [...env.cluster.agents().values()];
@@ -69,11 +69,11 @@ function notFound(reply: FastifyReply, name: string): FastifyReply {
   return reply.code(404).send({ code: 'CAIRN_UNKNOWN_JOB', message: `no job '${name}'`, field: 'name' });
 }
 
-function recordOf(env: BuiltinRoutesEnv<JobsRuntime>, name: string): JobRecord | undefined {
+function recordOf(env: FrameworkRoutesEnv<JobsRuntime>, name: string): JobRecord | undefined {
   return env.store.get<JsonValue>(jobKey(name)) as unknown as JobRecord | undefined;
 }
 
-export function registerJobRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<JobsRuntime>): void {
+export function registerJobRoutes(app: FastifyInstance, env: FrameworkRoutesEnv<JobsRuntime>): void {
   const { access, secrets } = env;
   const requireOn = (req: FastifyRequest, action: OwnerAction, r: JobRecord) =>
     access.require(req.principal, action, `job '${r.spec.name}'`, r.owner, 'name');

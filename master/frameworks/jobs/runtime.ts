@@ -12,7 +12,7 @@ import { isTerminal } from '../../../shared/agent-messages.ts';
 import type { TaskStatusJson } from '../../../shared/mesos-v1.ts';
 import { Resources } from '../../../shared/resources.ts';
 import { heldOffer } from '../../../shared/sdk/held-offer.ts';
-import type { BuiltinEnv, BuiltinInstance } from '../../../shared/framework-host/contract.ts';
+import type { FrameworkEnv, FrameworkInstance } from '../../../shared/framework-host/contract.ts';
 import type { Cancel } from '../../../shared/framework-runtime/clock.ts';
 import { DecisionQueue } from '../../../shared/framework-runtime/decision-queue.ts';
 import { runtimeIo, type RuntimeIoOptions } from '../../../shared/framework-runtime/io.ts';
@@ -20,7 +20,7 @@ import { recordThenAct } from '../../../shared/framework-runtime/record-then-act
 import { Subscriptions } from '../../../shared/framework-runtime/subscriptions.ts';
 import { STARTING_TIMEOUT_MS } from '../../../shared/framework-runtime/time-outs.ts';
 import { ON_CHANGE } from '../../../shared/framework-runtime/offer-interest.ts';
-import { builtinFrameworkInfo } from '../../../shared/framework-host/framework-info.ts';
+import { hostedFrameworkInfo } from '../../../shared/framework-host/framework-info.ts';
 import type { JsonValue } from '../../../shared/framework-host/store.ts';
 import { JOBS_FRAMEWORK_NAME } from '../../../shared/jobs/api.ts';
 import { roomAgents } from '../../../shared/framework-host/room-agents.ts';
@@ -62,7 +62,7 @@ export interface JobsRuntimeOptions extends Partial<Omit<EngineOptions, 'domain'
 }
 
 /** The job engine on the framework runtime: its reconciler, with the runtime's offer loop and queue. */
-export class JobsRuntime implements BuiltinInstance {
+export class JobsRuntime implements FrameworkInstance {
   private readonly engine: JobEngine;
   private readonly log: Logger;
   /** One subscription per role (and class), each a framework named `jobs`. */
@@ -74,7 +74,7 @@ export class JobsRuntime implements BuiltinInstance {
   private readonly now: () => number;
   private readonly uid: () => string;
 
-  constructor(private readonly env: BuiltinEnv, opts: JobsRuntimeOptions = {}) {
+  constructor(private readonly env: FrameworkEnv, opts: JobsRuntimeOptions = {}) {
     this.log = env.log;
     const io = runtimeIo(env, opts);
     this.now = () => io.clock.now();
@@ -92,7 +92,7 @@ export class JobsRuntime implements BuiltinInstance {
       handlers: {
         frameworkInfo: (role) => {
           const lane = parseLane(role);
-          return builtinFrameworkInfo(JOBS_FRAMEWORK_NAME, lane.role, lane.priorityClass);
+          return hostedFrameworkInfo(JOBS_FRAMEWORK_NAME, lane.role, lane.priorityClass);
         },
         idKey: frameworkIdKey,
         wanted: () => true,

@@ -3,7 +3,7 @@
 // REST routes on every master (routes.ts). Its distributed trials are jobs, submitted through
 // the jobs framework's API.
 
-import type { BuiltinFramework, TaskOwnership } from '../../../shared/framework-host/contract.ts';
+import type { HostedFramework, TaskOwnership } from '../../../shared/framework-host/contract.ts';
 import { ownershipByLabel } from '../../../shared/framework-host/ownership.ts';
 import { experimentKey } from './record.ts';
 import { tuningMetrics } from './metrics.ts';
@@ -14,7 +14,7 @@ import { EXPERIMENT_LABEL } from './trial-command.ts';
 /** A trial's task (of its experiment's framework) acts as the experiment's owner on the master's task routes. */
 export const TUNING_TASKS: TaskOwnership = ownershipByLabel((frameworkName) => frameworkName.startsWith(EXPERIMENT_FRAMEWORK_PREFIX), EXPERIMENT_LABEL, experimentKey, (name) => `experiment ${name}`);
 
-export function tuningFramework(opts: TuningRuntimeOptions = {}): BuiltinFramework<TuningRuntime> {
+export function tuningFramework(opts: TuningRuntimeOptions = {}): HostedFramework<TuningRuntime> {
   return {
     name: TUNING_FRAMEWORK_NAME,
     start: (env) => new TuningRuntime(env, opts),
@@ -24,4 +24,4 @@ export function tuningFramework(opts: TuningRuntimeOptions = {}): BuiltinFramewo
   };
 }
 
-export const TUNING_FRAMEWORK: BuiltinFramework<TuningRuntime> = tuningFramework();
+export const TUNING_FRAMEWORK: HostedFramework<TuningRuntime> = tuningFramework();

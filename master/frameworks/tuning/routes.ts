@@ -5,7 +5,7 @@
 // (the host's ObjectAccess).
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { BuiltinRoutesEnv, OwnerAction } from '../../../shared/framework-host/contract.ts';
+import type { FrameworkRoutesEnv, OwnerAction } from '../../../shared/framework-host/contract.ts';
 import type { JsonValue } from '../../../shared/framework-host/store.ts';
 import { sendHttpError } from '../../../shared/http-errors.ts';
 import { serveObjectEvents, type SendEvent } from '../../../shared/framework-host/object-events.ts';
@@ -23,7 +23,7 @@ function notFound(reply: FastifyReply, name: string): FastifyReply {
   return reply.code(404).send({ code: 'CAIRN_UNKNOWN_EXPERIMENT', message: `no experiment '${name}'`, field: 'name' });
 }
 
-export function registerTuningRoutes(app: FastifyInstance, env: BuiltinRoutesEnv<TuningRuntime>): void {
+export function registerTuningRoutes(app: FastifyInstance, env: FrameworkRoutesEnv<TuningRuntime>): void {
   const { access } = env;
   const recordOf = (name: string) => env.store.get<JsonValue>(experimentKey(name)) as unknown as ExperimentRecord | undefined;
   const trialsOf = (name: string) => env.store.entries<JsonValue>(trialKeyPrefix(name)).map(([, v]) => v as unknown as TrialRecord);

@@ -13,7 +13,7 @@ import { isTerminal } from '../../../shared/agent-messages.ts';
 import type { TaskStatusJson } from '../../../shared/mesos-v1.ts';
 import { roomAgents } from '../../../shared/framework-host/room-agents.ts';
 import { explainQueued } from '../../../shared/sdk/why-queued.ts';
-import type { BuiltinEnv, BuiltinInstance } from '../../../shared/framework-host/contract.ts';
+import type { FrameworkEnv, FrameworkInstance } from '../../../shared/framework-host/contract.ts';
 import type { JsonValue } from '../../../shared/framework-host/store.ts';
 import { heldOffer } from '../../../shared/sdk/held-offer.ts';
 import type { JobsApi } from '../../../shared/jobs/api.ts';
@@ -25,7 +25,7 @@ import { recordThenAct } from '../../../shared/framework-runtime/record-then-act
 import { Subscriptions } from '../../../shared/framework-runtime/subscriptions.ts';
 import { STARTING_TIMEOUT_MS } from '../../../shared/framework-runtime/time-outs.ts';
 import { ON_CHANGE } from '../../../shared/framework-runtime/offer-interest.ts';
-import { builtinFrameworkInfo } from '../../../shared/framework-host/framework-info.ts';
+import { hostedFrameworkInfo } from '../../../shared/framework-host/framework-info.ts';
 import { chiefGroup, trialJobSpec } from './trial-job.ts';
 import { policyExitCode } from '../../../shared/jobs/exit-code.ts';
 import { REFUSE_BUSY_S, TuningCore, type JobTrialLaunch, type TuningEffects, type TuningCoreOptions } from './core.ts';
@@ -55,7 +55,7 @@ export function frameworkIdKey(experiment: string): string {
   return `${FRAMEWORK_ID_PREFIX}${experiment}`;
 }
 
-export class TuningRuntime implements BuiltinInstance {
+export class TuningRuntime implements FrameworkInstance {
   readonly core: TuningCore;
   private readonly log: Logger;
   /** One subscription per experiment. */
@@ -80,7 +80,7 @@ export class TuningRuntime implements BuiltinInstance {
   private readonly uid: () => string;
   private readonly readTrialStdout: TrialStdoutReader;
 
-  constructor(private readonly env: BuiltinEnv, opts: TuningRuntimeOptions = {}) {
+  constructor(private readonly env: FrameworkEnv, opts: TuningRuntimeOptions = {}) {
     this.log = env.log;
     const io = runtimeIo(env, opts);
     this.now = () => io.clock.now();
@@ -96,7 +96,7 @@ export class TuningRuntime implements BuiltinInstance {
       name: TUNING_FRAMEWORK_NAME, io, store: env.store, log: env.log, interest: ON_CHANGE, reviveOnSubscribe: true,
       settled: () => this.run(() => {}),
       handlers: {
-        frameworkInfo: (name) => builtinFrameworkInfo(`${EXPERIMENT_FRAMEWORK_PREFIX}${name}`, this.core.roleOf(name), this.core.priorityClassOf(name)),
+        frameworkInfo: (name) => hostedFrameworkInfo(`${EXPERIMENT_FRAMEWORK_PREFIX}${name}`, this.core.roleOf(name), this.core.priorityClassOf(name)),
         idKey: frameworkIdKey,
         wanted: (name) => this.core.needsFramework(name),
         offers: (name, offers) => void this.run(() => this.core.offers(name, offers.map(heldOffer), this.now())),

@@ -2,7 +2,7 @@
 // has read through, up to the last complete line (a line is judged once it has ended; the
 // rest is read again next time). At a trial's end the last line counts without its newline.
 
-import type { BuiltinEnv } from '../../../shared/framework-host/contract.ts';
+import type { FrameworkEnv } from '../../../shared/framework-host/contract.ts';
 import type { LogChunk } from '../../../shared/master-state.ts';
 
 const READ_TIMEOUT_MS = 10_000;
@@ -21,7 +21,7 @@ export interface StdoutRead {
 export type TrialStdoutReader = (taskId: string, agentId: string, offset: number, final: boolean) => Promise<StdoutRead | undefined>;
 
 /** `agentId` is the trial's own record's: an ended task may be gone from the registry's list. */
-export async function readTrialStdout(env: Pick<BuiltinEnv, 'agentFetch'>, taskId: string, agentId: string, offset: number, final: boolean): Promise<StdoutRead | undefined> {
+export async function readTrialStdout(env: Pick<FrameworkEnv, 'agentFetch'>, taskId: string, agentId: string, offset: number, final: boolean): Promise<StdoutRead | undefined> {
   let text = '';
   let at = offset;
   let eof = false;

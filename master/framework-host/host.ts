@@ -9,32 +9,32 @@
 
 import type { FastifyInstance } from 'fastify';
 import type { Logger } from 'pino';
-import type { BuiltinEnv, BuiltinFramework, BuiltinInstance, BuiltinRoutesEnv, ClusterView, FrameworkApis, FrameworkMetrics, Leadership } from '../../shared/framework-host/contract.ts';
+import type { FrameworkEnv, HostedFramework, FrameworkInstance, FrameworkRoutesEnv, ClusterView, FrameworkApis, FrameworkMetrics, Leadership } from '../../shared/framework-host/contract.ts';
 import { leaderOrRedirect, type MasterContext } from '../context.ts';
 import { BUILTIN_PRINCIPAL } from '../builtin-principal.ts';
 import { componentLogger } from '../../shared/logger.ts';
-import { BuiltinStore } from './store.ts';
+import { RegistryFrameworkStore } from './store.ts';
 import { clusterHolders } from './cluster-holders.ts';
 import { steadyClock } from '../../shared/steady-clock.ts';
 import { OwnerAccess } from './owner-access.ts';
 import { secretAccess } from '../secrets/secret-access.ts';
 import { agentAuthHeaders, agentBaseUrl } from '../auth/agent-http.ts';
 
-export type { BuiltinEnv, BuiltinFramework, BuiltinInstance, BuiltinRoutesEnv };
+export type { FrameworkEnv, HostedFramework, FrameworkInstance, FrameworkRoutesEnv };
 
 /** The principal built-in frameworks subscribe as (no credentials file can name it). */
 export { BUILTIN_PRINCIPAL };
 
-export class BuiltinHost {
-  private readonly running = new Map<string, BuiltinInstance>();
-  private readonly stores = new Map<string, BuiltinStore>();
+export class FrameworkHost {
+  private readonly running = new Map<string, FrameworkInstance>();
+  private readonly stores = new Map<string, RegistryFrameworkStore>();
 
   constructor(
-    private readonly frameworks: readonly BuiltinFramework[],
+    private readonly frameworks: readonly HostedFramework[],
     private readonly ctx: MasterContext,
     private readonly opts: { domain: string | undefined; log: Logger },
   ) {
-    for (const f of frameworks) this.stores.set(f.name, new BuiltinStore(ctx.registry, f.name));
+    for (const f of frameworks) this.stores.set(f.name, new RegistryFrameworkStore(ctx.registry, f.name));
     // Built now, not at the first scrape: what they follow of their stores, they follow from the start.
     this.metrics = frameworks.flatMap((f) => (f.metrics ? [{ name: f.name, m: f.metrics({ store: this.stores.get(f.name)!, instance: () => this.running.get(f.name) }) }] : []));
     this.cluster = {
@@ -43,7 +43,7 @@ export class BuiltinHost {
       holders: (agentId) => clusterHolders(ctx.registry.state, frameworks, ctx.priorityClasses, agentId),
     };
     this.leadership = {
-      leads: () => ctx.core() !== undefined,
+      leads: () => ctx.master() !== undefined,
       selfUrl: () => ctx.selfUrl(),
       leaderUrl: () => ctx.leaderUrl(),
       masterUrls: () => ctx.replication()?.members.map((m) => m.url) ?? [ctx.selfUrl()],
@@ -91,7 +91,7 @@ export class BuiltinHost {
     const secrets = secretAccess(ctx);
     for (const f of this.frameworks) {
       const instance = () => this.running.get(f.name);
-      const env: BuiltinRoutesEnv<BuiltinInstance> = {
+      const env: FrameworkRoutesEnv<FrameworkInstance> = {
         store: this.stores.get(f.name)!,
         cluster: this.cluster,
         leadership: this.leadership,
@@ -120,14 +120,14 @@ export class BuiltinHost {
       if (this.running.has(f.name)) continue;
       const log = componentLogger(this.opts.log, `builtin/${f.name}`);
       try {
-        const env: BuiltinEnv = {
+        const env: FrameworkEnv = {
           name: f.name,
           store: this.stores.get(f.name)!,
           cluster: this.cluster,
           priorityClasses: this.ctx.priorityClasses,
           domain: this.opts.domain,
           log,
-          now: this.ctx.core()?.now ?? steadyClock(),
+          now: this.ctx.master()?.now ?? steadyClock(),
           api: <K extends keyof FrameworkApis>(name: K) => this.api(name),
           agentFetch: (agentId, path, init) => this.agentFetch(agentId, path, init),
           schedulerOptions: (frameworkInfo) => ({

@@ -1,6 +1,6 @@
 // One round of the services framework, up to the write: what it observes of each instance,
 // the core's decisions, and the instance records those decisions change (launched, marked for
-// killing, forgotten, adopted). No I/O: the shell (service.ts, or the whole-cluster simulator)
+// killing, forgotten, adopted). No I/O: the shell (runtime.ts, or the whole-cluster simulator)
 // passes the registry it reads, the time and the task ids, writes `puts` durably, and only
 // then sends the accepts and kills this plan lists.
 
@@ -12,7 +12,7 @@ import type { ClusterAgent, ClusterTask } from '../../../shared/framework-host/c
 import type { StorePut } from '../../../shared/framework-host/store.ts';
 import type { StoredApp } from './app-model.ts';
 import { decide, type BackoffState, type CoreOutput, type InstanceState, type InstanceView, type LaunchDecision } from './core.ts';
-import { deploymentKey, instanceKey, MarathonRecords, type DeploymentRecord, type InstanceRecord } from './records.ts';
+import { deploymentKey, instanceKey, ServicesRecords, type DeploymentRecord, type InstanceRecord } from './records.ts';
 import { delayPuts } from './launch-delays.ts';
 import { APP_LABEL, appIdOfTaskId, buildTaskInfo, CONFIG_VERSION_LABEL, marathonTaskId, type MarathonTaskInfo } from './task-info.ts';
 
@@ -94,7 +94,7 @@ function adoptOrphans(input: RoundInput, puts: StorePut[], killNow: { taskId: st
       attributes: { ...agent.attributes }, ports: Resources.parse(task.resources).portList(), launchedAtMs: task.launchedAtMs,
     };
     input.instances.set(rec.taskId, rec);
-    puts.push(MarathonRecords.put(instanceKey(rec.taskId), rec));
+    puts.push(ServicesRecords.put(instanceKey(rec.taskId), rec));
   }
 }
 
@@ -163,7 +163,7 @@ export function planRound(input: RoundInput): RoundPlan {
     if (rec.killRequested) continue;
     const next = { ...rec, killRequested: true };
     instances.set(rec.taskId, next);
-    puts.push(MarathonRecords.put(instanceKey(rec.taskId), next));
+    puts.push(ServicesRecords.put(instanceKey(rec.taskId), next));
     kills.push(next);
   }
   // Kills asked for earlier whose task still runs: sent again (the earlier one may have died with a leader).
@@ -181,7 +181,7 @@ export function planRound(input: RoundInput): RoundPlan {
       attributes: { ...l.attributes }, ports: l.ports, launchedAtMs: nowMs,
     };
     instances.set(taskId, rec);
-    puts.push(MarathonRecords.put(instanceKey(taskId), rec));
+    puts.push(ServicesRecords.put(instanceKey(taskId), rec));
     return { l, rec, info: buildTaskInfo(stored, l, taskId) };
   });
   const finished = out.finishedDeployments.map((id) => input.deployments.find((d) => d.id === id)!).filter((d) => d !== undefined);

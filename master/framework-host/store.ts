@@ -4,11 +4,11 @@
 // (committed by a quorum of masters), so nothing that depends on a write happens before it
 // could survive a leader's death.
 
-import type { BuiltinPut, JsonValue } from '../registry/commands.ts';
+import type { StorePut, JsonValue } from '../registry/commands.ts';
 import type { Registry } from '../registry/registry.ts';
 import type { FrameworkStore } from '../../shared/framework-host/store.ts';
 
-export class BuiltinStore implements FrameworkStore {
+export class RegistryFrameworkStore implements FrameworkStore {
   constructor(
     private readonly registry: Registry,
     readonly owner: string,
@@ -29,7 +29,7 @@ export class BuiltinStore implements FrameworkStore {
   }
 
   /** Sets (or, with null, removes) every key at once; resolves when the change is durable. */
-  async write(puts: BuiltinPut[]): Promise<void> {
+  async write(puts: StorePut[]): Promise<void> {
     if (puts.length === 0) return;
     await this.registry.submit({ type: 'builtin_state', owner: this.owner, puts });
   }

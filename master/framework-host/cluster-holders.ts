@@ -6,11 +6,11 @@
 // (master/leader/preemption.ts): a label may raise a task above its framework's class.
 
 import { isTerminal } from '../../shared/agent-messages.ts';
-import type { BuiltinFramework, ClusterHolder } from '../../shared/framework-host/contract.ts';
+import type { HostedFramework, ClusterHolder } from '../../shared/framework-host/contract.ts';
 import { PREEMPTIBLE_LABEL, PRIORITY_CLASS_LABEL, type PriorityClasses } from '../../shared/sharing/priority-classes.ts';
 import type { RegistryStateMachine } from '../registry/state-machine.ts';
 
-export function clusterHolders(state: RegistryStateMachine, frameworks: readonly BuiltinFramework[], classes: PriorityClasses, agentId: string): ClusterHolder[] {
+export function clusterHolders(state: RegistryStateMachine, frameworks: readonly HostedFramework[], classes: PriorityClasses, agentId: string): ClusterHolder[] {
   const out: ClusterHolder[] = [];
   for (const t of state.activeTasksOn(agentId)) {
     if (isTerminal(t.state) || t.state === 'TASK_UNREACHABLE') continue;

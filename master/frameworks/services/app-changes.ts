@@ -13,7 +13,7 @@ import { lockedBy, MarathonError, unknownApp } from './app-errors.ts';
 import { appToJson } from './app-json.ts';
 import type { EventBus } from './event-bus.ts';
 import {
-  appKey, deploymentKey, failureKey, instanceKey, MarathonRecords, versionKey,
+  appKey, deploymentKey, failureKey, instanceKey, ServicesRecords, versionKey,
   type DeploymentAction, type DeploymentRecord, type InstanceRecord,
 } from './records.ts';
 import { deploymentPlanJson } from './views.ts';
@@ -33,7 +33,7 @@ export interface DeploymentStarted {
 
 /** What changes need of the service they belong to. */
 export interface ChangeHost {
-  readonly records: MarathonRecords;
+  readonly records: ServicesRecords;
   readonly store: FrameworkStore;
   readonly bus: EventBus;
   /** The leader's working copy of the instance records. */
@@ -82,13 +82,13 @@ export class AppChanges {
     const cancelledRecords = cancelled.map((id) => this.host.records.deployment(id)).filter((d): d is DeploymentRecord => d !== undefined);
     const deployment: DeploymentRecord = { id: randomUUID(), appId, version, action, previous, target: stored };
     const puts: StorePut[] = stored
-      ? [...MarathonRecords.appChange(stored, deployment, cancelled), ...this.oldVersions(stored)]
+      ? [...ServicesRecords.appChange(stored, deployment, cancelled), ...this.oldVersions(stored)]
       : [
           { key: appKey(appId), value: null },
           { key: failureKey(appId), value: null },
           ...this.host.records.versions(appId).map((v) => ({ key: versionKey(appId, v), value: null })),
           ...cancelled.map((id) => ({ key: deploymentKey(id), value: null })),
-          MarathonRecords.put(deploymentKey(deployment.id), deployment),
+          ServicesRecords.put(deploymentKey(deployment.id), deployment),
         ];
     this.host.bus.knowOwner(appId, (stored ?? previous)?.owner);
     await this.host.store.write([...puts, ...extra]);
@@ -182,7 +182,7 @@ export class AppChanges {
       const cancelled = scale ? this.checkLock(appId, force) : [];
       const marked = chosen.map((r) => ({ ...r, killRequested: true }));
       for (const r of marked) this.host.instances.set(r.taskId, r);
-      const markPuts = marked.map((r) => MarathonRecords.put(instanceKey(r.taskId), r));
+      const markPuts = marked.map((r) => ServicesRecords.put(instanceKey(r.taskId), r));
       let deployment: DeploymentStarted | undefined;
       if (scale) {
         const app: AppDefinition = { ...existing.app, instances: Math.max(0, existing.app.instances - marked.length) };

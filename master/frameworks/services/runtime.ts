@@ -13,8 +13,8 @@ import { runtimeIo, type RuntimeIoOptions } from '../../../shared/framework-runt
 import { recordThenAct } from '../../../shared/framework-runtime/record-then-act.ts';
 import { RoundLoop } from '../../../shared/framework-runtime/round-loop.ts';
 import { Subscriptions } from '../../../shared/framework-runtime/subscriptions.ts';
-import { builtinFrameworkInfo } from '../../../shared/framework-host/framework-info.ts';
-import type { BuiltinEnv, BuiltinInstance } from '../../../shared/framework-host/contract.ts';
+import { hostedFrameworkInfo } from '../../../shared/framework-host/framework-info.ts';
+import type { FrameworkEnv, FrameworkInstance } from '../../../shared/framework-host/contract.ts';
 import type { JsonValue } from '../../../shared/framework-host/store.ts';
 import type { AppQueueFacts } from './core.ts';
 import { storedDelays } from './launch-delays.ts';
@@ -22,12 +22,12 @@ import { planRound, type RoundPlan } from './round-plan.ts';
 import { SERVICES_INTEREST } from './offer-policy.ts';
 import { AppChanges } from './app-changes.ts';
 import { EventBus } from './event-bus.ts';
-import { failureKey, FRAMEWORK_ID_KEY, instanceKey, MarathonRecords, type InstanceRecord, type TaskFailureRecord } from './records.ts';
+import { failureKey, FRAMEWORK_ID_KEY, instanceKey, ServicesRecords, type InstanceRecord, type TaskFailureRecord } from './records.ts';
 import { deploymentPlanJson, type QueueCounters } from './views.ts';
 
 export const FRAMEWORK_NAME = 'marathon';
 
-export interface MarathonServiceOptions extends RuntimeIoOptions {
+export interface ServicesRuntimeOptions extends RuntimeIoOptions {
   /** Makes new instances' ids (default: random); the simulator passes a seeded one, so one seed gives one history. */
   uuid?: () => string;
   /**
@@ -51,9 +51,9 @@ const REFUSE_IDLE_S = 30;
 /** The states Marathon records as an app's `lastTaskFailure` (a kill asked for is none). */
 const FAILURE_STATES = new Set(['TASK_FAILED', 'TASK_ERROR', 'TASK_LOST', 'TASK_DROPPED', 'TASK_GONE', 'TASK_GONE_BY_OPERATOR', 'TASK_UNREACHABLE', 'TASK_UNKNOWN']);
 
-export class MarathonService implements BuiltinInstance {
+export class ServicesRuntime implements FrameworkInstance {
   readonly bus = new EventBus();
-  readonly records: MarathonRecords;
+  readonly records: ServicesRecords;
   /** The one subscription, under the key '*'. */
   private readonly subs: Subscriptions<'*'>;
   private readonly loop: RoundLoop;
@@ -78,17 +78,17 @@ export class MarathonService implements BuiltinInstance {
   private soon: Cancel | undefined;
   private readonly after: (ms: number, fn: () => void) => Cancel;
   private readonly uuid: () => string;
-  private readonly onPlan: MarathonServiceOptions['onPlan'];
+  private readonly onPlan: ServicesRuntimeOptions['onPlan'];
 
   /** Changes from the REST API. */
   readonly changes: AppChanges;
 
-  /** This leadership's clock (BuiltinEnv.now): what launch delays are measured on. */
+  /** This leadership's clock (FrameworkEnv.now): what launch delays are measured on. */
   now(): number {
     return this.clockNow();
   }
 
-  constructor(private readonly env: BuiltinEnv, opts: MarathonServiceOptions = {}) {
+  constructor(private readonly env: FrameworkEnv, opts: ServicesRuntimeOptions = {}) {
     const io = runtimeIo(env, opts);
     this.uuid = opts.uuid ?? randomUUID;
     this.onPlan = opts.onPlan;
@@ -101,7 +101,7 @@ export class MarathonService implements BuiltinInstance {
       // Its rounds ask for offers when instances wait.
       reviveOnSubscribe: false,
       handlers: {
-        frameworkInfo: () => builtinFrameworkInfo(FRAMEWORK_NAME),
+        frameworkInfo: () => hostedFrameworkInfo(FRAMEWORK_NAME),
         idKey: () => FRAMEWORK_ID_KEY,
         wanted: () => true,
         offers: (_k, offers) => {
@@ -119,7 +119,7 @@ export class MarathonService implements BuiltinInstance {
         },
       },
     });
-    this.records = new MarathonRecords(env.store);
+    this.records = new ServicesRecords(env.store);
     this.changes = new AppChanges({
       records: this.records,
       store: env.store,

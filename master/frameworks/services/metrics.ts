@@ -7,9 +7,9 @@
 import type { FrameworkMetrics } from '../../../shared/framework-host/contract.ts';
 import type { FrameworkStore } from '../../../shared/framework-host/store.ts';
 import { promFamily } from '../../../shared/prometheus.ts';
-import type { MarathonService } from './service.ts';
+import type { ServicesRuntime } from './runtime.ts';
 
-export function servicesMetrics(store: FrameworkStore, instance: () => MarathonService | undefined): FrameworkMetrics {
+export function servicesMetrics(store: FrameworkStore, instance: () => ServicesRuntime | undefined): FrameworkMetrics {
   /** Apps with instances waiting at the last scrape, and since when they have been seen waiting. */
   const waitingSince = new Map<string, number>();
   return {

@@ -12,7 +12,7 @@
 
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { checkJsonDepth } from '../../../shared/json-body.ts';
-import type { BuiltinRoutesEnv, OwnerAction } from '../../../shared/framework-host/contract.ts';
+import type { FrameworkRoutesEnv, OwnerAction } from '../../../shared/framework-host/contract.ts';
 import { toHttpError } from '../../../shared/http-errors.ts';
 import { CairnError } from '../../../shared/errors.ts';
 import type { ClusterTask } from '../../../shared/framework-host/contract.ts';
@@ -25,8 +25,8 @@ import { sseFrame } from './event-bus.ts';
 import { boundedWriter } from '../../../shared/bounded-stream.ts';
 import { matchesLabelSelector } from './label-selector.ts';
 import { requirePullSecret } from './pull-config.ts';
-import { MarathonRecords, type DeploymentRecord, type InstanceRecord } from './records.ts';
-import type { MarathonService } from './service.ts';
+import { ServicesRecords, type DeploymentRecord, type InstanceRecord } from './records.ts';
+import type { ServicesRuntime } from './runtime.ts';
 import { appJson, deploymentJson, queueItemJson, servicePortsOf, taskJson, type TaskFacts } from './views.ts';
 import { marathonApp, queryBool, queryList, queryOne, wantsCairn, type Query } from './marathon-shape.ts';
 import { hostPort, marathonInfo } from './info.ts';
@@ -102,8 +102,8 @@ function withIgnored(reply: FastifyReply, q: Query, body: Record<string, unknown
   return wantsCairn(q) ? { ...body, ignoredFields: parsed.ignored } : body;
 }
 
-export function registerMarathonRoutes(root: FastifyInstance, env: BuiltinRoutesEnv<MarathonService>): void {
-  const records = new MarathonRecords(env.store);
+export function registerMarathonRoutes(root: FastifyInstance, env: FrameworkRoutesEnv<ServicesRuntime>): void {
+  const records = new ServicesRecords(env.store);
   const { access, secrets } = env;
   const mayView = (req: FastifyRequest, owner: string | undefined) => access.may(req.principal, 'view_tasks', owner);
   /** The app's owner, also for an app being deleted (its deployment still holds it). */

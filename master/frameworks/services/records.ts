@@ -56,7 +56,7 @@ export interface InstanceRecord {
 
 const json = (v: unknown) => v as JsonValue;
 
-export class MarathonRecords {
+export class ServicesRecords {
   constructor(readonly store: FrameworkStore) {}
 
   frameworkId(): string | undefined {
