@@ -44,10 +44,10 @@ afterAll(async () => {
 
 describe('kubectl and Nomad habits on a real cluster', () => {
   it('an empty list: nothing on stdout, "No resources found" on stderr, exit 0', async () => {
-    for (const argv of [['tasks'], ['job', 'list'], ['get', 'experiments'], ['app', 'list']]) {
-      const r = await cairn(argv);
-      expect([r.code, r.stdout, r.stderr], argv.join(' ')).toEqual([0, '', 'No resources found\n']);
-    }
+    // Independent reads: run at once, each checked on its own.
+    const argvs = [['tasks'], ['job', 'list'], ['get', 'experiments'], ['app', 'list']];
+    const results = await Promise.all(argvs.map((argv) => cairn(argv)));
+    for (const [i, r] of results.entries()) expect([r.code, r.stdout, r.stderr], argvs[i]!.join(' ')).toEqual([0, '', 'No resources found\n']);
   });
 
   it('framework names beside ids: a finished cairn run shows its framework by name, after the framework is gone', async () => {
@@ -107,28 +107,29 @@ describe('kubectl and Nomad habits on a real cluster', () => {
       tasks: ['tasks'], agents: ['agents'], jobs: ['job', 'list'], experiments: ['tune', 'list'], apps: ['app', 'list'], deployments: ['app', 'deployments'],
       quotas: ['quota', 'list'], preemptions: ['preemptions'], secrets: ['secret', 'list'],
     };
-    for (const [name, argv] of Object.entries(lists)) {
-      const r = await cairn([...argv, '-o', 'json']);
+    // Independent reads: run at once, each checked on its own.
+    const results = await Promise.all(Object.entries(lists).map(async ([name, argv]) => ({ name, r: await cairn([...argv, '-o', 'json']) })));
+    for (const { name, r } of results) {
       expect(r.code, `${name}: ${r.stderr}`).toBe(0);
       expect(Array.isArray(JSON.parse(r.stdout)), name).toBe(true);
     }
-    const jobs = JSON.parse((await cairn(['job', 'list', '-o', 'json'])).stdout);
+    const jobs = JSON.parse(results.find((x) => x.name === 'jobs')!.r.stdout);
     expect(jobs.map((j: any) => j.name)).toContain('quick');
   });
 
   it('get and describe map onto the lists and descriptions', async () => {
-    const jobs = await cairn(['get', 'jobs']);
+    const agent = (await state()).agents[0];
+    // Independent reads: run at once, each checked on its own.
+    const [jobs, described, taskJson, node, bad] = await Promise.all([
+      cairn(['get', 'jobs']), cairn(['describe', 'job', 'quick']), cairn(['get', 'task', doneId, '-o', 'json']), cairn(['describe', 'node', agent.hostname]), cairn(['get', 'widgets']),
+    ]);
     expect(jobs.stdout).toMatch(/^NAME\s+KIND\s+PHASE/);
     expect(jobs.stdout).toMatch(/\nquick\s+pytorch\s+Succeeded/);
-    const described = await cairn(['describe', 'job', 'quick']);
     expect(described.stdout).toMatch(/Phase:\s+Succeeded/);
-    const task = JSON.parse((await cairn(['get', 'task', doneId, '-o', 'json'])).stdout);
+    const task = JSON.parse(taskJson.stdout);
     expect(task.id).toBe(doneId);
-    const agent = (await state()).agents[0];
-    const node = await cairn(['describe', 'node', agent.hostname]);
     expect(node.code, node.stderr).toBe(0);
     expect(node.stdout).toMatch(new RegExp(`^ID:\\s+${agent.id}\\n`));
-    const bad = await cairn(['get', 'widgets']);
     expect(bad.code).toBe(2);
   });
 
