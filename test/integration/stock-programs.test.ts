@@ -111,7 +111,9 @@ describe.skipIf(skip)('stock programs find their peers through the system resolv
     // and RANK (the node's rank), as a Kubeflow user writes it. `--redirects 1 --tee 1`:
     // Debian's torch 1.13 under Python 3.11 reads its own defaults ('0') as no stream set and
     // crashes before it starts anything; teeing stdout works, each line prefixed [defaultN]:.
-    const script = `exec ${PYTHON} -m torch.distributed.run --nnodes 2 --nproc_per_node 2 --node_rank "$RANK" --master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT" --redirects 1 --tee 1 ${stock('ddp.py')}`;
+    // `--monitor_interval 0.5`: torch 1.13's launcher looks at its workers every 5 s by default,
+    // so each node would sit up to 5 s after its processes were done.
+    const script = `exec ${PYTHON} -m torch.distributed.run --nnodes 2 --nproc_per_node 2 --node_rank "$RANK" --master_addr "$MASTER_ADDR" --master_port "$MASTER_PORT" --redirects 1 --tee 1 --monitor_interval 0.5 ${stock('ddp.py')}`;
     await submit({
       name: 'torchrun',
       kind: 'pytorch',
