@@ -6,21 +6,17 @@
 // Then quotas: a role below its guarantee takes it back from others, a role at its limit is
 // offered no more, and a child's quota cannot exceed its parent's.
 
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { authFetch } from '../harness/credentials.ts';
 import { Cleanup, startAgentProcess, startMasterProcess, waitFor } from '../harness/processes.ts';
 import type { JobView } from '../../shared/jobs/model.ts';
 import type { PreemptionRecord } from '../../master/registry/commands.ts';
 
-const cleanup = new Cleanup();
-afterEach(async () => {
-  await cleanup.run();
-});
-
 /** The preemption grace the master is started with: victims here end on SIGTERM at once. */
 const GRACE_MS = 2_000;
 
-async function cluster(agents: number) {
+/** A master and `agents` agents of 4 cpus, tracked by the test's own `cleanup`. */
+async function cluster(cleanup: Cleanup, agents: number) {
   const master = await startMasterProcess(cleanup, { extra: ['--preemption-grace', `${GRACE_MS}ms`] });
   for (let i = 0; i < agents; i++) await startAgentProcess(cleanup, master.url, { resources: 'cpus:4;mem:2048;ports:[31000-31049]' });
   await waitFor('agents registered', async () => {
@@ -52,9 +48,14 @@ async function runningTasks(url: string): Promise<{ id: string; state: string; f
   return st.tasks.filter((t) => t.state === 'TASK_RUNNING' || t.state === 'TASK_STAGING' || t.state === 'TASK_STARTING');
 }
 
-describe('preemption and quotas (real processes)', () => {
-  it('a production job preempts exactly enough research tasks, never the non-preemptible service; the research job runs again later', async () => {
-    const url = await cluster(2); // 8 cpus in all
+// The two tests run side by side, each on a cluster of its own: most of their time is tasks
+// sleeping (the research work, the production job, the others filling the cluster), and the
+// moments they time are a few seconds long against bounds of 12 s.
+describe.concurrent('preemption and quotas (real processes)', () => {
+  it('a production job preempts exactly enough research tasks, never the non-preemptible service; the research job runs again later', async ({ onTestFinished }) => {
+    const cleanup = new Cleanup();
+    onTestFinished(() => cleanup.run());
+    const url = await cluster(cleanup, 2); // 8 cpus in all
     // The service first: one instance that must never be preempted.
     const app = await post(`${url}/v2/apps`, { id: '/keeper', cmd: 'sleep 600', cpus: 1, mem: 128, instances: 1, labels: { 'cairn.preemptible': 'false' } });
     expect(app.status, await app.clone().text()).toBe(201);
@@ -111,8 +112,10 @@ describe('preemption and quotas (real processes)', () => {
     expect((await runningTasks(url)).map((t) => t.id.split('.')[0])).toEqual(['keeper']);
   }, 240_000);
 
-  it('a role takes back its guarantee; a role at its limit is offered no more; a child quota cannot exceed its parent', async () => {
-    const url = await cluster(1); // 4 cpus
+  it('a role takes back its guarantee; a role at its limit is offered no more; a child quota cannot exceed its parent', async ({ onTestFinished }) => {
+    const cleanup = new Cleanup();
+    onTestFinished(() => cleanup.run());
+    const url = await cluster(cleanup, 1); // 4 cpus
     const put = (role: string, body: unknown) => authFetch(`${url}/api/v1/quotas/${encodeURIComponent(role)}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
     // A limit: the capped role never holds more than 2 cpus, though 4 are free.
