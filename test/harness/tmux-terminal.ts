@@ -109,9 +109,11 @@ export class TmuxTerminal {
       const re = opts.interruptWhen;
       await waitFor(`output matching ${re} from: ${command}`, () => (re.test(slice() ?? '') ? true : undefined), timeoutMs, 100);
       this.interrupt(window);
-      // Ctrl-C may end the typed line with the command: ask for the code again then.
-      const endedSoon = await waitFor('the end of the interrupted command', () => (ended.test(slice() ?? '') ? true : undefined), 5000, 100).catch(() => false);
-      if (!endedSoon) this.type(window, `printf '\\n::rc %s %s::\\n' ${n} "$?"`);
+      // Ctrl-C may end the typed line with the command (bash drops the rest of a list whose
+      // command died of SIGINT), so the code is asked for again at once: typed after the
+      // Ctrl-C, it runs once the shell is back. Had the line gone on to its own end marker,
+      // that one comes first and is the one read.
+      this.type(window, `printf '\\n::rc %s %s::\\n' ${n} "$?"`);
     }
     try {
       return await waitFor(`the end of: ${command}`, () => {
