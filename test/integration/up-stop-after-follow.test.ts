@@ -26,9 +26,12 @@ describe('cairn up stops promptly after a follower left', () => {
     expect(run.code, run.stderr).toBe(0);
     const id = run.stdout.trim();
     // Followed until the output shows, then the client is killed mid-stream.
-    const follow = await runCairn(['logs', id, '--follow'], cli, 12_000);
-    expect(follow.code).toBeNull();
-    expect(follow.stdout).toMatch(/step 1 of 600/);
+    const follow = cleanup.track(startCairn(['logs', id, '--follow'], url, cli));
+    let followed = '';
+    follow.child.stdout!.on('data', (d) => (followed += d));
+    await waitFor('the followed output', () => (/step 1 of 600/.test(followed) ? true : undefined), 30_000);
+    // Killed while still following (-1: ended by the signal, not on its own).
+    expect(await follow.kill('SIGKILL')).toBe(-1);
     expect((await runCairn(['kill', id], cli)).code).toBe(0);
     const t0 = Date.now();
     expect(await up.kill('SIGINT')).toBe(0);
