@@ -11,6 +11,7 @@
 import type { Logger } from 'pino';
 import type { FrameworkInfo, Filters, OfferJson, TaskInfoJson, TaskStatusJson } from '../mesos-v1.ts';
 import type { Resources } from '../resources.ts';
+import { CairnError } from '../errors.ts';
 import type { FrameworkStore } from '../framework-host/store.ts';
 import { acceptCall, declineCall, killCall, reconcileCall, requestRoomCall, reviveCall, suppressCall, teardownCall } from '../sdk/scheduler-calls.ts';
 import type { RuntimeClock } from './clock.ts';
@@ -157,7 +158,12 @@ export class Subscriptions<K> {
       return;
     }
     this.accept(key, offerIds, tasks, filters).catch((err: Error) => {
-      this.o.log.warn({ err: err.message, framework: this.o.name, tasks: tasks.map((t) => t.task_id.value) }, 'launch refused');
+      // An offer rescinded or gone before the ACCEPT arrived (its agent left, the offer timed
+      // out) is a race every framework meets, as in Mesos: the tasks go back to waiting. Any
+      // other refusal is worth a warning.
+      const code = err instanceof CairnError ? err.code : undefined;
+      const level = code === 'CAIRN_OFFER_RESCINDED' || code === 'CAIRN_UNKNOWN_OFFER' ? 'info' : 'warn';
+      this.o.log[level]({ err: err.message, framework: this.o.name, tasks: tasks.map((t) => t.task_id.value) }, 'launch refused');
       failed(err.message);
     });
   }

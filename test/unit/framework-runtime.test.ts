@@ -3,6 +3,7 @@
 
 import { describe, expect, it } from 'vitest';
 import pino from 'pino';
+import { CairnError } from '../../shared/errors.ts';
 import type { OfferJson, TaskStatusJson } from '../../shared/mesos-v1.ts';
 import { FakeClock, FakeTransport, flush, memoryStore } from '../harness/fake-scheduler.ts';
 import { RETRY_SUBSCRIBE_MS, Subscriptions, type SubscriptionHandlers } from '../../shared/framework-runtime/subscriptions.ts';
@@ -15,7 +16,7 @@ import { RoundLoop } from '../../shared/framework-runtime/round-loop.ts';
 const ONCE: InterestPolicy = ON_CHANGE;
 const REPEAT: InterestPolicy = { reviveAgainMs: 5_000, suppressOnOffer: true };
 
-function setup(opts: { reviveOnSubscribe?: boolean; wanted?: () => boolean; stored?: string } = {}) {
+function setup(opts: { reviveOnSubscribe?: boolean; wanted?: () => boolean; stored?: string; logger?: pino.Logger } = {}) {
   const log: string[] = [];
   const clock = new FakeClock();
   const store = memoryStore(log);
@@ -36,7 +37,7 @@ function setup(opts: { reviveOnSubscribe?: boolean; wanted?: () => boolean; stor
     },
   };
   const subs = new Subscriptions<string>({
-    name: 'test', store, log: pino({ level: 'silent' }), interest: ONCE,
+    name: 'test', store, log: opts.logger ?? pino({ level: 'silent' }), interest: ONCE,
     reviveOnSubscribe: opts.reviveOnSubscribe ?? true, handlers,
     io: {
       clock,
@@ -152,6 +153,30 @@ describe('framework runtime: the offer loop', () => {
     subs.launch('*', ['o1'], [], { refuse_seconds: 1 }, (m) => failed.push(m));
     await flush();
     expect(failed).toEqual(['ACCEPT refused']);
+  });
+
+  it('says a launch refused for a rescinded or unknown offer at info (a race every framework meets), any other refusal as a warning', async () => {
+    const lines: { level: number; msg: string; err: string }[] = [];
+    const logger = pino({ level: 'info' }, { write: (line: string) => void lines.push(JSON.parse(line)) });
+    const { subs, transports } = setup({ logger });
+    subs.ensure('*');
+    transports[0]!.accept('fw');
+    await flush();
+    const refusals = [
+      new CairnError('CAIRN_OFFER_RESCINDED', 'offer o1 was rescinded', 'accept.offer_ids[0]'),
+      new CairnError('CAIRN_UNKNOWN_OFFER', 'no offer o2', 'accept.offer_ids[0]'),
+      new CairnError('CAIRN_BAD_REQUEST', 'a bad task', 'accept.operations[0]'),
+    ];
+    for (const err of refusals) {
+      transports[0]!.call = () => Promise.reject(err);
+      subs.launch('*', ['o'], [], { refuse_seconds: 1 }, () => {});
+      await flush();
+    }
+    expect(lines.filter((l) => l.msg === 'launch refused').map((l) => [l.level, l.err])).toEqual([
+      [30, 'accept.offer_ids[0]: offer o1 was rescinded'],
+      [30, 'accept.offer_ids[0]: no offer o2'],
+      [40, 'accept.operations[0]: a bad task'],
+    ]);
   });
 
   it('passes offers and updates on, and an update handler\'s promise back to the transport (which holds the acknowledgement on it)', async () => {
