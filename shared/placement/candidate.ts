@@ -36,3 +36,15 @@ export function poolByAgent(offers: readonly HeldOffer[]): Candidate[] {
   }
   return [...pools.values()];
 }
+
+/**
+ * An agent as a candidate with no offer behind it: its total (could this ever fit there?) or
+ * what it has free (does it fit now?), for the explanations of a wait.
+ */
+export function agentCandidate(
+  agent: { id: string; hostname: string; attributes?: Readonly<Record<string, string>> },
+  left: Resources,
+  condition: Pick<Candidate, 'unreachable' | 'draining'> = {},
+): Candidate {
+  return { id: agent.id, agentId: agent.id, hostname: agent.hostname, attributes: agent.attributes ?? {}, role: '*', offerIds: [], left, ...condition };
+}

@@ -3,11 +3,11 @@
 // day). Said at submit, naming the largest agent and its size, so that the submitter sees
 // at once what a queue would hide. Pure: the caller passes the agents' totals.
 
-import { Resources } from '../resources.ts';
+import { agentCandidate } from '../placement/candidate.ts';
 import { demandOf, type TaskRequirement } from '../placement/demand.ts';
 import { place } from '../placement/pipeline.ts';
-import { WAIT_RESOURCES, neededAmounts, type WaitResource } from './why-waiting.ts';
-import { amounts, amountText } from './why-queued.ts';
+import { WAIT_RESOURCES, amountsOf, neededAmounts, readableResources } from './why-waiting.ts';
+import { amountText } from './why-queued.ts';
 
 export interface AgentSize {
   id: string;
@@ -24,12 +24,12 @@ export interface AgentSize {
 export function neverFitsAnyAgent(req: TaskRequirement, agents: readonly AgentSize[]): string | undefined {
   const need = neededAmounts(req);
   const known = agents.flatMap((a) => {
-    const total = amounts(a.resources);
-    return total ? [{ a, total }] : [];
+    const resources = readableResources(a.resources);
+    return resources ? [{ a, resources, total: amountsOf(resources) }] : [];
   });
   if (known.length === 0) return undefined;
   // Whether some agent's total could hold it is the placement pipeline's question.
-  const totals = known.map(({ a }) => ({ id: a.id, agentId: a.id, hostname: a.hostname, attributes: {}, role: '*', offerIds: [], left: Resources.parse(a.resources) }));
+  const totals = known.map(({ a, resources }) => agentCandidate(a, resources));
   if (place({ demands: [demandOf(req, 0)], candidates: totals }).placed.length > 0) return undefined;
   const largest = known.reduce((x, y) => (y.total.gpus - x.total.gpus || y.total.cpus - x.total.cpus || y.total.mem - x.total.mem) > 0 ? y : x);
   const asked = WAIT_RESOURCES.filter((name) => need.has(name));

@@ -10,16 +10,16 @@
 //  research class too)"
 //
 // The gang is packed on what is free by the placement pipeline as the frameworks pack it
-// (largest first, each on the first agent where it fits), so the replica named is the one that does not fit, and the
-// agent named is where it misses by the least.
+// (largest first, each on the first agent where it fits), so the replica named is the one
+// that does not fit, and the agent named is where it misses by the least.
 
 import { Resources } from '../resources.ts';
-import type { Candidate } from '../placement/candidate.ts';
+import { agentCandidate, type Candidate } from '../placement/candidate.ts';
 import { firstFailure, RESOURCE_CHECKS } from '../placement/checks.ts';
 import { demandOf, type TaskRequirement } from '../placement/demand.ts';
 import { place } from '../placement/pipeline.ts';
 import { largestFirst } from '../placement/rank.ts';
-import { amountsOf, neededAmounts, type WaitResource } from './why-waiting.ts';
+import { amountsOf, neededAmounts, readableResources, type WaitResource } from './why-waiting.ts';
 
 type Amounts = Record<WaitResource, number>;
 
@@ -58,8 +58,8 @@ export interface WaiterClass {
 }
 
 /** A resources text as the amounts a wait is told in; undefined when it cannot be read. */
-export function amounts(text: string): Amounts | undefined {
-  const r = parsed(text);
+function amounts(text: string): Amounts | undefined {
+  const r = readableResources(text);
   return r && amountsOf(r);
 }
 
@@ -71,14 +71,6 @@ function plus(a: Amounts, b: Amounts): Amounts {
 export function amountText(name: WaitResource, amount: number): string {
   const n = String(Number(Math.max(0, amount).toFixed(3)));
   return name === 'mem' || name === 'disk' ? `${name} ${n} MiB` : `${name} ${n}`;
-}
-
-function parsed(text: string): Resources | undefined {
-  try {
-    return Resources.parse(text);
-  } catch {
-    return undefined;
-  }
 }
 
 /**
@@ -113,10 +105,6 @@ function missBy(free: Amounts, need: Map<WaitResource, number>): number {
   return miss;
 }
 
-function candidateOf(agent: RoomAgent, left: Resources): Candidate {
-  return { id: agent.id, agentId: agent.id, hostname: agent.hostname, attributes: {}, role: '*', offerIds: [], left };
-}
-
 /**
  * The sentence for a gang that does not fit in what the agents have free; undefined when it
  * does, when no available agent could ever hold its member (the caller says that with
@@ -126,14 +114,14 @@ export function explainQueued(members: readonly WaitingMember[], agents: readonl
   const rooms: Room[] = [];
   for (const agent of agents) {
     if (!agent.available) continue;
-    const total = parsed(agent.resources);
+    const total = readableResources(agent.resources);
     if (!total) continue;
     let free = total;
     for (const h of agent.holders) {
-      const held = parsed(h.resources);
+      const held = readableResources(h.resources);
       if (held) free = lessHeld(free, held);
     }
-    rooms.push({ agent, whole: candidateOf(agent, total), now: candidateOf(agent, free) });
+    rooms.push({ agent, whole: agentCandidate(agent, total), now: agentCandidate(agent, free) });
   }
   // Packed as the frameworks pack a gang: largest first, each on the first agent it fits.
   const demands = largestFirst(members.map((m, i) => demandOf(m, i, m.label)));

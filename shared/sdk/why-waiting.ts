@@ -12,7 +12,7 @@
 
 import { Resources, type MesosResource } from '../resources.ts';
 import type { AgentView } from '../master-state.ts';
-import type { Candidate } from '../placement/candidate.ts';
+import { agentCandidate } from '../placement/candidate.ts';
 import { NOT_DRAINING, REACHABLE, RESOURCE_CHECKS, RESOURCE_NAMES, shortfall, type ResourceName } from '../placement/checks.ts';
 import { demandOf, type TaskRequirement } from '../placement/demand.ts';
 import { countReasons, place } from '../placement/pipeline.ts';
@@ -54,9 +54,10 @@ function bareAmount(name: WaitResource, amount: number): string {
   return name === 'mem' || name === 'disk' ? `${n} MiB` : n;
 }
 
-function agentTotal(agent: AgentView): Resources | undefined {
+/** A resources text as Resources; undefined when it cannot be read (a wait is explained from what can). */
+export function readableResources(text: string): Resources | undefined {
   try {
-    return Resources.parse(agent.resources);
+    return Resources.parse(text);
   } catch {
     return undefined;
   }
@@ -70,13 +71,10 @@ function agentTotal(agent: AgentView): Resources | undefined {
  * whatever its condition.
  */
 export function explainUnfit(req: TaskRequirement, agents: readonly AgentView[]): string | undefined {
-  const known = agents.map((agent) => ({ agent, total: agentTotal(agent) })).filter((a): a is { agent: AgentView; total: Resources } => a.total !== undefined);
+  const known = agents.map((agent) => ({ agent, total: readableResources(agent.resources) })).filter((a): a is { agent: AgentView; total: Resources } => a.total !== undefined);
   if (known.length === 0) return 'no agent is registered with the master';
 
-  const candidates: Candidate[] = known.map(({ agent, total }) => ({
-    id: agent.id, agentId: agent.id, hostname: agent.hostname, attributes: agent.attributes, role: '*', offerIds: [], left: total,
-    unreachable: !agent.reachable, draining: agent.draining !== null,
-  }));
+  const candidates = known.map(({ agent, total }) => agentCandidate(agent, total, { unreachable: !agent.reachable, draining: agent.draining !== null }));
   const r = place({ demands: [demandOf(req, 0)], candidates, checks: [...RESOURCE_CHECKS, REACHABLE, NOT_DRAINING] });
   if (r.placed.length > 0) return undefined;
   const reasons = countReasons(r.unplaced);
