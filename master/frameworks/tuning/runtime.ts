@@ -72,8 +72,8 @@ export class TuningRuntime implements FrameworkInstance {
    */
   private readonly followed = new Set<string>();
   private readonly offJobs: () => void;
-  /** Distributed trials whose end is being told now (once each). */
-  private readonly reading = new Set<string>();
+  /** Distributed trials' jobs whose end is being told now (once each). */
+  private readonly endingJobs = new Set<string>();
   /** Trials whose stdout is being read now, with that read (one read at a time each). */
   private readonly stdoutReads = new Map<string, Promise<void>>();
   private readonly now: () => number;
@@ -277,8 +277,8 @@ export class TuningRuntime implements FrameworkInstance {
 
   /** A finished job's trial: its chief's stdout read to the end, then its end told. */
   private async finishJobTrial(experiment: string, jobName: string, job: JobView): Promise<void> {
-    if (this.reading.has(`job:${jobName}`)) return;
-    this.reading.add(`job:${jobName}`);
+    if (this.endingJobs.has(jobName)) return;
+    this.endingJobs.add(jobName);
     try {
       await this.queue.settled();
       const trial = this.core.jobTrials().find((t) => t.jobName === jobName);
@@ -288,7 +288,7 @@ export class TuningRuntime implements FrameworkInstance {
       await this.run(() => this.core.jobTrialUpdate(experiment, jobName, { phase, message: job.message }, this.now()));
       this.followed.delete(jobName);
     } finally {
-      this.reading.delete(`job:${jobName}`);
+      this.endingJobs.delete(jobName);
     }
   }
 
